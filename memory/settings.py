@@ -1,0 +1,41 @@
+"""Settings the memory layer needs, declared here and composed by ``gateway.config``."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+DEFAULT_MEMORY_CHAR_LIMIT = 2200
+"""Characters allowed in the shared MEMORY.md (about 800 tokens)."""
+
+DEFAULT_USER_CHAR_LIMIT = 1375
+"""Characters allowed in one user's USER.md (about 500 tokens)."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class MemorySettings(_Section):
+    """The ``memory`` section: curated files, nudges and the external provider."""
+
+    memory_char_limit: int = Field(DEFAULT_MEMORY_CHAR_LIMIT, gt=0)
+    user_char_limit: int = Field(DEFAULT_USER_CHAR_LIMIT, gt=0)
+    nudge_interval: int = Field(
+        10, ge=0, description="Turns without a memory write before a reminder; 0 disables."
+    )
+    flush_min_turns: int = Field(
+        6, ge=0, description="Turns a session needs before its end flushes memories."
+    )
+    provider: str | None = Field(
+        None, description="Name of the one external memory provider, if any."
+    )
+
+
+class RedisSettings(_Section):
+    """The ``redis`` section: without ``url`` background jobs run in-process."""
+
+    url: SecretStr | None = Field(
+        None, description="redis://… URL; may carry a password, so it is secret."
+    )
+    queue_name: str = "chorus"
+    job_retries: int = Field(3, ge=0)

@@ -1,0 +1,109 @@
+"""Platform ids become path components that can neither escape nor collide."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from memory.errors import MemoryPathError
+from memory.paths import ChorusPaths, UserRef, parse_user_key, safe_component
+
+HOSTILE_IDS = [
+    "../../etc",
+    "..",
+    ".",
+    "a/b",
+    "a\\b",
+    "/abs",
+    "\x00",
+    "a\x00b",
+    "\n\r\t\x1b[31m",
+    "x" * 10_000,
+    "x" * 10_000 + "y",
+    "аdmin",  # Cyrillic а
+    "admin",
+    "ＡＤＭＩＮ",  # fullwidth
+    "ADMIN",
+    "e\u0301",  # e + combining accent
+    "é",  # precomposed
+    "%41",
+    "A",
+    "~",
+    "%7E",
+    "user name",
+    "emoji-🙂",
+    "\ud800",  # lone surrogate
+]
+
+
+def test_plain_ids_stay_readable() -> None:
+    assert safe_component("123456789") == "123456789"
+    assert safe_component("U012AB3CD") == "U012AB3CD"
+    assert safe_component("-100123") == "-100123"
+
+
+@pytest.mark.parametrize("raw", HOSTILE_IDS, ids=range(len(HOSTILE_IDS)))
+def test_hostile_ids_stay_inside_users_dir(tmp_path: Path, raw: str) -> None:
+    paths = ChorusPaths(tmp_path)
+    user_file = paths.user_file(UserRef("telegram", raw))
+    component = safe_component(raw)
+    assert "/" not in component and "\\" not in component and "\x00" not in component
+    assert component not in {".", ".."}
+    assert all(ch.isprintable() and ch.isascii() for ch in component)
+    assert len(component) <= 255
+    resolved = Path(os.path.realpath(user_file))
+    assert resolved.is_relative_to(Path(os.path.realpath(paths.users_dir)) / "telegram")
+    assert user_file.parent.parent == paths.users_dir / "telegram"
+
+
+def test_hostile_ids_never_collide() -> None:
+    components = [safe_component(raw) for raw in HOSTILE_IDS]
+    assert len(set(components)) == len(HOSTILE_IDS)
+
+
+def test_long_ids_are_hashed_and_distinct() -> None:
+    a = safe_component("x" * 10_000)
+    b = safe_component("x" * 9_999 + "z")
+    assert a != b
+    assert "~" in a and len(a) < 200
+
+
+def test_directories_can_really_be_created(tmp_path: Path) -> None:
+    paths = ChorusPaths(tmp_path)
+    for raw in HOSTILE_IDS:
+        target = paths.user_dir(UserRef("discord", raw))
+        target.mkdir(parents=True)
+        (target / "USER.md").write_text(raw.encode("utf-8", "surrogatepass").hex())
+    made = list((paths.users_dir / "discord").iterdir())
+    assert len(made) == len(HOSTILE_IDS)
+
+
+def test_platform_is_encoded_too(tmp_path: Path) -> None:
+    paths = ChorusPaths(tmp_path)
+    path = paths.user_file(UserRef("../x", "1"))
+    assert path.parent.parent.parent == paths.users_dir
+
+
+def test_empty_id_is_refused() -> None:
+    with pytest.raises(MemoryPathError):
+        safe_component("")
+
+
+def test_layout(tmp_path: Path) -> None:
+    paths = ChorusPaths(tmp_path)
+    assert paths.memory_file == tmp_path / "memories" / "MEMORY.md"
+    assert paths.user_file(UserRef("telegram", "42")) == (
+        tmp_path / "memories" / "users" / "telegram" / "42" / "USER.md"
+    )
+    assert paths.state_db == tmp_path / "state.db"
+
+
+def test_parse_user_key() -> None:
+    assert parse_user_key("telegram:123") == UserRef("telegram", "123")
+    assert parse_user_key("Slack:T1:U2") == UserRef("slack", "T1:U2")
+    assert parse_user_key("telegram:123").key == "telegram:123"
+    for bad in ("telegram", ":1", "telegram:", ""):
+        with pytest.raises(MemoryPathError, match="PLATFORM:ID"):
+            parse_user_key(bad)
