@@ -101,7 +101,9 @@ def test_well_known_variables(chorus_home: Path, monkeypatch: pytest.MonkeyPatch
     assert settings.llm.base_url == "http://127.0.0.1:1/v1"
 
 
-def test_chorus_variable_beats_well_known(chorus_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_chorus_variable_beats_well_known(
+    chorus_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "generic")
     monkeypatch.setenv("CHORUS_LLM__API_KEY", "specific")
     assert load_settings().llm.api_key.get_secret_value() == "specific"  # type: ignore[union-attr]
@@ -109,9 +111,16 @@ def test_chorus_variable_beats_well_known(chorus_home: Path, monkeypatch: pytest
 
 def test_secrets_are_secretstr() -> None:
     paths = {".".join(p) for p in secret_paths()}
-    assert {"llm.api_key", "telegram.token", "discord.token", "slack.bot_token",
-            "slack.app_token", "slack.signing_secret", "redis.url",
-            "telegram.webhook_secret"} <= paths
+    assert {
+        "llm.api_key",
+        "telegram.token",
+        "discord.token",
+        "slack.bot_token",
+        "slack.app_token",
+        "slack.signing_secret",
+        "redis.url",
+        "telegram.webhook_secret",
+    } <= paths
 
 
 @pytest.mark.parametrize(
@@ -127,7 +136,9 @@ def test_secrets_are_secretstr() -> None:
         ("sessions: [unclosed\n", ["line"]),
     ],
 )
-def test_bad_config_names_key_and_type(chorus_home: Path, yaml_text: str, needles: list[str]) -> None:
+def test_bad_config_names_key_and_type(
+    chorus_home: Path, yaml_text: str, needles: list[str]
+) -> None:
     write_config(chorus_home, yaml_text)
     with pytest.raises(ConfigError) as info:
         load_settings()
@@ -137,7 +148,9 @@ def test_bad_config_names_key_and_type(chorus_home: Path, yaml_text: str, needle
     assert "Traceback" not in message
 
 
-def test_bad_env_value_names_the_variable(chorus_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bad_env_value_names_the_variable(
+    chorus_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("CHORUS_SESSIONS__MAX_LIVE", "lots")
     with pytest.raises(ConfigError, match=r"sessions.max_live \(CHORUS_SESSIONS__MAX_LIVE\)"):
         load_settings()

@@ -1,0 +1,248 @@
+"""The one client of the LLM endpoint (the only module that imports ``openai``).
+
+Every call streams (``stream_options.include_usage``), so the caller can show
+text as it arrives and always gets token usage. Transient failures —
+connection errors, timeouts, 429 and 5xx — are retried with exponential
+backoff as long as nothing has been streamed to the caller yet; after that, or
+when retries run out, ``LLMUnavailable`` is raised. A refused request (400,
+401, 404…) raises ``LLMRequestError`` at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+import random
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+
+from agent.errors import LLMRequestError, LLMUnavailable
+from agent.settings import LLMSettings
+
+logger = logging.getLogger(__name__)
+
+DeltaCallback = Callable[[str], Awaitable[None] | None]
+Sleep = Callable[[float], Awaitable[None]]
+
+BACKOFF_BASE_SECONDS = 0.5
+"""First retry waits about this long; each further retry doubles it."""
+
+BACKOFF_MAX_SECONDS = 20.0
+"""No single wait between retries is longer than this."""
+
+PLACEHOLDER_API_KEY = "not-needed"
+"""Sent when no key is configured: local OpenAI-compatible servers ignore it."""
+
+
+@dataclass
+class Usage:
+    """Tokens of one or more calls."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.cached_tokens + other.cached_tokens,
+            self.reasoning_tokens + other.reasoning_tokens,
+        )
+
+
+@dataclass(frozen=True)
+class ToolCallRequest:
+    """One function call the model asked for; ``arguments`` is raw JSON text."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass
+class LLMResponse:
+    content: str
+    tool_calls: list[ToolCallRequest] = field(default_factory=list)
+    finish_reason: str | None = None
+    usage: Usage = field(default_factory=Usage)
+
+    def to_message(self) -> dict[str, Any]:
+        """The assistant message to append to history."""
+        message: dict[str, Any] = {"role": "assistant", "content": self.content or None}
+        if self.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments},
+                }
+                for call in self.tool_calls
+            ]
+        return message
+
+
+class LLMClient:
+    """Chat completions against any OpenAI-compatible endpoint."""
+
+    def __init__(self, settings: LLMSettings, *, sleep: Sleep = asyncio.sleep) -> None:
+        self.settings = settings
+        self._sleep = sleep
+        key = settings.api_key.get_secret_value() if settings.api_key else PLACEHOLDER_API_KEY
+        self._client = openai.AsyncOpenAI(
+            api_key=key or PLACEHOLDER_API_KEY,
+            base_url=settings.base_url,
+            timeout=settings.timeout_seconds,
+            max_retries=0,  # retries are ours: they must stop once text was streamed
+        )
+
+    @property
+    def model(self) -> str:
+        return self.settings.model
+
+    @property
+    def auxiliary_model(self) -> str:
+        """The model for flush and summaries: ``llm.auxiliary_model`` or the main one."""
+        return self.settings.auxiliary_model or self.settings.model
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    async def complete(
+        self,
+        messages: Sequence[dict[str, Any]],
+        *,
+        tools: Sequence[dict[str, Any]] | None = None,
+        model: str | None = None,
+        on_delta: DeltaCallback | None = None,
+    ) -> LLMResponse:
+        """One model answer, retried on transient failures until text has streamed."""
+        attempts = self.settings.max_retries + 1
+        streamed = [False]
+        for attempt in range(attempts):
+            try:
+                return await self._stream_once(
+                    messages, tools, model or self.model, on_delta, streamed
+                )
+            except (openai.APIConnectionError, OSError) as exc:
+                reason, retry_after = type(exc).__name__, None
+            except openai.APIStatusError as exc:
+                if exc.status_code != 429 and exc.status_code < 500:
+                    logger.error("LLM endpoint refused the request: HTTP %s", exc.status_code)
+                    raise LLMRequestError(
+                        f"LLM endpoint refused the request: HTTP {exc.status_code}: {exc.message}"
+                    ) from exc
+                reason, retry_after = f"HTTP {exc.status_code}", _retry_after(exc.response)
+            except openai.APIError as exc:  # an error event inside the stream
+                reason, retry_after = f"stream error ({type(exc).__name__})", None
+            if streamed[0] or attempt == attempts - 1:
+                logger.error("LLM call failed after %d attempt(s): %s", attempt + 1, reason)
+                raise LLMUnavailable(f"LLM endpoint unavailable: {reason}")
+            delay = retry_after if retry_after is not None else self._backoff(attempt)
+            logger.warning("LLM call failed (%s); retry %d in %.1fs", reason, attempt + 1, delay)
+            await self._sleep(delay)
+        raise AssertionError("unreachable")
+
+    def _backoff(self, attempt: int) -> float:
+        delay = BACKOFF_BASE_SECONDS * (2**attempt)
+        return float(min(BACKOFF_MAX_SECONDS, delay + random.uniform(0, delay / 4)))
+
+    async def _stream_once(
+        self,
+        messages: Sequence[dict[str, Any]],
+        tools: Sequence[dict[str, Any]] | None,
+        model: str,
+        on_delta: DeltaCallback | None,
+        streamed: list[bool],
+    ) -> LLMResponse:
+        request: dict[str, Any] = {
+            "model": model,
+            "messages": list(messages),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if tools:
+            request["tools"] = list(tools)
+        create: Any = self._client.chat.completions.create  # typed overloads don't fit dicts
+        stream = await create(**request)
+        text: list[str] = []
+        calls: dict[int, dict[str, str]] = {}
+        response = LLMResponse(content="")
+        async for chunk in stream:
+            if chunk.usage is not None:
+                response.usage = _usage_of(chunk.usage)
+            for choice in chunk.choices:
+                delta = choice.delta
+                if choice.finish_reason:
+                    response.finish_reason = choice.finish_reason
+                if delta.content:
+                    text.append(delta.content)
+                    if on_delta is not None:
+                        streamed[0] = True
+                        await _call(on_delta, delta.content)
+                for tc in delta.tool_calls or []:
+                    slot = calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
+                    if tc.id:
+                        slot["id"] = tc.id
+                    if tc.function and tc.function.name:
+                        slot["name"] += tc.function.name
+                    if tc.function and tc.function.arguments:
+                        slot["arguments"] += tc.function.arguments
+        response.content = "".join(text)
+        response.tool_calls = [
+            ToolCallRequest(
+                id=slot["id"] or f"call_{index}", name=slot["name"], arguments=slot["arguments"]
+            )
+            for index, slot in sorted(calls.items())
+        ]
+        return response
+
+
+async def _call(callback: DeltaCallback, text: str) -> None:
+    result = callback(text)
+    if inspect.isawaitable(result):
+        await result
+
+
+def _usage_of(usage: Any) -> Usage:
+    prompt_details = getattr(usage, "prompt_tokens_details", None)
+    completion_details = getattr(usage, "completion_tokens_details", None)
+    return Usage(
+        prompt_tokens=usage.prompt_tokens or 0,
+        completion_tokens=usage.completion_tokens or 0,
+        cached_tokens=(getattr(prompt_details, "cached_tokens", 0) or 0) if prompt_details else 0,
+        reasoning_tokens=(
+            (getattr(completion_details, "reasoning_tokens", 0) or 0) if completion_details else 0
+        ),
+    )
+
+
+def _retry_after(response: Any) -> float | None:
+    """Seconds from a ``Retry-After`` header, capped; None when absent or unusable."""
+    if response is None:
+        return None
+    value = response.headers.get("retry-after")
+    try:
+        seconds = float(value) if value is not None else None
+    except ValueError:
+        return None
+    if seconds is None or seconds < 0:
+        return None
+    return min(seconds, BACKOFF_MAX_SECONDS)
+
+
+def parse_arguments(raw: str) -> dict[str, Any]:
+    """Tool-call arguments as a dict; raises ValueError with a model-readable reason."""
+    try:
+        value = json.loads(raw or "{}")
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"arguments are not valid JSON: {exc.msg} at position {exc.pos}") from None
+    if not isinstance(value, dict):
+        raise ValueError("arguments must be a JSON object")
+    return value

@@ -1,0 +1,300 @@
+"""SessionDB: the SQLite transcript store (WAL mode, FTS5 search).
+
+Every session and every message of it is kept here, so an agent can be rebuilt
+from its transcript and a user can search their own past conversations. The
+core is synchronous and thread-safe (one connection behind a lock);
+``memory.session_db_async.AsyncSessionDB`` runs it off the event loop.
+
+Searching is scoped to one user in SQL. ``SessionDB.for_user`` hands out a
+``UserSessions`` view bound to one user key, so code acting for a user cannot
+reach another user's transcripts by forgetting a filter.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+from memory.errors import SessionDBError
+from memory.session_records import SESSION_COLUMNS, SearchHit, SessionRecord, StoredMessage
+from memory.session_schema import fts5_available, open_connection
+from memory.session_search import UserSessions, search_messages
+
+__all__ = ["SessionDB", "UserSessions", "fts5_available"]
+
+logger = logging.getLogger(__name__)
+
+ToolCalls = Sequence[Mapping[str, Any]] | Mapping[str, Any]
+
+_COLUMNS = ", ".join(SESSION_COLUMNS)
+_SETTABLE = Literal["title", "summary", "system_prompt"]
+
+
+class SessionDB:
+    """Transcript store in one SQLite file; safe to share between threads."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = Path(path)
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = open_connection(self._path)
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    def close(self) -> None:
+        """Close the connection; later calls raise ``SessionDBError``."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __enter__(self) -> SessionDB:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def for_user(self, user_key: str) -> UserSessions:
+        """A view of this database limited to the sessions of ``user_key``."""
+        return UserSessions(self, user_key)
+
+    def create_session(
+        self, session_id: str, *, platform: str, user_key: str, chat_id: str | None = None,
+        thread_id: str | None = None, user_id: str | None = None, model: str | None = None,
+        system_prompt: str | None = None, parent_session_id: str | None = None,
+        started_at: float | None = None,
+    ) -> None:
+        """Record a new session; creating an id that exists already does nothing."""
+        if not (session_id and platform and user_key):
+            raise SessionDBError("a session needs a session id, a platform and a user key")
+        started = time.time() if started_at is None else started_at
+        with self._write() as conn:
+            cur = conn.execute(
+                "INSERT INTO sessions (id, source, platform, chat_id, user_key, thread_id,"
+                " user_id, model, system_prompt, parent_session_id, started_at, last_active_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING",
+                (session_id, platform, platform, chat_id, user_key, thread_id, user_id, model,
+                 system_prompt, parent_session_id, started, started),
+            )
+        if cur.rowcount:
+            logger.debug("session %s created", session_id)
+
+    def end_session(self, session_id: str, reason: str, ended_at: float | None = None) -> bool:
+        """Mark a session ended unless it is already; return whether it changed."""
+        ended = time.time() if ended_at is None else ended_at
+        with self._write() as conn:
+            cur = conn.execute(
+                "UPDATE sessions SET ended_at = ?, end_reason = ?"
+                " WHERE id = ? AND ended_at IS NULL",
+                (ended, reason, session_id),
+            )
+        changed = cur.rowcount == 1
+        if changed:
+            logger.debug("session %s ended (%s)", session_id, reason)
+        return changed
+
+    def get_session(self, session_id: str) -> SessionRecord | None:
+        with self._read() as conn:
+            row = conn.execute(
+                f"SELECT {_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+        return None if row is None else SessionRecord.from_row(row)
+
+    def list_sessions(
+        self, *, user_key: str | None = None, active_only: bool = False, limit: int = 50
+    ) -> list[SessionRecord]:
+        """Sessions newest first, optionally of one user and only the open ones."""
+        clauses: list[str] = []
+        params: list[Any] = []
+        if user_key is not None:
+            clauses.append("user_key = ?")
+            params.append(user_key)
+        if active_only:
+            clauses.append("ended_at IS NULL")
+        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        sql = (
+            f"SELECT {_COLUMNS} FROM sessions {where}"
+            " ORDER BY started_at DESC, rowid DESC LIMIT ?"
+        )
+        with self._read() as conn:
+            rows = conn.execute(sql, (*params, max(limit, 0))).fetchall()
+        return [SessionRecord.from_row(row) for row in rows]
+
+    def find_open_sessions(self) -> list[SessionRecord]:
+        """Every session not yet ended, oldest first (for the reaper at start-up)."""
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM sessions WHERE ended_at IS NULL"
+                " ORDER BY started_at, rowid"
+            ).fetchall()
+        return [SessionRecord.from_row(row) for row in rows]
+
+    def add_usage(
+        self, session_id: str, *, input_tokens: int = 0, output_tokens: int = 0,
+        cache_read_tokens: int = 0, cache_write_tokens: int = 0, reasoning_tokens: int = 0,
+    ) -> None:
+        """Add token counts to the session's running totals."""
+        counts = (input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+                  reasoning_tokens)
+        if min(counts) < 0:
+            raise SessionDBError("token counts must not be negative")
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE sessions SET input_tokens = input_tokens + ?,"
+                " output_tokens = output_tokens + ?, cache_read_tokens = cache_read_tokens + ?,"
+                " cache_write_tokens = cache_write_tokens + ?,"
+                " reasoning_tokens = reasoning_tokens + ? WHERE id = ?",
+                (*counts, session_id),
+            )
+
+    def set_title(self, session_id: str, title: str | None) -> None:
+        self._set(session_id, "title", title)
+
+    def set_summary(self, session_id: str, summary: str | None) -> None:
+        """Store the handoff summary written when the session ended."""
+        self._set(session_id, "summary", summary)
+
+    def set_system_prompt(self, session_id: str, prompt: str | None) -> None:
+        self._set(session_id, "system_prompt", prompt)
+
+    def latest_summary(
+        self, user_key: str, platform: str, chat_id: str | None, thread_id: str | None
+    ) -> str | None:
+        """The summary of the user's most recently ended session in that chat and thread.
+
+        Ended sessions without a summary are skipped.
+        """
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT summary FROM sessions WHERE platform = ? AND chat_id IS ?"
+                " AND user_key = ? AND thread_id IS ? AND ended_at IS NOT NULL"
+                " AND summary IS NOT NULL AND summary != ''"
+                " ORDER BY ended_at DESC, rowid DESC LIMIT 1",
+                (platform, chat_id, user_key, thread_id),
+            ).fetchone()
+        return None if row is None else str(row["summary"])
+
+    def append_message(
+        self, session_id: str, role: str, content: str | None, *,
+        tool_call_id: str | None = None, tool_calls: ToolCalls | None = None,
+        tool_name: str | None = None, timestamp: float | None = None,
+        token_count: int | None = None, finish_reason: str | None = None,
+        reasoning: str | None = None,
+    ) -> int:
+        """Append one message to a session's transcript and return its id.
+
+        Bumps the session's message and tool-call counters and moves its
+        ``last_active_at`` forward to ``timestamp``.
+        """
+        call_count, calls_json = _encode_tool_calls(tool_calls)
+        ts = time.time() if timestamp is None else timestamp
+        with self._write() as conn:
+            cur = conn.execute(
+                "UPDATE sessions SET message_count = message_count + 1,"
+                " tool_call_count = tool_call_count + ?,"
+                " last_active_at = MAX(COALESCE(last_active_at, ?), ?) WHERE id = ?",
+                (call_count, ts, ts, session_id),
+            )
+            if cur.rowcount != 1:
+                raise SessionDBError(f"cannot append to unknown session {session_id!r}")
+            cur = conn.execute(
+                "INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls,"
+                " tool_name, timestamp, token_count, finish_reason, reasoning)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (session_id, role, content, tool_call_id, calls_json, tool_name, ts,
+                 token_count, finish_reason, reasoning),
+            )
+        if cur.lastrowid is None:  # pragma: no cover - an INSERT always sets it
+            raise SessionDBError("the database did not return the new message id")
+        return cur.lastrowid
+
+    def get_messages(self, session_id: str) -> list[StoredMessage]:
+        """The session's transcript in the order it was appended."""
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT * FROM messages WHERE session_id = ? ORDER BY id", (session_id,)
+            ).fetchall()
+        return [StoredMessage.from_row(row) for row in rows]
+
+    def search(
+        self, user_key: str, query: str, limit: int = 10,
+        exclude_session_id: str | None = None,
+    ) -> list[SearchHit]:
+        """Full-text search over the user and assistant messages of one user's sessions.
+
+        Any text is accepted: it is reduced to word tokens that must all match;
+        if nothing does, any of them may. Best match first.
+        """
+        with self._read() as conn:
+            return search_messages(conn, user_key, query, limit, exclude_session_id)
+
+    def _set(self, session_id: str, column: _SETTABLE, value: str | None) -> None:
+        with self._write() as conn:
+            cur = conn.execute(
+                f"UPDATE sessions SET {column} = ? WHERE id = ?", (value, session_id)
+            )
+        if cur.rowcount == 0:
+            logger.debug("no session %s to set %s on", session_id, column)
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise SessionDBError(f"session database {self._path} is closed")
+        return self._conn
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            try:
+                yield self._connection()
+            except sqlite3.Error as exc:
+                raise SessionDBError(f"session database query failed: {exc}") from exc
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One ``BEGIN IMMEDIATE`` transaction, committed on success, rolled back otherwise."""
+        with self._lock:
+            conn = self._connection()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException as exc:
+                _rollback(conn)
+                if isinstance(exc, sqlite3.Error):
+                    raise SessionDBError(f"session database write failed: {exc}") from exc
+                raise
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    if not conn.in_transaction:
+        return
+    try:
+        conn.execute("ROLLBACK")
+    except sqlite3.Error as exc:
+        logger.debug("session db rollback failed: %s", exc)
+
+
+def _encode_tool_calls(tool_calls: ToolCalls | None) -> tuple[int, str | None]:
+    """The number of tool calls and their JSON text (a single mapping counts as a list of one)."""
+    if tool_calls is None:
+        return 0, None
+    try:
+        if isinstance(tool_calls, Mapping):
+            calls = [dict(tool_calls)]
+        else:
+            calls = [dict(call) for call in tool_calls]
+        return len(calls), json.dumps(calls, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise SessionDBError(f"tool_calls cannot be stored as JSON: {exc}") from exc

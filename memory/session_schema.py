@@ -1,0 +1,212 @@
+"""Schema and connection set-up of the transcript database, and the FTS5 query builder.
+
+The schema is versioned with ``PRAGMA user_version``: ``MIGRATIONS[i]`` holds
+the statements that bring a database from version ``i`` to ``i + 1``. A later
+change appends a new tuple (``ALTER TABLE ... ADD COLUMN ...``) and never edits
+an old one, so every existing file is carried forward step by step.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sqlite3
+from pathlib import Path
+from typing import Literal
+
+from memory.errors import SessionDBError
+
+__all__ = [
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "apply_schema",
+    "build_fts_query",
+    "fts5_available",
+    "open_connection",
+    "query_tokens",
+]
+
+logger = logging.getLogger(__name__)
+
+BUSY_TIMEOUT_MS = 5000
+"""How long a statement waits for another connection's lock before failing."""
+
+MAX_QUERY_TOKENS = 32
+"""Word tokens kept from one search query; the rest are dropped."""
+
+_WORD = re.compile(r"\w+")
+
+_V1: tuple[str, ...] = (
+    """
+    CREATE TABLE IF NOT EXISTS sessions (
+        id TEXT PRIMARY KEY,
+        source TEXT NOT NULL,
+        platform TEXT NOT NULL,
+        chat_id TEXT,
+        user_key TEXT NOT NULL,
+        thread_id TEXT,
+        user_id TEXT,
+        model TEXT,
+        system_prompt TEXT,
+        parent_session_id TEXT,
+        started_at REAL NOT NULL,
+        last_active_at REAL,
+        ended_at REAL,
+        end_reason TEXT,
+        message_count INTEGER NOT NULL DEFAULT 0,
+        tool_call_count INTEGER NOT NULL DEFAULT 0,
+        input_tokens INTEGER NOT NULL DEFAULT 0,
+        output_tokens INTEGER NOT NULL DEFAULT 0,
+        cache_read_tokens INTEGER NOT NULL DEFAULT 0,
+        cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+        reasoning_tokens INTEGER NOT NULL DEFAULT 0,
+        title TEXT,
+        summary TEXT
+    )
+    """,
+    "CREATE INDEX IF NOT EXISTS idx_sessions_user_key ON sessions(user_key)",
+    """
+    CREATE INDEX IF NOT EXISTS idx_sessions_chat
+        ON sessions(platform, chat_id, user_key, thread_id)
+    """,
+    "CREATE INDEX IF NOT EXISTS idx_sessions_ended_at ON sessions(ended_at)",
+    """
+    CREATE TABLE IF NOT EXISTS messages (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        role TEXT NOT NULL,
+        content TEXT,
+        tool_call_id TEXT,
+        tool_calls TEXT,
+        tool_name TEXT,
+        timestamp REAL NOT NULL,
+        token_count INTEGER,
+        finish_reason TEXT,
+        reasoning TEXT
+    )
+    """,
+    "CREATE INDEX IF NOT EXISTS idx_messages_session ON messages(session_id, id)",
+    """
+    CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(
+        content, content=messages, content_rowid=id
+    )
+    """,
+    """
+    CREATE TRIGGER IF NOT EXISTS messages_fts_ai AFTER INSERT ON messages BEGIN
+        INSERT INTO messages_fts(rowid, content) VALUES (new.id, new.content);
+    END
+    """,
+    """
+    CREATE TRIGGER IF NOT EXISTS messages_fts_ad AFTER DELETE ON messages BEGIN
+        INSERT INTO messages_fts(messages_fts, rowid, content)
+            VALUES ('delete', old.id, old.content);
+    END
+    """,
+    """
+    CREATE TRIGGER IF NOT EXISTS messages_fts_au AFTER UPDATE ON messages BEGIN
+        INSERT INTO messages_fts(messages_fts, rowid, content)
+            VALUES ('delete', old.id, old.content);
+        INSERT INTO messages_fts(rowid, content) VALUES (new.id, new.content);
+    END
+    """,
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1,)
+"""Statements per step; ``MIGRATIONS[i]`` upgrades version ``i`` to ``i + 1``."""
+
+SCHEMA_VERSION = len(MIGRATIONS)
+"""The schema version this code writes and expects."""
+
+
+def fts5_available() -> bool:
+    """Whether the SQLite library Python is linked against has FTS5 compiled in."""
+    try:
+        conn = sqlite3.connect(":memory:")
+    except sqlite3.Error:
+        return False
+    try:
+        conn.execute("CREATE VIRTUAL TABLE fts5_probe USING fts5(x)")
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
+    return True
+
+
+def apply_schema(conn: sqlite3.Connection) -> int:
+    """Create or upgrade the schema on ``conn`` (autocommit mode); return the version.
+
+    Runs inside one ``BEGIN IMMEDIATE`` transaction and reads the version again
+    inside it, so two processes opening the same file do not migrate it twice.
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if version > SCHEMA_VERSION:
+            raise SessionDBError(
+                f"session database has schema version {version}, newer than the supported "
+                f"version {SCHEMA_VERSION}; upgrade chorus to open it"
+            )
+        for step in range(version, SCHEMA_VERSION):
+            for statement in MIGRATIONS[step]:
+                conn.execute(statement)
+            logger.debug("session db schema migrated to version %d", step + 1)
+        if version != SCHEMA_VERSION:
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION:d}")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return SCHEMA_VERSION
+
+
+def open_connection(path: Path) -> sqlite3.Connection:
+    """Open ``path`` for the session database: WAL, foreign keys, schema up to date.
+
+    The connection is in autocommit mode (transactions are explicit) and may
+    be used from any thread; the caller serialises access to it.
+    """
+    if not fts5_available():
+        raise SessionDBError(
+            "the SQLite library Python uses lacks FTS5, which the session database needs"
+        )
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(
+            str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False,
+            isolation_level=None,
+        )
+    except (OSError, sqlite3.Error) as exc:
+        raise SessionDBError(f"cannot open session database {path}: {exc}") from exc
+    try:
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS:d}")
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        version = apply_schema(conn)
+    except BaseException as exc:
+        conn.close()
+        if isinstance(exc, sqlite3.Error):
+            raise SessionDBError(f"cannot open session database {path}: {exc}") from exc
+        raise
+    logger.debug("session db %s open (journal %s, schema %d)", path, mode, version)
+    return conn
+
+
+def query_tokens(text: str) -> list[str]:
+    """The word tokens of a user's search text (unicode-aware), at most ``MAX_QUERY_TOKENS``."""
+    return _WORD.findall(text)[:MAX_QUERY_TOKENS]
+
+
+def build_fts_query(tokens: list[str], operator: Literal["AND", "OR"] = "AND") -> str:
+    """An FTS5 query that matches ``tokens`` literally, joined with ``operator``.
+
+    Tokens side by side are an implicit AND in FTS5. Every token is a
+    double-quoted string, so no FTS5 syntax in user text (``NEAR``, ``*``,
+    ``:``, ``-``, parentheses, bare operators) is interpreted. Returns ``""``
+    for no tokens.
+    """
+    quoted = ['"' + token.replace('"', '""') + '"' for token in tokens]
+    return " ".join(quoted) if operator == "AND" else " OR ".join(quoted)
