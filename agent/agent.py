@@ -1,0 +1,281 @@
+"""``Agent``: the LLM loop one person talks to, for one session.
+
+One turn: (compress if the prompt is near the threshold) → user message →
+LLM ↔ tools until a final answer or ``agent.max_iterations`` → answer. The
+``memory`` and ``session_search`` tools are run here against this session's
+store and this user's transcripts; other tools go through the registry. Every
+message is appended to SessionDB as it happens. A cancelled turn leaves a
+history the API accepts (every tool call answered).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.caching import apply_cache_control, caching_enabled
+from agent.compressor import ContextCompressor, estimate_tokens
+from agent.errors import LLMError
+from agent.flush import flush_memories, public_messages
+from agent.llm import DeltaCallback, LLMClient, LLMResponse, ToolCallRequest, Usage, parse_arguments
+from agent.prompt import build_system_prompt
+from agent.settings import AgentSettings, CompressionSettings, LLMSettings
+from agent.tools.memory_tool import MEMORY_TOOL_SCHEMA, memory_result_text, run_memory_tool
+from agent.tools.registry import ToolRegistry, tool_error
+from agent.tools.session_search_tool import SESSION_SEARCH_SCHEMA, run_session_search
+from memory.session_db_async import AsyncSessionDB
+from memory.settings import MemorySettings
+from memory.store import MemoryStore
+
+logger = logging.getLogger(__name__)
+
+APOLOGY = (
+    "Sorry — I can't reach my language model right now. Your message is saved; "
+    "please try again in a moment."
+)
+MAX_ITERATIONS_REPLY = (
+    "I stopped after {n} steps without reaching an answer. Tell me to continue, or "
+    "narrow the question."
+)
+NUDGE = (
+    "[System note: it has been a while since you saved anything to memory. If this "
+    "conversation revealed preferences, corrections or facts worth keeping, save them "
+    "with the memory tool.]"
+)
+INTERRUPTED_RESULT = json.dumps({"success": False, "error": "interrupted by the user"})
+
+
+@dataclass(frozen=True)
+class SessionContext:
+    """Who and where: everything an agent knows about its session."""
+
+    session_id: str
+    user_key: str
+    platform: str
+    chat_id: str | None = None
+    thread_id: str | None = None
+
+
+@dataclass
+class AgentConfig:
+    llm: LLMSettings = field(default_factory=LLMSettings)
+    agent: AgentSettings = field(default_factory=AgentSettings)
+    compression: CompressionSettings = field(default_factory=CompressionSettings)
+    memory: MemorySettings = field(default_factory=MemorySettings)
+
+
+class Agent:
+    """One session's agent. Call ``start()`` once, then ``run_turn()`` per message."""
+
+    def __init__(
+        self,
+        session: SessionContext,
+        *,
+        llm: LLMClient,
+        store: MemoryStore,
+        db: AsyncSessionDB,
+        config: AgentConfig | None = None,
+        tools: ToolRegistry | None = None,
+        handoff_summary: str | None = None,
+    ) -> None:
+        self.session = session
+        self.config = config or AgentConfig()
+        self.llm = llm
+        self.store = store
+        self.db = db
+        self.tools = tools or ToolRegistry()
+        self.handoff_summary = handoff_summary
+        self.compressor = ContextCompressor(
+            llm, self.config.compression, self.config.llm.context_length
+        )
+        self.history: list[dict[str, Any]] = []
+        self.usage = Usage()
+        self.turns = 0
+        self.turns_since_memory = 0
+        self._system_prompt: str | None = None
+        self._user_sessions = db.for_user(session.user_key)
+
+    @property
+    def system_prompt(self) -> str:
+        if self._system_prompt is None:
+            raise RuntimeError("Agent.start() has not been called")
+        return self._system_prompt
+
+    async def start(self) -> None:
+        """Create (or resume) the session: load the snapshot, rebuild history, build the prompt."""
+        s = self.session
+        await self.db.create_session(
+            s.session_id,
+            platform=s.platform,
+            user_key=s.user_key,
+            chat_id=s.chat_id,
+            thread_id=s.thread_id,
+            user_id=s.user_key.partition(":")[2],
+            model=self.llm.model,
+        )
+        stored = await self.db.get_messages(s.session_id)
+        self.history = [m.to_openai() for m in stored if m.role != "system"]
+        self.turns = sum(1 for m in self.history if m["role"] == "user")
+        await self._rebuild_system_prompt()
+
+    async def _rebuild_system_prompt(self) -> None:
+        await asyncio.to_thread(self.store.load_from_disk)
+        self._system_prompt = build_system_prompt(
+            self.store,
+            platform=self.session.platform,
+            persona=self.config.agent.persona,
+            handoff_summary=self.handoff_summary,
+        )
+        await self.db.set_system_prompt(self.session.session_id, self._system_prompt)
+
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        return [MEMORY_TOOL_SCHEMA, SESSION_SEARCH_SCHEMA, *self.tools.schemas()]
+
+    def build_request(self, extra: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+        messages = [
+            {"role": "system", "content": self.system_prompt},
+            *public_messages(self.history),
+            *(extra or []),
+        ]
+        if caching_enabled(self.config.llm.prompt_caching, self.llm.model):
+            return apply_cache_control(messages)
+        return messages
+
+    async def run_turn(self, text: str, on_delta: DeltaCallback | None = None) -> str:
+        """Answer one user message. Never raises for LLM trouble; re-raises cancellation."""
+        if self._system_prompt is None:
+            await self.start()
+        await self._maybe_compress(text)
+        self.turns += 1
+        self.turns_since_memory += 1
+        content = text
+        interval = self.config.memory.nudge_interval
+        if interval and self.turns_since_memory >= interval:
+            content = f"{text}\n\n{NUDGE}"
+            self.turns_since_memory = 0
+        await self._append({"role": "user", "content": content}, stored_content=text)
+        try:
+            return await self._loop(on_delta)
+        except asyncio.CancelledError:
+            await asyncio.shield(self._answer_dangling_tool_calls())
+            raise
+        except LLMError as exc:
+            logger.warning("turn failed in session %s: %s", self.session.session_id, exc)
+            return APOLOGY
+
+    async def _loop(self, on_delta: DeltaCallback | None) -> str:
+        limit = self.config.agent.max_iterations
+        for _ in range(limit):
+            response = await self.llm.complete(
+                self.build_request(), tools=self.tool_schemas(), on_delta=on_delta
+            )
+            await self._record_usage(response)
+            message = response.to_message()
+            await self._append(message, finish_reason=response.finish_reason)
+            if not response.tool_calls:
+                return response.content
+            for call in response.tool_calls:
+                result = await self._run_tool(call)
+                await self._append(
+                    {"role": "tool", "tool_call_id": call.id, "content": result},
+                    tool_name=call.name,
+                )
+        reply = MAX_ITERATIONS_REPLY.format(n=limit)
+        await self._append({"role": "assistant", "content": reply})
+        return reply
+
+    async def _run_tool(self, call: ToolCallRequest) -> str:
+        if call.name in ("memory", "session_search"):
+            try:
+                arguments = parse_arguments(call.arguments)
+            except ValueError as exc:
+                return tool_error(f"{call.name}: {exc}")
+            if call.name == "memory":
+                return await self.run_memory(arguments)
+            return await run_session_search(
+                self._user_sessions, arguments, current_session_id=self.session.session_id
+            )
+        return await self.tools.dispatch(call.name, call.arguments)
+
+    async def run_memory(self, arguments: dict[str, Any]) -> str:
+        """Apply one memory tool call to this session's store; resets the nudge counter."""
+        result = await run_memory_tool(self.store, arguments)
+        if result is not None and result["success"]:
+            self.turns_since_memory = 0
+        return memory_result_text(result, arguments.get("action"))
+
+    async def flush(self, min_turns: int | None = None) -> int:
+        """``flush_memories`` over this session's history; returns memory writes made."""
+        if self._system_prompt is None:
+            await self.start()
+        turns = self.config.memory.flush_min_turns if min_turns is None else min_turns
+        return await flush_memories(
+            self.history,
+            turns,
+            llm=self.llm,
+            system_prompt=self.system_prompt,
+            run_memory=self.run_memory,
+        )
+
+    async def _maybe_compress(self, incoming: str) -> None:
+        pending = [{"role": "user", "content": incoming}]
+        estimate = estimate_tokens(self.build_request(pending))
+        if not self.compressor.should_compress(estimate):
+            return
+        logger.info("compressing session %s at ~%d tokens", self.session.session_id, estimate)
+        await self.flush(min_turns=0)
+        self.history = await self.compressor.compress(self.history)
+        await self._rebuild_system_prompt()
+
+    async def end(self, reason: str) -> None:
+        """Flush memories (if the session had enough turns) and mark the session ended."""
+        try:
+            await self.flush()
+        finally:
+            await self.db.end_session(self.session.session_id, reason)
+
+    async def _append(
+        self,
+        message: dict[str, Any],
+        *,
+        stored_content: str | None = None,
+        tool_name: str | None = None,
+        finish_reason: str | None = None,
+    ) -> None:
+        self.history.append(message)
+        content = message.get("content") if stored_content is None else stored_content
+        await self.db.append_message(
+            self.session.session_id,
+            message["role"],
+            content if isinstance(content, str) else None,
+            tool_call_id=message.get("tool_call_id"),
+            tool_calls=message.get("tool_calls"),
+            tool_name=tool_name,
+            finish_reason=finish_reason,
+        )
+
+    async def _record_usage(self, response: LLMResponse) -> None:
+        usage = response.usage
+        self.usage = self.usage + usage
+        await self.db.add_usage(
+            self.session.session_id,
+            input_tokens=usage.prompt_tokens,
+            output_tokens=usage.completion_tokens,
+            cache_read_tokens=usage.cached_tokens,
+            reasoning_tokens=usage.reasoning_tokens,
+        )
+
+    async def _answer_dangling_tool_calls(self) -> None:
+        """After a cancel: answer every tool call that has no result yet."""
+        answered = {m.get("tool_call_id") for m in self.history if m.get("role") == "tool"}
+        for message in list(self.history):
+            for call in message.get("tool_calls") or []:
+                if call["id"] not in answered:
+                    answered.add(call["id"])
+                    await self._append(
+                        {"role": "tool", "tool_call_id": call["id"], "content": INTERRUPTED_RESULT},
+                        tool_name=call["function"]["name"],
+                    )

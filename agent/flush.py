@@ -1,0 +1,99 @@
+"""``flush_memories``: one last chance to save what matters, leaving no trace.
+
+The seed's sentinel procedure: a ``[System: …]`` user message carrying a unique
+sentinel is appended to the history, one LLM call is made that offers only the
+memory tool, its memory calls are applied, and then everything from the end of
+the history back to (and including) the sentinel message is removed — whatever
+happened in between, errors included.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from agent.errors import LLMError
+from agent.llm import LLMClient, parse_arguments
+from agent.tools.memory_tool import MEMORY_TOOL_SCHEMA
+
+logger = logging.getLogger(__name__)
+
+FLUSH_PROMPT = (
+    "[System: The session is ending or being compressed. Save anything worth "
+    "remembering with the memory tool — prioritize user preferences, corrections, and "
+    "recurring patterns over task-specific details. If nothing is worth saving, reply "
+    "with a short 'nothing to save'.]"
+)
+
+SENTINEL_KEY = "_chorus_flush_sentinel"
+"""Private key on the injected message; stripped before anything is sent."""
+
+MemoryRunner = Callable[[dict[str, Any]], Awaitable[str]]
+"""Applies one memory tool call (already parsed arguments) and returns its JSON result."""
+
+_counter = itertools.count()
+
+
+def count_user_turns(messages: list[dict[str, Any]]) -> int:
+    return sum(1 for msg in messages if msg.get("role") == "user")
+
+
+def public_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Messages as the API may see them: private keys removed."""
+    return [{k: v for k, v in msg.items() if not k.startswith("_")} for msg in messages]
+
+
+async def flush_memories(
+    messages: list[dict[str, Any]],
+    min_turns: int = 6,
+    *,
+    llm: LLMClient,
+    system_prompt: str,
+    run_memory: MemoryRunner,
+) -> int:
+    """Give the model one memory-only call over ``messages``; returns memory writes made.
+
+    ``messages`` is the live history (without the system message); it is the
+    same list, with the same contents, when this returns or raises.
+    """
+    if count_user_turns(messages) < min_turns or not messages:
+        return 0
+    sentinel = f"__flush_{next(_counter)}_{time.monotonic_ns()}"
+    messages.append({"role": "user", "content": FLUSH_PROMPT, SENTINEL_KEY: sentinel})
+    writes = 0
+    try:
+        request = [{"role": "system", "content": system_prompt}, *public_messages(messages)]
+        try:
+            response = await llm.complete(
+                request, tools=[MEMORY_TOOL_SCHEMA], model=llm.auxiliary_model
+            )
+        except LLMError as exc:
+            logger.warning("memory flush skipped: %s", exc)
+            return 0
+        messages.append(response.to_message())
+        for call in response.tool_calls:
+            if call.name != "memory":
+                result = json.dumps({"success": False, "error": "only memory is available"})
+            else:
+                try:
+                    result = await run_memory(parse_arguments(call.arguments))
+                    writes += 1 if json.loads(result).get("success") else 0
+                except ValueError as exc:
+                    result = json.dumps({"success": False, "error": str(exc)})
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+        logger.info("memory flush made %d write(s)", writes)
+        return writes
+    finally:
+        _remove_through_sentinel(messages, sentinel)
+
+
+def _remove_through_sentinel(messages: list[dict[str, Any]], sentinel: str) -> None:
+    if not any(msg.get(SENTINEL_KEY) == sentinel for msg in messages):
+        return
+    while messages:
+        if messages.pop().get(SENTINEL_KEY) == sentinel:
+            return

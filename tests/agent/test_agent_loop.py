@@ -1,0 +1,236 @@
+"""The agent loop: tools, errors, retries, limits, streaming, nudges, caching, cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from agent.agent import APOLOGY, NUDGE
+from agent.tools.registry import Tool, ToolRegistry
+from memory.session_db_async import AsyncSessionDB
+from tests.agent.conftest import MakeAgent, Sleeps, tool_results
+from tests.fakes import FakeOpenAI, Reply
+
+
+def last_user_content(request: dict[str, Any]) -> str:
+    users = [m for m in request["messages"] if m["role"] == "user"]
+    content = users[-1]["content"]
+    return content if isinstance(content, str) else content[-1]["text"]
+
+
+async def test_unknown_tool_and_bad_json_become_error_results(
+    server: FakeOpenAI, make_agent: MakeAgent
+) -> None:
+    agent = await make_agent()
+    server.tool_call("launch_rockets", {"count": 3})
+    server.tool_call("memory", '{"action": "add", "target": ')
+    server.reply("Sorry, I could not do that.")
+    assert await agent.run_turn("do things") == "Sorry, I could not do that."
+    results = tool_results(server.last_request)
+    assert results[0]["success"] is False and "unknown tool" in results[0]["error"]
+    assert results[1]["success"] is False and "not valid JSON" in results[1]["error"]
+
+
+async def test_registered_tool_runs_and_failures_are_contained(
+    server: FakeOpenAI, make_agent: MakeAgent
+) -> None:
+    agent = await make_agent()
+    registry = ToolRegistry()
+    registry.register(
+        Tool("add", "Add two numbers.", {"type": "object"}, lambda a: str(a["x"] + a["y"]))
+    )
+    registry.register(Tool("boom", "Fails.", {"type": "object"}, lambda a: 1 / 0))  # type: ignore[arg-type,return-value]
+    agent.tools = registry
+    server.tool_calls([("add", {"x": 2, "y": 3}), ("boom", {})])
+    server.reply("5")
+    assert await agent.run_turn("2+3?") == "5"
+    tools_offered = {t["function"]["name"] for t in server.requests[0]["tools"]}
+    assert tools_offered == {"memory", "session_search", "add", "boom"}
+    tool_messages = [m for m in server.last_request["messages"] if m["role"] == "tool"]
+    assert tool_messages[0]["content"] == "5"
+    failure = json.loads(tool_messages[1]["content"])
+    assert failure["success"] is False
+    assert "ZeroDivision" not in failure["error"]
+
+
+async def test_server_error_is_retried(
+    server: FakeOpenAI, make_agent: MakeAgent, sleeps: Sleeps
+) -> None:
+    agent = await make_agent()
+    server.error(500)
+    server.reply("recovered")
+    assert await agent.run_turn("hello") == "recovered"
+    assert len(server.requests) == 2
+    assert len(sleeps.delays) == 1
+
+
+async def test_rate_limit_honours_retry_after(
+    server: FakeOpenAI, make_agent: MakeAgent, sleeps: Sleeps
+) -> None:
+    agent = await make_agent()
+    server.error(429, retry_after=None)
+    server.reply("fine")
+    assert await agent.run_turn("hello") == "fine"
+    assert len(server.requests) == 2
+
+
+async def test_endpoint_down_gives_apology_and_keeps_the_message(
+    server: FakeOpenAI, make_agent: MakeAgent, db: AsyncSessionDB, sleeps: Sleeps
+) -> None:
+    agent = await make_agent(session_id="down")
+    server.error(503, times=3)
+    assert await agent.run_turn("are you there?") == APOLOGY
+    assert len(server.requests) == 3  # one try + max_retries=2
+    assert len(sleeps.delays) == 2 and sleeps.delays[1] > sleeps.delays[0] * 1.5
+    stored = await db.get_messages("down")
+    assert [m.content for m in stored] == ["are you there?"]
+    server.reply("back now")
+    assert await agent.run_turn("hello?") == "back now"
+    users = [m["content"] for m in server.last_request["messages"] if m["role"] == "user"]
+    assert users == ["are you there?", "hello?"]
+
+
+async def test_unreachable_endpoint_gives_apology(make_agent: MakeAgent) -> None:
+    agent = await make_agent(llm={"base_url": "http://127.0.0.1:9/v1", "max_retries": 1})
+    assert await agent.run_turn("hi") == APOLOGY
+
+
+async def test_refused_request_is_not_retried(server: FakeOpenAI, make_agent: MakeAgent) -> None:
+    agent = await make_agent()
+    server.error(401, "bad key")
+    assert await agent.run_turn("hi") == APOLOGY
+    assert len(server.requests) == 1
+
+
+async def test_iteration_limit_gives_clear_message(
+    server: FakeOpenAI, make_agent: MakeAgent
+) -> None:
+    agent = await make_agent(agent={"max_iterations": 3})
+    server.responder(lambda body: Reply.of_tool_calls([("session_search", {"query": "loop"})]))
+    answer = await agent.run_turn("loop forever")
+    assert "3 steps" in answer
+    assert len(server.requests) == 3
+    history_roles = [m["role"] for m in agent.history]
+    assert history_roles[-1] == "assistant"
+
+
+async def test_streaming_deltas_arrive_in_pieces(server: FakeOpenAI, make_agent: MakeAgent) -> None:
+    agent = await make_agent()
+    server.reply("one two three four five")
+    pieces: list[str] = []
+    answer = await agent.run_turn("count", on_delta=pieces.append)
+    assert answer == "one two three four five"
+    assert len(pieces) >= 3
+    assert "".join(pieces) == answer
+    assert server.requests[0]["stream"] is True
+    assert server.requests[0]["stream_options"] == {"include_usage": True}
+
+
+async def test_nudge_cadence(server: FakeOpenAI, make_agent: MakeAgent) -> None:
+    agent = await make_agent(memory={"nudge_interval": 3})
+    nudged: list[int] = []
+    for turn in range(1, 10):
+        if turn == 4:
+            server.tool_call("memory", {"action": "add", "target": "user", "content": "likes owls"})
+        server.reply("ok")
+        await agent.run_turn(f"message {turn}")
+        if NUDGE in last_user_content(server.last_request):
+            nudged.append(turn)
+    # turns 3 and (after the write at 4 resets the counter) 7
+    assert nudged == [3, 7]
+
+
+async def test_nudge_disabled(server: FakeOpenAI, make_agent: MakeAgent) -> None:
+    agent = await make_agent(memory={"nudge_interval": 0})
+    for turn in range(5):
+        await agent.run_turn(f"m{turn}")
+    assert all(NUDGE not in json.dumps(r) for r in server.requests)
+
+
+def markers(request: dict[str, Any]) -> list[int]:
+    found = []
+    for index, message in enumerate(request["messages"]):
+        content = message.get("content")
+        parts = content if isinstance(content, list) else []
+        if "cache_control" in message or any("cache_control" in p for p in parts):
+            found.append(index)
+    return found
+
+
+async def test_cache_control_system_and_3(server: FakeOpenAI, make_agent: MakeAgent) -> None:
+    agent = await make_agent(model="claude-sonnet")
+    for turn in range(3):
+        server.reply(f"answer {turn}")
+        await agent.run_turn(f"question {turn}")
+    request = server.last_request
+    count = len(request["messages"])
+    assert markers(request) == [0, count - 3, count - 2, count - 1]
+    assert request["messages"][0]["content"][0]["cache_control"] == {"type": "ephemeral"}
+    # the stored history keeps plain strings
+    assert all(isinstance(m.get("content"), str) for m in agent.history)
+
+
+@pytest.mark.parametrize(
+    ("model", "setting", "expected"),
+    [
+        ("gpt-4o", "auto", False),
+        ("anthropic/claude-3", "auto", True),
+        ("gpt-4o", "on", True),
+        ("claude-x", "off", False),
+    ],
+)
+async def test_cache_control_setting(
+    server: FakeOpenAI, make_agent: MakeAgent, model: str, setting: str, expected: bool
+) -> None:
+    agent = await make_agent(model=model, llm={"prompt_caching": setting})
+    await agent.run_turn("hi")
+    assert bool(markers(server.last_request)) is expected
+
+
+async def test_cancel_during_tool_leaves_consistent_history(
+    server: FakeOpenAI, make_agent: MakeAgent, db: AsyncSessionDB
+) -> None:
+    agent = await make_agent(session_id="cancel-me")
+    entered = asyncio.Event()
+
+    async def slow(arguments: dict[str, Any]) -> str:
+        entered.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    registry = ToolRegistry()
+    registry.register(Tool("slow", "Takes forever.", {"type": "object"}, slow))
+    agent.tools = registry
+    server.tool_calls([("slow", {}), ("slow", {})])
+    task = asyncio.create_task(agent.run_turn("do the slow thing"))
+    await asyncio.wait_for(entered.wait(), 10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+    calls = [c["id"] for m in agent.history for c in m.get("tool_calls") or []]
+    answered = [m["tool_call_id"] for m in agent.history if m["role"] == "tool"]
+    assert len(calls) == 2 and sorted(calls) == sorted(answered)
+    stored = await db.get_messages("cancel-me")
+    assert [m.role for m in stored] == ["user", "assistant", "tool", "tool"]
+
+    server.reply("ok, stopped")
+    assert await agent.run_turn("never mind") == "ok, stopped"  # the endpoint accepted it
+
+
+async def test_cancel_while_waiting_for_llm(server: FakeOpenAI, make_agent: MakeAgent) -> None:
+    agent = await make_agent()
+    server.hang(30)
+    task = asyncio.create_task(agent.run_turn("slow question"))
+    while not server.requests:
+        await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert [m["role"] for m in agent.history] == ["user"]
+    server.reset()
+    server.reply("here")
+    assert await agent.run_turn("again") == "here"
