@@ -6,6 +6,7 @@ prints one line to stderr and exits non-zero, never a traceback.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import sys
@@ -19,6 +20,7 @@ from rich.table import Table
 
 from gateway import doctor
 from gateway.config import Settings, load_settings
+from gateway.console import run_console
 from gateway.errors import GatewayError
 from memory.errors import MemoryStoreError
 from memory.paths import ChorusPaths, parse_user_key
@@ -167,6 +169,18 @@ def sessions_search(
         return
     for hit in hits:
         out.print(f"{hit.date}  {hit.session_id}  {hit.role}: {hit.snippet}", markup=False)
+
+
+@app.command("console")
+def console_command() -> None:
+    """Talk to the agent in this terminal (needs only an LLM endpoint)."""
+    cfg = settings()
+    try:
+        asyncio.run(run_console(cfg))
+    except GatewayError as exc:
+        raise fail(str(exc), 2) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
 
 
 @app.command("doctor")
