@@ -22,10 +22,13 @@ from agent.errors import LLMError
 from agent.flush import flush_memories, public_messages
 from agent.llm import DeltaCallback, LLMClient, LLMResponse, ToolCallRequest, Usage, parse_arguments
 from agent.prompt import build_system_prompt
+from agent.scheduler import JobScheduler
 from agent.settings import AgentSettings, CompressionSettings, LLMSettings
 from agent.tools.memory_tool import MEMORY_TOOL_SCHEMA, memory_result_text, run_memory_tool
 from agent.tools.registry import ToolRegistry, tool_error
 from agent.tools.session_search_tool import SESSION_SEARCH_SCHEMA, run_session_search
+from memory.fence import build_memory_context_block
+from memory.manager import MemoryManager
 from memory.session_db_async import AsyncSessionDB
 from memory.settings import MemorySettings
 from memory.store import MemoryStore
@@ -80,6 +83,8 @@ class Agent:
         config: AgentConfig | None = None,
         tools: ToolRegistry | None = None,
         handoff_summary: str | None = None,
+        memory: MemoryManager | None = None,
+        scheduler: JobScheduler | None = None,
     ) -> None:
         self.session = session
         self.config = config or AgentConfig()
@@ -88,6 +93,8 @@ class Agent:
         self.db = db
         self.tools = tools or ToolRegistry()
         self.handoff_summary = handoff_summary
+        self.memory = memory
+        self.scheduler = scheduler
         self.compressor = ContextCompressor(
             llm, self.config.compression, self.config.llm.context_length
         )
@@ -123,16 +130,21 @@ class Agent:
 
     async def _rebuild_system_prompt(self) -> None:
         await asyncio.to_thread(self.store.load_from_disk)
+        blocks: list[str] = []
+        if self.memory is not None:
+            blocks = await asyncio.to_thread(self.memory.build_system_prompt_blocks)
         self._system_prompt = build_system_prompt(
             self.store,
             platform=self.session.platform,
             persona=self.config.agent.persona,
             handoff_summary=self.handoff_summary,
+            extra_blocks=blocks,
         )
         await self.db.set_system_prompt(self.session.session_id, self._system_prompt)
 
     def tool_schemas(self) -> list[dict[str, Any]]:
-        return [MEMORY_TOOL_SCHEMA, SESSION_SEARCH_SCHEMA, *self.tools.schemas()]
+        provided = self.memory.get_all_tool_schemas() if self.memory is not None else []
+        return [MEMORY_TOOL_SCHEMA, SESSION_SEARCH_SCHEMA, *provided, *self.tools.schemas()]
 
     def build_request(self, extra: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
         messages = [
@@ -151,20 +163,41 @@ class Agent:
         await self._maybe_compress(text)
         self.turns += 1
         self.turns_since_memory += 1
-        content = text
+        content = text + await self._recalled_context(text)
         interval = self.config.memory.nudge_interval
         if interval and self.turns_since_memory >= interval:
-            content = f"{text}\n\n{NUDGE}"
+            content = f"{content}\n\n{NUDGE}"
             self.turns_since_memory = 0
         await self._append({"role": "user", "content": content}, stored_content=text)
         try:
-            return await self._loop(on_delta)
+            answer = await self._loop(on_delta)
+            self._after_turn(text)
+            return answer
         except asyncio.CancelledError:
             await asyncio.shield(self._answer_dangling_tool_calls())
             raise
         except LLMError as exc:
             logger.warning("turn failed in session %s: %s", self.session.session_id, exc)
             return APOLOGY
+
+    async def _recalled_context(self, text: str) -> str:
+        """Provider hooks at turn start, and context prefetched in the background, fenced."""
+        if self.memory is None:
+            return ""
+        await asyncio.to_thread(self.memory.on_turn_start, self.turns, text)
+        if self.scheduler is None:
+            return ""
+        recalled = await asyncio.to_thread(self.scheduler.take_prefetched, self.session.session_id)
+        block = build_memory_context_block(recalled or "")
+        return f"\n\n{block}" if block else ""
+
+    def _after_turn(self, text: str) -> None:
+        """Hand the finished turn to the provider and prefetch for the next one, by job."""
+        if self.scheduler is None or self.memory is None or self.memory.external is None:
+            return
+        session_id = self.session.session_id
+        self.scheduler.sync_turn(session_id, self.turns)
+        self.scheduler.prefetch(session_id, text)
 
     async def _loop(self, on_delta: DeltaCallback | None) -> str:
         limit = self.config.agent.max_iterations
@@ -198,6 +231,12 @@ class Agent:
             return await run_session_search(
                 self._user_sessions, arguments, current_session_id=self.session.session_id
             )
+        if self.memory is not None and self.memory.has_tool(call.name):
+            try:
+                arguments = parse_arguments(call.arguments)
+            except ValueError as exc:
+                return tool_error(f"{call.name}: {exc}")
+            return await asyncio.to_thread(self.memory.handle_tool_call, call.name, arguments)
         return await self.tools.dispatch(call.name, call.arguments)
 
     async def run_memory(self, arguments: dict[str, Any]) -> str:
@@ -205,6 +244,13 @@ class Agent:
         result = await run_memory_tool(self.store, arguments)
         if result is not None and result["success"]:
             self.turns_since_memory = 0
+            if self.memory is not None:
+                await asyncio.to_thread(
+                    self.memory.on_memory_write,
+                    str(arguments.get("action")),
+                    result["target"],
+                    str(arguments.get("content") or arguments.get("old_text") or ""),
+                )
         return memory_result_text(result, arguments.get("action"))
 
     async def flush(self, min_turns: int | None = None) -> int:
@@ -227,15 +273,29 @@ class Agent:
             return
         logger.info("compressing session %s at ~%d tokens", self.session.session_id, estimate)
         await self.flush(min_turns=0)
-        self.history = await self.compressor.compress(self.history)
+        notes = ""
+        if self.memory is not None:
+            notes = await asyncio.to_thread(self.memory.on_pre_compress, list(self.history))
+        self.history = await self.compressor.compress(self.history, notes)
         await self._rebuild_system_prompt()
 
     async def end(self, reason: str) -> None:
-        """Flush memories (if the session had enough turns) and mark the session ended."""
+        """End in place: flush memories (given enough turns), tell the providers, mark ended.
+
+        The gateway ends sessions through the ``end_session`` background job
+        instead, which does the same steps idempotently.
+        """
         try:
             await self.flush()
+            if self.memory is not None:
+                await asyncio.to_thread(self.memory.on_session_end, list(self.history))
         finally:
             await self.db.end_session(self.session.session_id, reason)
+
+    async def close(self) -> None:
+        """Release the session's providers (the agent is being dropped, not the session)."""
+        if self.memory is not None:
+            await asyncio.to_thread(self.memory.shutdown_all)
 
     async def _append(
         self,

@@ -199,8 +199,14 @@ class ContextCompressor:
         """Forget the previous summary (a new conversation starts)."""
         self.previous_summary = None
 
-    async def compress(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """A new, shorter history; the input list is left untouched."""
+    async def compress(
+        self, messages: list[dict[str, Any]], extra_context: str = ""
+    ) -> list[dict[str, Any]]:
+        """A new, shorter history; the input list is left untouched.
+
+        ``extra_context`` (e.g. what memory providers extracted in
+        ``on_pre_compress``) is handed to the summariser with the turns.
+        """
         result = copy.deepcopy(messages)
         head_end = self._head_end(result)
         tail_start = self._tail_start(result, head_end)
@@ -217,7 +223,7 @@ class ContextCompressor:
         previous = self.previous_summary
         if summaries:
             previous = _content_text(summaries[-1]["content"])[len(SUMMARY_PREFIX) :].strip()
-        summary = await self._summarise(turns, previous)
+        summary = await self._summarise(turns, previous, extra_context)
         if summary is None:
             return result
         summary_message = {"role": "user", "content": f"{SUMMARY_PREFIX}\n{summary}"}
@@ -268,8 +274,12 @@ class ContextCompressor:
                 count += 1
         return count
 
-    async def _summarise(self, turns: list[dict[str, Any]], previous: str | None) -> str | None:
+    async def _summarise(
+        self, turns: list[dict[str, Any]], previous: str | None, extra_context: str = ""
+    ) -> str | None:
         serialized = serialize_turns(turns)
+        if extra_context.strip():
+            serialized += f"\n\nNOTES FROM MEMORY PROVIDERS:\n{extra_context.strip()}"
         if previous:
             prompt = _UPDATE_PROMPT.format(
                 previous=previous, turns=serialized or "None", template=SUMMARY_TEMPLATE

@@ -114,6 +114,19 @@ class LLMClient:
     async def aclose(self) -> None:
         await self._client.close()
 
+    async def check(self) -> str:
+        """Ask the endpoint for its models once (no retries); raises LLMError when it fails."""
+        try:
+            page = await self._client.with_options(max_retries=0, timeout=10).models.list()
+        except openai.APIStatusError as exc:
+            raise LLMRequestError(f"HTTP {exc.status_code} from the endpoint") from exc
+        except (openai.APIError, OSError) as exc:
+            raise LLMUnavailable(f"endpoint unreachable ({type(exc).__name__})") from exc
+        names = [model.id for model in page.data]
+        if names and self.model not in names:
+            return f"reachable; model {self.model!r} not among {len(names)} listed"
+        return f"reachable; model {self.model!r}"
+
     async def complete(
         self,
         messages: Sequence[dict[str, Any]],

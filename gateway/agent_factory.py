@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import uuid
 
-from agent.agent import Agent, AgentConfig, SessionContext
+from agent.agent import Agent, SessionContext
+from agent.job_context import ProviderLoader, build_manager
 from agent.llm import LLMClient
+from agent.scheduler import JobScheduler
 from agent.tools.registry import ToolRegistry
+from gateway.background import agent_config
 from gateway.config import Settings
 from gateway.errors import ConfigError
+from memory.builtin import BuiltinMemoryProvider
+from memory.manager import MemoryManager
 from memory.paths import ChorusPaths, UserRef, parse_user_key
 from memory.session_db_async import AsyncSessionDB
 from memory.store import MemoryStore
@@ -37,18 +42,17 @@ class AgentFactory:
         db: AsyncSessionDB,
         llm: LLMClient | None = None,
         tools: ToolRegistry | None = None,
+        scheduler: JobScheduler | None = None,
+        load_provider: ProviderLoader | None = None,
     ) -> None:
         self.settings = settings
         self.paths = ChorusPaths(settings.home)
         self.db = db
         self.llm = llm or LLMClient(settings.llm)
         self.tools = tools or ToolRegistry()
-        self.config = AgentConfig(
-            llm=settings.llm,
-            agent=settings.agent,
-            compression=settings.compression,
-            memory=settings.memory,
-        )
+        self.scheduler = scheduler
+        self.load_provider = load_provider
+        self.config = agent_config(settings)
 
     def store_for(self, user: UserRef) -> MemoryStore:
         """The shared MEMORY.md plus this one user's USER.md."""
@@ -59,16 +63,34 @@ class AgentFactory:
             user_char_limit=self.settings.memory.user_char_limit,
         )
 
+    def manager_for(self, session: SessionContext, store: MemoryStore) -> MemoryManager | None:
+        """The session's MemoryManager (built-in + external provider), if one is configured."""
+        if self.load_provider is None:
+            return None
+        return build_manager(
+            self.load_provider,
+            session_id=session.session_id,
+            chorus_home=self.settings.home,
+            platform=session.platform,
+            user_key=session.user_key,
+            agent_context="primary",
+            builtin=BuiltinMemoryProvider(store),
+        )
+
     def agent_for(self, session: SessionContext, *, handoff_summary: str | None = None) -> Agent:
+        """A new agent for ``session``; call ``start()`` on it (off the hot path of others)."""
         user = parse_user_key(session.user_key)
+        store = self.store_for(user)
         return Agent(
             session,
             llm=self.llm,
-            store=self.store_for(user),
+            store=store,
             db=self.db,
             config=self.config,
             tools=self.tools,
             handoff_summary=handoff_summary,
+            memory=self.manager_for(session, store),
+            scheduler=self.scheduler,
         )
 
     async def aclose(self) -> None:

@@ -18,7 +18,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from gateway import doctor
+from gateway import cli_ops, doctor
 from gateway.config import Settings, load_settings
 from gateway.console import run_console
 from gateway.errors import GatewayError
@@ -40,6 +40,9 @@ memory_app = typer.Typer(help="Inspect curated memory files.", no_args_is_help=T
 sessions_app = typer.Typer(help="Inspect session transcripts.", no_args_is_help=True)
 app.add_typer(memory_app, name="memory")
 app.add_typer(sessions_app, name="sessions")
+app.add_typer(cli_ops.queue_app, name="queue")
+app.command("worker")(cli_ops.worker_command)
+memory_app.command("providers")(cli_ops.providers_command)
 
 out = Console(highlight=False, soft_wrap=True)
 

@@ -19,6 +19,7 @@ from typing import TextIO
 
 from agent.agent import Agent, SessionContext
 from gateway.agent_factory import AgentFactory, new_session_id, require_llm_endpoint
+from gateway.background import start_background
 from gateway.config import Settings
 from memory.paths import ChorusPaths, UserRef
 from memory.session_db_async import AsyncSessionDB
@@ -96,7 +97,11 @@ class ConsoleChat:
             return
         if agent.turns >= self.factory.settings.memory.flush_min_turns:
             self.write("(saving what is worth remembering…)\n")
-        await agent.end(reason)
+        await agent.close()
+        if self.factory.scheduler is None:
+            await agent.end(reason)
+        else:  # flush, provider on_session_end and the end mark, as a durable job
+            self.factory.scheduler.end_session(agent.session.session_id, reason)
 
     def interrupt(self) -> None:
         if self.turn is not None and not self.turn.done():
@@ -180,7 +185,13 @@ async def run_console(
 ) -> None:
     require_llm_endpoint(settings)
     db = await AsyncSessionDB.open(ChorusPaths(settings.home).state_db)
-    factory = AgentFactory(settings, db=db)
+    background = await asyncio.to_thread(start_background, settings)
+    factory = AgentFactory(
+        settings,
+        db=db,
+        scheduler=background.scheduler,
+        load_provider=background.load_provider,
+    )
     chat = ConsoleChat(factory, console_user(), out or sys.stdout)
     loop = asyncio.get_running_loop()
     with contextlib.suppress(NotImplementedError, RuntimeError):
@@ -190,5 +201,6 @@ async def run_console(
     finally:
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.remove_signal_handler(signal.SIGINT)
+        await asyncio.to_thread(background.close, settings.gateway.shutdown_timeout)
         await factory.aclose()
         await db.aclose()

@@ -6,6 +6,7 @@ checks (LLM endpoint, Redis, platforms) to ``CHECKS``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import sqlite3
@@ -13,11 +14,15 @@ import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from agent.errors import LLMError
+from agent.llm import LLMClient
+from gateway.background import make_queue
 from gateway.config import Settings, load_settings, resolve_home
 from gateway.errors import ConfigError
 from memory.errors import SessionDBError
 from memory.paths import ChorusPaths
 from memory.session_db import SessionDB, fts5_available
+from plugins.memory import discover_memory_providers
 
 logger = logging.getLogger(__name__)
 
@@ -101,9 +106,61 @@ def check_platforms(settings: Settings) -> CheckResult:
     return CheckResult("platforms", True, detail)
 
 
+def check_llm(settings: Settings) -> CheckResult:
+    if settings.llm.base_url is None and settings.llm.api_key is None:
+        return CheckResult(
+            "llm", True, "not configured (set OPENAI_BASE_URL / OPENAI_API_KEY to chat)"
+        )
+
+    async def probe() -> str:
+        client = LLMClient(settings.llm)
+        try:
+            return await client.check()
+        finally:
+            await client.aclose()
+
+    try:
+        return CheckResult("llm", True, asyncio.run(probe()))
+    except LLMError as exc:
+        return CheckResult("llm", False, str(exc))
+
+
+def check_redis(settings: Settings) -> CheckResult:
+    if settings.redis.url is None:
+        return CheckResult("redis", True, "not configured; background jobs run in-process")
+    queue = make_queue(settings, start_drainer=False)
+    try:
+        status = queue.status()
+    finally:
+        queue.close(0)
+    if not status.reachable:
+        return CheckResult("redis", False, f"unreachable; {status.outbox} job(s) in the outbox")
+    return CheckResult(
+        "redis",
+        True,
+        f"reachable; {status.queued} queued, {status.failed} failed, {status.outbox} in outbox",
+    )
+
+
+def check_memory_provider(settings: Settings) -> CheckResult:
+    name = settings.memory.provider
+    if not name:
+        return CheckResult("provider", True, "built-in memory only")
+    infos = {i.name: i for i in discover_memory_providers(settings.home, name)}
+    info = infos.get(name)
+    if info is None:
+        return CheckResult("provider", False, f"memory provider {name!r} is not installed")
+    if not info.available:
+        return CheckResult("provider", False, f"{name}: not available ({info.error or 'check'})")
+    return CheckResult("provider", True, f"{name} available")
+
+
 CHECKS: list[Callable[[Settings], CheckResult]] = [
     check_home_writable,
     check_sqlite,
     check_memory_files,
+    check_memory_provider,
+    check_llm,
+    check_redis,
     check_platforms,
 ]

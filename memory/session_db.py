@@ -61,7 +61,9 @@ class SessionDB:
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
         self.close()
@@ -71,9 +73,17 @@ class SessionDB:
         return UserSessions(self, user_key)
 
     def create_session(
-        self, session_id: str, *, platform: str, user_key: str, chat_id: str | None = None,
-        thread_id: str | None = None, user_id: str | None = None, model: str | None = None,
-        system_prompt: str | None = None, parent_session_id: str | None = None,
+        self,
+        session_id: str,
+        *,
+        platform: str,
+        user_key: str,
+        chat_id: str | None = None,
+        thread_id: str | None = None,
+        user_id: str | None = None,
+        model: str | None = None,
+        system_prompt: str | None = None,
+        parent_session_id: str | None = None,
         started_at: float | None = None,
     ) -> None:
         """Record a new session; creating an id that exists already does nothing."""
@@ -85,8 +95,20 @@ class SessionDB:
                 "INSERT INTO sessions (id, source, platform, chat_id, user_key, thread_id,"
                 " user_id, model, system_prompt, parent_session_id, started_at, last_active_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING",
-                (session_id, platform, platform, chat_id, user_key, thread_id, user_id, model,
-                 system_prompt, parent_session_id, started, started),
+                (
+                    session_id,
+                    platform,
+                    platform,
+                    chat_id,
+                    user_key,
+                    thread_id,
+                    user_id,
+                    model,
+                    system_prompt,
+                    parent_session_id,
+                    started,
+                    started,
+                ),
             )
         if cur.rowcount:
             logger.debug("session %s created", session_id)
@@ -125,8 +147,7 @@ class SessionDB:
             clauses.append("ended_at IS NULL")
         where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
         sql = (
-            f"SELECT {_COLUMNS} FROM sessions {where}"
-            " ORDER BY started_at DESC, rowid DESC LIMIT ?"
+            f"SELECT {_COLUMNS} FROM sessions {where} ORDER BY started_at DESC, rowid DESC LIMIT ?"
         )
         with self._read() as conn:
             rows = conn.execute(sql, (*params, max(limit, 0))).fetchall()
@@ -136,18 +157,28 @@ class SessionDB:
         """Every session not yet ended, oldest first (for the reaper at start-up)."""
         with self._read() as conn:
             rows = conn.execute(
-                f"SELECT {_COLUMNS} FROM sessions WHERE ended_at IS NULL"
-                " ORDER BY started_at, rowid"
+                f"SELECT {_COLUMNS} FROM sessions WHERE ended_at IS NULL ORDER BY started_at, rowid"
             ).fetchall()
         return [SessionRecord.from_row(row) for row in rows]
 
     def add_usage(
-        self, session_id: str, *, input_tokens: int = 0, output_tokens: int = 0,
-        cache_read_tokens: int = 0, cache_write_tokens: int = 0, reasoning_tokens: int = 0,
+        self,
+        session_id: str,
+        *,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        cache_read_tokens: int = 0,
+        cache_write_tokens: int = 0,
+        reasoning_tokens: int = 0,
     ) -> None:
         """Add token counts to the session's running totals."""
-        counts = (input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
-                  reasoning_tokens)
+        counts = (
+            input_tokens,
+            output_tokens,
+            cache_read_tokens,
+            cache_write_tokens,
+            reasoning_tokens,
+        )
         if min(counts) < 0:
             raise SessionDBError("token counts must not be negative")
         with self._write() as conn:
@@ -187,10 +218,17 @@ class SessionDB:
         return None if row is None else str(row["summary"])
 
     def append_message(
-        self, session_id: str, role: str, content: str | None, *,
-        tool_call_id: str | None = None, tool_calls: ToolCalls | None = None,
-        tool_name: str | None = None, timestamp: float | None = None,
-        token_count: int | None = None, finish_reason: str | None = None,
+        self,
+        session_id: str,
+        role: str,
+        content: str | None,
+        *,
+        tool_call_id: str | None = None,
+        tool_calls: ToolCalls | None = None,
+        tool_name: str | None = None,
+        timestamp: float | None = None,
+        token_count: int | None = None,
+        finish_reason: str | None = None,
         reasoning: str | None = None,
     ) -> int:
         """Append one message to a session's transcript and return its id.
@@ -213,8 +251,18 @@ class SessionDB:
                 "INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls,"
                 " tool_name, timestamp, token_count, finish_reason, reasoning)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (session_id, role, content, tool_call_id, calls_json, tool_name, ts,
-                 token_count, finish_reason, reasoning),
+                (
+                    session_id,
+                    role,
+                    content,
+                    tool_call_id,
+                    calls_json,
+                    tool_name,
+                    ts,
+                    token_count,
+                    finish_reason,
+                    reasoning,
+                ),
             )
         if cur.lastrowid is None:  # pragma: no cover - an INSERT always sets it
             raise SessionDBError("the database did not return the new message id")
@@ -229,7 +277,10 @@ class SessionDB:
         return [StoredMessage.from_row(row) for row in rows]
 
     def search(
-        self, user_key: str, query: str, limit: int = 10,
+        self,
+        user_key: str,
+        query: str,
+        limit: int = 10,
         exclude_session_id: str | None = None,
     ) -> list[SearchHit]:
         """Full-text search over the user and assistant messages of one user's sessions.

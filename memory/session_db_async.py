@@ -62,15 +62,30 @@ class AsyncSessionDB:
         return AsyncUserSessions(self, user_key)
 
     async def create_session(
-        self, session_id: str, *, platform: str, user_key: str, chat_id: str | None = None,
-        thread_id: str | None = None, user_id: str | None = None, model: str | None = None,
-        system_prompt: str | None = None, parent_session_id: str | None = None,
+        self,
+        session_id: str,
+        *,
+        platform: str,
+        user_key: str,
+        chat_id: str | None = None,
+        thread_id: str | None = None,
+        user_id: str | None = None,
+        model: str | None = None,
+        system_prompt: str | None = None,
+        parent_session_id: str | None = None,
         started_at: float | None = None,
     ) -> None:
         await self._run(
-            self._db.create_session, session_id, platform=platform, user_key=user_key,
-            chat_id=chat_id, thread_id=thread_id, user_id=user_id, model=model,
-            system_prompt=system_prompt, parent_session_id=parent_session_id,
+            self._db.create_session,
+            session_id,
+            platform=platform,
+            user_key=user_key,
+            chat_id=chat_id,
+            thread_id=thread_id,
+            user_id=user_id,
+            model=model,
+            system_prompt=system_prompt,
+            parent_session_id=parent_session_id,
             started_at=started_at,
         )
 
@@ -80,16 +95,31 @@ class AsyncSessionDB:
         return await self._run(self._db.end_session, session_id, reason, ended_at)
 
     async def append_message(
-        self, session_id: str, role: str, content: str | None, *,
-        tool_call_id: str | None = None, tool_calls: ToolCalls | None = None,
-        tool_name: str | None = None, timestamp: float | None = None,
-        token_count: int | None = None, finish_reason: str | None = None,
+        self,
+        session_id: str,
+        role: str,
+        content: str | None,
+        *,
+        tool_call_id: str | None = None,
+        tool_calls: ToolCalls | None = None,
+        tool_name: str | None = None,
+        timestamp: float | None = None,
+        token_count: int | None = None,
+        finish_reason: str | None = None,
         reasoning: str | None = None,
     ) -> int:
         return await self._run(
-            self._db.append_message, session_id, role, content, tool_call_id=tool_call_id,
-            tool_calls=tool_calls, tool_name=tool_name, timestamp=timestamp,
-            token_count=token_count, finish_reason=finish_reason, reasoning=reasoning,
+            self._db.append_message,
+            session_id,
+            role,
+            content,
+            tool_call_id=tool_call_id,
+            tool_calls=tool_calls,
+            tool_name=tool_name,
+            timestamp=timestamp,
+            token_count=token_count,
+            finish_reason=finish_reason,
+            reasoning=reasoning,
         )
 
     async def get_messages(self, session_id: str) -> list[StoredMessage]:
@@ -109,13 +139,23 @@ class AsyncSessionDB:
         return await self._run(self._db.find_open_sessions)
 
     async def add_usage(
-        self, session_id: str, *, input_tokens: int = 0, output_tokens: int = 0,
-        cache_read_tokens: int = 0, cache_write_tokens: int = 0, reasoning_tokens: int = 0,
+        self,
+        session_id: str,
+        *,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        cache_read_tokens: int = 0,
+        cache_write_tokens: int = 0,
+        reasoning_tokens: int = 0,
     ) -> None:
         await self._run(
-            self._db.add_usage, session_id, input_tokens=input_tokens,
-            output_tokens=output_tokens, cache_read_tokens=cache_read_tokens,
-            cache_write_tokens=cache_write_tokens, reasoning_tokens=reasoning_tokens,
+            self._db.add_usage,
+            session_id,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cache_read_tokens=cache_read_tokens,
+            cache_write_tokens=cache_write_tokens,
+            reasoning_tokens=reasoning_tokens,
         )
 
     async def set_title(self, session_id: str, title: str | None) -> None:
@@ -133,14 +173,15 @@ class AsyncSessionDB:
         return await self._run(self._db.latest_summary, user_key, platform, chat_id, thread_id)
 
     async def search(
-        self, user_key: str, query: str, limit: int = 10,
+        self,
+        user_key: str,
+        query: str,
+        limit: int = 10,
         exclude_session_id: str | None = None,
     ) -> list[SearchHit]:
         return await self._run(self._db.search, user_key, query, limit, exclude_session_id)
 
-    async def _run(
-        self, fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs
-    ) -> _T:
+    async def _run(self, fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
         if self._closed:
             raise SessionDBError("session database is closed")
         loop = asyncio.get_running_loop()

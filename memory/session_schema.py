@@ -174,7 +174,9 @@ def open_connection(path: Path) -> sqlite3.Connection:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(
-            str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False,
+            str(path),
+            timeout=BUSY_TIMEOUT_MS / 1000,
+            check_same_thread=False,
             isolation_level=None,
         )
     except (OSError, sqlite3.Error) as exc:

@@ -49,7 +49,10 @@ LIMIT ?
 
 
 def search_messages(
-    conn: sqlite3.Connection, user_key: str, query: str, limit: int,
+    conn: sqlite3.Connection,
+    user_key: str,
+    query: str,
+    limit: int,
     exclude_session_id: str | None,
 ) -> list[SearchHit]:
     """Search ``user_key``'s messages: all tokens first, any token if that finds nothing."""
@@ -65,7 +68,10 @@ def search_messages(
 
 
 def _run(
-    conn: sqlite3.Connection, user_key: str, match: str, limit: int,
+    conn: sqlite3.Connection,
+    user_key: str,
+    match: str,
+    limit: int,
     exclude_session_id: str | None,
 ) -> list[SearchHit]:
     rows = conn.execute(
@@ -108,4 +114,3 @@ class UserSessions:
     def list_sessions(self, limit: int = 50) -> list[SessionRecord]:
         """This user's sessions, newest first."""
         return self._db.list_sessions(user_key=self._user_key, limit=limit)
-

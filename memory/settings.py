@@ -38,4 +38,11 @@ class RedisSettings(_Section):
         None, description="redis://… URL; may carry a password, so it is secret."
     )
     queue_name: str = "chorus"
-    job_retries: int = Field(3, ge=0)
+    job_retries: int = Field(
+        3, ge=0, description="Retries of a failed job before it is kept as failed."
+    )
+    retry_intervals: list[int] = Field(
+        default_factory=lambda: [10, 60, 300],
+        description="Seconds to wait before each retry (the last one repeats).",
+    )
+    job_timeout: int = Field(600, gt=0, description="Seconds one job may run.")

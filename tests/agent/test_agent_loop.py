@@ -234,3 +234,14 @@ async def test_cancel_while_waiting_for_llm(server: FakeOpenAI, make_agent: Make
     server.reset()
     server.reply("here")
     assert await agent.run_turn("again") == "here"
+
+
+async def test_timeout_counts_as_unavailable(
+    server: FakeOpenAI, make_agent: MakeAgent, sleeps: Sleeps
+) -> None:
+    agent = await make_agent(llm={"timeout_seconds": 0.2, "max_retries": 1})
+    server.hang(30)
+    server.hang(30)
+    assert await agent.run_turn("anyone?") == APOLOGY
+    assert len(server.requests) == 2
+    assert len(sleeps.delays) == 1

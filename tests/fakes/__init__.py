@@ -1,5 +1,6 @@
 """In-process fakes of the network services the product talks to."""
 
 from .openai_server import FakeOpenAI, Reply, ToolCall
+from .redis_server import RedisServer
 
-__all__ = ["FakeOpenAI", "Reply", "ToolCall"]
+__all__ = ["FakeOpenAI", "RedisServer", "Reply", "ToolCall"]

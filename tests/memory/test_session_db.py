@@ -30,12 +30,22 @@ def db(db_path: Path) -> Iterator[SessionDB]:
 
 
 def start(
-    db: SessionDB, session_id: str, user_key: str = ALICE, *, chat_id: str | None = "chat-1",
-    thread_id: str | None = None, started_at: float = 1_000.0,
+    db: SessionDB,
+    session_id: str,
+    user_key: str = ALICE,
+    *,
+    chat_id: str | None = "chat-1",
+    thread_id: str | None = None,
+    started_at: float = 1_000.0,
 ) -> None:
     db.create_session(
-        session_id, platform="telegram", user_key=user_key, chat_id=chat_id,
-        thread_id=thread_id, user_id=user_key.split(":", 1)[1], started_at=started_at,
+        session_id,
+        platform="telegram",
+        user_key=user_key,
+        chat_id=chat_id,
+        thread_id=thread_id,
+        user_id=user_key.split(":", 1)[1],
+        started_at=started_at,
     )
 
 
@@ -116,7 +126,10 @@ def test_create_session_twice_is_a_no_op(db: SessionDB) -> None:
     record = db.get_session("s1")
     assert record is not None
     assert (record.platform, record.source, record.user_key, record.model) == (
-        "telegram", "telegram", ALICE, "m1",
+        "telegram",
+        "telegram",
+        ALICE,
+        "m1",
     )
     assert record.started_at == record.last_active_at == 10.0
     assert len(db.list_sessions()) == 1
@@ -159,13 +172,19 @@ def test_setters(db: SessionDB) -> None:
     record = db.get_session("s1")
     assert record is not None
     assert (record.title, record.system_prompt, record.summary) == (
-        "Trip planning", "You are helpful.", "Planned a trip to Lisbon.",
+        "Trip planning",
+        "You are helpful.",
+        "Planned a trip to Lisbon.",
     )
 
 
 def test_latest_summary_is_newest_ended_in_that_chat_for_that_user(db: SessionDB) -> None:
     def ended(
-        sid: str, user: str, at: float, summary: str | None, chat: str = "chat-1",
+        sid: str,
+        user: str,
+        at: float,
+        summary: str | None,
+        chat: str = "chat-1",
         thread: str | None = None,
     ) -> None:
         start(db, sid, user, chat_id=chat, thread_id=thread)
@@ -195,18 +214,34 @@ def test_latest_summary_is_newest_ended_in_that_chat_for_that_user(db: SessionDB
 def test_append_and_get_round_trip(db: SessionDB) -> None:
     start(db, "s1")
     calls = [
-        {"id": "call_1", "type": "function",
-         "function": {"name": "memory", "arguments": '{"action": "add"}'}},
-        {"id": "call_2", "type": "function",
-         "function": {"name": "session_search", "arguments": '{"query": "café"}'}},
+        {
+            "id": "call_1",
+            "type": "function",
+            "function": {"name": "memory", "arguments": '{"action": "add"}'},
+        },
+        {
+            "id": "call_2",
+            "type": "function",
+            "function": {"name": "session_search", "arguments": '{"query": "café"}'},
+        },
     ]
     first = db.append_message("s1", "user", "Please remember café au lait", timestamp=1_001.0)
     second = db.append_message(
-        "s1", "assistant", None, tool_calls=calls, timestamp=1_002.0, token_count=12,
-        finish_reason="tool_calls", reasoning="I should save this",
+        "s1",
+        "assistant",
+        None,
+        tool_calls=calls,
+        timestamp=1_002.0,
+        token_count=12,
+        finish_reason="tool_calls",
+        reasoning="I should save this",
     )
     third = db.append_message(
-        "s1", "tool", '{"ok": true}', tool_call_id="call_1", tool_name="memory",
+        "s1",
+        "tool",
+        '{"ok": true}',
+        tool_call_id="call_1",
+        tool_name="memory",
         timestamp=1_003.0,
     )
     assert first < second < third
@@ -215,7 +250,9 @@ def test_append_and_get_round_trip(db: SessionDB) -> None:
     assert [m.id for m in messages] == [first, second, third]
     assert messages[1].tool_calls == calls
     assert (messages[1].token_count, messages[1].finish_reason, messages[1].reasoning) == (
-        12, "tool_calls", "I should save this",
+        12,
+        "tool_calls",
+        "I should save this",
     )
     assert [m.to_openai() for m in messages] == [
         {"role": "user", "content": "Please remember café au lait"},
@@ -229,21 +266,34 @@ def test_counters_accumulate(db: SessionDB) -> None:
     start(db, "s1", started_at=1_000.0)
     db.append_message("s1", "user", "hi", timestamp=1_010.0)
     db.append_message(
-        "s1", "assistant", None, timestamp=1_020.0,
-        tool_calls=[{"id": "a", "type": "function", "function": {"name": "x", "arguments": "{}"}},
-                    {"id": "b", "type": "function", "function": {"name": "y", "arguments": "{}"}}],
+        "s1",
+        "assistant",
+        None,
+        timestamp=1_020.0,
+        tool_calls=[
+            {"id": "a", "type": "function", "function": {"name": "x", "arguments": "{}"}},
+            {"id": "b", "type": "function", "function": {"name": "y", "arguments": "{}"}},
+        ],
     )
-    db.append_message("s1", "assistant", None, timestamp=1_015.0,
-                      tool_calls={"id": "c", "type": "function",
-                                  "function": {"name": "z", "arguments": "{}"}})
+    db.append_message(
+        "s1",
+        "assistant",
+        None,
+        timestamp=1_015.0,
+        tool_calls={"id": "c", "type": "function", "function": {"name": "z", "arguments": "{}"}},
+    )
     db.add_usage("s1", input_tokens=100, output_tokens=20, cache_read_tokens=5)
-    db.add_usage("s1", input_tokens=50, output_tokens=10, cache_write_tokens=3,
-                 reasoning_tokens=7)
+    db.add_usage("s1", input_tokens=50, output_tokens=10, cache_write_tokens=3, reasoning_tokens=7)
     record = db.get_session("s1")
     assert record is not None
     assert (record.message_count, record.tool_call_count) == (3, 3)
-    assert (record.input_tokens, record.output_tokens, record.cache_read_tokens,
-            record.cache_write_tokens, record.reasoning_tokens) == (150, 30, 5, 3, 7)
+    assert (
+        record.input_tokens,
+        record.output_tokens,
+        record.cache_read_tokens,
+        record.cache_write_tokens,
+        record.reasoning_tokens,
+    ) == (150, 30, 5, 3, 7)
     assert record.last_active_at == 1_020.0  # an older timestamp never moves it back
     assert db.get_messages("s1")[2].tool_calls == [
         {"id": "c", "type": "function", "function": {"name": "z", "arguments": "{}"}}

@@ -24,11 +24,11 @@ async def adb(tmp_path: Path) -> AsyncIterator[AsyncSessionDB]:
 
 
 async def test_methods_work_from_asyncio(adb: AsyncSessionDB) -> None:
-    await adb.create_session("s1", platform="slack", user_key=ALICE, chat_id="C1",
-                             model="m", started_at=100.0)
+    await adb.create_session(
+        "s1", platform="slack", user_key=ALICE, chat_id="C1", model="m", started_at=100.0
+    )
     await adb.create_session("s1", platform="slack", user_key=BOB, started_at=999.0)
-    await adb.create_session("s2", platform="slack", user_key=BOB, chat_id="C1",
-                             started_at=200.0)
+    await adb.create_session("s2", platform="slack", user_key=BOB, chat_id="C1", started_at=200.0)
     call = {"id": "c1", "type": "function", "function": {"name": "memory", "arguments": "{}"}}
     await adb.append_message("s1", "user", "the quokka is my favourite", timestamp=110.0)
     await adb.append_message("s1", "assistant", None, tool_calls=[call], timestamp=120.0)

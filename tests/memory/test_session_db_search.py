@@ -35,7 +35,8 @@ def ts(year: int, month: int, day: int, hour: int = 12) -> float:
 def test_better_match_ranks_first(db: SessionDB) -> None:
     start(db, "s1", ALICE)
     weak = db.append_message(
-        "s1", "user",
+        "s1",
+        "user",
         "Yesterday I read a long article about gardening, cooking, travel, music and "
         "somewhere in the middle it mentioned kubernetes once among many other topics",
     )
@@ -52,7 +53,9 @@ def test_hit_fields_snippet_and_date(db: SessionDB) -> None:
     start(db, "s1", ALICE, started_at=ts(2024, 3, 4))
     filler = " ".join(f"word{n}" for n in range(40))
     message_id = db.append_message(
-        "s1", "user", f"{filler} the secret recipe uses saffron {filler}",
+        "s1",
+        "user",
+        f"{filler} the secret recipe uses saffron {filler}",
         timestamp=ts(2024, 3, 5, 23),
     )
     [hit] = db.search(ALICE, "saffron")
@@ -129,9 +132,32 @@ def test_index_follows_updates_and_deletes(db: SessionDB) -> None:
 
 
 HOSTILE = [
-    '"unbalanced', "foo*", "NEAR(a b)", "a AND OR", "(((", ")", "-x", "col:val", "'", "",
-    "   ", "?!.,;:()[]{}", "AND", "OR NOT", '"', '""', "^foo", "a + b", "content:foo",
-    "café", "日本語", "Ünïcödé wörds", "\x00", "emoji 🙂 test", "x" * 5_000, "a " * 500,
+    '"unbalanced',
+    "foo*",
+    "NEAR(a b)",
+    "a AND OR",
+    "(((",
+    ")",
+    "-x",
+    "col:val",
+    "'",
+    "",
+    "   ",
+    "?!.,;:()[]{}",
+    "AND",
+    "OR NOT",
+    '"',
+    '""',
+    "^foo",
+    "a + b",
+    "content:foo",
+    "café",
+    "日本語",
+    "Ünïcödé wörds",
+    "\x00",
+    "emoji 🙂 test",
+    "x" * 5_000,
+    "a " * 500,
 ]
 
 
@@ -159,8 +185,16 @@ def test_punctuation_only_finds_nothing(db: SessionDB) -> None:
 
 
 def test_query_builder_quotes_every_token() -> None:
-    assert query_tokens('NEAR(a b) "x" col:val -y foo*') == ["NEAR", "a", "b", "x", "col",
-                                                             "val", "y", "foo"]
+    assert query_tokens('NEAR(a b) "x" col:val -y foo*') == [
+        "NEAR",
+        "a",
+        "b",
+        "x",
+        "col",
+        "val",
+        "y",
+        "foo",
+    ]
     assert build_fts_query(["a", "b"]) == '"a" "b"'
     assert build_fts_query(["a", "b"], "OR") == '"a" OR "b"'
     assert build_fts_query(['say"hi']) == '"say""hi"'

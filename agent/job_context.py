@@ -1,0 +1,154 @@
+"""What background jobs need, set up once per worker process.
+
+Connections are opened lazily and per process id: rq forks a work horse for
+each job, and an SQLite connection must never cross a fork.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agent.agent import AgentConfig
+from agent.tools.registry import CORE_TOOL_NAMES
+from memory.job_state import JobState
+from memory.manager import MemoryManager
+from memory.paths import ChorusPaths, UserRef
+from memory.provider import MemoryProvider
+from memory.session_db import SessionDB
+from memory.session_records import SessionRecord
+from memory.store import MemoryStore
+
+logger = logging.getLogger(__name__)
+
+ProviderLoader = Callable[[], MemoryProvider]
+"""Returns a new instance of the configured external provider."""
+
+
+@dataclass
+class JobContext:
+    home: Path
+    config: AgentConfig
+    load_provider: ProviderLoader | None = None
+    max_cached_managers: int = 256
+    _pid: int = field(default=-1, init=False, repr=False)
+    _db: SessionDB | None = field(default=None, init=False, repr=False)
+    _state: JobState | None = field(default=None, init=False, repr=False)
+    _managers: OrderedDict[tuple[str, str], MemoryManager | None] = field(
+        default_factory=OrderedDict, init=False, repr=False
+    )
+
+    @property
+    def paths(self) -> ChorusPaths:
+        return ChorusPaths(self.home)
+
+    @property
+    def db_path(self) -> Path:
+        return self.paths.state_db
+
+    def _ensure_process(self) -> None:
+        if self._pid != os.getpid():
+            self._pid = os.getpid()
+            self._db = None
+            self._state = None
+            self._managers = OrderedDict()
+
+    @property
+    def db(self) -> SessionDB:
+        self._ensure_process()
+        if self._db is None:
+            self._db = SessionDB(self.db_path)
+        return self._db
+
+    @property
+    def state(self) -> JobState:
+        self._ensure_process()
+        if self._state is None:
+            self._state = JobState(self.db_path)
+        return self._state
+
+    def store_for(self, user: UserRef) -> MemoryStore:
+        return MemoryStore(
+            self.paths.memory_file,
+            self.paths.user_file(user),
+            memory_char_limit=self.config.memory.memory_char_limit,
+            user_char_limit=self.config.memory.user_char_limit,
+        )
+
+    def manager_for(self, record: SessionRecord, agent_context: str) -> MemoryManager | None:
+        """A manager holding the external provider for this session, or None without one."""
+        if self.load_provider is None:
+            return None
+        self._ensure_process()
+        key = (record.id, agent_context)
+        if key in self._managers:
+            self._managers.move_to_end(key)
+            return self._managers[key]
+        manager = build_manager(
+            self.load_provider,
+            session_id=record.id,
+            chorus_home=self.home,
+            platform=record.platform,
+            user_key=record.user_key,
+            agent_context=agent_context,
+        )
+        self._managers[key] = manager
+        while len(self._managers) > self.max_cached_managers:
+            _, evicted = self._managers.popitem(last=False)
+            if evicted is not None:
+                evicted.shutdown_all()
+        return manager
+
+    def release(self, session_id: str) -> None:
+        """Shut down the providers held for a session that has ended."""
+        for key in [k for k in self._managers if k[0] == session_id]:
+            manager = self._managers.pop(key)
+            if manager is not None:
+                manager.shutdown_all()
+
+    def close(self) -> None:
+        for manager in self._managers.values():
+            if manager is not None:
+                manager.shutdown_all()
+        self._managers.clear()
+        if self._db is not None:
+            self._db.close()
+        if self._state is not None:
+            self._state.close()
+        self._db = None
+        self._state = None
+
+
+def build_manager(
+    load_provider: ProviderLoader,
+    *,
+    session_id: str,
+    chorus_home: Path,
+    platform: str,
+    user_key: str,
+    agent_context: str,
+    builtin: MemoryProvider | None = None,
+) -> MemoryManager | None:
+    """A MemoryManager with the external provider initialised; None if it cannot load."""
+    manager = MemoryManager(reserved_tool_names=CORE_TOOL_NAMES)
+    if builtin is not None:
+        manager.add_provider(builtin)
+    try:
+        manager.add_provider(load_provider())
+    except Exception as exc:
+        logger.warning("memory provider unavailable, using built-in memory only: %s", exc)
+        return manager if builtin is not None else None
+    manager.initialize_all(
+        session_id,
+        chorus_home=chorus_home,
+        platform=platform,
+        user_key=user_key,
+        agent_context=agent_context,
+    )
+    if manager.external is None and builtin is None:
+        return None
+    return manager

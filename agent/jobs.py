@@ -1,0 +1,152 @@
+"""Background job functions: module level, plain arguments, idempotent.
+
+They run on an rq worker (``chorus worker``) or on the in-process worker, never
+on the request path. Each takes ids, loads what it needs from SessionDB, and
+records every finished step in the job ledger, so a retry or a duplicate
+enqueue does no harm:
+
+- ``sync_turn(session_id, turn_index)`` hands one finished turn to the external
+  memory provider; a provider error raises, so the queue retries with backoff.
+- ``prefetch(session_id, query)`` asks the provider for context relevant to
+  ``query`` and keeps it for the session's next turn.
+- ``end_session(session_id, reason)`` flushes memories (once), calls the
+  providers' ``on_session_end`` (once), then marks the session ended.
+
+The process that runs jobs calls ``configure(JobContext(...))`` once at start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from agent.agent import Agent, SessionContext
+from agent.errors import AgentError
+from agent.job_context import JobContext
+from agent.llm import LLMClient
+from memory.paths import parse_user_key
+from memory.session_db_async import AsyncSessionDB
+from memory.session_records import SessionRecord
+
+logger = logging.getLogger(__name__)
+
+_context: JobContext | None = None
+
+
+def configure(context: JobContext) -> None:
+    """Install the context job functions in this process use."""
+    global _context
+    _context = context
+
+
+def context() -> JobContext:
+    if _context is None:
+        raise AgentError("background jobs are not configured in this process")
+    return _context
+
+
+def sync_turn(session_id: str, turn_index: int) -> str:
+    ctx = context()
+    key = f"sync:{session_id}:{turn_index}"
+    if ctx.state.is_done(key):
+        return "already done"
+    record = ctx.db.get_session(session_id)
+    if record is None:
+        logger.warning("sync_turn: unknown session %s", session_id)
+        return "unknown session"
+    manager = ctx.manager_for(record, "background")
+    if manager is not None:
+        messages = [m.to_openai() for m in ctx.db.get_messages(session_id)]
+        turn = turn_messages(messages, turn_index)
+        if turn:
+            user, assistant = turn_text(turn)
+            manager.sync_turn_now(user, assistant, session_id=session_id, messages=turn)
+    ctx.state.mark_done(key)
+    return "synced"
+
+
+def prefetch(session_id: str, query: str) -> str:
+    ctx = context()
+    record = ctx.db.get_session(session_id)
+    if record is None or record.ended_at is not None:
+        return "skipped"
+    manager = ctx.manager_for(record, "background")
+    if manager is None:
+        return "no provider"
+    recalled = manager.prefetch_now(query, session_id=session_id)
+    if recalled.strip():
+        ctx.state.put_prefetched(session_id, query, recalled)
+    return "prefetched"
+
+
+def end_session(session_id: str, reason: str) -> str:
+    ctx = context()
+    record = ctx.db.get_session(session_id)
+    if record is None:
+        logger.warning("end_session: unknown session %s", session_id)
+        return "unknown session"
+    flush_key = f"flush:{session_id}"
+    if not ctx.state.is_done(flush_key):
+        asyncio.run(_flush(ctx, record))
+        ctx.state.mark_done(flush_key)
+    end_key = f"session_end:{session_id}"
+    if not ctx.state.is_done(end_key):
+        manager = ctx.manager_for(record, "background")
+        if manager is not None:
+            messages = [m.to_openai() for m in ctx.db.get_messages(session_id)]
+            manager.on_session_end(messages)
+        ctx.state.mark_done(end_key)
+    ctx.db.end_session(session_id, reason)
+    ctx.release(session_id)
+    logger.info("session %s ended (%s)", session_id, reason)
+    return "ended"
+
+
+async def _flush(ctx: JobContext, record: SessionRecord) -> None:
+    """One memory-only LLM call over the session's transcript, as its agent would make."""
+    if record.message_count == 0:
+        return
+    llm = LLMClient(ctx.config.llm)
+    db = await AsyncSessionDB.open(ctx.db_path)
+    try:
+        session = SessionContext(
+            session_id=record.id,
+            user_key=record.user_key,
+            platform=record.platform,
+            chat_id=record.chat_id,
+            thread_id=record.thread_id,
+        )
+        agent = Agent(
+            session,
+            llm=llm,
+            store=ctx.store_for(parse_user_key(record.user_key)),
+            db=db,
+            config=ctx.config,
+            memory=ctx.manager_for(record, "flush"),
+        )
+        await agent.flush()
+    finally:
+        await db.aclose()
+        await llm.aclose()
+
+
+def turn_messages(messages: list[dict[str, Any]], turn_index: int) -> list[dict[str, Any]]:
+    """The messages of the ``turn_index``-th (1-based) user turn, user message first."""
+    seen = 0
+    start = None
+    for index, message in enumerate(messages):
+        if message.get("role") != "user":
+            continue
+        seen += 1
+        if seen == turn_index:
+            start = index
+        elif start is not None:
+            return messages[start:index]
+    return messages[start:] if start is not None else []
+
+
+def turn_text(turn: list[dict[str, Any]]) -> tuple[str, str]:
+    user = str(turn[0].get("content") or "")
+    answers = [str(m["content"]) for m in turn if m.get("role") == "assistant" and m.get("content")]
+    return user, answers[-1] if answers else ""

@@ -1,0 +1,101 @@
+"""Operator commands: ``chorus worker``, ``chorus queue …``, ``chorus memory providers``."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from gateway.background import make_queue
+from gateway.config import Settings
+from gateway.errors import GatewayError
+from gateway.worker import run_worker
+from plugins.memory import discover_memory_providers
+
+queue_app = typer.Typer(help="Inspect and repair the background job queue.", no_args_is_help=True)
+out = Console(highlight=False, soft_wrap=True)
+
+
+def _settings() -> Settings:
+    from gateway.cli import settings
+
+    return settings()
+
+
+def worker_command(
+    burst: Annotated[bool, typer.Option("--burst", help="Run what is queued, then exit.")] = False,
+) -> None:
+    """Run background jobs from Redis (needs redis.url)."""
+    cfg = _settings()
+    try:
+        run_worker(cfg, burst=burst)
+    except GatewayError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+@queue_app.command("status")
+def queue_status() -> None:
+    """Queue depths and failed jobs."""
+    cfg = _settings()
+    queue = make_queue(cfg, start_drainer=False)
+    try:
+        status = queue.status()
+    finally:
+        queue.close(0)
+    reach = "reachable" if status.reachable else "UNREACHABLE"
+    out.print(f"backend: {status.backend} ({reach})", markup=False)
+    for name in ("queued", "started", "deferred", "scheduled", "failed", "outbox"):
+        out.print(f"{name:>10}: {getattr(status, name)}", markup=False)
+    if status.failed_jobs:
+        table = Table("failed job", "session", "function", "failed at", "error")
+        for job in status.failed_jobs:
+            when = (
+                datetime.fromtimestamp(job.failed_at, UTC).strftime("%Y-%m-%d %H:%M")
+                if job.failed_at
+                else ""
+            )
+            table.add_row(job.job_id, job.session_id, job.func, when, job.error)
+        out.print(table)
+    if not status.reachable:
+        raise typer.Exit(1)
+
+
+@queue_app.command("retry-failed")
+def queue_retry_failed() -> None:
+    """Requeue every failed job."""
+    cfg = _settings()
+    queue = make_queue(cfg, start_drainer=False)
+    try:
+        count = queue.retry_failed()
+    finally:
+        queue.close(0)
+    out.print(f"requeued {count} failed job(s)")
+
+
+def providers_command(
+    check: Annotated[
+        bool, typer.Option("--check/--no-check", help="Load each provider to ask if available.")
+    ] = True,
+) -> None:
+    """List memory providers: name, description, available, active."""
+    cfg = _settings()
+    infos = discover_memory_providers(cfg.home, cfg.memory.provider, check_available=check)
+    if not infos:
+        out.print("no memory providers installed (built-in memory only)")
+    else:
+        table = Table("name", "description", "source", "available", "active")
+        for info in infos:
+            available = "?" if info.available is None else ("yes" if info.available else "no")
+            if info.error:
+                available += f" ({info.error})"
+            table.add_row(
+                info.name, info.description, info.source, available, "yes" if info.active else ""
+            )
+        out.print(table)
+    if cfg.memory.provider and cfg.memory.provider not in {i.name for i in infos}:
+        out.print(f"configured provider {cfg.memory.provider!r} is not installed", markup=False)
+        raise typer.Exit(1)

@@ -1,0 +1,303 @@
+"""Background jobs: one small interface, run in-process or as rq jobs on Redis.
+
+A job is a ``JobSpec``: the dotted path of a module-level function, plain
+JSON-serialisable arguments (ids, not objects), the session it belongs to and
+a deterministic id. Jobs of one session run in the order they were enqueued.
+
+``InProcessQueue`` (``memory.queue_inprocess``)
+    One worker thread runs every job in enqueue order; a failing job is retried
+    after a backoff, then kept in a failed list. Used when no Redis is set up.
+``RQQueue``
+    rq jobs on Redis, run by ``chorus worker`` processes. Each job depends on the
+    previous job of its session (``allow_failure``, so a job that failed for good
+    does not block its session); failures are retried with rq's ``Retry`` and end
+    in rq's FailedJobRegistry. While Redis is unreachable jobs wait in a SQLite
+    ``Outbox`` and move to Redis, oldest first, once it answers again.
+
+Enqueueing an id that is already waiting or running does nothing; enqueueing an
+id that finished or failed runs it again. A job can still run twice (an outbox
+drain interrupted between enqueue and delete, a worker that died mid-job), so
+job functions must be idempotent.
+
+This is the public surface of the queue; the shared types live in
+``memory.queue_types``. Only this module imports ``redis`` and ``rq``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry as RedisRetry
+from rq import Queue, Retry, Worker
+from rq.exceptions import InvalidJobOperation, NoSuchJobError
+from rq.job import Dependency, Job, JobStatus
+
+from memory.outbox import Outbox, OutboxRelay
+from memory.queue_inprocess import InProcessQueue
+from memory.queue_types import (
+    BackgroundQueue,
+    FailedJob,
+    JobSpec,
+    QueueStatus,
+    error_line,
+    import_function,
+    mask_url,
+)
+
+__all__ = [
+    "BackgroundQueue",
+    "FailedJob",
+    "InProcessQueue",
+    "JobSpec",
+    "QueueStatus",
+    "RQQueue",
+    "import_function",
+    "make_queue",
+    "mask_url",
+]
+
+logger = logging.getLogger(__name__)
+
+FAILURE_TTL = 7 * 24 * 3600
+"""Seconds a failed rq job stays in the FailedJobRegistry for admins to see and retry."""
+
+LAST_JOB_KEY = "chorus:queue:last:{}"
+"""Redis key holding the id of a session's most recently enqueued job."""
+
+MAX_FAILED_LISTED = 100
+"""Failed jobs described in ``QueueStatus.failed_jobs`` (the most recent ones)."""
+
+_WAITING = {JobStatus.QUEUED, JobStatus.DEFERRED, JobStatus.SCHEDULED, JobStatus.STARTED}
+
+
+class RQQueue(BackgroundQueue):
+    """rq jobs on Redis, with a SQLite outbox for the time Redis is unreachable.
+
+    The queue owns ``outbox``: ``close()`` closes it. Calls to Redis use short
+    socket timeouts and no client-side retries, so an unreachable Redis costs an
+    ``enqueue`` at most ``socket_timeout`` once per second; meanwhile jobs go to
+    the outbox, and ``start_drainer()`` moves them when Redis answers again.
+    """
+
+    def __init__(
+        self,
+        redis_url: str,
+        *,
+        outbox: Outbox,
+        queue_name: str = "chorus",
+        retries: int = 3,
+        retry_intervals: Sequence[int] = (10, 60, 300),
+        job_timeout: int = 600,
+        result_ttl: int = 86400,
+        socket_timeout: float = 2.0,
+    ) -> None:
+        self._url = redis_url
+        self._queue_name = queue_name
+        self._retries = retries
+        self._retry = Retry(max=retries, interval=list(retry_intervals) or 0) if retries else None
+        self._job_timeout = job_timeout
+        self._result_ttl = result_ttl
+        # No client-side retries: a failed call goes to the outbox at once.
+        self._conn = redis.Redis.from_url(
+            redis_url,
+            socket_timeout=socket_timeout,
+            socket_connect_timeout=socket_timeout,
+            retry=RedisRetry(NoBackoff(), 0),
+        )
+        self._queue = Queue(queue_name, connection=self._conn)
+        self._relay = OutboxRelay(
+            outbox,
+            self._submit,
+            errors=(redis.RedisError,),
+            target=f"Redis at {mask_url(redis_url)}",
+        )
+
+    @property
+    def queue(self) -> Queue:
+        return self._queue
+
+    @property
+    def connection(self) -> redis.Redis:
+        return self._conn
+
+    def enqueue(self, job: JobSpec) -> None:
+        self._relay.send(job)
+
+    def drain_outbox(self) -> int:
+        """Move outbox rows to Redis, oldest first; returns how many were moved.
+
+        A row is deleted only after its enqueue succeeded, so a crash in between
+        enqueues that job again on the next drain: harmless with deterministic
+        ids and idempotent job functions.
+        """
+        return self._relay.drain()
+
+    def start_drainer(self, interval: float = 5.0) -> None:
+        """Drain the outbox now and every ``interval`` seconds until ``close()``."""
+        self._relay.start(interval)
+
+    def status(self) -> QueueStatus:
+        outbox = self._relay.pending()
+        try:
+            failed_registry = self._queue.failed_job_registry
+            ids = failed_registry.get_job_ids(0, MAX_FAILED_LISTED - 1, desc=True, cleanup=False)
+            jobs = Job.fetch_many(ids, connection=self._conn)
+            return QueueStatus(
+                backend="redis",
+                queued=self._queue.count,
+                started=self._queue.started_job_registry.get_job_count(cleanup=False),
+                deferred=self._queue.deferred_job_registry.get_job_count(cleanup=False),
+                scheduled=self._queue.scheduled_job_registry.get_job_count(cleanup=False),
+                failed=failed_registry.get_job_count(cleanup=False),
+                outbox=outbox,
+                failed_jobs=[_describe_failed(job) for job in jobs if job is not None],
+            )
+        except redis.RedisError as exc:
+            logger.warning("queue status: Redis at %s: %s", mask_url(self._url), type(exc).__name__)
+            return QueueStatus(backend="redis", outbox=outbox, reachable=False)
+
+    def retry_failed(self) -> int:
+        """Requeue every failed job with a fresh retry budget (at the back of the queue)."""
+        registry = self._queue.failed_job_registry
+        count = 0
+        try:
+            for job_id in registry.get_job_ids(cleanup=False):
+                try:
+                    job = Job.fetch(job_id, connection=self._conn)
+                    job.retries_left = self._retries or None
+                    registry.requeue(job)
+                except (NoSuchJobError, InvalidJobOperation):
+                    registry.remove(job_id)
+                    continue
+                count += 1
+        except redis.RedisError as exc:
+            logger.warning("retry_failed: Redis at %s: %s", mask_url(self._url), type(exc).__name__)
+        return count
+
+    def recover_abandoned(self, now: float | None = None) -> int:
+        """Retry (or fail, when no retries are left) jobs of workers that died mid-job.
+
+        Runs ``StartedJobRegistry.cleanup``: a started job whose worker stopped
+        sending heartbeats is retried when ``retries_left > 0``, otherwise moved
+        to the FailedJobRegistry, and its dependents are released. rq workers do
+        this themselves during maintenance (every 10 minutes). ``now`` moves the
+        clock forward in tests; in production a future ``now`` would also catch
+        jobs that are still running.
+        """
+        registry = self._queue.started_job_registry
+        try:
+            expired = registry.get_expired_job_ids(now)
+            registry.cleanup(timestamp=now)
+        except redis.RedisError as exc:
+            logger.warning("recover: Redis at %s: %s", mask_url(self._url), type(exc).__name__)
+            return 0
+        if expired:
+            logger.warning("recovered %d background jobs of dead workers", len(expired))
+        return len(expired)
+
+    def make_worker(self, name: str | None = None) -> Worker:
+        """A regular forking rq ``Worker`` on this queue.
+
+        It gets its own connection to the same URL: rq raises the socket timeout
+        of the connection it is given (for its blocking dequeue) and keeps the
+        client's default retries, which the short timeouts of ``enqueue`` avoid.
+        """
+        conn = redis.Redis.from_url(self._url)
+        return Worker([self._queue_name], connection=conn, name=name)
+
+    def run_worker(self, *, burst: bool = False, with_scheduler: bool = True) -> None:
+        """Work the queue until stopped (or until it is empty with ``burst``).
+
+        rq's worker handles SIGTERM/SIGINT as a warm shutdown: ``request_stop``
+        lets the work horse finish the current job, then exits; a second signal
+        is a cold shutdown that kills the horse (the job is then recovered as
+        abandoned). The horse runs in its own process group, so only a signal to
+        the worker's pid (or a cgroup-wide kill) reaches it. The scheduler
+        (``with_scheduler``) moves retries with a delay back to the queue.
+        """
+        worker = self.make_worker()
+        logger.info(
+            "worker %s on queue %s at %s", worker.name, self._queue_name, mask_url(self._url)
+        )
+        worker.work(burst=burst, with_scheduler=with_scheduler)
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until the outbox is empty (jobs handed to Redis, not necessarily run)."""
+        return self._relay.flush(timeout)
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop taking jobs and try one last drain; rows left stay for the next start."""
+        self._relay.close(timeout)
+        self._conn.close()
+
+    # -- internals ----------------------------------------------------------------------
+
+    def _submit(self, job: JobSpec) -> None:
+        existing = self._fetch(job.job_id)
+        if existing is not None:
+            if existing.get_status(refresh=False) in _WAITING:
+                logger.debug("job %s already waiting; duplicate ignored", job.job_id)
+                return
+            existing.delete(remove_from_queue=True)
+        last_key = LAST_JOB_KEY.format(job.session_id)
+        raw = self._conn.get(last_key)
+        prev = raw.decode() if isinstance(raw, bytes) else None
+        if prev == job.job_id:
+            prev = None
+        self._queue.enqueue_call(
+            func=job.func,
+            args=job.args,
+            job_id=job.job_id,
+            description=job.description or job.func,
+            timeout=self._job_timeout,
+            result_ttl=self._result_ttl,
+            failure_ttl=FAILURE_TTL,
+            retry=self._retry,
+            depends_on=Dependency(jobs=[prev], allow_failure=True) if prev else None,
+            meta={"session_id": job.session_id},
+        )
+        self._conn.set(last_key, job.job_id, ex=self._result_ttl)
+        if prev:
+            # rq defers a job whose dependency failed *before* the enqueue (it only
+            # accepts FINISHED there) and nothing would release it; do it here.
+            parent = self._fetch(prev)
+            if parent is not None and parent.get_status(refresh=False) == JobStatus.FAILED:
+                self._queue.enqueue_dependents(parent)
+
+    def _fetch(self, job_id: str) -> Job | None:
+        try:
+            return Job.fetch(job_id, connection=self._conn)
+        except NoSuchJobError:
+            return None
+
+
+def _describe_failed(job: Job) -> FailedJob:
+    result = job.latest_result()
+    error = error_line(result.exc_string or "") if result is not None else ""
+    ended = job.ended_at
+    return FailedJob(
+        job_id=job.id,
+        func=job.func_name or "",
+        session_id=str(job.meta.get("session_id", "")),
+        error=error,
+        failed_at=ended.timestamp() if ended is not None else None,
+    )
+
+
+def make_queue(redis_url: str | None, *, outbox_path: Path, **options: Any) -> BackgroundQueue:
+    """An ``RQQueue`` (with its outbox drainer running) when a URL is given, else in-process.
+
+    ``options`` go to the chosen class (``retries`` to both, ``backoff`` to the
+    in-process one, ``queue_name``/``retry_intervals``/… to the rq one).
+    """
+    if redis_url:
+        queue = RQQueue(redis_url, outbox=Outbox(outbox_path), **options)
+        queue.start_drainer()
+        logger.info("background jobs go to Redis at %s", mask_url(redis_url))
+        return queue
+    return InProcessQueue(**options)

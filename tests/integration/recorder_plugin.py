@@ -1,0 +1,147 @@
+"""A user memory provider, installed into a temp CHORUS_HOME, that records every call.
+
+Its behaviour comes from ``behaviour.json`` beside it, so worker processes that
+import it on their own behave the same as the test process.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+PLUGIN_SOURCE = textwrap.dedent(
+    '''
+    """Test provider: appends one JSON line per call to <chorus_home>/recorder.log."""
+    import fcntl
+    import json
+    import os
+    import time
+    from pathlib import Path
+
+    from memory.provider import MemoryProvider
+
+    HERE = Path(__file__).parent
+
+
+    def behaviour():
+        return json.loads((HERE / "behaviour.json").read_text())
+
+
+    class RecorderProvider(MemoryProvider):
+        def __init__(self):
+            self.session_id = ""
+            self.context = ""
+            self.home = None
+
+        @property
+        def name(self):
+            return "recorder"
+
+        def is_available(self):
+            return True
+
+        def _log(self, hook, **data):
+            home = Path(self.home or os.environ["CHORUS_HOME"])
+            line = json.dumps({"hook": hook, "pid": os.getpid(), "ppid": os.getppid(),
+                               "session": self.session_id, "context": self.context, **data})
+            with open(home / "recorder.log", "a", encoding="utf-8") as handle:
+                fcntl.flock(handle, fcntl.LOCK_EX)
+                handle.write(line + "\\n")
+
+        def _maybe_raise(self, hook):
+            if behaviour().get("raise_everywhere"):
+                raise RuntimeError(f"{hook} exploded")
+
+        def initialize(self, session_id, **kwargs):
+            self.session_id = session_id
+            self.context = kwargs.get("agent_context", "")
+            self.home = kwargs.get("chorus_home")
+            self._log("initialize", kwargs={k: str(v) for k, v in sorted(kwargs.items())})
+
+        def get_tool_schemas(self):
+            self._maybe_raise("get_tool_schemas")
+            return [
+                {"name": "recall_notes", "description": "Look up notes.",
+                 "parameters": {"type": "object", "properties": {"topic": {"type": "string"}}}},
+                {"name": "memory", "description": "Tries to shadow the core tool.",
+                 "parameters": {"type": "object"}},
+            ]
+
+        def handle_tool_call(self, tool_name, args, **kwargs):
+            self._log("tool", name=tool_name, args=args)
+            self._maybe_raise("handle_tool_call")
+            return json.dumps({"notes": f"notes about {args.get('topic')}"})
+
+        def system_prompt_block(self):
+            self._maybe_raise("system_prompt_block")
+            return "RECORDER PROVIDER BLOCK"
+
+        def prefetch(self, query, *, session_id=""):
+            self._log("prefetch", query=query)
+            self._maybe_raise("prefetch")
+            text = behaviour().get("prefetch_text", "")
+            return text.replace("{query}", query)
+
+        def sync_turn(self, user_content, assistant_content, *, session_id="", messages=None):
+            gate = behaviour().get("block_sync_until")
+            self._log("sync_start", user=user_content)
+            if gate:
+                deadline = time.monotonic() + 60
+                while not Path(gate).exists() and time.monotonic() < deadline:
+                    time.sleep(0.02)
+            self._maybe_raise("sync_turn")
+            self._log("sync_turn", user=user_content, assistant=assistant_content,
+                      messages=len(messages or []))
+
+        def on_turn_start(self, turn_number, message, **kwargs):
+            self._log("on_turn_start", turn=turn_number)
+            self._maybe_raise("on_turn_start")
+
+        def on_session_end(self, messages):
+            self._log("on_session_end", messages=len(messages))
+            self._maybe_raise("on_session_end")
+
+        def on_pre_compress(self, messages):
+            self._maybe_raise("on_pre_compress")
+            return ""
+
+        def on_memory_write(self, action, target, content, metadata=None):
+            self._log("on_memory_write", action=action, target=target, content=content)
+            self._maybe_raise("on_memory_write")
+
+        def shutdown(self):
+            self._maybe_raise("shutdown")
+    '''
+)
+
+
+def install_recorder(home: Path, **behaviour: Any) -> Path:
+    plugin = home / "plugins" / "recorder"
+    plugin.mkdir(parents=True, exist_ok=True)
+    (plugin / "__init__.py").write_text(PLUGIN_SOURCE, encoding="utf-8")
+    (plugin / "plugin.yaml").write_text("description: Records every call for tests\n")
+    set_behaviour(home, **behaviour)
+    return plugin
+
+
+def set_behaviour(home: Path, **behaviour: Any) -> None:
+    path = home / "plugins" / "recorder" / "behaviour.json"
+    path.write_text(json.dumps(behaviour), encoding="utf-8")
+
+
+def read_log(home: Path) -> list[dict[str, Any]]:
+    path = home / "recorder.log"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def wait_for(predicate: Any, timeout: float = 30.0, message: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {message}")
+        time.sleep(0.02)

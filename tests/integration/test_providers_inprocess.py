@@ -1,0 +1,141 @@
+"""Memory providers wired through the agent and the in-process background queue."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.fakes import FakeOpenAI
+from tests.integration.conftest import Stack
+from tests.integration.recorder_plugin import read_log, set_behaviour, wait_for
+
+
+def hooks(home: Path, name: str, context: str | None = None) -> list[dict[str, Any]]:
+    return [
+        e
+        for e in read_log(home)
+        if e["hook"] == name and (context is None or e["context"] == context)
+    ]
+
+
+def user_text(request: dict[str, Any]) -> str:
+    return [m for m in request["messages"] if m["role"] == "user"][-1]["content"]
+
+
+async def test_provider_gets_every_hook_in_order(stack: Stack, server: FakeOpenAI) -> None:
+    home = stack.settings.home
+    agent = await stack.agent("s1")
+    assert "RECORDER PROVIDER BLOCK" in agent.system_prompt
+
+    primary = hooks(home, "initialize", "primary")
+    assert primary[0]["kwargs"] == {
+        "agent_context": "primary",
+        "chorus_home": str(home),
+        "platform": "telegram",
+        "user_key": "telegram:1",
+    }
+
+    server.tool_call("recall_notes", {"topic": "tea"})
+    server.reply("answer 1")
+    assert await agent.run_turn("what about tea?") == "answer 1"
+    offered = [t["function"]["name"] for t in server.requests[0]["tools"]]
+    assert offered.count("memory") == 1 and "recall_notes" in offered
+    tool_result = next(m for m in server.requests[1]["messages"] if m["role"] == "tool")
+    assert json.loads(tool_result["content"]) == {"notes": "notes about tea"}
+    assert stack.background.queue.flush(10)
+
+    server.tool_call("memory", {"action": "add", "target": "user", "content": "Likes oolong"})
+    server.reply("answer 2")
+    assert await agent.run_turn("I like oolong") == "answer 2"
+    turn2 = server.requests[2]
+    assert "<memory-context>" in user_text(turn2)
+    assert "RECALLED about what about tea?" in user_text(turn2)
+    assert "RECALLED" not in turn2["messages"][0]["content"]  # never in the system prompt
+    assert stack.background.queue.flush(10)
+
+    server.reply("answer 3")
+    await agent.run_turn("thanks")
+    assert stack.background.queue.flush(10)
+
+    writes = hooks(home, "on_memory_write")
+    assert [(w["action"], w["target"], w["content"]) for w in writes] == [
+        ("add", "user", "Likes oolong")
+    ]
+    assert [h["turn"] for h in hooks(home, "on_turn_start")] == [1, 2, 3]
+    synced = hooks(home, "sync_turn")
+    assert [(s["user"], s["assistant"]) for s in synced] == [
+        ("what about tea?", "answer 1"),
+        ("I like oolong", "answer 2"),
+        ("thanks", "answer 3"),
+    ]
+    assert all(s["context"] == "background" for s in synced)
+    assert all("memory-context" not in s["user"] for s in synced)
+    background_init = hooks(home, "initialize", "background")[0]["kwargs"]
+    assert background_init["user_key"] == "telegram:1"
+
+
+async def test_end_session_twice_flushes_and_ends_once(stack: Stack, server: FakeOpenAI) -> None:
+    home = stack.settings.home
+    agent = await stack.agent("ending")
+    server.reply("noted")
+    await agent.run_turn("I play the cello")
+    assert stack.background.queue.flush(10)
+    server.tool_call("memory", {"action": "add", "target": "user", "content": "Plays cello"})
+
+    stack.background.scheduler.end_session("ending", "idle")
+    stack.background.scheduler.end_session("ending", "idle")
+    assert stack.background.queue.flush(10)
+
+    flushes = [
+        r
+        for r in server.requests
+        if [t["function"]["name"] for t in r.get("tools", [])] == ["memory"]
+    ]
+    assert len(flushes) == 1
+    assert len(hooks(home, "on_session_end")) == 1
+    assert hooks(home, "on_memory_write", "flush")[0]["content"] == "Plays cello"
+    record = await stack.db.get_session("ending")
+    assert record is not None and record.end_reason == "idle"
+
+
+async def test_slow_provider_sync_does_not_delay_the_reply(
+    stack: Stack, server: FakeOpenAI, tmp_path: Path
+) -> None:
+    home = stack.settings.home
+    gate = tmp_path / "release-sync"
+    set_behaviour(home, block_sync_until=str(gate))
+    agent = await stack.agent("slow")
+    server.reply("instant answer")
+    assert await agent.run_turn("hello") == "instant answer"
+    # the reply is back while the provider's sync is still running in the background
+    await asyncio.to_thread(wait_for, lambda: hooks(home, "sync_start"), 30, "sync start")
+    assert hooks(home, "sync_turn") == []
+    server.reply("second answer")
+    assert await agent.run_turn("still there?") == "second answer"
+    assert hooks(home, "sync_turn") == []
+    gate.touch()
+    assert stack.background.queue.flush(30)
+    assert [s["user"] for s in hooks(home, "sync_turn")] == ["hello", "still there?"]
+
+
+async def test_provider_failing_everywhere_never_breaks_a_turn(
+    stack: Stack, server: FakeOpenAI
+) -> None:
+    home = stack.settings.home
+    set_behaviour(home, raise_everywhere=True)
+    agent = await stack.agent("angry")
+    server.tool_call("recall_notes", {"topic": "x"})
+    server.tool_call("memory", {"action": "add", "target": "user", "content": "Has a dog"})
+    server.reply("still fine")
+    assert await agent.run_turn("go") == "still fine"
+    server.reply("fine again")
+    assert await agent.run_turn("again") == "fine again"
+    stack.background.scheduler.end_session("angry", "new")
+    assert stack.background.queue.flush(10)
+    assert agent.store.user_entries == ["Has a dog"]
+    status = stack.background.queue.status()
+    assert status.failed == 0
+    record = await stack.db.get_session("angry")
+    assert record is not None and record.end_reason == "new"

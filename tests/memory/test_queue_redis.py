@@ -1,0 +1,245 @@
+"""RQQueue against a real redis-server: dead workers, warm shutdown, outages, the outbox.
+
+Workers are real: ``RQQueue.run_worker`` in subprocesses (``rq_workers``) or an
+rq ``SimpleWorker`` in this process (``burst_worker``). Every wait is a bounded
+poll; nothing asserts on wall-clock time.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+import redis
+from rq import Worker
+
+from memory.outbox import Outbox
+from memory.queue import JobSpec, RQQueue
+from tests.queue_jobs import read_records
+
+if TYPE_CHECKING:
+    from tests.fakes.redis_fixtures import WorkerProcesses
+    from tests.fakes.redis_server import RedisServer
+
+pytest_plugins = ["tests.fakes.redis_fixtures"]
+
+BurstWorker = Callable[[], None]
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 20.0, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what or predicate}")
+        time.sleep(0.02)
+
+
+def spec(func: str, *args: Any, session: str, job_id: str) -> JobSpec:
+    return JobSpec(f"tests.queue_jobs.{func}", args, session, job_id)
+
+
+def alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie nobody reaps counts as dead)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
+
+
+def sessions_of(records: list[dict[str, Any]]) -> list[tuple[str, int]]:
+    return [(r["session"], r["n"]) for r in records]
+
+
+@pytest.fixture
+def make_rq(redis_server: RedisServer, tmp_path: Path) -> Iterator[Callable[..., RQQueue]]:
+    queues: list[RQQueue] = []
+
+    def make(outbox: Outbox | None = None, **options: Any) -> RQQueue:
+        options.setdefault("retry_intervals", (0,))
+        options.setdefault("socket_timeout", 1.0)
+        outbox = outbox or Outbox(tmp_path / f"state-{len(queues)}.db")
+        queue = RQQueue(redis_server.url, outbox=outbox, **options)
+        queues.append(queue)
+        return queue
+
+    yield make
+    for queue in queues:
+        queue.close(timeout=5.0)
+
+
+@pytest.mark.parametrize("retries", [2, 0])
+def test_worker_killed_mid_job_is_recovered(
+    make_rq: Callable[..., RQQueue],
+    redis_server: RedisServer,
+    rq_workers: WorkerProcesses,
+    tmp_path: Path,
+    retries: int,
+) -> None:
+    queue = make_rq(retries=retries)
+    records, marker = str(tmp_path / "records"), tmp_path / "marker"
+    queue.enqueue(spec("block_then_record", records, str(marker), 1, session="s", job_id="s-1"))
+    queue.enqueue(spec("record", records, "s", 2, session="s", job_id="s-2"))
+    worker = rq_workers.start(redis_server.url)
+    wait_for(lambda: marker.exists() and marker.read_text() != "", what="the job to start")
+    horse = int(marker.read_text())
+    rq_workers.kill(worker)  # the worker first, so it cannot report its horse's death
+    os.kill(horse, signal.SIGKILL)
+    wait_for(lambda: not alive(horse), what="the work horse to die")
+
+    status = queue.status()
+    assert (status.started, status.deferred) == (1, 1)
+    assert queue.recover_abandoned() == 0  # its heartbeat has not expired yet
+    assert queue.recover_abandoned(now=time.time() + 3600) == 1
+
+    Path(f"{marker}.release").touch()
+    rerun = rq_workers.start(redis_server.url, burst=True)
+    assert rerun.wait(timeout=30) == 0, rq_workers.log(rerun)
+    status = queue.status()
+    assert (status.started, status.deferred, status.queued) == (0, 0, 0)
+    if retries:  # retried once, recorded once, and its session went on after it
+        assert sessions_of(read_records(records)) == [("blocked", 1), ("s", 2)]
+        assert status.failed == 0
+    else:  # no retries left: failed for good, and the session is not blocked
+        assert sessions_of(read_records(records)) == [("s", 2)]
+        [failed] = status.failed_jobs
+        assert failed.job_id == "s-1"
+        assert "AbandonedJobError" in failed.error
+
+
+def test_sigterm_lets_the_current_job_finish(
+    make_rq: Callable[..., RQQueue],
+    redis_server: RedisServer,
+    rq_workers: WorkerProcesses,
+    tmp_path: Path,
+) -> None:
+    queue = make_rq()
+    records, marker = str(tmp_path / "records"), tmp_path / "marker"
+    queue.enqueue(spec("block_then_record", records, str(marker), 1, session="s", job_id="s-1"))
+    queue.enqueue(spec("record", records, "s", 2, session="s", job_id="s-2"))
+    worker = rq_workers.start(redis_server.url)
+    wait_for(marker.exists, what="the job to start")
+
+    worker.send_signal(signal.SIGTERM)
+    conn = redis.Redis.from_url(redis_server.url)
+    wait_for(
+        lambda: any(w.shutdown_requested_date for w in Worker.all(connection=conn)),
+        what="the worker to take the shutdown request",
+    )
+    Path(f"{marker}.release").touch()
+    assert worker.wait(timeout=30) == 0, rq_workers.log(worker)
+    assert sessions_of(read_records(records)) == [("blocked", 1)]  # finished, not killed
+    status = queue.status()
+    assert (status.queued, status.started, status.failed) == (1, 0, 0)  # s-2 waits for a worker
+
+
+def test_outage_parks_jobs_in_the_outbox_and_the_drainer_moves_them(
+    make_rq: Callable[..., RQQueue],
+    redis_server: RedisServer,
+    burst_worker: BurstWorker,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    queue = make_rq()
+    records = str(tmp_path / "records")
+    for s in ("a", "b"):
+        queue.enqueue(spec("record", records, s, 0, session=s, job_id=f"{s}-0"))
+    burst_worker()
+
+    redis_server.stop()
+    with caplog.at_level(logging.WARNING, logger="memory.outbox"):
+        for n in range(1, 6):
+            for s in ("a", "b"):
+                queue.enqueue(spec("record", records, s, n, session=s, job_id=f"{s}-{n}"))
+    status = queue.status()
+    assert (status.reachable, status.outbox, status.queued) == (False, 10, 0)
+    assert caplog.text.count("unreachable") == 1  # once per outage, not once per job
+
+    redis_server.start()  # same port, empty: what was in Redis before is gone
+    queue.start_drainer(interval=0.05)
+    wait_for(lambda: queue.status().outbox == 0, what="the drainer")
+    burst_worker()
+    done = read_records(records)
+    assert len(done) == 12
+    for s in ("a", "b"):
+        assert [r["n"] for r in done if r["session"] == s] == list(range(6))
+    assert queue.status().reachable is True
+
+
+def test_jobs_enqueued_during_an_outage_keep_their_order_behind_the_outbox(
+    make_rq: Callable[..., RQQueue],
+    redis_server: RedisServer,
+    burst_worker: BurstWorker,
+    tmp_path: Path,
+) -> None:
+    queue = make_rq()
+    records = str(tmp_path / "records")
+    redis_server.stop()
+    for n in range(3):
+        queue.enqueue(spec("record", records, "s", n, session="s", job_id=f"s-{n}"))
+    redis_server.start()
+    queue.enqueue(spec("record", records, "s", 3, session="s", job_id="s-3"))  # drains first
+    assert queue.flush(timeout=20)
+    burst_worker()
+    assert [r["n"] for r in read_records(records)] == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("replayed", ["before-the-jobs-ran", "after-the-jobs-ran"])
+def test_an_interrupted_drain_needs_idempotent_jobs(
+    make_rq: Callable[..., RQQueue],
+    redis_server: RedisServer,
+    burst_worker: BurstWorker,
+    tmp_path: Path,
+    replayed: str,
+) -> None:
+    records = str(tmp_path / "records")
+    outbox = Outbox(tmp_path / "state.db")
+    queue = make_rq(outbox=outbox)
+    redis_server.stop()
+    for n in range(3):
+        queue.enqueue(spec("record", records, "plain", n, session="plain", job_id=f"plain-{n}"))
+        key = f"idem-{n}"
+        queue.enqueue(spec("record_once", records, key, "idem", n, session="idem", job_id=key))
+    # The rows as a drain read them before it crashed between enqueue and delete.
+    copy = Outbox(tmp_path / "copy.db")
+    for _, job in outbox.pending():
+        copy.put(job)
+
+    redis_server.start()
+    assert queue.drain_outbox() == 6
+    if replayed == "after-the-jobs-ran":
+        burst_worker()
+    assert make_rq(outbox=copy).drain_outbox() == 6  # the restarted drain sends them again
+    burst_worker()
+
+    done = read_records(records)
+    assert [r["n"] for r in done if r["session"] == "idem"] == [0, 1, 2]
+    plain = [r["n"] for r in done if r["session"] == "plain"]
+    if replayed == "before-the-jobs-ran":  # still waiting in Redis: the duplicate is ignored
+        assert plain == [0, 1, 2]
+    else:  # finished already: it runs again, which only an idempotent job survives
+        assert plain == [0, 1, 2, 0, 1, 2]
+
+
+def test_retry_interval_waits_in_the_scheduled_registry(
+    make_rq: Callable[..., RQQueue], burst_worker: BurstWorker, tmp_path: Path
+) -> None:
+    queue = make_rq(retries=1, retry_intervals=(1,))
+    records = str(tmp_path / "records")
+    queue.enqueue(spec("fail_times", records, "k", 1, session="s", job_id="f"))
+    burst_worker()
+    status = queue.status()
+    assert (status.scheduled, status.queued, status.failed) == (1, 0, 0)
+
+    def retried() -> bool:
+        burst_worker()  # its scheduler moves due jobs back to the queue
+        return len(read_records(records)) == 1
+
+    wait_for(retried, what="the scheduled retry")
+    assert queue.status().scheduled == 0
