@@ -142,3 +142,15 @@ def test_sessions_search_requires_user(two_users_db: Path) -> None:
     result = run(two_users_db, "sessions", "search", "volcano")
     assert result.returncode != 0
     assert "--user" in result.stderr
+
+
+def test_doctor_checks_the_llm_endpoint(chorus_home: Path) -> None:
+    from tests.fakes import FakeOpenAI
+
+    with FakeOpenAI() as server:
+        ok = run(chorus_home, "doctor", env={"OPENAI_BASE_URL": server.base_url})
+    assert ok.returncode == 0, ok.stdout
+    assert "[ok  ] llm: reachable" in ok.stdout
+    down = run(chorus_home, "doctor", env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
+    assert down.returncode == 1
+    assert "[FAIL] llm: " in down.stdout

@@ -1,0 +1,240 @@
+"""The same stack with Redis: `chorus worker` processes run every job, through outages and kills."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory.queue import RQQueue
+from tests.fakes import FakeOpenAI, RedisServer
+from tests.integration.conftest import Stack, build_stack, close_stack, stack_settings
+from tests.integration.recorder_plugin import install_recorder, read_log, set_behaviour, wait_for
+
+pytest_plugins = ["tests.fakes.redis_fixtures"]
+
+CHORUS = Path(sys.executable).with_name("chorus")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class ChorusWorkers:
+    """`chorus worker` subprocesses, each in its own process group."""
+
+    def __init__(self, home: Path, env: dict[str, str]) -> None:
+        self.home = home
+        self.env = env
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def start(self) -> subprocess.Popen[bytes]:
+        log = (self.home / f"worker-{len(self.procs)}.log").open("wb")
+        proc = subprocess.Popen(
+            [str(CHORUS), "worker"],
+            cwd=ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        log.close()
+        self.procs.append(proc)
+        return proc
+
+    def kill(self, proc: subprocess.Popen[bytes]) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+    def stop_all(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    self.kill(proc)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+
+
+def env_for(home: Path, server: FakeOpenAI, redis: RedisServer) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CHORUS_", "OPENAI_"))}
+    env.update(
+        {
+            "CHORUS_HOME": str(home),
+            "CHORUS_REDIS__URL": redis.url,
+            "CHORUS_REDIS__RETRY_INTERVALS": "[0]",
+            "CHORUS_MEMORY__PROVIDER": "recorder",
+            "CHORUS_MEMORY__FLUSH_MIN_TURNS": "1",
+            "OPENAI_BASE_URL": server.base_url,
+            "OPENAI_API_KEY": "sk-test",
+            "PYTHONPATH": str(ROOT),
+        }
+    )
+    return env
+
+
+@pytest.fixture
+async def redis_stack(
+    chorus_home: Path, server: FakeOpenAI, redis_server: RedisServer
+) -> AsyncIterator[Stack]:
+    chorus_home.mkdir(mode=0o700)
+    install_recorder(chorus_home)
+    settings = stack_settings(
+        chorus_home,
+        server,
+        CHORUS_REDIS__URL=redis_server.url,
+        CHORUS_REDIS__RETRY_INTERVALS="[0]",
+    )
+    built = await build_stack(settings)
+    assert isinstance(built.background.queue, RQQueue)
+    yield built
+    await close_stack(built)
+
+
+@pytest.fixture
+def workers(
+    chorus_home: Path, server: FakeOpenAI, redis_server: RedisServer
+) -> Iterator[ChorusWorkers]:
+    pool = ChorusWorkers(chorus_home, env_for(chorus_home, server, redis_server))
+    yield pool
+    pool.stop_all()
+
+
+def entries(home: Path, hook: str) -> list[dict[str, Any]]:
+    return [e for e in read_log(home) if e["hook"] == hook]
+
+
+def idle(stack: Stack) -> bool:
+    status = stack.background.queue.status()
+    return status.reachable and status.queued + status.started + status.deferred == 0
+
+
+def echo(body: dict[str, Any]) -> str:
+    users = [m for m in body["messages"] if m["role"] == "user"]
+    text = users[-1]["content"] if users else ""
+    return f"answer to {str(text).split(chr(10))[0]}"
+
+
+async def test_twenty_sessions_two_workers_in_order(
+    redis_stack: Stack, server: FakeOpenAI, workers: ChorusWorkers
+) -> None:
+    home = redis_stack.settings.home
+    server.responder(echo)
+    workers.start()
+    workers.start()
+    agents = [await redis_stack.agent(f"s{i:02d}", f"slack:U{i}") for i in range(20)]
+    for turn in range(1, 4):
+        for agent in agents:
+            answer = await agent.run_turn(f"{agent.session.session_id} turn {turn}")
+            assert answer == f"answer to {agent.session.session_id} turn {turn}"
+    await asyncio.to_thread(
+        wait_for, lambda: len(entries(home, "sync_turn")) >= 60, 120, "60 synced turns"
+    )
+    await asyncio.to_thread(wait_for, lambda: idle(redis_stack), 60, "an idle queue")
+    synced = entries(home, "sync_turn")
+    assert len(synced) == 60
+    for agent in agents:
+        sid = agent.session.session_id
+        mine = [e["user"] for e in synced if e["session"] == sid]
+        assert mine == [f"{sid} turn {n}" for n in (1, 2, 3)]
+    background_inits = [e for e in entries(home, "initialize") if e["context"] == "background"]
+    assert {e["kwargs"]["user_key"] for e in background_inits} == {f"slack:U{i}" for i in range(20)}
+    worker_pids = {e["ppid"] for e in synced}
+    assert worker_pids <= {p.pid for p in workers.procs}
+    assert len(worker_pids) == 2
+
+
+async def test_worker_killed_mid_job_is_retried_once(
+    redis_stack: Stack, server: FakeOpenAI, workers: ChorusWorkers, tmp_path: Path
+) -> None:
+    home = redis_stack.settings.home
+    gate = tmp_path / "gate"
+    set_behaviour(home, block_sync_until=str(gate))
+    worker = workers.start()
+    agent = await redis_stack.agent("killme")
+    server.reply("ok")
+    assert await agent.run_turn("remember the kill") == "ok"
+    await asyncio.to_thread(wait_for, lambda: entries(home, "sync_start"), 60, "sync start")
+    horse = entries(home, "sync_start")[0]["pid"]
+    os.kill(horse, signal.SIGKILL)
+    workers.kill(worker)
+    gate.touch()
+
+    queue = redis_stack.background.queue
+    assert isinstance(queue, RQQueue)
+    assert queue.recover_abandoned(now=time.time() + 3600) >= 1
+    workers.start()
+    await asyncio.to_thread(wait_for, lambda: entries(home, "sync_turn"), 60, "the retried sync")
+    await asyncio.to_thread(wait_for, lambda: idle(redis_stack), 60, "an idle queue")
+    # a duplicate enqueue of the same turn is harmless too
+    redis_stack.background.scheduler.sync_turn("killme", 1)
+    await asyncio.to_thread(wait_for, lambda: idle(redis_stack), 60, "an idle queue")
+    assert [e["user"] for e in entries(home, "sync_turn")] == ["remember the kill"]
+    assert len(entries(home, "sync_start")) >= 2
+
+
+async def test_redis_outage_loses_nothing(
+    redis_stack: Stack, server: FakeOpenAI, workers: ChorusWorkers, redis_server: RedisServer
+) -> None:
+    home = redis_stack.settings.home
+    server.responder(echo)
+    workers.start()
+    agent = await redis_stack.agent("outage")
+    await agent.run_turn("before")
+    await asyncio.to_thread(wait_for, lambda: entries(home, "sync_turn"), 60, "first sync")
+    await asyncio.to_thread(wait_for, lambda: idle(redis_stack), 60, "an idle queue")
+
+    redis_server.stop()
+    for text in ("during one", "during two", "during three"):
+        assert await agent.run_turn(text) == f"answer to {text}"
+    status = redis_stack.background.queue.status()
+    assert not status.reachable
+    assert status.outbox >= 3
+
+    redis_server.start()
+    queue = redis_stack.background.queue
+    assert isinstance(queue, RQQueue)
+    await asyncio.to_thread(
+        wait_for, lambda: queue.drain_outbox() >= 0 and queue.status().outbox == 0, 60, "drain"
+    )
+    await asyncio.to_thread(
+        wait_for, lambda: len(entries(home, "sync_turn")) >= 4, 90, "all syncs after the outage"
+    )
+    await asyncio.to_thread(wait_for, lambda: idle(redis_stack), 60, "an idle queue")
+    assert [e["user"] for e in entries(home, "sync_turn")] == [
+        "before",
+        "during one",
+        "during two",
+        "during three",
+    ]
+
+
+async def test_end_session_through_redis_runs_once(
+    redis_stack: Stack, server: FakeOpenAI, workers: ChorusWorkers
+) -> None:
+    home = redis_stack.settings.home
+    workers.start()
+    agent = await redis_stack.agent("bye")
+    server.reply("hello")
+    await agent.run_turn("hi there")
+    await asyncio.to_thread(wait_for, lambda: idle(redis_stack), 60, "an idle queue")
+    server.tool_call("memory", {"action": "add", "target": "user", "content": "Says hi there"})
+    redis_stack.background.scheduler.end_session("bye", "idle")
+    redis_stack.background.scheduler.end_session("bye", "idle")
+    await asyncio.to_thread(wait_for, lambda: entries(home, "on_session_end"), 60, "session end")
+    await asyncio.to_thread(wait_for, lambda: idle(redis_stack), 60, "an idle queue")
+    assert len(entries(home, "on_session_end")) == 1
+    record = await redis_stack.db.get_session("bye")
+    assert record is not None and record.end_reason == "idle"
+    assert agent.store.user_entries == []  # the live agent's view is not reloaded
+    agent.store.load_from_disk()
+    assert agent.store.user_entries == ["Says hi there"]
