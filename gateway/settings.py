@@ -41,6 +41,9 @@ class AuthSettings(_Section):
     admins: list[str] = Field(default_factory=list, description="platform:id of each admin.")
     allowed_users: list[str] = Field(default_factory=list)
     policy: Literal["allowlist", "pairing", "open"] = "allowlist"
+    rate_limit_per_minute: int = Field(20, ge=0, description="Messages per user; 0 disables.")
+    pairing_code_ttl_minutes: int = Field(60, gt=0)
+    pairing_codes_per_hour: int = Field(3, gt=0, description="Codes one unknown user may ask for.")
 
 
 class HTTPSettings(_Section):

@@ -1,0 +1,46 @@
+"""A clock tests move by hand: ``advance()`` wakes every sleeper whose time has come."""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+from datetime import UTC, datetime
+
+
+class FakeClock:
+    def __init__(self, start: float = 1_800_000_000.0) -> None:
+        self._now = start
+        self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._ids = itertools.count()
+
+    def time(self) -> float:
+        return self._now
+
+    def now(self) -> datetime:
+        return datetime.fromtimestamp(self._now, UTC)
+
+    async def sleep(self, seconds: float) -> None:
+        if seconds <= 0:
+            await asyncio.sleep(0)
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._sleepers, (self._now + seconds, next(self._ids), future))
+        await future
+
+    async def advance(self, seconds: float) -> None:
+        """Move time forward and let everything that was due run."""
+        self._now += seconds
+        while self._sleepers and self._sleepers[0][0] <= self._now:
+            _, _, future = heapq.heappop(self._sleepers)
+            if not future.done():
+                future.set_result(None)
+        for _ in range(5):
+            await asyncio.sleep(0)
+
+    def set(self, timestamp: float) -> None:
+        self._now = timestamp
+
+    @property
+    def sleepers(self) -> int:
+        return sum(1 for _, _, f in self._sleepers if not f.done())
