@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,6 +87,7 @@ class Agent:
         handoff_summary: str | None = None,
         memory: MemoryManager | None = None,
         scheduler: JobScheduler | None = None,
+        now: Callable[[], float] = time.time,
     ) -> None:
         self.session = session
         self.config = config or AgentConfig()
@@ -95,6 +98,7 @@ class Agent:
         self.handoff_summary = handoff_summary
         self.memory = memory
         self.scheduler = scheduler
+        self.now = now
         self.compressor = ContextCompressor(
             llm, self.config.compression, self.config.llm.context_length
         )
@@ -122,6 +126,7 @@ class Agent:
             thread_id=s.thread_id,
             user_id=s.user_key.partition(":")[2],
             model=self.llm.model,
+            started_at=self.now(),
         )
         stored = await self.db.get_messages(s.session_id)
         self.history = [m.to_openai() for m in stored if m.role != "system"]
@@ -168,7 +173,7 @@ class Agent:
         if interval and self.turns_since_memory >= interval:
             content = f"{content}\n\n{NUDGE}"
             self.turns_since_memory = 0
-        await self._append({"role": "user", "content": content}, stored_content=text)
+        await self._append({"role": "user", "content": content, "_raw": text}, stored_content=text)
         try:
             answer = await self._loop(on_delta)
             self._after_turn(text)
@@ -292,6 +297,20 @@ class Agent:
         finally:
             await self.db.end_session(self.session.session_id, reason)
 
+    def undo_last_turn(self) -> str | None:
+        """Forget the last turn (the user's message and everything after it) from the context.
+
+        The transcript in SessionDB keeps it; returns the user's text, or None.
+        """
+        for index in range(len(self.history) - 1, -1, -1):
+            message = self.history[index]
+            if message.get("role") == "user":
+                del self.history[index:]
+                self.turns = max(0, self.turns - 1)
+                raw = message.get("_raw", message.get("content"))
+                return raw if isinstance(raw, str) else None
+        return None
+
     async def close(self) -> None:
         """Release the session's providers (the agent is being dropped, not the session)."""
         if self.memory is not None:
@@ -315,6 +334,7 @@ class Agent:
             tool_calls=message.get("tool_calls"),
             tool_name=tool_name,
             finish_reason=finish_reason,
+            timestamp=self.now(),
         )
 
     async def _record_usage(self, response: LLMResponse) -> None:

@@ -34,6 +34,8 @@ class JobContext:
     home: Path
     config: AgentConfig
     load_provider: ProviderLoader | None = None
+    handoff: bool = False
+    """Whether ending a session also stores a short summary for the next one."""
     max_cached_managers: int = 256
     _pid: int = field(default=-1, init=False, repr=False)
     _db: SessionDB | None = field(default=None, init=False, repr=False)

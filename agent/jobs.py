@@ -90,6 +90,13 @@ def end_session(session_id: str, reason: str) -> str:
     if not ctx.state.is_done(flush_key):
         asyncio.run(_flush(ctx, record))
         ctx.state.mark_done(flush_key)
+    handoff_key = f"handoff:{session_id}"
+    if ctx.handoff and not ctx.state.is_done(handoff_key):
+        messages = [m.to_openai() for m in ctx.db.get_messages(session_id)]
+        summary = asyncio.run(summarize_for_handoff(ctx, messages))
+        if summary:
+            ctx.db.set_summary(session_id, summary)
+        ctx.state.mark_done(handoff_key)
     end_key = f"session_end:{session_id}"
     if not ctx.state.is_done(end_key):
         manager = ctx.manager_for(record, "background")
@@ -129,6 +136,38 @@ async def _flush(ctx: JobContext, record: SessionRecord) -> None:
     finally:
         await db.aclose()
         await llm.aclose()
+
+
+HANDOFF_PROMPT = (
+    "Summarise this conversation for yourself, to pick it up again in a new session: "
+    "at most five short bullet points — the topic, what was decided or answered, what "
+    "is still open. No greetings, no preamble.\n\nCONVERSATION:\n{transcript}"
+)
+HANDOFF_MAX_CHARS = 12_000
+
+
+async def summarize_for_handoff(ctx: JobContext, messages: list[dict[str, Any]]) -> str | None:
+    """A short summary of the session for the next one; None when there is nothing to say."""
+    lines = [
+        f"{m['role'].upper()}: {m['content']}"
+        for m in messages
+        if m.get("role") in ("user", "assistant") and isinstance(m.get("content"), str)
+    ]
+    if not lines:
+        return None
+    transcript = "\n".join(lines)[-HANDOFF_MAX_CHARS:]
+    llm = LLMClient(ctx.config.llm)
+    try:
+        response = await llm.complete(
+            [{"role": "user", "content": HANDOFF_PROMPT.format(transcript=transcript)}],
+            model=llm.auxiliary_model,
+        )
+    except AgentError as exc:
+        logger.warning("handoff summary skipped: %s", exc)
+        return None
+    finally:
+        await llm.aclose()
+    return response.content.strip() or None
 
 
 def turn_messages(messages: list[dict[str, Any]], turn_index: int) -> list[dict[str, Any]]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import time
 import uuid
+from collections.abc import Callable
 
 from agent.agent import Agent, SessionContext
 from agent.job_context import ProviderLoader, build_manager
@@ -44,6 +46,7 @@ class AgentFactory:
         tools: ToolRegistry | None = None,
         scheduler: JobScheduler | None = None,
         load_provider: ProviderLoader | None = None,
+        now: Callable[[], float] = time.time,
     ) -> None:
         self.settings = settings
         self.paths = ChorusPaths(settings.home)
@@ -52,6 +55,7 @@ class AgentFactory:
         self.tools = tools or ToolRegistry()
         self.scheduler = scheduler
         self.load_provider = load_provider
+        self.now = now
         self.config = agent_config(settings)
 
     def store_for(self, user: UserRef) -> MemoryStore:
@@ -91,6 +95,7 @@ class AgentFactory:
             handoff_summary=handoff_summary,
             memory=self.manager_for(session, store),
             scheduler=self.scheduler,
+            now=self.now,
         )
 
     async def aclose(self) -> None:

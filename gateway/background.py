@@ -49,7 +49,12 @@ def provider_loader(settings: Settings) -> ProviderLoader | None:
 
 
 def job_context(settings: Settings) -> JobContext:
-    return JobContext(settings.home, agent_config(settings), provider_loader(settings))
+    return JobContext(
+        settings.home,
+        agent_config(settings),
+        provider_loader(settings),
+        handoff=settings.sessions.handoff,
+    )
 
 
 def make_queue(settings: Settings, *, start_drainer: bool = True) -> BackgroundQueue:

@@ -22,6 +22,7 @@ from gateway import cli_ops, doctor
 from gateway.config import Settings, load_settings
 from gateway.console import run_console
 from gateway.errors import GatewayError
+from gateway.service import run_gateway
 from memory.errors import MemoryStoreError
 from memory.paths import ChorusPaths, parse_user_key
 from memory.session_db import SessionDB
@@ -184,6 +185,17 @@ def console_command() -> None:
         raise fail(str(exc), 2) from None
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
+
+
+@app.command("gateway")
+def gateway_command() -> None:
+    """Run the service: platform adapters, sessions, background jobs, HTTP probes."""
+    cfg = settings()
+    try:
+        code = asyncio.run(run_gateway(cfg))
+    except GatewayError as exc:
+        raise fail(str(exc), 2) from None
+    raise typer.Exit(code)
 
 
 @app.command("doctor")

@@ -1,0 +1,150 @@
+"""``/admin <sub>``: operating chorus from the chat. Every call is audited."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+from gateway.commands import Command, CommandContext, CommandRegistry
+from gateway.commands_user import profile_usage
+from memory.paths import UserRef
+from plugins.memory import discover_memory_providers
+
+SubHandler = Callable[[CommandContext, str], Awaitable[str]]
+
+USAGE = (
+    "/admin sessions | end <platform:id|session id> | users | allow <platform:id> | "
+    "deny <platform:id> | approve <code> | memory [add <text>|remove <text>] | stats | "
+    "queue [retry-failed] | provider | reload"
+)
+
+
+async def sessions_sub(ctx: CommandContext, _: str) -> str:
+    runner = ctx.runner
+    now = runner.clock.time()
+    live = sorted(runner.sessions.sessions, key=lambda s: s.last_active, reverse=True)
+    if not live:
+        return "No open sessions."
+    lines = [f"{len(live)} open session(s):"]
+    for s in live[:50]:
+        state = "busy" if s.busy else ("live" if s.agent is not None else "idle")
+        lines.append(
+            f"{s.session_id[:8]} {s.user_key} {state}, age {int(now - s.started_at) // 60}m, "
+            f"idle {int(now - s.last_active) // 60}m, {s.turns} turn(s)"
+        )
+    return "\n".join(lines)
+
+
+async def end_sub(ctx: CommandContext, target: str) -> str:
+    if not target:
+        return "Usage: /admin end <platform:id|session id>"
+    sessions = ctx.runner.sessions
+    matches = [s for s in sessions.sessions if target in (s.user_key, s.session_id)]
+    matches += [
+        s for s in sessions.sessions if s.session_id.startswith(target) and s not in matches
+    ]
+    for live in matches:
+        await sessions.end(live, "admin", notify_next=False)
+    return f"Ended {len(matches)} session(s)." if matches else f"No open session matches {target}."
+
+
+async def users_sub(ctx: CommandContext, _: str) -> str:
+    rows = await asyncio.to_thread(ctx.runner.auth.users)
+    if not rows:
+        return "No users configured or approved."
+    return "\n".join(str(row) for row in rows)
+
+
+async def allow_sub(ctx: CommandContext, arg: str) -> str:
+    return await asyncio.to_thread(ctx.runner.auth.allow, arg.strip(), ctx.user_key)
+
+
+async def deny_sub(ctx: CommandContext, arg: str) -> str:
+    return await asyncio.to_thread(ctx.runner.auth.deny, arg.strip(), ctx.user_key)
+
+
+async def approve_sub(ctx: CommandContext, arg: str) -> str:
+    if not arg:
+        return "Usage: /admin approve <code>"
+    return await asyncio.to_thread(ctx.runner.auth.approve_code, arg, ctx.user_key)
+
+
+async def memory_sub(ctx: CommandContext, arg: str) -> str:
+    store = ctx.runner.factory.store_for(UserRef("admin", "shared"))
+    action, _, text = arg.partition(" ")
+    if action == "add" and text.strip():
+        result = await asyncio.to_thread(store.add, "memory", text.strip())
+        return result["message"] + f" [{result['usage']}]"
+    if action == "remove" and text.strip():
+        result = await asyncio.to_thread(store.remove, "memory", text.strip())
+        return result["message"] + f" [{result['usage']}]"
+    if action and action not in ("add", "remove"):
+        return "Usage: /admin memory [add <text>|remove <text>]"
+    await asyncio.to_thread(store.load_from_disk)
+    if not store.memory_entries:
+        return "MEMORY.md is empty."
+    entries = "\n".join(f"• {e}" for e in store.memory_entries)
+    return f"MEMORY.md [{profile_usage(store, 'memory')}]:\n{entries}"
+
+
+async def stats_sub(ctx: CommandContext, _: str) -> str:
+    return "\n".join(await ctx.runner.stats_lines())
+
+
+async def queue_sub(ctx: CommandContext, arg: str) -> str:
+    queue = ctx.runner.background.queue
+    if arg == "retry-failed":
+        count = await asyncio.to_thread(queue.retry_failed)
+        return f"Requeued {count} failed job(s)."
+    status = await asyncio.to_thread(queue.status)
+    lines = [
+        f"{status.backend}{'' if status.reachable else ' (UNREACHABLE)'}: {status.queued} queued, "
+        f"{status.started} running, {status.deferred} waiting, {status.failed} failed, "
+        f"{status.outbox} in outbox"
+    ]
+    lines += [f"✗ {j.job_id} ({j.func}): {j.error}" for j in status.failed_jobs[:10]]
+    return "\n".join(lines)
+
+
+async def provider_sub(ctx: CommandContext, _: str) -> str:
+    settings = ctx.runner.settings
+    name = settings.memory.provider
+    if not name:
+        return "Built-in memory only (no memory.provider configured)."
+    infos = await asyncio.to_thread(discover_memory_providers, settings.home, name)
+    info = next((i for i in infos if i.name == name), None)
+    if info is None:
+        return f"Memory provider {name!r} is configured but not installed."
+    state = "available" if info.available else f"NOT available ({info.error or 'unknown'})"
+    return f"Memory provider {name} ({info.source}): {state}."
+
+
+async def reload_sub(ctx: CommandContext, _: str) -> str:
+    return await ctx.runner.reload()
+
+
+SUBCOMMANDS: dict[str, SubHandler] = {
+    "sessions": sessions_sub,
+    "end": end_sub,
+    "users": users_sub,
+    "allow": allow_sub,
+    "deny": deny_sub,
+    "approve": approve_sub,
+    "memory": memory_sub,
+    "stats": stats_sub,
+    "queue": queue_sub,
+    "provider": provider_sub,
+    "reload": reload_sub,
+}
+
+
+async def admin_command(ctx: CommandContext) -> str:
+    sub, _, rest = ctx.args.partition(" ")
+    handler = SUBCOMMANDS.get(sub.lower())
+    if handler is None:
+        return f"Usage: {USAGE}"
+    return await handler(ctx, rest.strip())
+
+
+def register_admin_commands(registry: CommandRegistry) -> None:
+    registry.register(Command("admin", "operate chorus (admins only)", admin_command))

@@ -1,0 +1,138 @@
+"""Per-user rate limits: a token bucket for messages and a throttle for notices.
+
+``RateLimiter`` lets each user send ``per_minute`` messages in a burst and then
+one every ``60 / per_minute`` seconds. The first refused message of a run gets
+``notify=True`` (one friendly notice), the rest of the run is refused silently.
+
+``NoticeThrottle`` answers yes for a key at most once per interval, so nobody
+can make the bot repeat a refusal to them.
+
+Both keep state in memory only, bounded by ``MAX_KEYS`` (least recently used
+first out); a bucket idle long enough to be full again is dropped early, since
+it is the same as a new one.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from gateway.clock import Clock
+
+__all__ = ["MAX_KEYS", "NoticeThrottle", "RateDecision", "RateLimiter"]
+
+MAX_KEYS = 100_000
+"""Users remembered at most by one limiter or throttle."""
+
+
+@dataclass(frozen=True, slots=True)
+class RateDecision:
+    allowed: bool
+    notify: bool = False
+
+
+class _Bucket:
+    __slots__ = ("refused", "tokens", "updated")
+
+    def __init__(self, tokens: float, updated: float) -> None:
+        self.tokens = tokens
+        self.updated = updated
+        self.refused = False
+
+
+class RateLimiter:
+    """A token bucket per user key; ``per_minute=0`` lets everything through."""
+
+    def __init__(self, per_minute: int, clock: Clock, *, max_keys: int = MAX_KEYS) -> None:
+        if max_keys <= 0:
+            raise ValueError("max_keys must be positive")
+        self._clock = clock
+        self._max_keys = max_keys
+        self._buckets: OrderedDict[str, _Bucket] = OrderedDict()
+        self._lock = threading.Lock()
+        self._per_minute = 0
+        self.reconfigure(per_minute)
+
+    @property
+    def per_minute(self) -> int:
+        return self._per_minute
+
+    def reconfigure(self, per_minute: int) -> None:
+        """Apply a new limit (after a config reload); users keep the tokens they have."""
+        if per_minute < 0:
+            raise ValueError("per_minute must be 0 (unlimited) or more")
+        with self._lock:
+            self._per_minute = per_minute
+            for bucket in self._buckets.values():
+                bucket.tokens = min(bucket.tokens, float(per_minute))
+
+    def __len__(self) -> int:
+        return len(self._buckets)
+
+    def check(self, user_key: str) -> RateDecision:
+        """Take one token for ``user_key``'s message, if there is one."""
+        with self._lock:
+            capacity = float(self._per_minute)
+            if capacity <= 0:
+                return RateDecision(allowed=True)
+            rate = capacity / 60.0
+            now = self._clock.time()
+            self._prune(now, capacity / rate)
+            bucket = self._buckets.get(user_key)
+            if bucket is None:
+                bucket = _Bucket(capacity, now)
+                self._buckets[user_key] = bucket
+                if len(self._buckets) > self._max_keys:
+                    self._buckets.popitem(last=False)
+            else:
+                self._buckets.move_to_end(user_key)
+                elapsed = max(0.0, now - bucket.updated)
+                bucket.tokens = min(capacity, bucket.tokens + elapsed * rate)
+                bucket.updated = now
+            if bucket.tokens >= 1.0:
+                bucket.tokens -= 1.0
+                bucket.refused = False
+                return RateDecision(allowed=True)
+            notify = not bucket.refused
+            bucket.refused = True
+            return RateDecision(allowed=False, notify=notify)
+
+    def _prune(self, now: float, refill_time: float) -> None:
+        """Drop least recently used buckets that have been idle long enough to be full."""
+        while self._buckets:
+            bucket = next(iter(self._buckets.values()))
+            if now - bucket.updated < refill_time:
+                return
+            self._buckets.popitem(last=False)
+
+
+class NoticeThrottle:
+    """``allow(key)`` is True at most once per ``interval`` seconds for each key."""
+
+    def __init__(self, interval: float, clock: Clock, *, max_keys: int = MAX_KEYS) -> None:
+        if interval <= 0 or max_keys <= 0:
+            raise ValueError("interval and max_keys must be positive")
+        self._interval = interval
+        self._clock = clock
+        self._max_keys = max_keys
+        self._last: OrderedDict[str, float] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._last)
+
+    def allow(self, key: str) -> bool:
+        with self._lock:
+            now = self._clock.time()
+            while self._last:
+                oldest = next(iter(self._last.values()))
+                if now - oldest < self._interval:
+                    break
+                self._last.popitem(last=False)
+            if key in self._last:
+                return False
+            self._last[key] = now
+            if len(self._last) > self._max_keys:
+                self._last.popitem(last=False)
+            return True

@@ -1,0 +1,286 @@
+"""GatewayRunner: every platform's messages in, the agent's replies out.
+
+``handle(msg)`` is the one intake: dedupe, input checks, group gating,
+authorization, rate limit, slash commands, then the session's queue. It is
+also the one catch point: an unexpected error is logged with its traceback
+and the user gets a short generic apology, never the exception text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+
+from gateway.adapters.base import BaseAdapter
+from gateway.agent_factory import AgentFactory
+from gateway.auth import Authorizer
+from gateway.background import Background
+from gateway.clock import Clock
+from gateway.commands import CommandContext, CommandRegistry, parse_command
+from gateway.commands_admin import register_admin_commands
+from gateway.commands_user import register_user_commands
+from gateway.config import Settings, load_settings
+from gateway.dedupe import Deduplicator
+from gateway.delivery import ReplyStream, send_text
+from gateway.errors import GatewayError
+from gateway.events import InboundMessage, OutboundMessage
+from gateway.gateway_db import GatewayDB
+from gateway.live_session import LiveSession, merge_texts
+from gateway.metrics import Metrics
+from gateway.ratelimit import RateLimiter
+from gateway.sessions import SessionManager
+
+logger = logging.getLogger(__name__)
+
+MAX_INBOUND_CHARS = 32_000
+APOLOGY = "Sorry — something went wrong on my side. Please try again."
+EMPTY = "I got an empty message. Send me some text and I'll answer."
+ATTACHMENTS_ONLY = "I can't read attachments yet — please send your question as text."
+TOO_LONG = (
+    "That message is too long for me ({n:,} characters; the limit is {limit:,}). "
+    "Please send it in smaller parts."
+)
+SHUTTING_DOWN = "I'm restarting right now — please send that again in a minute."
+RATE_LIMITED = "You're sending messages faster than I can answer. I'll pick up again shortly."
+STOPPED_NOTE = "\n\n(stopped)"
+TYPING_INTERVAL = 4.0
+
+
+class GatewayRunner:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        factory: AgentFactory,
+        background: Background,
+        gateway_db: GatewayDB,
+        clock: Clock,
+        metrics: Metrics | None = None,
+        adapters: list[BaseAdapter] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.factory = factory
+        self.background = background
+        self.gateway_db = gateway_db
+        self.clock = clock
+        self.metrics = metrics or Metrics()
+        self.adapters: dict[str, BaseAdapter] = {}
+        self.auth = Authorizer(settings.auth, gateway_db, clock)
+        self.rate = RateLimiter(settings.auth.rate_limit_per_minute, clock)
+        self.dedupe = Deduplicator(clock)
+        self.commands = CommandRegistry()
+        register_user_commands(self.commands)
+        register_admin_commands(self.commands)
+        self.sessions = SessionManager(
+            settings.sessions,
+            factory=factory,
+            db=factory.db,
+            scheduler=background.scheduler,
+            clock=clock,
+            run_turn=self._run_turn,
+            notice=self.notice,
+            on_end=self.metrics.session_ended,
+        )
+        for adapter in adapters or []:
+            self.add_adapter(adapter)
+        self.metrics.set_sources(
+            live_sessions=lambda: len(self.sessions.sessions),
+            adapters=lambda: {name: a.is_connected() for name, a in self.adapters.items()},
+        )
+
+    def add_adapter(self, adapter: BaseAdapter) -> None:
+        adapter.set_handler(self.handle)
+        self.adapters[adapter.name] = adapter
+
+    async def start(self) -> None:
+        await self.sessions.recover()
+        for adapter in self.adapters.values():
+            await adapter.start()
+
+    # ------------------------------------------------------------------ intake
+
+    async def handle(self, msg: InboundMessage) -> None:
+        """Take one inbound message. Never raises."""
+        try:
+            await self._handle(msg)
+        except Exception:
+            logger.exception("handling a %s message failed", msg.platform)
+            with contextlib.suppress(Exception):
+                await self.notice(msg, APOLOGY, kind="error")
+
+    async def _handle(self, msg: InboundMessage) -> None:
+        self.metrics.message_in(msg.platform)
+        if self.dedupe.seen(msg.platform, msg.chat_id, msg.message_id):
+            self.metrics.rejected("duplicate")
+            return
+        command = parse_command(msg.text)
+        addressed = msg.is_direct or msg.mentions_bot or msg.reply_to_bot or command is not None
+        if not addressed and self.settings.gateway.group_require_mention:
+            return
+        decision = await asyncio.to_thread(self.auth.decide, msg)
+        if not decision.allowed:
+            self.metrics.rejected(decision.reason)
+            if decision.reply:
+                await self.notice(msg, decision.reply)
+            return
+        rate = self.rate.check(msg.user_key)
+        if not rate.allowed:
+            self.metrics.rejected("rate_limited")
+            if rate.notify:
+                await self.notice(msg, RATE_LIMITED)
+            return
+        if not msg.text.strip():
+            await self.notice(msg, ATTACHMENTS_ONLY if msg.attachments else EMPTY)
+            return
+        if len(msg.text) > MAX_INBOUND_CHARS:
+            self.metrics.rejected("too_long")
+            await self.notice(msg, TOO_LONG.format(n=len(msg.text), limit=MAX_INBOUND_CHARS))
+            return
+        if command is not None:
+            await self._command(msg, *command)
+            return
+        if not await self.sessions.submit(msg):
+            await self.notice(msg, SHUTTING_DOWN)
+
+    async def _command(self, msg: InboundMessage, name: str, args: str) -> None:
+        ctx = CommandContext(msg, name, args, self, self.auth.is_admin(msg.user_key))
+        reply = await self.commands.dispatch(ctx)
+        if reply:
+            await self.notice(msg, reply)
+
+    # ---------------------------------------------------------------- delivery
+
+    async def notice(self, msg: InboundMessage, text: str, kind: str = "notice") -> None:
+        adapter = self.adapters.get(msg.platform)
+        if adapter is None:
+            logger.error("no adapter for platform %s", msg.platform)
+            return
+        out = OutboundMessage(
+            platform=msg.platform,
+            chat_id=msg.chat_id,
+            text=text,
+            thread_id=msg.thread_id,
+            reply_to_message_id=None if msg.is_direct else msg.message_id,
+            kind="error" if kind == "error" else "notice",
+        )
+        await send_text(adapter, out)
+        self.metrics.message_out(msg.platform)
+
+    async def _run_turn(
+        self, manager: SessionManager, live: LiveSession, batch: list[InboundMessage]
+    ) -> None:
+        text = merge_texts(batch)
+        last = batch[-1]
+        adapter = self.adapters[last.platform]
+        agent = await manager.agent_for(live)
+        stream = ReplyStream(
+            adapter,
+            platform=last.platform,
+            chat_id=last.chat_id,
+            thread_id=last.thread_id,
+            reply_to=None if last.is_direct else last.message_id,
+            clock=self.clock,
+            streaming=self._streaming(adapter, last),
+        )
+        typing = asyncio.create_task(self._keep_typing(adapter, last))
+        before = agent.usage
+        started = time.monotonic()
+        live.stopped = False
+        live.last_text = text
+        live.turn = asyncio.create_task(agent.run_turn(text, on_delta=stream.push))
+        try:
+            answer = await live.turn
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise
+            await stream.abort(STOPPED_NOTE)
+            return
+        finally:
+            typing.cancel()
+            live.turn = None
+        live.turns += 1
+        await stream.finish(answer)
+        self.metrics.message_out(last.platform)
+        self.metrics.observe_turn(time.monotonic() - started)
+        used = agent.usage
+        for kind, n in (
+            ("prompt", used.prompt_tokens - before.prompt_tokens),
+            ("completion", used.completion_tokens - before.completion_tokens),
+            ("cached", used.cached_tokens - before.cached_tokens),
+            ("reasoning", used.reasoning_tokens - before.reasoning_tokens),
+        ):
+            if n:
+                self.metrics.tokens(kind, n)
+
+    def _streaming(self, adapter: BaseAdapter, msg: InboundMessage) -> bool:
+        if msg.platform == "telegram":
+            return self.settings.telegram.streaming and msg.is_direct
+        return adapter.capabilities.edits
+
+    async def _keep_typing(self, adapter: BaseAdapter, msg: InboundMessage) -> None:
+        if not adapter.capabilities.typing:
+            return
+        with contextlib.suppress(Exception):
+            while True:
+                await adapter.typing(msg.chat_id, msg.thread_id)
+                await self.clock.sleep(TYPING_INTERVAL)
+
+    # ------------------------------------------------------------------- admin
+
+    async def audit(self, ctx: CommandContext, outcome: str) -> None:
+        args = ctx.args
+        if ctx.name == "admin" and args.lower().startswith("approve"):
+            args = "approve <code>"  # pairing codes never reach the database in clear
+        await asyncio.to_thread(
+            self.gateway_db.audit,
+            ctx.user_key,
+            f"/{ctx.name}",
+            args[:500],
+            outcome,
+            self.clock.time(),
+        )
+
+    async def admin_status_lines(self) -> list[str]:
+        status = await asyncio.to_thread(self.background.queue.status)
+        return [
+            f"Open sessions: {len(self.sessions.sessions)} "
+            f"({self.sessions.live_agents} in memory).",
+            f"Queue: {status.queued} queued, {status.failed} failed, {status.outbox} in outbox.",
+        ]
+
+    async def stats_lines(self) -> list[str]:
+        snap = self.metrics.snapshot()
+        lines = [f"{name}: {value:g}" for name, value in sorted(snap.items())]
+        return [*await self.admin_status_lines(), *lines]
+
+    async def reload(self) -> str:
+        """Re-read config.yaml: auth lists, session and memory limits. Tokens need a restart."""
+        try:
+            fresh = await asyncio.to_thread(load_settings, self.settings.home)
+        except GatewayError as exc:
+            return f"Reload failed, nothing changed: {exc}"
+        self.auth.reload(fresh.auth)
+        self.rate.reconfigure(fresh.auth.rate_limit_per_minute)
+        self.sessions.settings = fresh.sessions
+        self.settings = fresh.model_copy(
+            update={
+                "telegram": self.settings.telegram,
+                "discord": self.settings.discord,
+                "slack": self.settings.slack,
+                "llm": self.settings.llm,
+            }
+        )
+        return "Configuration reloaded (platform tokens and the LLM endpoint need a restart)."
+
+    # ---------------------------------------------------------------- shutdown
+
+    async def shutdown(self, timeout: float | None = None) -> None:
+        """Stop taking messages, finish running turns (bounded), end every session."""
+        limit = self.settings.gateway.shutdown_timeout if timeout is None else timeout
+        await self.sessions.shutdown(limit)
+        for adapter in self.adapters.values():
+            with contextlib.suppress(Exception):
+                await adapter.stop()

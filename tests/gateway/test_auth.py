@@ -1,0 +1,266 @@
+"""Who may talk to the bot: deny by default, admins, pairing, run-time allow and deny."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gateway.auth import CODE_ALPHABET, Authorizer
+from gateway.events import InboundMessage
+from gateway.gateway_db import GatewayDB
+from gateway.settings import AuthSettings
+from tests.fakes.clock import FakeClock
+
+ADMIN = "telegram:1"
+CODE = re.compile(rf"\b[{CODE_ALPHABET}]{{8}}\b")
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "state.db"
+
+
+@pytest.fixture
+def db(db_path: Path) -> Iterator[GatewayDB]:
+    with GatewayDB(db_path) as gateway_db:
+        yield gateway_db
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+def settings(**overrides: Any) -> AuthSettings:
+    values: dict[str, Any] = {"admins": [ADMIN], "allowed_users": ["discord:77"]}
+    values.update(overrides)
+    return AuthSettings(**values)
+
+
+def dm(user: str, text: str = "hello", platform: str = "telegram") -> InboundMessage:
+    return InboundMessage(platform, f"dm-{user}", user, text, "m1", is_direct=True)
+
+
+def group(user: str, text: str = "hello", platform: str = "telegram") -> InboundMessage:
+    return InboundMessage(platform, "group-1", user, text, "m1", is_direct=False)
+
+
+def code_of(reply: str | None) -> str:
+    assert reply is not None
+    found = CODE.search(reply)
+    assert found is not None, reply
+    return found.group(0)
+
+
+# -- deny by default, admins, allowed users -----------------------------------
+
+
+def test_unknown_users_are_refused_by_default(db: GatewayDB, clock: FakeClock) -> None:
+    auth = Authorizer(AuthSettings(), db, clock)
+    decision = auth.decide(dm("42"))
+    assert not decision.allowed
+    assert decision.reply is not None and "private" in decision.reply
+    assert "telegram:42" in decision.reply  # so the admin knows whom to add
+    silent = auth.decide(group("43"))
+    assert not silent.allowed and silent.reply is None
+
+
+def test_admins_and_allowed_users_are_allowed(db: GatewayDB, clock: FakeClock) -> None:
+    auth = Authorizer(settings(), db, clock)
+    assert auth.decide(dm("1")).allowed
+    assert auth.decide(group("1")).allowed
+    assert auth.decide(dm("77", platform="discord")).allowed
+    assert auth.decide(group("77", platform="discord")).allowed
+    assert not auth.decide(dm("77", platform="telegram")).allowed
+
+
+def test_admin_platform_is_case_insensitive_but_ids_are_exact(
+    db: GatewayDB, clock: FakeClock
+) -> None:
+    auth = Authorizer(settings(admins=["Slack:U0ABC"]), db, clock)
+    assert auth.is_admin("slack:U0ABC")
+    assert auth.is_admin("SLACK:U0ABC")
+    assert not auth.is_admin("slack:u0abc")
+    assert auth.decide(dm("U0ABC", platform="slack")).allowed
+
+
+def test_console_user_is_admin(db: GatewayDB, clock: FakeClock) -> None:
+    auth = Authorizer(AuthSettings(), db, clock)
+    assert auth.is_admin("console:dana")
+    assert auth.decide(dm("dana", platform="console")).allowed
+    assert not auth.deny("console:dana", by=ADMIN).ok
+
+
+def test_open_policy_allows_everyone(db: GatewayDB, clock: FakeClock) -> None:
+    auth = Authorizer(settings(policy="open"), db, clock)
+    assert auth.decide(dm("42")).allowed
+    assert auth.decide(group("43")).allowed
+
+
+def test_identity_comes_from_the_user_id_not_the_text(db: GatewayDB, clock: FakeClock) -> None:
+    auth = Authorizer(settings(), db, clock)
+    claim = dm("666", text=f"I am {ADMIN}, the admin. /admin allow telegram:666")
+    decision = auth.decide(claim)
+    assert not decision.allowed and decision.reason != "admin"
+    assert not auth.is_admin(claim.user_key)
+
+
+def test_refusal_reply_is_not_repeated_within_an_hour(db: GatewayDB, clock: FakeClock) -> None:
+    auth = Authorizer(AuthSettings(), db, clock)
+    assert auth.decide(dm("42")).reply is not None
+    assert auth.decide(dm("42")).reply is None
+    assert auth.decide(dm("43")).reply is not None  # another user gets their own notice
+    clock.set(clock.time() + 3599)
+    assert auth.decide(dm("42")).reply is None
+    clock.set(clock.time() + 2)
+    assert auth.decide(dm("42")).reply is not None
+
+
+# -- pairing ---------------------------------------------------------------
+
+
+def test_pairing_code_is_issued_in_dm_and_approved_once(
+    db: GatewayDB, db_path: Path, clock: FakeClock
+) -> None:
+    auth = Authorizer(settings(policy="pairing"), db, clock)
+    decision = auth.decide(dm("42"))
+    assert not decision.allowed and decision.reason == "pairing_code_issued"
+    code = code_of(decision.reply)
+    assert "admin" in (decision.reply or "")
+
+    stored = b"".join(p.read_bytes() for p in db_path.parent.glob(db_path.name + "*"))
+    assert code.encode() not in stored and code.lower().encode() not in stored
+
+    reply = auth.approve_code(f"  {code.lower()} ", by=ADMIN)
+    assert reply.ok and reply == "Approved telegram:42."
+    assert reply.subject == "telegram:42" and reply.chat_id == "dm-42"
+    assert auth.decide(dm("42")).allowed
+
+    again = auth.approve_code(code, by=ADMIN)
+    assert not again.ok and "already used" in again
+
+
+def test_group_messages_from_unknown_users_get_no_code(db: GatewayDB, clock: FakeClock) -> None:
+    auth = Authorizer(settings(policy="pairing"), db, clock)
+    decision = auth.decide(group("42"))
+    assert not decision.allowed and decision.reply is None
+
+
+def test_wrong_and_expired_codes_are_refused(db: GatewayDB, clock: FakeClock) -> None:
+    auth = Authorizer(settings(policy="pairing", pairing_code_ttl_minutes=10), db, clock)
+    code = code_of(auth.decide(dm("42")).reply)
+
+    wrong = auth.approve_code("ABCDEFGH" if code != "ABCDEFGH" else "HGFEDCBA", by=ADMIN)
+    assert not wrong.ok and "No pairing code matches" in wrong
+    malformed = auth.approve_code("hello", by=ADMIN)
+    assert not malformed.ok and "not a pairing code" in malformed
+
+    clock.set(clock.time() + 10 * 60 + 1)
+    expired = auth.approve_code(code, by=ADMIN)
+    assert not expired.ok and "expired" in expired
+    assert not auth.decide(dm("42")).allowed
+
+
+def test_new_code_invalidates_the_old_one(db: GatewayDB, clock: FakeClock) -> None:
+    auth = Authorizer(settings(policy="pairing"), db, clock)
+    first = code_of(auth.decide(dm("42")).reply)
+    pending = auth.decide(dm("42", text="did it work?"))
+    assert pending.reason == "pairing_pending" and CODE.search(pending.reply or "") is None
+    second = code_of(auth.decide(dm("42", text="/pair")).reply)
+    assert second != first
+    old = auth.approve_code(first, by=ADMIN)
+    assert not old.ok and "replaced" in old
+    assert auth.approve_code(second, by=ADMIN).ok
+
+
+def test_code_rate_limit_is_per_user(db: GatewayDB, clock: FakeClock) -> None:
+    auth = Authorizer(settings(policy="pairing", pairing_codes_per_hour=3), db, clock)
+    for _ in range(3):
+        assert auth.decide(dm("42", text="/pair")).reason == "pairing_code_issued"
+    limited = auth.decide(dm("42", text="/pair"))
+    assert limited.reason == "pairing_limited"
+    assert limited.reply is not None and "too many" in limited.reply
+    assert auth.decide(dm("42", text="/pair")).reply is None  # told once, then silence
+
+    other = auth.decide(dm("43"))
+    assert other.reason == "pairing_code_issued"
+    assert auth.approve_code(code_of(other.reply), by=ADMIN).ok
+
+    clock.set(clock.time() + 3601)
+    assert auth.decide(dm("42", text="/pair")).reason == "pairing_code_issued"
+
+
+# -- run-time allow and deny -----------------------------------------------------
+
+
+def test_allow_and_deny_persist_across_restarts(db_path: Path, clock: FakeClock) -> None:
+    with GatewayDB(db_path) as first_db:
+        auth = Authorizer(settings(), first_db, clock)
+        assert auth.allow("telegram:42", by=ADMIN).ok
+        assert auth.deny("discord:77", by=ADMIN).ok  # was allowed by the config
+    with GatewayDB(db_path) as second_db:
+        auth = Authorizer(settings(), second_db, clock)
+        assert auth.decide(dm("42")).allowed
+        refused = auth.decide(dm("77", platform="discord"))
+        assert not refused.allowed and refused.reason == "denied"
+        assert refused.reply is not None and "not allowed" in refused.reply
+        assert auth.decide(group("77", platform="discord")).reply is None
+        rows = {row.user_key: row for row in auth.users()}
+        assert rows["telegram:42"].state == "allowed" and rows["telegram:42"].source == "runtime"
+        assert rows["discord:77"].state == "denied" and rows["discord:77"].by == ADMIN
+        assert rows[ADMIN].state == "admin" and rows[ADMIN].source == "config"
+
+
+def test_deny_wins_over_open_policy(db: GatewayDB, clock: FakeClock) -> None:
+    auth = Authorizer(settings(policy="open"), db, clock)
+    auth.deny("telegram:42", by=ADMIN)
+    assert not auth.decide(dm("42")).allowed
+    auth.allow("telegram:42", by=ADMIN)
+    assert auth.decide(dm("42")).allowed
+
+
+def test_deny_does_not_lock_out_a_config_admin(db: GatewayDB, clock: FakeClock) -> None:
+    auth = Authorizer(settings(), db, clock)
+    reply = auth.deny("TELEGRAM:1", by="telegram:2")
+    assert not reply.ok and "admin" in reply
+    assert auth.decide(dm("1")).allowed
+    assert db.get_access(ADMIN) is None
+
+
+def test_user_keys_from_admins_are_validated(db: GatewayDB, clock: FakeClock) -> None:
+    auth = Authorizer(settings(), db, clock)
+    for bad in ("42", "telegram:", ":42", "tele gram:42", "telegram:4 2", ""):
+        reply = auth.allow(bad, by=ADMIN)
+        assert not reply.ok and "platform:id" in reply, bad
+        assert not auth.deny(bad, by=ADMIN).ok
+    assert db.access_records() == []
+    assert auth.allow(" Telegram:42 ", by=ADMIN) == "Allowed telegram:42."
+
+
+def test_reload_changes_the_lists(db: GatewayDB, clock: FakeClock) -> None:
+    auth = Authorizer(settings(), db, clock)
+    assert not auth.decide(dm("5")).allowed
+    auth.reload(settings(admins=["telegram:5"], allowed_users=[]))
+    assert auth.decide(dm("5")).allowed and auth.is_admin("telegram:5")
+    assert not auth.is_admin(ADMIN)
+    assert not auth.decide(dm("77", platform="discord")).allowed
+
+
+# -- audit log ---------------------------------------------------------------
+
+
+def test_audit_entries_round_trip(db_path: Path) -> None:
+    with GatewayDB(db_path) as db:
+        db.audit(ADMIN, "approve", "telegram:42", "ok", at=100.0)
+        db.audit("telegram:2", "deny", "telegram:1", "refused", at=200.0)
+    with GatewayDB(db_path) as db:
+        entries = db.audit_entries()
+        assert [(e.actor, e.command, e.args, e.outcome, e.at) for e in entries] == [
+            ("telegram:2", "deny", "telegram:1", "refused", 200.0),
+            (ADMIN, "approve", "telegram:42", "ok", 100.0),
+        ]
+        assert len(db.audit_entries(limit=1)) == 1

@@ -1,0 +1,121 @@
+"""A full gateway: in-memory adapter, real openai client, fake LLM, fake clock."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent.llm import LLMClient
+from gateway.adapters.memory_adapter import Delivered, MemoryAdapter
+from gateway.config import Settings, load_settings
+from gateway.stack import GatewayStack, open_stack
+from tests.fakes import FakeClock, FakeOpenAI
+
+START = datetime(2026, 11, 30, 10, 0, tzinfo=UTC).timestamp()
+
+
+async def _no_sleep(_: float) -> None:
+    return None
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as fake:
+        yield fake
+
+
+def gateway_settings(home: Path, server: FakeOpenAI, **env: str) -> Settings:
+    environ = {
+        "CHORUS_HOME": str(home),
+        "OPENAI_BASE_URL": server.base_url,
+        "OPENAI_API_KEY": "sk-test",
+        "CHORUS_AUTH__ADMINS": "memory:1",
+        "CHORUS_AUTH__ALLOWED_USERS": "memory:2,memory:3,memory:4",
+        "CHORUS_MEMORY__NUDGE_INTERVAL": "0",
+        "CHORUS_SESSIONS__DAILY_RESET_HOUR": "null",
+        **env,
+    }
+    return load_settings(home, environ)
+
+
+@dataclass
+class Gateway:
+    stack: GatewayStack
+    adapter: MemoryAdapter
+    clock: FakeClock
+    server: FakeOpenAI
+
+    @property
+    def runner(self) -> Any:
+        return self.stack.runner
+
+    async def say(self, text: str, user: str = "2", **kwargs: Any) -> None:
+        await self.adapter.push(text, user_id=user, **kwargs)
+
+    async def ask(self, text: str, user: str = "2", **kwargs: Any) -> Delivered:
+        """Send a message and wait for the next completed reply."""
+        await self.say(text, user, **kwargs)
+        return await self.adapter.pop(20)
+
+    async def settle(self) -> None:
+        """Let every session worker finish and the background queue drain."""
+        for _ in range(2000):
+            await asyncio.sleep(0.01)
+            if self.runner.sessions.quiet:
+                break
+        await asyncio.to_thread(self.stack.background.queue.flush, 30)
+
+
+GatewayFactory = Callable[..., Awaitable[Gateway]]
+
+
+@pytest.fixture
+async def make_gateway(chorus_home: Path, server: FakeOpenAI) -> AsyncIterator[GatewayFactory]:
+    opened: list[Gateway] = []
+
+    async def build(clock: FakeClock | None = None, **env: str) -> Gateway:
+        chorus_home.mkdir(mode=0o700, exist_ok=True)
+        settings = gateway_settings(chorus_home, server, **env)
+        adapter = MemoryAdapter()
+        fake_clock = clock or FakeClock(START)
+        stack = await open_stack(
+            settings,
+            clock=fake_clock,
+            llm=LLMClient(settings.llm, sleep=_no_sleep),
+            adapters=[adapter],
+        )
+        await stack.runner.start()
+        gateway = Gateway(stack, adapter, fake_clock, server)
+        opened.append(gateway)
+        return gateway
+
+    yield build
+    for gateway in opened:
+        if not gateway.stack.db._closed:
+            await gateway.runner.shutdown(5)
+            await gateway.stack.close()
+
+
+async def close_without_ending(gateway: Gateway) -> None:
+    """Simulate a crash: drop the process state without ending any session."""
+    await gateway.runner.sessions.reaper.stop()
+    await gateway.stack.close()
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out")
+        time.sleep(0.01)
+
+
+def user_messages(request: dict[str, Any]) -> list[str]:
+    return [str(m["content"]) for m in request["messages"] if m["role"] == "user"]

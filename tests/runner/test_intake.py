@@ -1,0 +1,145 @@
+"""The runner's intake: privacy between users, auth, commands, gating, bad input."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+
+from gateway.runner import EMPTY, TOO_LONG
+from tests.fakes import FakeOpenAI, Reply
+from tests.runner.conftest import GatewayFactory
+
+
+def profile_writer(body: dict) -> Reply | str:
+    """Saves 'I am X' as the user's profile; otherwise answers plainly."""
+    last = body["messages"][-1]
+    if last["role"] == "user" and "I am " in str(last["content"]):
+        name = str(last["content"]).split("I am ")[1].split(".")[0]
+        return Reply.of_tool_calls(
+            [("memory", {"action": "add", "target": "user", "content": f"Profile of {name}"})]
+        )
+    return "ok"
+
+
+async def test_two_users_in_group_and_dms_see_only_their_own_profile(
+    make_gateway: GatewayFactory, server: FakeOpenAI
+) -> None:
+    gw = await make_gateway()
+    server.responder(profile_writer)
+    await gw.ask("I am Ada.", user="2")
+    await gw.ask("I am Bob.", user="3")
+    await gw.ask("/new", user="2")
+    await gw.ask("/new", user="3")
+    for user, name in (("2", "Ada"), ("3", "Bob")):
+        await gw.ask(f"dm from {name}", user=user)
+        await gw.ask(f"group from {name}", user=user, chat_id="group-1", mentions_bot=True)
+    for request in server.requests:
+        text = json.dumps(request)
+        if "from Ada" in text:
+            assert "Profile of Bob" not in text and "Profile of Ada" in text
+        if "from Bob" in text:
+            assert "Profile of Ada" not in text and "Profile of Bob" in text
+
+
+async def test_admin_commands_refused_for_non_admins_and_audited(
+    make_gateway: GatewayFactory,
+) -> None:
+    gw = await make_gateway()
+    refused = await gw.ask("/admin sessions", user="2")
+    assert "admins only" in refused.text
+    assert "I am telegram:1" not in refused.text
+    fake_claim = await gw.ask("/admin users I am memory:1 the admin", user="3")
+    assert "admins only" in fake_claim.text
+    allowed = await gw.ask("/admin sessions", user="1")
+    assert "admins only" not in allowed.text
+    entries = gw.stack.gateway_db.audit_entries(10)
+    outcomes = sorted((e.actor, e.outcome) for e in entries)
+    assert ("memory:2", "refused") in outcomes and ("memory:3", "refused") in outcomes
+    assert ("memory:1", "ok") in outcomes
+
+
+async def test_groups_answer_only_when_addressed(
+    make_gateway: GatewayFactory, server: FakeOpenAI
+) -> None:
+    gw = await make_gateway()
+    await gw.say("just chatting", user="2", chat_id="group-1")
+    reply = await gw.ask("hey bot", user="2", chat_id="group-1", mentions_bot=True)
+    assert reply.reply_to is not None  # group replies quote the message
+    assert len(server.requests) == 1
+    assert "just chatting" not in json.dumps(server.requests[0])
+
+
+async def test_unknown_users_denied_by_default(
+    make_gateway: GatewayFactory, server: FakeOpenAI
+) -> None:
+    gw = await make_gateway()
+    reply = await gw.ask("hello?", user="99")
+    assert "private" in reply.text.lower() or "admin" in reply.text.lower()
+    await gw.say("hello group", user="98", chat_id="group-1", mentions_bot=True)
+    await asyncio.sleep(0.05)
+    assert gw.adapter.texts("group-1") == []
+    assert server.requests == []
+
+
+async def test_duplicate_message_ids_are_answered_once(
+    make_gateway: GatewayFactory, server: FakeOpenAI
+) -> None:
+    gw = await make_gateway()
+    await gw.say("once please", user="2", message_id="same")
+    await gw.say("once please", user="2", message_id="same")
+    await gw.adapter.pop()
+    await gw.settle()
+    assert len(server.requests) == 1
+
+
+async def test_empty_and_oversized_messages_get_clear_replies(
+    make_gateway: GatewayFactory, server: FakeOpenAI
+) -> None:
+    gw = await make_gateway()
+    assert (await gw.ask("   ", user="2")).text == EMPTY
+    huge = "x" * 1_000_000
+    reply = await gw.ask(huge, user="2")
+    assert reply.text == TOO_LONG.format(n=1_000_000, limit=32_000)
+    assert server.requests == []
+
+
+async def test_pairing_flow(make_gateway: GatewayFactory) -> None:
+    gw = await make_gateway(CHORUS_AUTH__POLICY="pairing")
+    first = await gw.ask("let me in", user="50")
+    code = re.search(r"\b([A-HJ-NP-Z2-9]{8})\b", first.text)
+    assert code is not None, first.text
+    await gw.clock.advance(61 * 60)  # the code expired
+    expired = await gw.ask(f"/admin approve {code.group(1)}", user="1")
+    assert "expired" in expired.text.lower() or "unknown" in expired.text.lower()
+
+    second = await gw.ask("let me in again", user="50")
+    fresh = re.search(r"\b([A-HJ-NP-Z2-9]{8})\b", second.text)
+    assert fresh is not None
+    approved = await gw.ask(f"/admin approve {fresh.group(1)}", user="1")
+    assert "memory:50" in approved.text
+    answer = await gw.ask("now?", user="50")
+    assert answer.text == "ok"
+
+
+async def test_rate_limit_notice_once(make_gateway: GatewayFactory, server: FakeOpenAI) -> None:
+    gw = await make_gateway(CHORUS_AUTH__RATE_LIMIT_PER_MINUTE="2")
+    await gw.ask("one", user="2")
+    await gw.ask("two", user="2")
+    notice = await gw.ask("three", user="2")
+    assert "faster" in notice.text
+    await gw.say("four", user="2")
+    await gw.settle()
+    assert [d.text for d in gw.adapter.sent].count(notice.text) == 1
+    assert len(server.requests) == 2
+    await gw.clock.advance(60)
+    assert (await gw.ask("five", user="2")).text == "ok"
+
+
+async def test_help_whoami_and_unknown_command(make_gateway: GatewayFactory) -> None:
+    gw = await make_gateway()
+    help_text = (await gw.ask("/help", user="2")).text
+    assert "/new" in help_text and "/admin" not in help_text
+    assert "/admin" in (await gw.ask("/help", user="1")).text
+    assert "memory:2" in (await gw.ask("/whoami", user="2")).text
+    assert "Unknown command /frobnicate" in (await gw.ask("/frobnicate", user="2")).text
