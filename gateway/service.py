@@ -61,8 +61,14 @@ async def run_gateway(settings: Settings, *, adapters: list[BaseAdapter] | None 
         raise ConfigError(NO_PLATFORMS)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    signals = (signal.SIGTERM, signal.SIGINT)
+    for sig in signals:
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
-    await serve(settings, chosen, stop)
+    try:
+        await serve(settings, chosen, stop)
+    finally:
+        for sig in signals:
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(sig)
     return 0

@@ -161,7 +161,7 @@ def test_ctrl_c_interrupts_the_answer_not_the_program(
     assert proc.stdout is not None and proc.stderr is not None
     out, err = proc.stdout.read(), proc.stderr.read()
     assert proc.returncode == 0, err
-    assert "[interrupted]" in out
+    assert "(stopped)" in out
     assert "still here" in out
     turn = next(
         r for r in server.requests if r["messages"][-1]["content"] == "are you still there?"
