@@ -42,6 +42,7 @@ class ConsoleAdapter(BaseAdapter):
         self._shown: dict[str, str] = {}
         self._ids = itertools.count(1)
         self._running = False
+        self._tasks: set[asyncio.Task[None]] = set()
 
     def write(self, text: str) -> None:
         self._out.write(text)
@@ -76,8 +77,9 @@ class ConsoleAdapter(BaseAdapter):
 
     def interrupt(self) -> None:
         """Ctrl-C: stop the answer being written (never the program)."""
-        loop = asyncio.get_running_loop()
-        loop.create_task(self._send_line("/stop"))
+        task = asyncio.get_running_loop().create_task(self._send_line("/stop"))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _send_line(self, text: str) -> None:
         message = InboundMessage(
