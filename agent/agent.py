@@ -26,6 +26,7 @@ from agent.llm import DeltaCallback, LLMClient, LLMResponse, ToolCallRequest, Us
 from agent.prompt import build_system_prompt
 from agent.scheduler import JobScheduler
 from agent.settings import AgentSettings, CompressionSettings, LLMSettings
+from agent.shared_writes import SharedWriteGate
 from agent.tools.memory_tool import MEMORY_TOOL_SCHEMA, memory_result_text, run_memory_tool
 from agent.tools.registry import ToolRegistry, tool_error
 from agent.tools.session_search_tool import SESSION_SEARCH_SCHEMA, run_session_search
@@ -88,6 +89,7 @@ class Agent:
         memory: MemoryManager | None = None,
         scheduler: JobScheduler | None = None,
         now: Callable[[], float] = time.time,
+        shared_writes: SharedWriteGate | None = None,
     ) -> None:
         self.session = session
         self.config = config or AgentConfig()
@@ -99,6 +101,7 @@ class Agent:
         self.memory = memory
         self.scheduler = scheduler
         self.now = now
+        self.shared_writes = shared_writes
         self.compressor = ContextCompressor(
             llm, self.config.compression, self.config.llm.context_length
         )
@@ -246,6 +249,12 @@ class Agent:
 
     async def run_memory(self, arguments: dict[str, Any]) -> str:
         """Apply one memory tool call to this session's store; resets the nudge counter."""
+        if self.shared_writes is not None:
+            held = await self.shared_writes.intercept(self.store, arguments)
+            if held is not None:
+                if held["success"]:
+                    self.turns_since_memory = 0
+                return json.dumps(held, ensure_ascii=False)
         result = await run_memory_tool(self.store, arguments)
         if result is not None and result["success"]:
             self.turns_since_memory = 0

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.agent import AgentConfig
+from agent.shared_writes import SharedWriteGate
 from agent.tools.registry import CORE_TOOL_NAMES
 from memory.job_state import JobState
 from memory.manager import MemoryManager
@@ -21,6 +22,7 @@ from memory.paths import ChorusPaths, UserRef
 from memory.provider import MemoryProvider
 from memory.session_db import SessionDB
 from memory.session_records import SessionRecord
+from memory.staged import StagedWrites
 from memory.store import MemoryStore
 
 logger = logging.getLogger(__name__)
@@ -36,10 +38,13 @@ class JobContext:
     load_provider: ProviderLoader | None = None
     handoff: bool = False
     """Whether ending a session also stores a short summary for the next one."""
+    is_admin: Callable[[str], bool] = field(default=lambda _: False)
+    """Whose sessions may write the shared MEMORY.md directly (``memory.shared_writes``)."""
     max_cached_managers: int = 256
     _pid: int = field(default=-1, init=False, repr=False)
     _db: SessionDB | None = field(default=None, init=False, repr=False)
     _state: JobState | None = field(default=None, init=False, repr=False)
+    _staging: StagedWrites | None = field(default=None, init=False, repr=False)
     _managers: OrderedDict[tuple[str, str], MemoryManager | None] = field(
         default_factory=OrderedDict, init=False, repr=False
     )
@@ -57,6 +62,7 @@ class JobContext:
             self._pid = os.getpid()
             self._db = None
             self._state = None
+            self._staging = None
             self._managers = OrderedDict()
 
     @property
@@ -72,6 +78,22 @@ class JobContext:
         if self._state is None:
             self._state = JobState(self.db_path)
         return self._state
+
+    @property
+    def staging(self) -> StagedWrites:
+        self._ensure_process()
+        if self._staging is None:
+            self._staging = StagedWrites(self.db_path)
+        return self._staging
+
+    def shared_write_gate(self, session_id: str, user_key: str) -> SharedWriteGate:
+        return SharedWriteGate(
+            policy=self.config.memory.shared_writes,
+            is_admin=self.is_admin(user_key),
+            staging=self.staging,
+            session_id=session_id,
+            user_key=user_key,
+        )
 
     def store_for(self, user: UserRef) -> MemoryStore:
         return MemoryStore(
@@ -121,8 +143,11 @@ class JobContext:
             self._db.close()
         if self._state is not None:
             self._state.close()
+        if self._staging is not None:
+            self._staging.close()
         self._db = None
         self._state = None
+        self._staging = None
 
 
 def build_manager(

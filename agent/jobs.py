@@ -131,6 +131,7 @@ async def _flush(ctx: JobContext, record: SessionRecord) -> None:
             db=db,
             config=ctx.config,
             memory=ctx.manager_for(record, "flush"),
+            shared_writes=ctx.shared_write_gate(record.id, record.user_key),
         )
         await agent.flush()
     finally:

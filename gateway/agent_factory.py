@@ -10,7 +10,9 @@ from agent.agent import Agent, SessionContext
 from agent.job_context import ProviderLoader, build_manager
 from agent.llm import LLMClient
 from agent.scheduler import JobScheduler
+from agent.shared_writes import SharedWriteGate
 from agent.tools.registry import ToolRegistry
+from gateway.auth import admin_checker
 from gateway.background import agent_config
 from gateway.config import Settings
 from gateway.errors import ConfigError
@@ -18,6 +20,7 @@ from memory.builtin import BuiltinMemoryProvider
 from memory.manager import MemoryManager
 from memory.paths import ChorusPaths, UserRef, parse_user_key
 from memory.session_db_async import AsyncSessionDB
+from memory.staged import StagedWrites
 from memory.store import MemoryStore
 
 
@@ -47,6 +50,7 @@ class AgentFactory:
         scheduler: JobScheduler | None = None,
         load_provider: ProviderLoader | None = None,
         now: Callable[[], float] = time.time,
+        staging: StagedWrites | None = None,
     ) -> None:
         self.settings = settings
         self.paths = ChorusPaths(settings.home)
@@ -56,6 +60,8 @@ class AgentFactory:
         self.scheduler = scheduler
         self.load_provider = load_provider
         self.now = now
+        self.staging = staging
+        self.is_admin = admin_checker(settings.auth.admins)
         self.config = agent_config(settings)
 
     def store_for(self, user: UserRef) -> MemoryStore:
@@ -96,6 +102,13 @@ class AgentFactory:
             memory=self.manager_for(session, store),
             scheduler=self.scheduler,
             now=self.now,
+            shared_writes=SharedWriteGate(
+                policy=self.settings.memory.shared_writes,
+                is_admin=self.is_admin(session.user_key),
+                staging=self.staging,
+                session_id=session.session_id,
+                user_key=session.user_key,
+            ),
         )
 
     async def aclose(self) -> None:

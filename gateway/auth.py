@@ -26,6 +26,7 @@ import logging
 import re
 import secrets
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, Self
 
@@ -326,3 +327,14 @@ def _is_admin(key: str, config: _Config) -> bool:
 def _asks_for_code(text: str) -> bool:
     words = text.split(maxsplit=1)
     return bool(words) and words[0].split("@", 1)[0].lower() == NEW_CODE_COMMAND
+
+
+def admin_checker(admins: list[str]) -> Callable[[str], bool]:
+    """``is_admin(user_key)`` for code that has only the settings (agent factories, workers)."""
+    keys = _config_keys(admins, "auth.admins")
+
+    def is_admin(user_key: str) -> bool:
+        key = normalize_user_key(user_key)
+        return key is not None and (key.startswith(f"{CONSOLE_PLATFORM}:") or key in keys)
+
+    return is_admin

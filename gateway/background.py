@@ -15,6 +15,7 @@ from agent import jobs
 from agent.agent import AgentConfig
 from agent.job_context import JobContext, ProviderLoader
 from agent.scheduler import JobScheduler
+from gateway.auth import admin_checker
 from gateway.config import Settings
 from memory.job_state import JobState
 from memory.outbox import Outbox
@@ -54,6 +55,7 @@ def job_context(settings: Settings) -> JobContext:
         agent_config(settings),
         provider_loader(settings),
         handoff=settings.sessions.handoff,
+        is_admin=admin_checker(settings.auth.admins),
     )
 
 

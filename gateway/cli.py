@@ -44,6 +44,9 @@ app.add_typer(sessions_app, name="sessions")
 app.add_typer(cli_ops.queue_app, name="queue")
 app.command("worker")(cli_ops.worker_command)
 memory_app.command("providers")(cli_ops.providers_command)
+memory_app.command("pending")(cli_ops.memory_pending_command)
+memory_app.command("approve")(cli_ops.memory_approve_command)
+memory_app.command("reject")(cli_ops.memory_reject_command)
 
 out = Console(highlight=False, soft_wrap=True)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import getpass
+import time
 from datetime import UTC, datetime
 from typing import Annotated
 
@@ -12,7 +14,12 @@ from rich.table import Table
 from gateway.background import make_queue
 from gateway.config import Settings
 from gateway.errors import GatewayError
+from gateway.gateway_db import GatewayDB
+from gateway.memory_review import review
 from gateway.worker import run_worker
+from memory.paths import ChorusPaths
+from memory.staged import StagedWrites
+from memory.store import MemoryStore
 from plugins.memory import discover_memory_providers
 
 queue_app = typer.Typer(help="Inspect and repair the background job queue.", no_args_is_help=True)
@@ -99,3 +106,42 @@ def providers_command(
     if cfg.memory.provider and cfg.memory.provider not in {i.name for i in infos}:
         out.print(f"configured provider {cfg.memory.provider!r} is not installed", markup=False)
         raise typer.Exit(1)
+
+
+def _review(action: str, target: str) -> None:
+    cfg = _settings()
+    paths = ChorusPaths(cfg.home)
+    staging = StagedWrites(paths.state_db)
+    store = MemoryStore(
+        paths.memory_file,
+        paths.users_dir / ".cli" / "USER.md",
+        memory_char_limit=cfg.memory.memory_char_limit,
+        user_char_limit=cfg.memory.user_char_limit,
+    )
+    actor = f"cli:{getpass.getuser()}"
+    try:
+        out.print(review(staging, store, action, target, actor), markup=False)
+        if action != "pending":
+            with GatewayDB(paths.state_db) as db:
+                db.audit(actor, f"memory {action}", target, "ok", time.time())
+    finally:
+        staging.close()
+
+
+def memory_pending_command() -> None:
+    """List writes to the shared MEMORY.md waiting for review."""
+    _review("pending", "")
+
+
+def memory_approve_command(
+    target: Annotated[str, typer.Argument(help="A staged write's id, or all.")],
+) -> None:
+    """Approve staged writes (threat scan and limits run again against MEMORY.md now)."""
+    _review("approve", target)
+
+
+def memory_reject_command(
+    target: Annotated[str, typer.Argument(help="A staged write's id, or all.")],
+) -> None:
+    """Reject staged writes."""
+    _review("reject", target)

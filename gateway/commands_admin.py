@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 
 from gateway.commands import Command, CommandContext, CommandRegistry
 from gateway.commands_user import profile_usage
+from gateway.memory_review import review
 from memory.paths import UserRef
 from plugins.memory import discover_memory_providers
 
@@ -14,7 +15,8 @@ SubHandler = Callable[[CommandContext, str], Awaitable[str]]
 
 USAGE = (
     "/admin sessions | end <platform:id|session id> | users | allow <platform:id> | "
-    "deny <platform:id> | approve <code> | memory [add <text>|remove <text>] | stats | "
+    "deny <platform:id> | approve <code> | memory [add|remove <text>|pending|approve|reject] | "
+    "stats | "
     "queue [retry-failed] | provider | reload"
 )
 
@@ -72,6 +74,11 @@ async def approve_sub(ctx: CommandContext, arg: str) -> str:
 async def memory_sub(ctx: CommandContext, arg: str) -> str:
     store = ctx.runner.factory.store_for(UserRef("admin", "shared"))
     action, _, text = arg.partition(" ")
+    if action in ("pending", "approve", "reject"):
+        staging = ctx.runner.factory.staging
+        if staging is None:
+            return "Staged writes are not available in this process."
+        return await asyncio.to_thread(review, staging, store, action, text.strip(), ctx.user_key)
     if action == "add" and text.strip():
         result = await asyncio.to_thread(store.add, "memory", text.strip())
         return result["message"] + f" [{result['usage']}]"
@@ -79,7 +86,10 @@ async def memory_sub(ctx: CommandContext, arg: str) -> str:
         result = await asyncio.to_thread(store.remove, "memory", text.strip())
         return result["message"] + f" [{result['usage']}]"
     if action and action not in ("add", "remove"):
-        return "Usage: /admin memory [add <text>|remove <text>]"
+        return (
+            "Usage: /admin memory [add <text>|remove <text>|pending|approve <id>|all|"
+            "reject <id>|all]"
+        )
     await asyncio.to_thread(store.load_from_disk)
     if not store.memory_entries:
         return "MEMORY.md is empty."

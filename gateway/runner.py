@@ -245,7 +245,10 @@ class GatewayRunner:
 
     async def admin_status_lines(self) -> list[str]:
         status = await asyncio.to_thread(self.background.queue.status)
+        staging = self.factory.staging
+        pending = await asyncio.to_thread(staging.count_pending) if staging else 0
         return [
+            f"Shared-memory writes waiting for review: {pending}.",
             f"Open sessions: {len(self.sessions.sessions)} "
             f"({self.sessions.live_agents} in memory).",
             f"Queue: {status.queued} queued, {status.failed} failed, {status.outbox} in outbox.",

@@ -17,6 +17,7 @@ from gateway.metrics import Metrics
 from gateway.runner import GatewayRunner
 from memory.paths import ChorusPaths
 from memory.session_db_async import AsyncSessionDB
+from memory.staged import StagedWrites
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +53,8 @@ class GatewayStack:
         await self.factory.aclose()
         await self.db.aclose()
         await asyncio.to_thread(self.gateway_db.close)
+        if self.factory.staging is not None:
+            await asyncio.to_thread(self.factory.staging.close)
 
 
 async def open_stack(
@@ -65,6 +68,7 @@ async def open_stack(
     db = await AsyncSessionDB.open(paths.state_db)
     background = await asyncio.to_thread(start_background, settings)
     gateway_db = await asyncio.to_thread(GatewayDB, paths.state_db)
+    staging = await asyncio.to_thread(StagedWrites, paths.state_db)
     clock = clock or SystemClock()
     factory = AgentFactory(
         settings,
@@ -73,6 +77,7 @@ async def open_stack(
         scheduler=background.scheduler,
         load_provider=background.load_provider,
         now=clock.time,
+        staging=staging,
     )
     metrics = Metrics()
     runner = GatewayRunner(

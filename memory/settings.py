@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 DEFAULT_MEMORY_CHAR_LIMIT = 2200
@@ -25,6 +27,11 @@ class MemorySettings(_Section):
     )
     flush_min_turns: int = Field(
         6, ge=0, description="Turns a session needs before its end flushes memories."
+    )
+    shared_writes: Literal["admins", "review", "open"] = Field(
+        "review",
+        description="Who may write the shared MEMORY.md: admins only, others staged "
+        "for review, or everyone.",
     )
     provider: str | None = Field(
         None, description="Name of the one external memory provider, if any."
