@@ -15,18 +15,21 @@ import inspect
 import json
 import logging
 import random
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import openai
 
-from agent.errors import LLMRequestError, LLMUnavailable
+from agent.errors import LLMError, LLMRequestError, LLMUnavailable
 from agent.settings import LLMSettings
 
 logger = logging.getLogger(__name__)
 
 DeltaCallback = Callable[[str], Awaitable[None] | None]
+CallObserver = Callable[[float, bool], None]
+"""Told the duration of every ``complete()`` and whether it failed (for metrics)."""
 Sleep = Callable[[float], Awaitable[None]]
 
 BACKOFF_BASE_SECONDS = 0.5
@@ -94,6 +97,7 @@ class LLMClient:
     def __init__(self, settings: LLMSettings, *, sleep: Sleep = asyncio.sleep) -> None:
         self.settings = settings
         self._sleep = sleep
+        self.observers: list[CallObserver] = []
         key = settings.api_key.get_secret_value() if settings.api_key else PLACEHOLDER_API_KEY
         self._client = openai.AsyncOpenAI(
             api_key=key or PLACEHOLDER_API_KEY,
@@ -136,6 +140,29 @@ class LLMClient:
         on_delta: DeltaCallback | None = None,
     ) -> LLMResponse:
         """One model answer, retried on transient failures until text has streamed."""
+        started = time.monotonic()
+        try:
+            response = await self._complete(messages, tools, model, on_delta)
+        except LLMError:
+            self._observe(time.monotonic() - started, True)
+            raise
+        self._observe(time.monotonic() - started, False)
+        return response
+
+    def _observe(self, seconds: float, failed: bool) -> None:
+        for observer in self.observers:
+            try:
+                observer(seconds, failed)
+            except Exception:
+                logger.exception("LLM call observer failed")
+
+    async def _complete(
+        self,
+        messages: Sequence[dict[str, Any]],
+        tools: Sequence[dict[str, Any]] | None,
+        model: str | None,
+        on_delta: DeltaCallback | None,
+    ) -> LLMResponse:
         attempts = self.settings.max_retries + 1
         streamed = [False]
         for attempt in range(attempts):

@@ -95,4 +95,12 @@ async def open_stack(
         return status.queued + status.deferred + status.scheduled, status.failed, status.outbox
 
     metrics.set_sources(queue_status=queue_numbers)
+
+    def observe_llm(seconds: float, failed: bool) -> None:
+        if failed:
+            metrics.llm_error()
+        else:
+            metrics.observe_llm(seconds)
+
+    factory.llm.observers.append(observe_llm)
     return GatewayStack(settings, db, background, factory, gateway_db, metrics, runner)

@@ -41,6 +41,8 @@ async def test_health_readiness_and_metrics(make_gateway: GatewayFactory) -> Non
             assert 'chorus_commands_total{command="admin",outcome="refused"} 1.0' in text
             assert "chorus_turn_seconds_count 1.0" in text
             assert "chorus_queue_depth 0.0" in text
+            assert "chorus_llm_seconds_count 1.0" in text
+            assert "chorus_llm_errors_total 0.0" in text
             gw.adapter.connected = False
             async with client.get(f"{http.url}/readyz") as response:
                 body = await response.json()
