@@ -18,7 +18,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from gateway import cli_ops, doctor
+from gateway import cli_ops, doctor, log_redaction
 from gateway.config import Settings, load_settings
 from gateway.console import run_console
 from gateway.errors import GatewayError
@@ -226,4 +226,5 @@ def main() -> None:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    log_redaction.install()
     app()

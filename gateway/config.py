@@ -23,6 +23,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from agent.settings import AgentSettings, CompressionSettings, LLMSettings
 from gateway.errors import ConfigError
+from gateway.log_redaction import register_secret
 from gateway.settings import (
     AuthSettings,
     DiscordSettings,
@@ -129,9 +130,14 @@ def load_settings(
     merged = _deep_merge(file_tree, env_tree)
     merged["home"] = home
     try:
-        return Settings(**merged)
+        settings = Settings(**merged)
     except ValidationError as exc:
         raise ConfigError(_format_validation_error(exc, origins)) from None
+    for path in secret_paths():
+        value = _get_path(settings.model_dump(), path)
+        if isinstance(value, SecretStr):
+            register_secret(value.get_secret_value())
+    return settings
 
 
 def _read_config_file(path: Path) -> dict[str, Any]:

@@ -169,3 +169,14 @@ def test_ctrl_c_interrupts_the_answer_not_the_program(
     users = [m["content"] for m in turn["messages"] if m["role"] == "user"]
     assert users == ["tell me a long story", "are you still there?"]
     assert json.dumps(turn).count("tell me a long story") == 1
+
+
+def test_debug_logs_never_contain_the_api_key(chorus_home: Path, server: FakeOpenAI) -> None:
+    server.tool_call(
+        "memory", {"action": "add", "target": "user", "content": "Uses key sk-test-key"}
+    )
+    server.reply("noted")
+    result = chat(chorus_home, server, "my key is sk-test-key\n/quit\n", CHORUS_LOG_LEVEL="DEBUG")
+    assert result.returncode == 0, result.stderr
+    assert "DEBUG" in result.stderr  # debug logging really was on
+    assert "sk-test-key" not in result.stderr
