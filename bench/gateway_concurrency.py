@@ -1,0 +1,65 @@
+"""Many sessions through the real runner against a slow fake LLM.
+
+Run: uv run python bench/gateway_concurrency.py [sessions] [messages] [llm_delay_s]
+Prints the wall time, what strictly serial handling would take, the ratio, and
+the most LLM requests the fake endpoint saw in flight at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from agent.llm import LLMClient  # noqa: E402
+from gateway.adapters.memory_adapter import MemoryAdapter  # noqa: E402
+from gateway.config import load_settings  # noqa: E402
+from gateway.stack import open_stack  # noqa: E402
+from tests.fakes import FakeOpenAI, Reply  # noqa: E402
+
+
+async def run(sessions: int, messages: int, delay: float) -> None:
+    with tempfile.TemporaryDirectory() as home, FakeOpenAI() as server:
+        server.responder(lambda body: Reply.of_text("ok", delay=delay))
+        settings = load_settings(
+            Path(home),
+            {
+                "CHORUS_HOME": home,
+                "OPENAI_BASE_URL": server.base_url,
+                "CHORUS_AUTH__POLICY": "open",
+                "CHORUS_SESSIONS__HANDOFF": "false",
+                "CHORUS_MEMORY__FLUSH_MIN_TURNS": "1000",
+            },
+        )
+        adapter = MemoryAdapter()
+        stack = await open_stack(settings, llm=LLMClient(settings.llm), adapters=[adapter])
+        await stack.runner.start()
+
+        async def converse(user: int) -> None:
+            for n in range(messages):
+                await adapter.push(f"message {n}", user_id=str(user))
+                while len(adapter.texts(f"dm-{user}")) <= n:
+                    await asyncio.sleep(0.001)
+
+        start = time.perf_counter()
+        await asyncio.gather(*(converse(u) for u in range(sessions)))
+        wall = time.perf_counter() - start
+        await stack.runner.shutdown(30)
+        await stack.close()
+    serial = sessions * messages * delay
+    print(f"{sessions} sessions x {messages} messages, LLM {delay * 1000:.0f} ms per answer")
+    print(f"wall time     : {wall:7.2f} s")
+    print(f"serial would be: {serial:7.2f} s  ({serial / wall:.1f}x faster)")
+    print(f"max in flight : {server.in_flight_max} (cap {settings.sessions.max_concurrent_turns})")
+
+
+if __name__ == "__main__":
+    args = [float(a) for a in sys.argv[1:]]
+    sessions = int(args[0]) if args else 100
+    messages = int(args[1]) if len(args) > 1 else 3
+    delay = args[2] if len(args) > 2 else 0.1
+    asyncio.run(run(sessions, messages, delay))
