@@ -15,11 +15,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agent.llm import LLMClient  # noqa: E402
-from gateway.adapters.memory_adapter import MemoryAdapter  # noqa: E402
-from gateway.config import load_settings  # noqa: E402
-from gateway.stack import open_stack  # noqa: E402
-from tests.fakes import FakeOpenAI, Reply  # noqa: E402
+from agent.llm import LLMClient
+from gateway.adapters.memory_adapter import MemoryAdapter
+from gateway.config import load_settings
+from gateway.stack import open_stack
+from tests.fakes import FakeOpenAI, Reply
 
 
 async def run(sessions: int, messages: int, delay: float) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from memory.store import MemoryStore  # noqa: E402
+from memory.store import MemoryStore
 
 WRITES = 200
 
