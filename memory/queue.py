@@ -26,6 +26,8 @@ This is the public surface of the queue; the shared types live in
 from __future__ import annotations
 
 import logging
+import signal
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -219,12 +221,27 @@ class RQQueue(BackgroundQueue):
         abandoned). The horse runs in its own process group, so only a signal to
         the worker's pid (or a cgroup-wide kill) reaches it. The scheduler
         (``with_scheduler``) moves retries with a delay back to the queue.
+
+        rq's ``work()`` quits on an unexpected error such as a lost Redis
+        connection; then a new worker starts as soon as Redis answers again
+        (backoff up to ``WORKER_RESTART_MAX_SECONDS``), so a Redis restart never
+        leaves the queue without workers. SIGTERM while waiting exits cleanly.
         """
-        worker = self.make_worker()
-        logger.info(
-            "worker %s on queue %s at %s", worker.name, self._queue_name, mask_url(self._url)
-        )
-        worker.work(burst=burst, with_scheduler=with_scheduler)
+        delay = 1.0
+        while True:
+            worker = self.make_worker()
+            logger.info(
+                "worker %s on queue %s at %s", worker.name, self._queue_name, mask_url(self._url)
+            )
+            worker.work(burst=burst, with_scheduler=with_scheduler)
+            if burst or getattr(worker, "_shutdown_requested_date", None) is not None:
+                return
+            logger.warning(
+                "worker %s stopped unexpectedly; restarting when Redis answers", worker.name
+            )
+            if _wait_for_redis(self._url, delay):
+                return
+            delay = min(delay * 2, WORKER_RESTART_MAX_SECONDS)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until the outbox is empty (jobs handed to Redis, not necessarily run)."""
@@ -301,3 +318,29 @@ def make_queue(redis_url: str | None, *, outbox_path: Path, **options: Any) -> B
         logger.info("background jobs go to Redis at %s", mask_url(redis_url))
         return queue
     return InProcessQueue(**options)
+
+
+WORKER_RESTART_MAX_SECONDS = 30.0
+"""Longest wait between two attempts to restart a worker that lost Redis."""
+
+
+def _wait_for_redis(url: str, delay: float) -> bool:
+    """Sleep ``delay`` then until Redis answers PING; True if SIGTERM/SIGINT came meanwhile."""
+    stopped = threading.Event()
+    previous = {
+        sig: signal.signal(sig, lambda *_: stopped.set()) for sig in (signal.SIGTERM, signal.SIGINT)
+    }
+    try:
+        if stopped.wait(delay):
+            return True
+        while not stopped.is_set():
+            try:
+                redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=2).ping()
+                return False
+            except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+                if stopped.wait(min(delay, WORKER_RESTART_MAX_SECONDS)):
+                    return True
+        return True
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
