@@ -14,16 +14,11 @@ from __future__ import annotations
 
 import logging
 import secrets
-import sqlite3
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import astuple, dataclass
-from pathlib import Path
-from types import TracebackType
 from typing import Literal, cast
 
 from gateway.errors import GatewayError
+from memory.sqlite_tables import SQLiteTables
 
 __all__ = [
     "AccessRecord",
@@ -135,71 +130,12 @@ class AuditEntry:
     outcome: str
 
 
-class GatewayDB:
+class GatewayDB(SQLiteTables):
     """The gateway's tables in one SQLite file; safe to share between threads."""
 
-    def __init__(self, path: Path) -> None:
-        self._path = Path(path)
-        self._lock = threading.Lock()
-        try:
-            self._path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
-        except (OSError, sqlite3.Error) as exc:
-            raise GatewayDBError(f"cannot open {self._path}: {exc}") from exc
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            for statement in _SCHEMA:
-                conn.execute(statement)
-        except sqlite3.Error as exc:
-            conn.close()
-            raise GatewayDBError(
-                f"cannot prepare the gateway tables in {self._path}: {exc}"
-            ) from exc
-        self._conn: sqlite3.Connection | None = conn
-
-    @property
-    def path(self) -> Path:
-        return self._path
-
-    def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
-
-    def __enter__(self) -> GatewayDB:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    @contextmanager
-    def _locked(self, *, write: bool = False) -> Iterator[sqlite3.Connection]:
-        """The connection under the lock; ``write`` wraps the block in one transaction."""
-        with self._lock:
-            if self._conn is None:
-                raise GatewayDBError("the gateway database is closed")
-            conn = self._conn
-            try:
-                if not write:
-                    yield conn
-                    return
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    yield conn
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
-                conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                logger.warning("gateway database operation failed: %s", exc)
-                raise GatewayDBError(f"gateway database error: {exc}") from exc
+    SCHEMA = _SCHEMA
+    ERROR = GatewayDBError
+    WHAT = "gateway database"
 
     def install_salt(self) -> bytes:
         """The secret that keys pairing-code hashes; created on first use, then kept."""

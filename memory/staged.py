@@ -10,14 +10,11 @@ at approval time.
 from __future__ import annotations
 
 import logging
-import sqlite3
-import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
-from memory.errors import SessionDBError
+from memory.sqlite_tables import SQLiteTables
 from memory.store import MemoryResult, MemoryStore
 
 logger = logging.getLogger(__name__)
@@ -62,21 +59,9 @@ class StagedWrite:
         return f"#{self.id} {self.action} by {self.user_key}: {what}"
 
 
-class StagedWrites:
-    def __init__(self, path: Path) -> None:
-        self._lock = threading.Lock()
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA busy_timeout=5000")
-            self._conn.execute(_SCHEMA)
-        except sqlite3.Error as exc:
-            raise SessionDBError(f"cannot open staged memory writes in {path}: {exc}") from exc
-
-    def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+class StagedWrites(SQLiteTables):
+    SCHEMA = (_SCHEMA,)
+    WHAT = "staged memory writes"
 
     def stage(
         self,
@@ -88,8 +73,8 @@ class StagedWrites:
         old_text: str = "",
         at: float | None = None,
     ) -> int:
-        with self._lock:
-            cursor = self._conn.execute(
+        with self._locked() as conn:
+            cursor = conn.execute(
                 "INSERT INTO staged_memory_writes"
                 " (user_key, session_id, action, content, old_text, created_at)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
@@ -103,8 +88,8 @@ class StagedWrites:
         return self._select("WHERE status = 'pending' ORDER BY id")
 
     def count_pending(self) -> int:
-        with self._lock:
-            row = self._conn.execute(
+        with self._locked() as conn:
+            row = conn.execute(
                 "SELECT COUNT(*) FROM staged_memory_writes WHERE status = 'pending'"
             ).fetchone()
         return int(row[0])
@@ -131,16 +116,16 @@ class StagedWrites:
         return True, f"#{staged_id} rejected"
 
     def _decide(self, staged_id: int, status: Status, by: str, result: str) -> None:
-        with self._lock:
-            self._conn.execute(
+        with self._locked() as conn:
+            conn.execute(
                 "UPDATE staged_memory_writes SET status = ?, decided_by = ?, decided_at = ?,"
                 " result = ? WHERE id = ? AND status = 'pending'",
                 (status, by, time.time(), result, staged_id),
             )
 
     def _select(self, where: str, params: tuple[object, ...] = ()) -> list[StagedWrite]:
-        with self._lock:
-            rows = self._conn.execute(
+        with self._locked() as conn:
+            rows = conn.execute(
                 "SELECT id, user_key, session_id, action, content, old_text, created_at, status,"
                 f" decided_by, decided_at, result FROM staged_memory_writes {where}",
                 params,
