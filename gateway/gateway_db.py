@@ -32,9 +32,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-BUSY_TIMEOUT_MS = 5000
-"""How long a statement waits for another connection's lock before failing."""
-
 SALT_BYTES = 32
 """Size of the per-install secret that keys the pairing-code hashes."""
 
