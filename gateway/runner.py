@@ -95,7 +95,7 @@ class GatewayRunner:
         self.adapters[adapter.name] = adapter
 
     async def start(self) -> None:
-        await self.sessions.recover()
+        await self.sessions.recover(set(self.adapters))
         for adapter in self.adapters.values():
             await adapter.start()
 

@@ -104,10 +104,16 @@ class SessionManager:
 
     # --------------------------------------------------------------- lifecycle
 
-    async def recover(self) -> int:
-        """At start-up: end sessions past their deadline, schedule the rest. Returns ended."""
+    async def recover(self, platforms: set[str] | None = None) -> int:
+        """At start-up: end sessions past their deadline, schedule the rest. Returns ended.
+
+        Only sessions of ``platforms`` (the adapters this process runs) are
+        touched, so a console next to a running gateway leaves its sessions alone.
+        """
         ended = 0
         for record in await self.db.find_open_sessions():
+            if platforms is not None and record.platform not in platforms:
+                continue
             last = record.last_active_at or record.started_at
             deadline, reason = session_deadline(record.started_at, last, self.settings)
             if deadline <= self.clock.time():
