@@ -248,3 +248,18 @@ async def test_shutdown_finishes_turns_and_ends_every_session(
     rejected = await gw.ask("anyone?", user="2")
     assert "restarting" in rejected.text
     wait_until(lambda: True)
+
+
+async def test_recovery_leaves_other_platforms_sessions_alone(
+    make_gateway: GatewayFactory,
+) -> None:
+    gw = await make_gateway(CHORUS_SESSIONS__IDLE_MINUTES="30")
+    gw.stack.db.db.create_session(
+        "tg-open", platform="telegram", user_key="telegram:9", started_at=START - 7200
+    )
+    await close_without_ending(gw)
+    again = await make_gateway(FakeClock(START + 3600), CHORUS_SESSIONS__IDLE_MINUTES="30")
+    await again.runner.shutdown(5)
+    await again.settle()
+    record = again.stack.db.db.get_session("tg-open")
+    assert record is not None and record.ended_at is None
