@@ -40,11 +40,14 @@ class _Shown:
 
 
 async def send_text(
-    adapter: BaseAdapter, message: OutboundMessage, *, length: Length = len
+    adapter: BaseAdapter, message: OutboundMessage, *, length: Length | None = None
 ) -> list[SentMessage]:
     """Send ``message`` split at the adapter's limit (only the first part is a reply-to)."""
     sent: list[SentMessage] = []
-    parts = split_text(message.text, adapter.capabilities.max_text_length, length=length)
+    capabilities = adapter.capabilities
+    parts = split_text(
+        message.text, capabilities.max_text_length, length=length or capabilities.length
+    )
     try:
         for index, part in enumerate(parts):
             reply_to = message.reply_to_message_id if index == 0 else None
@@ -77,7 +80,7 @@ class ReplyStream:
         reply_to: str | None,
         clock: Clock,
         streaming: bool = True,
-        length: Length = len,
+        length: Length | None = None,
     ) -> None:
         self._adapter = adapter
         self._platform = platform
@@ -85,8 +88,8 @@ class ReplyStream:
         self._thread_id = thread_id
         self._reply_to = reply_to
         self._clock = clock
-        self._length = length
         capabilities = adapter.capabilities
+        self._length = length or capabilities.length
         self._limit = capabilities.max_text_length
         self._interval = capabilities.min_edit_interval
         self._live = streaming and capabilities.edits

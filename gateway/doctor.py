@@ -106,6 +106,17 @@ def check_platforms(settings: Settings) -> CheckResult:
     return CheckResult("platforms", True, detail)
 
 
+def check_telegram(settings: Settings) -> CheckResult:
+    """``getMe`` with the configured token and Bot API URL; names the bot, never the token."""
+    token = settings.telegram.token
+    if token is None or not token.get_secret_value():
+        return CheckResult("telegram", True, "not configured")
+    from gateway.adapters.telegram_bot import describe_bot
+
+    ok, detail = asyncio.run(describe_bot(settings.telegram))
+    return CheckResult("telegram", ok, detail)
+
+
 def check_llm(settings: Settings) -> CheckResult:
     if settings.llm.base_url is None and settings.llm.api_key is None:
         return CheckResult(
@@ -163,4 +174,5 @@ CHECKS: list[Callable[[Settings], CheckResult]] = [
     check_llm,
     check_redis,
     check_platforms,
+    check_telegram,
 ]

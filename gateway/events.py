@@ -5,12 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+AttachmentKind = Literal["image", "voice", "audio", "video", "document", "sticker", "other"]
+
 
 @dataclass(frozen=True, slots=True)
 class Attachment:
     """A file that came with a message; ``data`` only for small images an adapter fetched."""
 
-    kind: Literal["image", "voice", "audio", "video", "document", "sticker", "other"]
+    kind: AttachmentKind
     name: str = ""
     mime_type: str = ""
     size: int | None = None

@@ -13,9 +13,9 @@ import contextlib
 import logging
 import time
 
-from gateway.adapters.base import BaseAdapter
+from gateway.adapters.base import BaseAdapter, CommandInfo
 from gateway.agent_factory import AgentFactory
-from gateway.auth import Authorizer
+from gateway.auth import Authorizer, normalize_user_key
 from gateway.background import Background
 from gateway.clock import Clock
 from gateway.commands import CommandContext, CommandRegistry, parse_command
@@ -38,6 +38,7 @@ MAX_INBOUND_CHARS = 32_000
 APOLOGY = "Sorry — something went wrong on my side. Please try again."
 EMPTY = "I got an empty message. Send me some text and I'll answer."
 ATTACHMENTS_ONLY = "I can't read attachments yet — please send your question as text."
+ATTACHMENTS_SKIPPED = "I can't read attachments yet, so I'm answering your text only."
 TOO_LONG = (
     "That message is too long for me ({n:,} characters; the limit is {limit:,}). "
     "Please send it in smaller parts."
@@ -98,6 +99,18 @@ class GatewayRunner:
         await self.sessions.recover(set(self.adapters))
         for adapter in self.adapters.values():
             await adapter.start()
+            await self._publish_commands(adapter)
+
+    async def _publish_commands(self, adapter: BaseAdapter) -> None:
+        """Give the platform's command menu every command; admin ones for admins only."""
+        commands = [CommandInfo(c.name, c.help, c.admin_only) for c in self.commands.visible(True)]
+        prefix = f"{adapter.name}:"
+        keys = (normalize_user_key(entry) or "" for entry in self.settings.auth.admins)
+        admins = [key[len(prefix) :] for key in keys if key.startswith(prefix)]
+        try:
+            await adapter.publish_commands(commands, admins)
+        except Exception as exc:
+            logger.warning("publishing %s commands failed (%s)", adapter.name, type(exc).__name__)
 
     # ------------------------------------------------------------------ intake
 
@@ -134,6 +147,8 @@ class GatewayRunner:
         if not msg.text.strip():
             await self.notice(msg, ATTACHMENTS_ONLY if msg.attachments else EMPTY)
             return
+        if msg.attachments:
+            await self.notice(msg, ATTACHMENTS_SKIPPED)
         if len(msg.text) > MAX_INBOUND_CHARS:
             self.metrics.rejected("too_long")
             await self.notice(msg, TOO_LONG.format(n=len(msg.text), limit=MAX_INBOUND_CHARS))

@@ -1,9 +1,10 @@
 """``chorus gateway``: the long-running service.
 
 All enabled platform adapters, the runner, the session reaper and one HTTP
-server (health, readiness, metrics). SIGTERM or SIGINT: stop taking messages,
-let running turns finish (``gateway.shutdown_timeout``), end every session
-(reason ``shutdown``), drain the queue, exit 0.
+server (health, readiness, metrics, and the adapters' webhook routes). SIGTERM
+or SIGINT: stop taking messages, let running turns finish
+(``gateway.shutdown_timeout``), end every session (reason ``shutdown``), drain
+the queue, exit 0.
 """
 
 from __future__ import annotations
@@ -31,6 +32,11 @@ NO_PLATFORMS = (
 def enabled_adapters(settings: Settings) -> list[BaseAdapter]:
     """Adapters for every platform whose token is configured."""
     adapters: list[BaseAdapter] = []
+    token = settings.telegram.token
+    if token is not None and token.get_secret_value():
+        from gateway.adapters.telegram_adapter import TelegramAdapter
+
+        adapters.append(TelegramAdapter(settings.telegram, vision=settings.llm.vision))
     return adapters
 
 
@@ -43,6 +49,9 @@ async def serve(settings: Settings, adapters: list[BaseAdapter], stop: asyncio.E
         metrics=stack.metrics,
         readiness=stack.readiness,
     )
+    for adapter in adapters:
+        for method, path, handler in adapter.http_routes():
+            http.add_route(method, path, handler)
     try:
         await stack.runner.start()
         await http.start()

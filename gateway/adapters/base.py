@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
+from aiohttp import web
+
 from gateway.events import InboundMessage, OutboundMessage, SentMessage
+from gateway.text_split import Length
 
 MessageHandler = Callable[[InboundMessage], Awaitable[None]]
 """The runner's intake: fast, never raises, only enqueues."""
+
+RouteHandler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+"""An HTTP route an adapter mounts on the gateway's server (webhooks)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +30,17 @@ class AdapterCapabilities:
     typing: bool = False
     min_edit_interval: float = 1.0
     """Seconds between two edits of one streamed message."""
+    length: Length = len
+    """How the platform counts ``max_text_length``: ``len`` or ``utf16_length`` (Telegram)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CommandInfo:
+    """A slash command as a platform's command menu shows it."""
+
+    name: str
+    description: str
+    admin_only: bool
 
 
 class BaseAdapter(ABC):
@@ -66,6 +83,16 @@ class BaseAdapter(ABC):
 
     async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
         """Show that a reply is being written (no-op where unsupported)."""
+        return None
+
+    def http_routes(self) -> list[tuple[str, str, RouteHandler]]:
+        """``(method, path, handler)`` to mount on the gateway's HTTP server (webhooks)."""
+        return []
+
+    async def publish_commands(
+        self, commands: Sequence[CommandInfo], admin_ids: Sequence[str]
+    ) -> None:
+        """Show the commands in the platform's menu; admin commands only to ``admin_ids``."""
         return None
 
     def is_connected(self) -> bool:

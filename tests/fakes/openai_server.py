@@ -214,6 +214,8 @@ class FakeOpenAI:
 
     #: characters per streamed tool-call ``arguments`` fragment
     stream_argument_chars = 8
+    #: seconds between two streamed pieces of text (0: all at once)
+    stream_piece_delay = 0.0
 
     def __init__(
         self,
@@ -644,6 +646,8 @@ class FakeOpenAI:
 
         yield chunk({"role": "assistant", "content": "", "refusal": None})
         for piece in _split_words(text or ""):
+            if self.stream_piece_delay:
+                await asyncio.sleep(self.stream_piece_delay)
             yield chunk({"content": piece})
         for index, call in enumerate(calls):
             yield chunk(

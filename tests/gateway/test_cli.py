@@ -12,6 +12,7 @@ import pytest
 from memory.paths import ChorusPaths, UserRef
 from memory.session_db import SessionDB
 from memory.store import MemoryStore
+from tests.fakes.telegram_api import FakeTelegram
 
 CHORUS = Path(sys.executable).with_name("chorus")
 
@@ -60,9 +61,15 @@ def test_doctor_fails_on_bad_config(chorus_home: Path) -> None:
 
 
 def test_doctor_never_prints_tokens(chorus_home: Path) -> None:
-    result = run(chorus_home, "doctor", env={"TELEGRAM_BOT_TOKEN": "123:secret-token-value"})
-    assert result.returncode == 0
+    with FakeTelegram(token="123:secret-token-value") as telegram:
+        env = {
+            "TELEGRAM_BOT_TOKEN": "123:secret-token-value",
+            "CHORUS_TELEGRAM__BASE_URL": telegram.base_url,
+        }
+        result = run(chorus_home, "doctor", env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
     assert "telegram" in result.stdout
+    assert "@chorus_test_bot" in result.stdout
     assert "secret-token-value" not in result.stdout + result.stderr
 
 

@@ -1,0 +1,115 @@
+"""One send budget per Telegram chat, shared by every path that sends or edits there.
+
+Flood bans come from many send paths each pacing alone; here a reply, a streamed
+edit and a notice for the same chat draw from the same token bucket, take turns
+through one lock (so their order holds), and all wait out a ``RetryAfter`` that
+any of them received. A global bucket keeps the whole bot under Telegram's
+overall limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+PRIVATE_RATE = 1.0
+"""Messages (sends and edits) per second in one private chat, on average."""
+PRIVATE_BURST = 3.0
+"""How many may go out at once in a private chat before the pace applies."""
+GROUP_RATE = 20 / 60
+"""Telegram allows a bot 20 messages a minute in one group."""
+GROUP_BURST = 5.0
+GLOBAL_RATE = 30.0
+"""About 30 messages a second across all chats."""
+GLOBAL_BURST = 30.0
+MAX_IDLE_CHATS = 10_000
+"""Budgets kept for chats at rest before they are forgotten (they would be full anyway)."""
+
+
+@dataclass(slots=True)
+class _Bucket:
+    rate: float
+    burst: float
+    tokens: float
+    stamp: float
+    blocked_until: float = 0.0
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    def refill(self, now: float) -> None:
+        self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
+        self.stamp = now
+
+    def wait(self, now: float) -> float:
+        """Seconds until one message may go out."""
+        self.refill(now)
+        blocked = self.blocked_until - now
+        short = (1.0 - self.tokens) / self.rate if self.tokens < 1.0 else 0.0
+        return max(blocked, short, 0.0)
+
+    def resting(self, now: float) -> bool:
+        self.refill(now)
+        return not self.lock.locked() and self.tokens >= self.burst and self.blocked_until <= now
+
+
+def is_group_chat(chat_id: str) -> bool:
+    """Groups, supergroups and channels have negative ids."""
+    return chat_id.startswith("-")
+
+
+class ChatPacer:
+    """Per-chat token buckets with flood blocks, plus one global bucket."""
+
+    def __init__(
+        self,
+        *,
+        now: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self._now = now
+        self._sleep = sleep
+        self._chats: dict[str, _Bucket] = {}
+        self._global = _Bucket(GLOBAL_RATE, GLOBAL_BURST, GLOBAL_BURST, now())
+
+    def _bucket(self, chat_id: str) -> _Bucket:
+        bucket = self._chats.get(chat_id)
+        if bucket is None:
+            if len(self._chats) >= MAX_IDLE_CHATS:
+                self._forget_resting()
+            group = is_group_chat(chat_id)
+            rate, burst = (GROUP_RATE, GROUP_BURST) if group else (PRIVATE_RATE, PRIVATE_BURST)
+            bucket = _Bucket(rate, burst, burst, self._now())
+            self._chats[chat_id] = bucket
+        return bucket
+
+    def _forget_resting(self) -> None:
+        now = self._now()
+        for chat_id in [c for c, b in self._chats.items() if b.resting(now)]:
+            del self._chats[chat_id]
+
+    def turn(self, chat_id: str) -> asyncio.Lock:
+        """Held around one message's whole delivery (retries included): one at a time."""
+        return self._bucket(chat_id).lock
+
+    async def acquire(self, chat_id: str) -> None:
+        """Wait until the chat's and the bot's budgets allow one message, then spend it."""
+        bucket = self._bucket(chat_id)
+        while True:
+            now = self._now()
+            wait = max(bucket.wait(now), self._global.wait(now))
+            if wait <= 0:
+                bucket.tokens -= 1.0
+                self._global.tokens -= 1.0
+                return
+            await self._sleep(wait)
+
+    def block(self, chat_id: str, seconds: float) -> None:
+        """Telegram said ``retry_after``: nothing goes to this chat for ``seconds``."""
+        bucket = self._bucket(chat_id)
+        bucket.blocked_until = max(bucket.blocked_until, self._now() + seconds)
+
+    def blocked_for(self, chat_id: str) -> float:
+        """Seconds left of a flood block on this chat (0 when none)."""
+        bucket = self._chats.get(chat_id)
+        return 0.0 if bucket is None else max(0.0, bucket.blocked_until - self._now())

@@ -1,0 +1,152 @@
+"""Telegram updates as ``InboundMessage``s: who, where, addressed how, carrying what.
+
+- Only new messages count: edited messages, channel posts and service messages
+  (members joining, pins, …) give ``None``; so do messages from bots.
+- Forum topics become ``thread_id``; the implicit reply to a topic's first
+  message is not a reply to the bot.
+- ``/cmd@thisbot args`` arrives as ``/cmd args``; ``/cmd@otherbot`` is not ours.
+- A leading ``@thisbot`` is dropped from the text (it is what ``mentions_bot`` says).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+from telegram import Message, MessageEntity, PhotoSize, Update
+from telegram.constants import ChatType
+
+from gateway.events import Attachment, AttachmentKind, InboundMessage
+
+PLATFORM = "telegram"
+
+MAX_IMAGE_BYTES = 5 * 1024 * 1024
+"""The largest photo fetched for the model; larger sizes of a photo are skipped."""
+
+_COMMAND = re.compile(r"/([A-Za-z0-9_]+)@([A-Za-z0-9_]+)(?=\s|$)")
+_LEADING_PUNCTUATION = " \t\n,:;"
+
+_MEDIA: tuple[tuple[str, AttachmentKind], ...] = (
+    ("photo", "image"),
+    ("voice", "voice"),
+    ("audio", "audio"),
+    ("video", "video"),
+    ("video_note", "video"),
+    ("animation", "video"),
+    ("document", "document"),
+    ("sticker", "sticker"),
+    ("location", "other"),
+    ("venue", "other"),
+    ("contact", "other"),
+    ("poll", "other"),
+    ("dice", "other"),
+    ("game", "other"),
+    ("story", "other"),
+    ("paid_media", "other"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class BotIdentity:
+    """This bot, from ``getMe``."""
+
+    id: int
+    username: str
+
+
+def inbound_from(update: Update, me: BotIdentity) -> InboundMessage | None:
+    """The message a person sent, or ``None`` for anything chorus does not answer."""
+    message = update.message
+    if message is None or message.from_user is None or message.from_user.is_bot:
+        return None
+    if message.chat.type not in (ChatType.PRIVATE, ChatType.GROUP, ChatType.SUPERGROUP):
+        return None
+    is_caption = message.text is None
+    text = (message.caption if is_caption else message.text) or ""
+    attachments = _attachments(message)
+    if not text and not attachments:
+        return None
+    command = _COMMAND.match(text)
+    if command is not None:
+        if command.group(2).lower() != me.username.lower():
+            return None
+        text = f"/{command.group(1)}{text[command.end() :]}"
+    mentions = _mentions_bot(message, me, is_caption)
+    text = _strip_leading_mention(text, me.username)
+    thread_id = str(message.message_thread_id) if message.is_topic_message else None
+    user = message.from_user
+    return InboundMessage(
+        platform=PLATFORM,
+        chat_id=str(message.chat.id),
+        user_id=str(user.id),
+        text=text,
+        message_id=str(message.message_id),
+        user_name=user.full_name or user.username or "",
+        thread_id=thread_id,
+        attachments=attachments,
+        is_direct=message.chat.type == ChatType.PRIVATE,
+        mentions_bot=mentions,
+        reply_to_bot=_replies_to_bot(message, me),
+        timestamp=message.date.timestamp(),
+    )
+
+
+def photo_to_fetch(message: Message) -> PhotoSize | None:
+    """The largest size of the message's photo within ``MAX_IMAGE_BYTES``."""
+    sizes = [s for s in message.photo if s.file_size is not None]
+    fitting = [s for s in sizes if s.file_size is not None and s.file_size <= MAX_IMAGE_BYTES]
+    return max(fitting, key=lambda s: s.width * s.height, default=None)
+
+
+def with_image(message: InboundMessage, data: bytes) -> InboundMessage:
+    """``message`` with the photo's bytes filled in."""
+    attachments = tuple(
+        replace(a, data=data, size=len(data)) if a.kind == "image" else a
+        for a in message.attachments
+    )
+    return replace(message, attachments=attachments)
+
+
+def _attachments(message: Message) -> tuple[Attachment, ...]:
+    for attribute, kind in _MEDIA:
+        media = getattr(message, attribute, None)
+        if not media:
+            continue
+        if kind == "image":
+            largest = max(message.photo, key=lambda s: s.width * s.height)
+            return (Attachment("image", mime_type="image/jpeg", size=largest.file_size),)
+        name = getattr(media, "file_name", None) or ""
+        mime = getattr(media, "mime_type", None) or ""
+        size = getattr(media, "file_size", None)
+        return (Attachment(kind, name=name, mime_type=mime, size=size),)
+    return ()
+
+
+def _mentions_bot(message: Message, me: BotIdentity, is_caption: bool) -> bool:
+    types: list[str | None] = [MessageEntity.MENTION, MessageEntity.TEXT_MENTION]
+    found = message.parse_caption_entities(types) if is_caption else message.parse_entities(types)
+    handle = f"@{me.username}".lower()
+    for entity, text in found.items():
+        if entity.type == MessageEntity.MENTION and text.lower() == handle:
+            return True
+        if entity.type == MessageEntity.TEXT_MENTION and entity.user and entity.user.id == me.id:
+            return True
+    return False
+
+
+def _strip_leading_mention(text: str, username: str) -> str:
+    handle = f"@{username}"
+    if text[: len(handle)].lower() != handle.lower():
+        return text
+    rest = text[len(handle) :]
+    if rest and rest[0] not in _LEADING_PUNCTUATION:
+        return text  # a longer username that starts the same
+    return rest.lstrip(_LEADING_PUNCTUATION)
+
+
+def _replies_to_bot(message: Message, me: BotIdentity) -> bool:
+    replied = message.reply_to_message
+    if replied is None or replied.from_user is None or replied.from_user.id != me.id:
+        return False
+    topic_root = message.is_topic_message and replied.message_id == message.message_thread_id
+    return not topic_root

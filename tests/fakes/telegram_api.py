@@ -1,0 +1,494 @@
+"""A local fake of the Telegram Bot API, speaking the real HTTP protocol.
+
+``FakeTelegram`` runs an aiohttp server on 127.0.0.1 in a background thread with its
+own event loop (like ``FakeOpenAI``), so sync tests (the ``chorus`` CLI) and async
+tests can both use it. Point python-telegram-bot at ``base_url``/``base_file_url``.
+
+It serves ``/bot<token>/<method>`` with JSON, form or multipart bodies as PTB sends
+them: getMe, getUpdates (long poll, ``offset`` confirms; a second poller gets 409),
+sendMessage, editMessageText, sendChatAction, setMyCommands, deleteWebhook,
+setWebhook (then it delivers updates to the webhook URL with the secret header,
+retrying until it gets a 200, like Telegram), getWebhookInfo, getFile and file
+downloads. Every call is recorded. Tests script it: ``message()`` queues an update
+from a person, ``flood()`` answers the next calls with 429 + ``retry_after``,
+``reject_formatting()`` answers with "can't parse entities", ``down`` answers
+everything with 502.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from tests.fakes.telegram_data import (
+    BOT_ID,
+    BOT_USERNAME,
+    TOKEN,
+    ApiError,
+    auto_entities,
+    chat_for,
+    parse_params,
+    utf16_len,
+    validate_entities,
+)
+
+_FORMATTED_METHODS = ("sendMessage", "editMessageText")
+
+
+@dataclass
+class Call:
+    method: str
+    params: dict[str, Any]
+    at: float
+    status: int = 200
+
+
+@dataclass
+class BotMessage:
+    """A message the bot sent, as the chat shows it now (edits applied)."""
+
+    chat_id: int
+    message_id: int
+    text: str
+    entities: list[dict[str, Any]]
+    thread_id: int | None
+    reply_to: int | None
+    sent_at: float
+    history: list[str] = field(default_factory=list)
+    edited_at: list[float] = field(default_factory=list)
+
+
+class FakeTelegram:
+    def __init__(self, *, token: str = TOKEN, username: str = BOT_USERNAME) -> None:
+        self.token = token
+        self.username = username
+        self.bot_id = BOT_ID
+        self.calls: list[Call] = []
+        self.messages: list[BotMessage] = []
+        self.commands: dict[str, list[dict[str, Any]]] = {}
+        self.files: dict[str, bytes] = {}
+        self.webhook: dict[str, Any] | None = None
+        self.webhook_deliveries: list[tuple[int, int]] = []
+        self.down = False
+        self.port = 0
+        self._pending: list[dict[str, Any]] = []
+        self._update_ids = itertools.count(1)
+        self._user_message_ids = itertools.count(1)
+        self._bot_message_ids = itertools.count(10_000)
+        self._floods: list[tuple[tuple[str, ...], int]] = []
+        self._format_rejections = 0
+        self._poll_generation = 0
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+        self._waiters: list[asyncio.Future[None]] = []
+        self._deliverer: asyncio.Task[None] | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/bot"
+
+    @property
+    def base_file_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/file/bot"
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> FakeTelegram:
+        ready = threading.Event()
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+
+        def run() -> None:
+            asyncio.set_event_loop(loop)
+            loop.run_until_complete(self._serve())
+            ready.set()
+            loop.run_forever()
+
+        self._thread = threading.Thread(target=run, name="fake-telegram", daemon=True)
+        self._thread.start()
+        if not ready.wait(timeout=10):
+            raise RuntimeError("FakeTelegram did not start in time")
+        return self
+
+    def stop(self) -> None:
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        future = asyncio.run_coroutine_threadsafe(self._shutdown(), loop)
+        with contextlib.suppress(Exception):
+            future.result(timeout=10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=10)
+        if not thread.is_alive():
+            loop.close()
+        self._loop = self._thread = None
+
+    def __enter__(self) -> FakeTelegram:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    async def _serve(self) -> None:
+        app = web.Application(middlewares=[self._outage])
+        app.router.add_route("*", "/bot{token}/{method}", self._api)
+        app.router.add_get("/file/bot{token}/{path:.+}", self._download)
+        self._runner = web.AppRunner(app, shutdown_timeout=0.5, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = int(self._runner.addresses[0][1])
+        self._deliverer = asyncio.create_task(self._deliver_webhooks())
+
+    async def _shutdown(self) -> None:
+        if self._deliverer is not None:
+            self._deliverer.cancel()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    def _poke(self) -> None:
+        """Wake every poll and the webhook deliverer (from any thread)."""
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._wake)
+
+    def _wake(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def _waiter(self) -> asyncio.Future[None]:
+        """Register before checking state, then await: no change can slip in between."""
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        return waiter
+
+    @staticmethod
+    async def _sleep_on(waiter: asyncio.Future[None], timeout: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(waiter, timeout)
+
+    # ------------------------------------------------------------------ scripting
+
+    def add_update(self, update: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            update = {"update_id": next(self._update_ids), **update}
+            self._pending.append(update)
+        self._poke()
+        return update
+
+    def message(
+        self,
+        text: str | None,
+        *,
+        user_id: int = 1001,
+        first_name: str = "Ann",
+        chat_id: int | None = None,
+        forum: bool = False,
+        thread_id: int | None = None,
+        reply_to: BotMessage | dict[str, Any] | None = None,
+        edited: bool = False,
+        **extra: Any,
+    ) -> dict[str, Any]:
+        """Queue a message a person sends; in a private chat unless ``chat_id`` (< 0)."""
+        sender = {
+            "id": user_id,
+            "is_bot": False,
+            "first_name": first_name,
+            "username": f"u{user_id}",
+        }
+        message: dict[str, Any] = {
+            "message_id": next(self._user_message_ids),
+            "date": int(time.time()),
+            "chat": chat_for(sender, chat_id, forum),
+            "from": sender,
+            **extra,
+        }
+        if text is not None:
+            message["text"] = text
+            if entities := auto_entities(text):
+                message["entities"] = entities
+        if thread_id is not None:
+            message["message_thread_id"] = thread_id
+            message["is_topic_message"] = True
+        if isinstance(reply_to, BotMessage):
+            reply_to = self._as_message(reply_to)
+        if reply_to is not None:
+            message["reply_to_message"] = reply_to
+        return self.add_update({"edited_message" if edited else "message": message})
+
+    def flood(
+        self, times: int, *, retry_after: int = 1, methods: tuple[str, ...] = _FORMATTED_METHODS
+    ) -> None:
+        """The next ``times`` calls of ``methods`` get 429 Too Many Requests."""
+        with self._lock:
+            self._floods.extend([(methods, retry_after)] * times)
+
+    def reject_formatting(self, times: int = 1) -> None:
+        """The next ``times`` formatted sends/edits get 400 "can't parse entities"."""
+        with self._lock:
+            self._format_rejections += times
+
+    def pending(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self._pending)
+
+    # ---------------------------------------------------------------- inspection
+
+    def calls_of(self, method: str, status: int | None = 200) -> list[Call]:
+        with self._lock:
+            return [c for c in self.calls if c.method == method and status in (None, c.status)]
+
+    def in_chat(self, chat_id: int) -> list[BotMessage]:
+        with self._lock:
+            return [m for m in self.messages if m.chat_id == chat_id]
+
+    async def wait_for(
+        self, predicate: Callable[[], bool], timeout: float = 15.0, what: str = "condition"
+    ) -> None:
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {what}")
+            await asyncio.sleep(0.02)
+
+    async def wait_messages(
+        self, chat_id: int, count: int, timeout: float = 15.0
+    ) -> list[BotMessage]:
+        await self.wait_for(lambda: len(self.in_chat(chat_id)) >= count, timeout, "messages")
+        return self.in_chat(chat_id)
+
+    # ---------------------------------------------------------------------- server
+
+    @web.middleware
+    async def _outage(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        if self.down:
+            return web.Response(status=502, text="Bad Gateway")
+        response: web.StreamResponse = await handler(request)
+        return response
+
+    async def _api(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        if request.match_info["token"] != self.token:
+            return web.json_response(
+                {"ok": False, "error_code": 401, "description": "Unauthorized"}, status=401
+            )
+        params = await parse_params(request)
+        call = Call(method, params, time.monotonic())
+        with self._lock:
+            self.calls.append(call)
+        try:
+            handler = getattr(self, f"_m_{method}", None)
+            if handler is None:
+                raise ApiError(404, "Not Found")
+            self._scripted_failure(method, params)
+            result = await handler(params)
+        except ApiError as exc:
+            call.status = exc.code
+            return web.json_response(exc.body(), status=exc.code)
+        return web.json_response({"ok": True, "result": result})
+
+    def _scripted_failure(self, method: str, params: dict[str, Any]) -> None:
+        with self._lock:
+            for index, (methods, retry_after) in enumerate(self._floods):
+                if method in methods:
+                    del self._floods[index]
+                    raise ApiError(
+                        429,
+                        f"Too Many Requests: retry after {retry_after}",
+                        {"retry_after": retry_after},
+                    )
+            formatted = params.get("entities") or params.get("parse_mode")
+            if method in _FORMATTED_METHODS and formatted and self._format_rejections:
+                self._format_rejections -= 1
+                raise ApiError(
+                    400, "Bad Request: can't parse entities: unsupported start tag at byte 7"
+                )
+
+    async def _download(self, request: web.Request) -> web.Response:
+        file_id = request.match_info["path"].rsplit("/", 1)[-1].split(".")[0]
+        if request.match_info["token"] != self.token or file_id not in self.files:
+            return web.Response(status=404)
+        return web.Response(body=self.files[file_id])
+
+    # ----------------------------------------------------------------- the methods
+
+    def _bot_user(self) -> dict[str, Any]:
+        return {
+            "id": self.bot_id,
+            "is_bot": True,
+            "first_name": "Chorus",
+            "username": self.username,
+            "can_join_groups": True,
+            "can_read_all_group_messages": False,
+            "supports_inline_queries": False,
+        }
+
+    async def _m_getMe(self, params: dict[str, Any]) -> Any:
+        return self._bot_user()
+
+    async def _m_getUpdates(self, params: dict[str, Any]) -> Any:
+        if self.webhook is not None:
+            raise ApiError(409, "Conflict: can't use getUpdates method while webhook is active")
+        offset = int(params.get("offset") or 0)
+        timeout = float(params.get("timeout") or 0)
+        limit = int(params.get("limit") or 100)
+        with self._lock:
+            self._poll_generation += 1
+            generation = self._poll_generation
+            self._pending = [u for u in self._pending if u["update_id"] >= offset]
+        self._poke()  # ends an older poll with 409
+        deadline = time.monotonic() + timeout
+        while True:
+            waiter = self._waiter()
+            with self._lock:
+                if generation != self._poll_generation:
+                    raise ApiError(409, "Conflict: terminated by other getUpdates request")
+                if self._pending:
+                    return self._pending[:limit]
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return []
+            await self._sleep_on(waiter, left)
+
+    async def _m_deleteWebhook(self, params: dict[str, Any]) -> Any:
+        with self._lock:
+            self.webhook = None
+            if params.get("drop_pending_updates") in (True, "true", "True"):
+                self._pending.clear()
+        return True
+
+    async def _m_setWebhook(self, params: dict[str, Any]) -> Any:
+        with self._lock:
+            if params.get("drop_pending_updates") in (True, "true", "True"):
+                self._pending.clear()
+            self.webhook = {"url": params["url"], "secret": params.get("secret_token")}
+        self._poke()
+        return True
+
+    async def _m_getWebhookInfo(self, params: dict[str, Any]) -> Any:
+        url = self.webhook["url"] if self.webhook else ""
+        return {"url": url, "has_custom_certificate": False, "pending_update_count": 0}
+
+    async def _m_sendChatAction(self, params: dict[str, Any]) -> Any:
+        return True
+
+    async def _m_setMyCommands(self, params: dict[str, Any]) -> Any:
+        scope = params.get("scope") or {"type": "default"}
+        key = scope["type"] if "chat_id" not in scope else f"chat:{scope['chat_id']}"
+        with self._lock:
+            self.commands[key] = params["commands"]
+        return True
+
+    async def _m_getFile(self, params: dict[str, Any]) -> Any:
+        file_id = params["file_id"]
+        if file_id not in self.files:
+            raise ApiError(400, "Bad Request: invalid file_id")
+        size = len(self.files[file_id])
+        path = f"photos/{file_id}.jpg"
+        return {"file_id": file_id, "file_unique_id": file_id, "file_size": size, "file_path": path}
+
+    async def _m_sendMessage(self, params: dict[str, Any]) -> Any:
+        text = str(params.get("text") or "")
+        entities = params.get("entities") or []
+        self._check_text(text, entities)
+        chat_id = int(params["chat_id"])
+        thread = params.get("message_thread_id")
+        reply = params.get("reply_parameters") or {}
+        now = time.monotonic()
+        sent = BotMessage(
+            chat_id,
+            next(self._bot_message_ids),
+            text,
+            entities,
+            int(thread) if thread is not None else None,
+            reply.get("message_id"),
+            now,
+            [text],
+        )
+        with self._lock:
+            self.messages.append(sent)
+        return self._as_message(sent)
+
+    async def _m_editMessageText(self, params: dict[str, Any]) -> Any:
+        text = str(params.get("text") or "")
+        entities = params.get("entities") or []
+        self._check_text(text, entities)
+        chat_id, message_id = int(params["chat_id"]), int(params["message_id"])
+        with self._lock:
+            found = [m for m in self.messages if (m.chat_id, m.message_id) == (chat_id, message_id)]
+            if not found:
+                raise ApiError(400, "Bad Request: message to edit not found")
+            message = found[0]
+            if message.text == text and message.entities == entities:
+                raise ApiError(400, "Bad Request: message is not modified")
+            message.text, message.entities = text, entities
+            message.history.append(text)
+            message.edited_at.append(time.monotonic())
+        return self._as_message(message)
+
+    def _check_text(self, text: str, entities: list[dict[str, Any]]) -> None:
+        if not text.strip():
+            raise ApiError(400, "Bad Request: message text is empty")
+        if utf16_len(text) > 4096:
+            raise ApiError(400, "Bad Request: message is too long")
+        validate_entities(text, entities)
+
+    def _as_message(self, sent: BotMessage) -> dict[str, Any]:
+        chat = {"id": sent.chat_id, "type": "private" if sent.chat_id > 0 else "supergroup"}
+        message: dict[str, Any] = {
+            "message_id": sent.message_id,
+            "date": int(time.time()),
+            "chat": chat,
+            "from": self._bot_user(),
+            "text": sent.text,
+        }
+        if sent.entities:
+            message["entities"] = sent.entities
+        if sent.thread_id is not None:
+            message["message_thread_id"] = sent.thread_id
+            message["is_topic_message"] = True
+        return message
+
+    # -------------------------------------------------------------------- webhooks
+
+    async def _deliver_webhooks(self) -> None:
+        async with aiohttp.ClientSession() as client:
+            while True:
+                waiter = self._waiter()
+                with self._lock:
+                    hook = self.webhook
+                    update = self._pending[0] if hook and self._pending else None
+                if hook is None or update is None:
+                    await self._sleep_on(waiter, 1.0)
+                    continue
+                headers = {}
+                if hook["secret"]:
+                    headers["X-Telegram-Bot-Api-Secret-Token"] = hook["secret"]
+                status = 0
+                with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+                    async with client.post(hook["url"], json=update, headers=headers) as response:
+                        status = response.status
+                with self._lock:
+                    self.webhook_deliveries.append((update["update_id"], status))
+                    if status == 200 and self._pending and self._pending[0] is update:
+                        self._pending.pop(0)
+                if status != 200:
+                    await asyncio.sleep(0.2)

@@ -1,0 +1,124 @@
+"""The whole gateway on Telegram: real python-telegram-bot, fake Bot API, fake LLM.
+
+Runs on the real clock (the reply stream paces edits on it), so tests keep their
+waits short.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent.llm import LLMClient
+from gateway.adapters.telegram_adapter import TelegramAdapter
+from gateway.config import Settings, load_settings
+from gateway.stack import GatewayStack, open_stack
+from tests.fakes import FakeOpenAI
+from tests.fakes.telegram_api import FakeTelegram
+
+ADMIN = 1000
+ANN = 1001
+BOB = 1002
+GROUP = -100_500
+FORUM = -100_600
+
+
+async def _no_sleep(_: float) -> None:
+    return None
+
+
+@pytest.fixture(autouse=True)
+def _timedelta_periods(monkeypatch: pytest.MonkeyPatch) -> None:
+    """python-telegram-bot's coming ``timedelta`` periods, without its deprecation warnings."""
+    monkeypatch.setenv("PTB_TIMEDELTA", "1")
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as fake:
+        yield fake
+
+
+@pytest.fixture
+def telegram() -> Iterator[FakeTelegram]:
+    with FakeTelegram() as fake:
+        yield fake
+
+
+def telegram_settings(
+    home: Path, server: FakeOpenAI, telegram: FakeTelegram, **env: str
+) -> Settings:
+    environ = {
+        "CHORUS_HOME": str(home),
+        "OPENAI_BASE_URL": server.base_url,
+        "OPENAI_API_KEY": "sk-test",
+        "TELEGRAM_BOT_TOKEN": telegram.token,
+        "CHORUS_TELEGRAM__BASE_URL": telegram.base_url,
+        "CHORUS_TELEGRAM__BASE_FILE_URL": telegram.base_file_url,
+        "CHORUS_AUTH__ADMINS": f"telegram:{ADMIN}",
+        "CHORUS_AUTH__ALLOWED_USERS": f"telegram:{ANN},telegram:{BOB}",
+        "CHORUS_AUTH__RATE_LIMIT_PER_MINUTE": "0",
+        "CHORUS_MEMORY__NUDGE_INTERVAL": "0",
+        "CHORUS_SESSIONS__DAILY_RESET_HOUR": "null",
+        **env,
+    }
+    home.mkdir(mode=0o700, exist_ok=True)
+    return load_settings(home, environ)
+
+
+@dataclass
+class TelegramGateway:
+    stack: GatewayStack
+    adapter: TelegramAdapter
+    telegram: FakeTelegram
+    server: FakeOpenAI
+
+    @property
+    def runner(self) -> Any:
+        return self.stack.runner
+
+    async def close(self) -> None:
+        if not self.stack.db._closed:
+            await self.runner.shutdown(5)
+            await self.stack.close()
+
+    async def settle(self) -> None:
+        """Let every session worker finish."""
+        for _ in range(1000):
+            await asyncio.sleep(0.01)
+            if self.runner.sessions.quiet:
+                return
+
+
+GatewayFactory = Callable[..., Awaitable[TelegramGateway]]
+
+
+@pytest.fixture
+async def make_gateway(
+    chorus_home: Path, server: FakeOpenAI, telegram: FakeTelegram
+) -> AsyncIterator[GatewayFactory]:
+    opened: list[TelegramGateway] = []
+
+    async def build(*, vision: bool = False, **env: str) -> TelegramGateway:
+        settings = telegram_settings(chorus_home, server, telegram, **env)
+        adapter = TelegramAdapter(settings.telegram, vision=vision, poll_timeout=2.0)
+        stack = await open_stack(
+            settings, llm=LLMClient(settings.llm, sleep=_no_sleep), adapters=[adapter]
+        )
+        await stack.runner.start()
+        gateway = TelegramGateway(stack, adapter, telegram, server)
+        opened.append(gateway)
+        return gateway
+
+    yield build
+    for gateway in opened:
+        await gateway.close()
+
+
+def user_texts(request: dict[str, Any]) -> list[str]:
+    return [str(m["content"]) for m in request["messages"] if m["role"] == "user"]
