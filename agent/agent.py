@@ -14,18 +14,17 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from agent.caching import apply_cache_control, caching_enabled
 from agent.compressor import ContextCompressor, estimate_tokens
+from agent.context import AgentConfig, ImageInput, SessionContext
 from agent.errors import LLMError
 from agent.flush import flush_memories, public_messages
 from agent.llm import DeltaCallback, LLMClient, LLMResponse, ToolCallRequest, Usage, parse_arguments
 from agent.prompt import build_system_prompt
 from agent.scheduler import JobScheduler
-from agent.settings import AgentSettings, CompressionSettings, LLMSettings
 from agent.shared_writes import SharedWriteGate
 from agent.tools.memory_tool import MEMORY_TOOL_SCHEMA, memory_result_text, run_memory_tool
 from agent.tools.registry import ToolRegistry, tool_error
@@ -33,7 +32,6 @@ from agent.tools.session_search_tool import SESSION_SEARCH_SCHEMA, run_session_s
 from memory.fence import build_memory_context_block
 from memory.manager import MemoryManager
 from memory.session_db_async import AsyncSessionDB
-from memory.settings import MemorySettings
 from memory.store import MemoryStore
 
 logger = logging.getLogger(__name__)
@@ -52,25 +50,6 @@ NUDGE = (
     "with the memory tool.]"
 )
 INTERRUPTED_RESULT = json.dumps({"success": False, "error": "interrupted by the user"})
-
-
-@dataclass(frozen=True)
-class SessionContext:
-    """Who and where: everything an agent knows about its session."""
-
-    session_id: str
-    user_key: str
-    platform: str
-    chat_id: str | None = None
-    thread_id: str | None = None
-
-
-@dataclass
-class AgentConfig:
-    llm: LLMSettings = field(default_factory=LLMSettings)
-    agent: AgentSettings = field(default_factory=AgentSettings)
-    compression: CompressionSettings = field(default_factory=CompressionSettings)
-    memory: MemorySettings = field(default_factory=MemorySettings)
 
 
 class Agent:
@@ -164,8 +143,17 @@ class Agent:
             return apply_cache_control(messages)
         return messages
 
-    async def run_turn(self, text: str, on_delta: DeltaCallback | None = None) -> str:
-        """Answer one user message. Never raises for LLM trouble; re-raises cancellation."""
+    async def run_turn(
+        self,
+        text: str,
+        on_delta: DeltaCallback | None = None,
+        images: Sequence[ImageInput] = (),
+    ) -> str:
+        """Answer one user message. Never raises for LLM trouble; re-raises cancellation.
+
+        ``images`` (for models with vision) go with the text as image parts; the
+        transcript records that they were there, not their bytes.
+        """
         if self._system_prompt is None:
             await self.start()
         await self._maybe_compress(text)
@@ -176,7 +164,14 @@ class Agent:
         if interval and self.turns_since_memory >= interval:
             content = f"{content}\n\n{NUDGE}"
             self.turns_since_memory = 0
-        await self._append({"role": "user", "content": content, "_raw": text}, stored_content=text)
+        stored = text
+        user_content: str | list[dict[str, Any]] = content
+        if images:
+            user_content = [{"type": "text", "text": content}, *(i.part() for i in images)]
+            stored = f"{text}\n[{len(images)} image(s)]".strip()
+        await self._append(
+            {"role": "user", "content": user_content, "_raw": text}, stored_content=stored
+        )
         try:
             answer = await self._loop(on_delta)
             self._after_turn(text)

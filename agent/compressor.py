@@ -133,14 +133,22 @@ def _content_text(content: Any) -> str:
     return json.dumps(content, ensure_ascii=False, sort_keys=True)
 
 
+IMAGE_TOKENS = 1000
+"""What one image in a message is counted as (its base64 says nothing about tokens)."""
+
+
 def _message_tokens(message: dict[str, Any]) -> int:
     content = message.get("content")
     text = content if isinstance(content, str) else ""
-    if content is not None and not isinstance(content, str):
+    images = 0
+    if isinstance(content, list):
+        text = _content_text(content)
+        images = sum(1 for p in content if isinstance(p, dict) and p.get("type") == "image_url")
+    elif content is not None and not isinstance(content, str):
         text = json.dumps(content, ensure_ascii=False, sort_keys=True)
     if message.get("tool_calls"):
         text += json.dumps(message["tool_calls"], ensure_ascii=False, sort_keys=True)
-    return len(text) // CHARS_PER_TOKEN + MESSAGE_OVERHEAD_TOKENS
+    return len(text) // CHARS_PER_TOKEN + MESSAGE_OVERHEAD_TOKENS + images * IMAGE_TOKENS
 
 
 def estimate_tokens(messages: Sequence[dict[str, Any]]) -> int:

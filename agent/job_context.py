@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent.agent import AgentConfig
+from agent.context import AgentConfig
 from agent.shared_writes import SharedWriteGate
 from agent.tools.registry import CORE_TOOL_NAMES
 from memory.job_state import JobState

@@ -21,7 +21,8 @@ import asyncio
 import logging
 from typing import Any
 
-from agent.agent import Agent, SessionContext
+from agent.agent import Agent
+from agent.context import SessionContext
 from agent.errors import AgentError
 from agent.job_context import JobContext
 from agent.llm import LLMClient

@@ -6,7 +6,8 @@ import time
 import uuid
 from collections.abc import Callable
 
-from agent.agent import Agent, SessionContext
+from agent.agent import Agent
+from agent.context import SessionContext
 from agent.job_context import ProviderLoader, build_manager
 from agent.llm import LLMClient
 from agent.scheduler import JobScheduler

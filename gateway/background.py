@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from agent import jobs
-from agent.agent import AgentConfig
+from agent.context import AgentConfig
 from agent.job_context import JobContext, ProviderLoader
 from agent.scheduler import JobScheduler
 from gateway.auth import admin_checker

@@ -13,6 +13,7 @@ import contextlib
 import logging
 import time
 
+from agent.context import ImageInput
 from gateway.adapters.base import BaseAdapter, CommandInfo
 from gateway.agent_factory import AgentFactory
 from gateway.auth import Authorizer, normalize_user_key
@@ -25,7 +26,7 @@ from gateway.config import Settings, load_settings
 from gateway.dedupe import Deduplicator
 from gateway.delivery import ReplyStream, send_text
 from gateway.errors import GatewayError
-from gateway.events import InboundMessage, OutboundMessage
+from gateway.events import Attachment, InboundMessage, OutboundMessage
 from gateway.gateway_db import GatewayDB
 from gateway.live_session import LiveSession, merge_texts
 from gateway.metrics import Metrics
@@ -144,10 +145,11 @@ class GatewayRunner:
             if rate.notify:
                 await self.notice(msg, RATE_LIMITED)
             return
-        if not msg.text.strip():
+        images = self._images(msg)
+        if not msg.text.strip() and not images:
             await self.notice(msg, ATTACHMENTS_ONLY if msg.attachments else EMPTY)
             return
-        if msg.attachments:
+        if len(images) < len(msg.attachments):
             await self.notice(msg, ATTACHMENTS_SKIPPED)
         if len(msg.text) > MAX_INBOUND_CHARS:
             self.metrics.rejected("too_long")
@@ -204,7 +206,13 @@ class GatewayRunner:
         started = time.monotonic()
         live.stopped = False
         live.last_text = text
-        live.turn = asyncio.create_task(agent.run_turn(text, on_delta=stream.push))
+        images = [
+            ImageInput(a.data, a.mime_type or "image/jpeg")
+            for m in batch
+            for a in self._images(m)
+            if a.data is not None
+        ]
+        live.turn = asyncio.create_task(agent.run_turn(text, on_delta=stream.push, images=images))
         try:
             answer = await live.turn
         except asyncio.CancelledError:
@@ -229,6 +237,12 @@ class GatewayRunner:
         ):
             if n:
                 self.metrics.tokens(kind, n)
+
+    def _images(self, msg: InboundMessage) -> list[Attachment]:
+        """Images the model can see: fetched ones, when ``llm.vision`` is on."""
+        if not self.settings.llm.vision:
+            return []
+        return [a for a in msg.attachments if a.kind == "image" and a.data]
 
     def _streaming(self, adapter: BaseAdapter, msg: InboundMessage) -> bool:
         if msg.platform == "telegram":

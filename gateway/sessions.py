@@ -22,7 +22,8 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 
-from agent.agent import Agent, SessionContext
+from agent.agent import Agent
+from agent.context import SessionContext
 from agent.scheduler import JobScheduler
 from gateway.agent_factory import AgentFactory
 from gateway.clock import Clock

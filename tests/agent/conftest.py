@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from agent.agent import Agent, AgentConfig, SessionContext
+from agent.agent import Agent
+from agent.context import AgentConfig, SessionContext
 from agent.llm import LLMClient
 from agent.settings import AgentSettings, CompressionSettings, LLMSettings
 from memory.paths import ChorusPaths, parse_user_key

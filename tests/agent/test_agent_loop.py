@@ -245,3 +245,21 @@ async def test_timeout_counts_as_unavailable(
     assert await agent.run_turn("anyone?") == APOLOGY
     assert len(server.requests) == 2
     assert len(sleeps.delays) == 1
+
+
+async def test_images_go_to_the_model_and_the_transcript_notes_them(
+    server: FakeOpenAI, make_agent: MakeAgent, db: AsyncSessionDB
+) -> None:
+    from agent.compressor import estimate_tokens
+    from agent.context import ImageInput
+
+    agent = await make_agent(session_id="pics")
+    big = ImageInput(b"\x89PNG" + b"x" * 400_000, "image/png")
+    server.reply("a picture")
+    assert await agent.run_turn("look", images=[big]) == "a picture"
+    content = server.last_request["messages"][-1]["content"]
+    assert content[0] == {"type": "text", "text": "look"}
+    assert content[1]["image_url"]["url"].startswith("data:image/png;base64,iVBOR")
+    stored = await db.get_messages("pics")
+    assert stored[0].content == "look\n[1 image(s)]"
+    assert estimate_tokens(agent.history) < 2_000  # an image is not counted by its base64

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.agent import Agent, SessionContext
+from agent.agent import Agent
+from agent.context import SessionContext
 from agent.llm import LLMClient
 from gateway.agent_factory import AgentFactory
 from gateway.background import Background, start_background

@@ -107,7 +107,7 @@ async def test_a_split_paste_arrives_as_one_message(make_gateway: GatewayFactory
                     },
                 ]
             },
-            True,
+            False,
         ),
     ],
     ids=["voice", "document", "photo"],
@@ -124,6 +124,23 @@ async def test_media_get_a_clear_reply_and_are_never_fetched_unbounded(
     assert not gw.server.requests
     fetched = [c.params["file_id"] for c in tg.calls_of("getFile")]
     assert fetched == (["p1"] if vision else [])
+
+
+async def test_photo_reaches_a_vision_model(make_gateway: GatewayFactory) -> None:
+    import base64
+
+    gw = await make_gateway(vision=True, CHORUS_LLM__VISION="true")
+    tg = gw.telegram
+    tg.files["p1"] = b"\xff\xd8 fake jpeg"
+    gw.server.reply("A small square picture.")
+    photo = [{"file_id": "p1", "file_unique_id": "p1", "width": 90, "height": 90, "file_size": 12}]
+    tg.message(None, user_id=ANN, photo=photo, caption="what is this?")
+    [answer] = await tg.wait_messages(ANN, 1)
+    assert answer.text == "A small square picture."
+    content = gw.server.requests[0]["messages"][-1]["content"]
+    assert content[0]["type"] == "text" and "what is this?" in content[0]["text"]
+    expected = "data:image/jpeg;base64," + base64.b64encode(b"\xff\xd8 fake jpeg").decode()
+    assert content[1] == {"type": "image_url", "image_url": {"url": expected}}
 
 
 async def test_caption_is_answered_and_the_attachment_acknowledged(

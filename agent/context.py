@@ -1,0 +1,44 @@
+"""What an agent is given: who and where it talks, its settings, and images sent to it."""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.settings import AgentSettings, CompressionSettings, LLMSettings
+from memory.settings import MemorySettings
+
+
+@dataclass(frozen=True)
+class ImageInput:
+    """An image the user sent, for a model with vision."""
+
+    data: bytes
+    mime_type: str = "image/jpeg"
+
+    def part(self) -> dict[str, Any]:
+        encoded = base64.b64encode(self.data).decode("ascii")
+        return {
+            "type": "image_url",
+            "image_url": {"url": f"data:{self.mime_type};base64,{encoded}"},
+        }
+
+
+@dataclass(frozen=True)
+class SessionContext:
+    """Who and where: everything an agent knows about its session."""
+
+    session_id: str
+    user_key: str
+    platform: str
+    chat_id: str | None = None
+    thread_id: str | None = None
+
+
+@dataclass
+class AgentConfig:
+    llm: LLMSettings = field(default_factory=LLMSettings)
+    agent: AgentSettings = field(default_factory=AgentSettings)
+    compression: CompressionSettings = field(default_factory=CompressionSettings)
+    memory: MemorySettings = field(default_factory=MemorySettings)
