@@ -49,6 +49,8 @@ NUDGE = (
     "conversation revealed preferences, corrections or facts worth keeping, save them "
     "with the memory tool.]"
 )
+UNDO_MARK = "[undo: the last turn was withdrawn by the user]"
+"""Recorded in the transcript by /undo; history rebuilt from it drops that turn."""
 INTERRUPTED_RESULT = json.dumps({"success": False, "error": "interrupted by the user"})
 
 
@@ -111,7 +113,12 @@ class Agent:
             started_at=self.now(),
         )
         stored = await self.db.get_messages(s.session_id)
-        self.history = [m.to_openai() for m in stored if m.role != "system"]
+        self.history = []
+        for message in stored:
+            if message.role == "system" and message.content == UNDO_MARK:
+                _drop_last_turn(self.history)
+            elif message.role != "system":
+                self.history.append(message.to_openai())
         self.turns = sum(1 for m in self.history if m["role"] == "user")
         await self._rebuild_system_prompt()
 
@@ -301,19 +308,21 @@ class Agent:
         finally:
             await self.db.end_session(self.session.session_id, reason)
 
-    def undo_last_turn(self) -> str | None:
+    async def undo_last_turn(self) -> str | None:
         """Forget the last turn (the user's message and everything after it) from the context.
 
-        The transcript in SessionDB keeps it; returns the user's text, or None.
+        The transcript keeps the turn and records the undo, so an agent rebuilt
+        from SessionDB forgets it too. Returns the user's text, or None.
         """
-        for index in range(len(self.history) - 1, -1, -1):
-            message = self.history[index]
-            if message.get("role") == "user":
-                del self.history[index:]
-                self.turns = max(0, self.turns - 1)
-                raw = message.get("_raw", message.get("content"))
-                return raw if isinstance(raw, str) else None
-        return None
+        message = _drop_last_turn(self.history)
+        if message is None:
+            return None
+        self.turns = max(0, self.turns - 1)
+        await self.db.append_message(
+            self.session.session_id, "system", UNDO_MARK, timestamp=self.now()
+        )
+        raw = message.get("_raw", message.get("content"))
+        return raw if isinstance(raw, str) else None
 
     async def close(self) -> None:
         """Release the session's providers (the agent is being dropped, not the session)."""
@@ -363,3 +372,13 @@ class Agent:
                         {"role": "tool", "tool_call_id": call["id"], "content": INTERRUPTED_RESULT},
                         tool_name=call["function"]["name"],
                     )
+
+
+def _drop_last_turn(history: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Remove the last user message and everything after it; returns that message."""
+    for index in range(len(history) - 1, -1, -1):
+        if history[index].get("role") == "user":
+            message = history[index]
+            del history[index:]
+            return message
+    return None

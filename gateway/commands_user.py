@@ -83,7 +83,7 @@ async def undo_command(ctx: CommandContext) -> str:
     if live is None or live.busy:
         return "Nothing to undo right now." if live is None else "Wait for the answer, or /stop."
     agent = await ctx.runner.sessions.agent_for(live)
-    text = agent.undo_last_turn()
+    text = await agent.undo_last_turn()
     if text is None:
         return "Nothing to undo."
     live.turns = max(0, live.turns - 1)
@@ -95,7 +95,7 @@ async def retry_command(ctx: CommandContext) -> str | None:
     if live is None or live.busy:
         return "Nothing to retry." if live is None else "Wait for the answer, or /stop."
     agent = await ctx.runner.sessions.agent_for(live)
-    text = agent.undo_last_turn()
+    text = await agent.undo_last_turn()
     if not text:
         return "Nothing to retry."
     live.turns = max(0, live.turns - 1)

@@ -263,3 +263,15 @@ async def test_recovery_leaves_other_platforms_sessions_alone(
     await again.settle()
     record = again.stack.db.db.get_session("tg-open")
     assert record is not None and record.ended_at is None
+
+
+async def test_undo_survives_eviction(make_gateway: GatewayFactory, server: FakeOpenAI) -> None:
+    gw = await make_gateway(CHORUS_SESSIONS__MAX_LIVE="1")
+    server.responder(echo())
+    await gw.ask("question A", user="2")
+    await gw.ask("question B", user="2")
+    assert "Undone" in (await gw.ask("/undo", user="2")).text
+    await gw.ask("someone else", user="3")  # evicts user 2's agent
+    assert gw.runner.sessions.live_agents == 1
+    await gw.ask("question C", user="2")
+    assert user_messages(server.last_request) == ["question A", "question C"]
