@@ -14,6 +14,7 @@ import logging
 import time
 
 from agent.context import ImageInput
+from gateway.activity import Activity
 from gateway.adapters.base import BaseAdapter, CommandInfo
 from gateway.agent_factory import AgentFactory
 from gateway.auth import Authorizer, normalize_user_key
@@ -72,6 +73,7 @@ class GatewayRunner:
         self.auth = Authorizer(settings.auth, gateway_db, clock)
         self.rate = RateLimiter(settings.auth.rate_limit_per_minute, clock)
         self.dedupe = Deduplicator(clock)
+        self.activity = Activity(clock)
         self.commands = CommandRegistry()
         register_user_commands(self.commands)
         register_admin_commands(self.commands)
@@ -126,6 +128,7 @@ class GatewayRunner:
 
     async def _handle(self, msg: InboundMessage) -> None:
         self.metrics.message_in(msg.platform)
+        self.activity.message()
         if self.dedupe.seen(msg.platform, msg.chat_id, msg.message_id):
             self.metrics.rejected("duplicate")
             return
@@ -229,6 +232,12 @@ class GatewayRunner:
         self.metrics.message_out(last.platform)
         self.metrics.observe_turn(time.monotonic() - started)
         used = agent.usage
+        self.activity.turn(
+            used.prompt_tokens
+            + used.completion_tokens
+            - before.prompt_tokens
+            - before.completion_tokens
+        )
         for kind, n in (
             ("prompt", used.prompt_tokens - before.prompt_tokens),
             ("completion", used.completion_tokens - before.completion_tokens),
@@ -284,9 +293,14 @@ class GatewayRunner:
         ]
 
     async def stats_lines(self) -> list[str]:
+        messages, turns = self.activity.per_minute()
+        recent = [
+            f"Last minute: {messages} message(s) in, {turns} turn(s).",
+            f"Tokens today (UTC): {self.activity.tokens_today():,}.",
+        ]
         snap = self.metrics.snapshot()
-        lines = [f"{name}: {value:g}" for name, value in sorted(snap.items())]
-        return [*await self.admin_status_lines(), *lines]
+        totals = [f"{name}: {value:g}" for name, value in sorted(snap.items())]
+        return [*recent, *await self.admin_status_lines(), "Since start:", *totals]
 
     async def reload(self) -> str:
         """Re-read config.yaml: auth lists, session and memory limits. Tokens need a restart."""

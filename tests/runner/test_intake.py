@@ -143,3 +143,17 @@ async def test_help_whoami_and_unknown_command(make_gateway: GatewayFactory) -> 
     assert "/admin" in (await gw.ask("/help", user="1")).text
     assert "memory:2" in (await gw.ask("/whoami", user="2")).text
     assert "Unknown command /frobnicate" in (await gw.ask("/frobnicate", user="2")).text
+
+
+async def test_admin_stats(make_gateway: GatewayFactory, server: FakeOpenAI) -> None:
+    gw = await make_gateway()
+    server.reply("one", usage={"prompt_tokens": 100, "completion_tokens": 20})
+    await gw.ask("hello", user="2")
+    stats = (await gw.ask("/admin stats", user="1")).text
+    assert "Last minute: 2 message(s) in, 1 turn(s)." in stats
+    assert "Tokens today (UTC): 120." in stats
+    assert "llm_errors: 0" in stats
+    await gw.clock.advance(61)
+    assert (
+        "Last minute: 1 message(s) in, 0 turn(s)." in (await gw.ask("/admin stats", user="1")).text
+    )
