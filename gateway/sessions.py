@@ -40,6 +40,7 @@ RENEWED_NOTICE = {
     "daily_reset": "(Sessions renew daily; this is a fresh one.{summary})",
 }
 SUMMARY_NOTE = " I kept a short summary of where we were."
+TURN_FAILED = "Sorry — something went wrong on my side. Please try again."
 RESEND_LATER = "I'm restarting right now — please send that again in a minute."
 
 Notice = Callable[[InboundMessage, str], Awaitable[None]]
@@ -234,6 +235,8 @@ class SessionManager:
                     await self._run_turn(self, live, batch)
                 except Exception:
                     logger.exception("turn of session %s failed", live.session_id)
+                    with contextlib.suppress(Exception):
+                        await self._notice(batch[-1], TURN_FAILED)
             live.last_active = self.clock.time()
             if live.key in self._open and not live.ending:
                 self._reschedule(live)

@@ -6,6 +6,8 @@ import asyncio
 import json
 import re
 
+import pytest
+
 from gateway.runner import EMPTY, TOO_LONG
 from tests.fakes import FakeOpenAI, Reply
 from tests.runner.conftest import GatewayFactory
@@ -157,3 +159,14 @@ async def test_admin_stats(make_gateway: GatewayFactory, server: FakeOpenAI) -> 
     assert (
         "Last minute: 1 message(s) in, 0 turn(s)." in (await gw.ask("/admin stats", user="1")).text
     )
+
+
+async def test_a_failing_turn_gets_an_apology_not_the_error(
+    make_gateway: GatewayFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    gw = await make_gateway()
+    await gw.stack.db.aclose()  # the transcript database is gone (disk trouble, say)
+    reply = await gw.ask("are you ok?", user="2")
+    assert reply.text == "Sorry — something went wrong on my side. Please try again."
+    assert "SessionDBError" not in reply.text
+    assert "SessionDBError" in caplog.text  # the operator gets the traceback
