@@ -170,3 +170,14 @@ async def test_a_failing_turn_gets_an_apology_not_the_error(
     assert reply.text == "Sorry — something went wrong on my side. Please try again."
     assert "SessionDBError" not in reply.text
     assert "SessionDBError" in caplog.text  # the operator gets the traceback
+
+
+async def test_a_turn_failing_mid_way_gets_an_apology(
+    make_gateway: GatewayFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    gw = await make_gateway()
+    await gw.ask("first", user="2")
+    await gw.stack.db.aclose()
+    reply = await gw.ask("second", user="2")
+    assert reply.text == "Sorry — something went wrong on my side. Please try again."
+    assert "turn of session" in caplog.text
