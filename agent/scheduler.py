@@ -20,38 +20,27 @@ class JobScheduler:
         self.queue = queue
         self.state = state
 
-    def sync_turn(self, session_id: str, turn_index: int) -> None:
+    def _enqueue(self, name: str, session_id: str, arg: str | int, job_id: str, what: str) -> None:
         self.queue.enqueue(
             JobSpec(
-                func=f"{JOBS_MODULE}.sync_turn",
-                args=(session_id, turn_index),
+                func=f"{JOBS_MODULE}.{name}",
+                args=(session_id, arg),
                 session_id=session_id,
-                job_id=f"chorus-sync-{session_id}-{turn_index}",
-                description=f"sync turn {turn_index} of {session_id}",
+                job_id=job_id,
+                description=f"{what} of {session_id}",
             )
         )
+
+    def sync_turn(self, session_id: str, turn_index: int) -> None:
+        job_id = f"chorus-sync-{session_id}-{turn_index}"
+        self._enqueue("sync_turn", session_id, turn_index, job_id, f"sync turn {turn_index}")
 
     def prefetch(self, session_id: str, query: str) -> None:
-        self.queue.enqueue(
-            JobSpec(
-                func=f"{JOBS_MODULE}.prefetch",
-                args=(session_id, query),
-                session_id=session_id,
-                job_id=f"chorus-prefetch-{session_id}-{uuid.uuid4().hex[:12]}",
-                description=f"prefetch for {session_id}",
-            )
-        )
+        job_id = f"chorus-prefetch-{session_id}-{uuid.uuid4().hex[:12]}"
+        self._enqueue("prefetch", session_id, query, job_id, "prefetch")
 
     def end_session(self, session_id: str, reason: str) -> None:
-        self.queue.enqueue(
-            JobSpec(
-                func=f"{JOBS_MODULE}.end_session",
-                args=(session_id, reason),
-                session_id=session_id,
-                job_id=f"chorus-end-{session_id}",
-                description=f"end {session_id} ({reason})",
-            )
-        )
+        self._enqueue("end_session", session_id, reason, f"chorus-end-{session_id}", "end")
 
     def take_prefetched(self, session_id: str) -> str | None:
         return self.state.take_prefetched(session_id)
