@@ -42,6 +42,7 @@ sessions_app = typer.Typer(help="Inspect session transcripts.", no_args_is_help=
 app.add_typer(memory_app, name="memory")
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(cli_ops.queue_app, name="queue")
+app.add_typer(cli_ops.users_app, name="users")
 app.command("worker")(cli_ops.worker_command)
 memory_app.command("providers")(cli_ops.providers_command)
 memory_app.command("pending")(cli_ops.memory_pending_command)
