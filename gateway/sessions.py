@@ -208,15 +208,22 @@ class SessionManager:
             )
             await agent.start()
             live.agent = agent
+        agent = live.agent
         self._agents[live.key] = None
         self._agents.move_to_end(live.key)
-        await self._evict()
-        return live.agent
+        await self._evict(keep=live.key)
+        return agent
 
-    async def _evict(self) -> None:
+    async def _evict(self, keep: SessionKey) -> None:
+        """Drop least recently used idle agents beyond ``max_live`` (never ``keep``'s)."""
         while len(self._agents) > self.settings.max_live:
             victim_key = next(
-                (k for k in self._agents if not self._open[k].busy and k in self._open), None
+                (
+                    k
+                    for k in self._agents
+                    if k != keep and k in self._open and not self._open[k].busy
+                ),
+                None,
             )
             if victim_key is None:
                 return

@@ -275,3 +275,17 @@ async def test_undo_survives_eviction(make_gateway: GatewayFactory, server: Fake
     assert gw.runner.sessions.live_agents == 1
     await gw.ask("question C", user="2")
     assert user_messages(server.last_request) == ["question A", "question C"]
+
+
+async def test_eviction_never_drops_the_agent_about_to_answer(
+    make_gateway: GatewayFactory, server: FakeOpenAI
+) -> None:
+    gw = await make_gateway(CHORUS_SESSIONS__MAX_LIVE="1")
+    server.reply("slow", delay=0.5)
+    server.reply("quick")
+    await gw.say("busy one", user="2")
+    while not server.requests:
+        await asyncio.sleep(0.005)
+    await gw.say("another", user="3")  # user 2's agent is busy, user 3's is new
+    texts = sorted([(await gw.adapter.pop()).text, (await gw.adapter.pop()).text])
+    assert texts == ["quick", "slow"]
