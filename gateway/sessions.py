@@ -74,6 +74,7 @@ class SessionManager:
         self._turns = asyncio.Semaphore(settings.max_concurrent_turns)
         self._closing = False
         self._ending = 0
+        self._locks: dict[SessionKey, asyncio.Lock] = {}
         self.reaper = Reaper(clock, self._expire)
 
     # ------------------------------------------------------------------ lookup
@@ -155,12 +156,19 @@ class SessionManager:
         """Queue a message for its session; False when shutting down."""
         if self._closing:
             return False
-        live = await self._session_for(msg)
-        live.pending.append(msg)
-        if live.busy and self.settings.busy == "interrupt":
-            live.cancel_turn()
-        if live.worker is None or live.worker.done():
-            live.worker = asyncio.create_task(self._work(live), name=f"session-{live.session_id}")
+        key = self.key_for(msg)
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        async with lock:  # two messages of one key never open two sessions
+            live = await self._session_for(msg)
+            live.pending.append(msg)
+            if live.busy and self.settings.busy == "interrupt":
+                live.cancel_turn()
+            if live.worker is None or live.worker.done():
+                live.worker = asyncio.create_task(
+                    self._work(live), name=f"session-{live.session_id}"
+                )
+        if not lock.locked() and key not in self._open:
+            self._locks.pop(key, None)
         return True
 
     async def _session_for(self, msg: InboundMessage) -> LiveSession:
@@ -287,6 +295,9 @@ class SessionManager:
         leftover, live.pending = live.pending, []
         self._open.pop(live.key, None)
         self._by_id.pop(live.session_id, None)
+        lock = self._locks.get(live.key)
+        if lock is not None and not lock.locked():
+            del self._locks[live.key]
         self._agents.pop(live.key, None)
         self.reaper.cancel(live.session_id)
         if live.agent is not None:

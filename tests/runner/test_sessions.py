@@ -289,3 +289,16 @@ async def test_eviction_never_drops_the_agent_about_to_answer(
     await gw.say("another", user="3")  # user 2's agent is busy, user 3's is new
     texts = sorted([(await gw.adapter.pop()).text, (await gw.adapter.pop()).text])
     assert texts == ["quick", "slow"]
+
+
+async def test_simultaneous_first_messages_open_one_session(
+    make_gateway: GatewayFactory, server: FakeOpenAI
+) -> None:
+    gw = await make_gateway()
+    server.reply("one answer", delay=0.2)
+    server.reply("second answer")
+    await asyncio.gather(gw.say("first", user="2"), gw.say("second", user="2"))
+    await gw.adapter.pop()
+    await gw.adapter.pop()
+    assert len(gw.runner.sessions.sessions) == 1
+    assert len({r.id for r in gw.stack.db.db.list_sessions(limit=10)}) == 1
