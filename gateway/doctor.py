@@ -117,6 +117,17 @@ def check_telegram(settings: Settings) -> CheckResult:
     return CheckResult("telegram", ok, detail)
 
 
+def check_slack(settings: Settings) -> CheckResult:
+    """``auth.test`` with the configured token and API URL; names the bot, never the token."""
+    token = settings.slack.bot_token
+    if token is None or not token.get_secret_value():
+        return CheckResult("slack", True, "not configured")
+    from gateway.adapters.slack_client import describe_bot
+
+    ok, detail = asyncio.run(describe_bot(settings.slack))
+    return CheckResult("slack", ok, detail)
+
+
 def check_llm(settings: Settings) -> CheckResult:
     if settings.llm.base_url is None and settings.llm.api_key is None:
         return CheckResult(
@@ -175,4 +186,5 @@ CHECKS: list[Callable[[Settings], CheckResult]] = [
     check_redis,
     check_platforms,
     check_telegram,
+    check_slack,
 ]

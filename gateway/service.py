@@ -14,6 +14,8 @@ import contextlib
 import logging
 import signal
 
+from pydantic import SecretStr
+
 from gateway.adapters.base import BaseAdapter
 from gateway.config import Settings
 from gateway.errors import ConfigError
@@ -37,7 +39,16 @@ def enabled_adapters(settings: Settings) -> list[BaseAdapter]:
         from gateway.adapters.telegram_adapter import TelegramAdapter
 
         adapters.append(TelegramAdapter(settings.telegram, vision=settings.llm.vision))
+    slack = settings.slack
+    if _secret(slack.bot_token) and _secret(slack.signing_secret):
+        from gateway.adapters.slack_adapter import SlackAdapter
+
+        adapters.append(SlackAdapter(slack))
     return adapters
+
+
+def _secret(value: SecretStr | None) -> str:
+    return value.get_secret_value() if value is not None else ""
 
 
 async def serve(settings: Settings, adapters: list[BaseAdapter], stop: asyncio.Event) -> None:

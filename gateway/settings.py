@@ -98,3 +98,7 @@ class SlackSettings(_Section):
     bot_token: SecretStr | None = Field(None, description="SLACK_BOT_TOKEN.")
     app_token: SecretStr | None = Field(None, description="SLACK_APP_TOKEN (Socket Mode).")
     signing_secret: SecretStr | None = Field(None, description="SLACK_SIGNING_SECRET.")
+    api_url: str | None = Field(None, description="Web API base URL; unset: Slack's own.")
+    events_path: str = Field(
+        "/slack/events", pattern=r"^/[A-Za-z0-9/_-]*$", description="Events API request path."
+    )

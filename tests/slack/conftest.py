@@ -1,0 +1,138 @@
+"""The whole gateway on Slack: real slack-bolt and slack_sdk, fake Web API, fake LLM.
+
+Events reach the gateway's own HTTP server (port 0) signed like Slack signs them.
+Runs on the real clock (the reply stream paces edits on it), so tests keep their
+waits short.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent.llm import LLMClient
+from gateway.adapters.slack_adapter import SlackAdapter
+from gateway.config import Settings, load_settings
+from gateway.http import HTTPServer
+from gateway.stack import GatewayStack, open_stack
+from tests.fakes import FakeOpenAI
+from tests.fakes.slack_api import SIGNING_SECRET, FakeSlack, event_callback, post_event
+
+ADMIN = "UADMIN01"
+ANN = "UANN0001"
+BOB = "UBOB0001"
+STRANGER = "USTRANGE"
+DM_ANN = "DANN0001"
+DM_BOB = "DBOB0001"
+CHANNEL = "CGENERAL"
+
+
+async def _no_sleep(_: float) -> None:
+    return None
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as fake:
+        yield fake
+
+
+@pytest.fixture
+def slack() -> Iterator[FakeSlack]:
+    with FakeSlack() as fake:
+        yield fake
+
+
+def slack_settings(home: Path, server: FakeOpenAI, slack: FakeSlack, **env: str) -> Settings:
+    environ = {
+        "CHORUS_HOME": str(home),
+        "OPENAI_BASE_URL": server.base_url,
+        "OPENAI_API_KEY": "sk-test",
+        "SLACK_BOT_TOKEN": slack.token,
+        "SLACK_SIGNING_SECRET": SIGNING_SECRET,
+        "CHORUS_SLACK__API_URL": slack.api_url,
+        "CHORUS_AUTH__ADMINS": f"slack:{ADMIN}",
+        "CHORUS_AUTH__ALLOWED_USERS": f"slack:{ANN},slack:{BOB}",
+        "CHORUS_AUTH__RATE_LIMIT_PER_MINUTE": "0",
+        "CHORUS_MEMORY__NUDGE_INTERVAL": "0",
+        "CHORUS_SESSIONS__DAILY_RESET_HOUR": "null",
+        "CHORUS_GATEWAY__HTTP__PORT": "0",
+        **env,
+    }
+    home.mkdir(mode=0o700, exist_ok=True)
+    return load_settings(home, environ)
+
+
+@dataclass
+class SlackGateway:
+    stack: GatewayStack
+    adapter: SlackAdapter
+    http: HTTPServer
+    slack: FakeSlack
+    server: FakeOpenAI
+
+    @property
+    def runner(self) -> Any:
+        return self.stack.runner
+
+    @property
+    def events_url(self) -> str:
+        return self.http.url + self.adapter.events_path
+
+    async def event(
+        self, event: dict[str, Any], *, event_id: str | None = None, retry_num: int | None = None
+    ) -> tuple[int, str]:
+        """Deliver ``event`` as Slack would; returns the HTTP status and body."""
+        payload = event_callback(event, event_id=event_id)
+        return await post_event(self.events_url, payload, retry_num=retry_num)
+
+    async def close(self) -> None:
+        await self.http.stop()
+        if not self.stack.db._closed:
+            await self.runner.shutdown(5)
+            await self.stack.close()
+
+    async def settle(self) -> None:
+        """Let every session worker finish."""
+        for _ in range(1000):
+            await asyncio.sleep(0.01)
+            if self.runner.sessions.quiet:
+                return
+
+
+GatewayFactory = Callable[..., Awaitable[SlackGateway]]
+
+
+@pytest.fixture
+async def make_gateway(
+    chorus_home: Path, server: FakeOpenAI, slack: FakeSlack
+) -> AsyncIterator[GatewayFactory]:
+    opened: list[SlackGateway] = []
+
+    async def build(*, start_wait: float = 10.0, **env: str) -> SlackGateway:
+        settings = slack_settings(chorus_home, server, slack, **env)
+        adapter = SlackAdapter(settings.slack, start_backoff=0.05, start_wait=start_wait)
+        stack = await open_stack(
+            settings, llm=LLMClient(settings.llm, sleep=_no_sleep), adapters=[adapter]
+        )
+        http = HTTPServer("127.0.0.1", 0, metrics=stack.metrics, readiness=stack.readiness)
+        for method, path, handler in adapter.http_routes():
+            http.add_route(method, path, handler)
+        await stack.runner.start()
+        await http.start()
+        gateway = SlackGateway(stack, adapter, http, slack, server)
+        opened.append(gateway)
+        return gateway
+
+    yield build
+    for gateway in opened:
+        await gateway.close()
+
+
+def user_texts(request: dict[str, Any]) -> list[str]:
+    return [str(m["content"]) for m in request["messages"] if m["role"] == "user"]

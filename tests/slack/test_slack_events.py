@@ -1,0 +1,130 @@
+"""Events API requests end to end: verification, DMs, channels, threads and retries."""
+
+from __future__ import annotations
+
+import json
+
+from tests.fakes.slack_api import BOT_USER_ID, event_callback, post_event
+from tests.slack.conftest import ANN, BOB, CHANNEL, DM_ANN, GatewayFactory, user_texts
+
+
+async def test_url_verification_answers_the_challenge(make_gateway: GatewayFactory) -> None:
+    gw = await make_gateway()
+    payload = {"token": "x", "challenge": "c-123", "type": "url_verification"}
+    status, body = await post_event(gw.events_url, payload)
+    assert status == 200
+    assert json.loads(body) == {"challenge": "c-123"}
+
+
+async def test_a_bad_signature_is_refused_and_nothing_is_answered(
+    make_gateway: GatewayFactory,
+) -> None:
+    gw = await make_gateway()
+    event = gw.slack.person("hi", user=ANN, channel=DM_ANN)
+    status, _ = await post_event(gw.events_url, event_callback(event), secret="not-the-secret")
+    assert status == 401
+    await gw.settle()
+    assert gw.server.requests == [] and gw.slack.calls_of("chat.postMessage") == []
+
+
+async def test_dm_conversation(make_gateway: GatewayFactory) -> None:
+    gw = await make_gateway()
+    slack, llm = gw.slack, gw.server
+    llm.reply("Hello Ann! **How** can I help? See [docs](https://x.io/?a=1&b=2)")
+    status, _ = await gw.event(slack.person("hi there", user=ANN, channel=DM_ANN))
+    assert status == 200
+    [first] = await slack.wait_posted(DM_ANN, 1)
+    assert first.text == "Hello Ann! *How* can I help? See <https://x.io/?a=1&amp;b=2|docs>"
+    assert first.thread_ts is None
+
+    llm.reply("You said hi.")
+    await gw.event(slack.person("what did I say?", user=ANN, channel=DM_ANN))
+    posted = await slack.wait_posted(DM_ANN, 2)
+    assert posted[1].text == "You said hi."
+    assert user_texts(llm.requests[-1])[-2:] == ["hi there", "what did I say?"]
+    assert gw.adapter.is_connected()
+
+
+async def test_channel_messages_need_a_mention_and_get_a_thread(
+    make_gateway: GatewayFactory,
+) -> None:
+    gw = await make_gateway()
+    slack, llm = gw.slack, gw.server
+    await gw.event(slack.person("just chatting", user=ANN, channel=CHANNEL, channel_type="channel"))
+    await gw.settle()
+    assert llm.requests == [] and slack.posted_in(CHANNEL) == []
+
+    llm.reply("At your service.")
+    text = f"<@{BOT_USER_ID}> can you help?"
+    message = slack.person(text, user=ANN, channel=CHANNEL, channel_type="channel")
+    mention = {**message, "type": "app_mention"}
+    mention.pop("channel_type")
+    await gw.event(message)
+    await gw.event(mention)  # Slack sends both for one message
+    [reply] = await slack.wait_posted(CHANNEL, 1)
+    assert reply.thread_ts == message["ts"]
+    assert reply.text == "At your service."
+    assert user_texts(llm.requests[-1])[-1] == "can you help?"
+    await gw.settle()
+    assert len(llm.requests) == 1 and len(slack.posted_in(CHANNEL)) == 1
+
+
+async def test_threads_stay_threads_and_are_separate_sessions(
+    make_gateway: GatewayFactory,
+) -> None:
+    gw = await make_gateway()
+    slack, llm = gw.slack, gw.server
+    mention = f"<@{BOT_USER_ID}>"
+    roots = []
+    for topic in ("apples", "pears"):
+        llm.reply(f"About {topic}.")
+        root = slack.person(f"{mention} {topic}", user=ANN, channel=CHANNEL, channel_type="channel")
+        roots.append(root)
+        await gw.event(root)
+        await slack.wait_for(lambda r=root: _replies(gw, r["ts"]) == 1, what="first answer")
+
+    llm.reply("Still apples.")
+    follow = slack.person(
+        f"{mention} more",
+        user=ANN,
+        channel=CHANNEL,
+        channel_type="channel",
+        thread_ts=roots[0]["ts"],
+    )
+    await gw.event(follow)
+    await slack.wait_for(lambda: _replies(gw, roots[0]["ts"]) == 2, what="thread reply")
+    texts = user_texts(llm.requests[-1])
+    assert texts == ["apples", "more"], "the apples thread has its own history"
+    assert _replies(gw, roots[1]["ts"]) == 1
+    await gw.settle()
+    keys = {str(live.key) for live in gw.runner.sessions.sessions}
+    assert keys == {f"slack/{CHANNEL}/{ANN}/{r['ts']}" for r in roots}
+
+
+def _replies(gw: object, thread_ts: str) -> int:
+    return sum(1 for p in gw.slack.posted_in(CHANNEL) if p.thread_ts == thread_ts)  # type: ignore[attr-defined]
+
+
+async def test_a_retried_event_gets_one_reply(make_gateway: GatewayFactory) -> None:
+    gw = await make_gateway()
+    slack, llm = gw.slack, gw.server
+    llm.reply("Only once.")
+    event = slack.person("hello", user=BOB, channel="DBOB0001")
+    assert (await gw.event(event, event_id="Ev0RETRY"))[0] == 200
+    assert (await gw.event(event, event_id="Ev0RETRY", retry_num=1))[0] == 200
+    assert (await gw.event(event, event_id="Ev0RETRY", retry_num=2))[0] == 200
+    await slack.wait_posted("DBOB0001", 1)
+    await gw.settle()
+    assert len(slack.posted_in("DBOB0001")) == 1 and len(llm.requests) == 1
+
+
+async def test_bot_messages_and_edits_are_ignored(make_gateway: GatewayFactory) -> None:
+    gw = await make_gateway()
+    slack, llm = gw.slack, gw.server
+    ours = slack.person("echo", user=BOT_USER_ID, channel=DM_ANN)
+    other_bot = slack.person("beep", user=ANN, channel=DM_ANN, bot_id="BOTHER01")
+    edited = slack.person("x", user=ANN, channel=DM_ANN, subtype="message_changed")
+    for event in (ours, other_bot, edited):
+        assert (await gw.event(event))[0] == 200
+    await gw.settle()
+    assert llm.requests == [] and slack.calls_of("chat.postMessage") == []
