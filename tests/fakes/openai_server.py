@@ -28,10 +28,11 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
-from types import TracebackType
 from typing import Any, Literal
 
 from aiohttp import web
+
+from .loop_thread import LoopThread
 
 ReplyKind = Literal["text", "tool_calls", "error", "hang"]
 
@@ -209,7 +210,9 @@ def _error_body(
     }
 
 
-class FakeOpenAI:
+class FakeOpenAI(LoopThread):
+    thread_name = "fake-openai"
+
     """Fake OpenAI-compatible server; see the module docstring."""
 
     #: characters per streamed tool-call ``arguments`` fragment
@@ -224,6 +227,7 @@ class FakeOpenAI:
         model: str = "fake-model",
         api_key: str | None = None,
     ) -> None:
+        super().__init__()
         self.default_reply = default_reply
         self.model = model
         #: when set, requests must send ``Authorization: Bearer <api_key>`` (401 otherwise)
@@ -237,79 +241,10 @@ class FakeOpenAI:
         self._responder: Callable[[dict[str, Any]], Reply | str] | None = None
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
         self._stopping: asyncio.Event | None = None
 
     # ------------------------------------------------------------------ lifecycle
-
-    def start(self) -> FakeOpenAI:
-        if self._thread is not None:
-            raise RuntimeError("FakeOpenAI already started")
-        ready = threading.Event()
-        failure: list[BaseException] = []
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-
-        def run() -> None:
-            asyncio.set_event_loop(loop)
-            try:
-                loop.run_until_complete(self._serve())
-            except BaseException as exc:  # reported to the starting thread
-                failure.append(exc)
-                ready.set()
-                return
-            ready.set()
-            loop.run_forever()
-
-        self._thread = threading.Thread(target=run, name="fake-openai", daemon=True)
-        self._thread.start()
-        if not ready.wait(timeout=10):
-            raise RuntimeError("FakeOpenAI did not start in time")
-        if failure:
-            self._thread.join()
-            loop.close()
-            self._thread = None
-            self._loop = None
-            raise RuntimeError("FakeOpenAI failed to start") from failure[0]
-        return self
-
-    def stop(self) -> None:
-        loop, thread = self._loop, self._thread
-        if loop is None or thread is None:
-            return
-        future = asyncio.run_coroutine_threadsafe(self._shutdown(), loop)
-        with contextlib.suppress(Exception):
-            future.result(timeout=10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout=10)
-        if not thread.is_alive():
-            loop.close()
-        self._loop = None
-        self._thread = None
-
-    def __enter__(self) -> FakeOpenAI:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    async def __aenter__(self) -> FakeOpenAI:
-        return self.start()
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await asyncio.to_thread(self.stop)
 
     async def _serve(self) -> None:
         self._stopping = asyncio.Event()

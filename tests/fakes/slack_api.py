@@ -16,7 +16,6 @@ optionally marked as a retry.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import hmac
 import itertools
@@ -25,11 +24,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any
 
 import aiohttp
 from aiohttp import web
+
+from .loop_thread import LoopThread
 
 TOKEN = "xoxb-fake-0000-secret-token"
 SIGNING_SECRET = "fake-signing-secret-7d1e9c"
@@ -58,8 +58,11 @@ class Posted:
     history: list[str] = field(default_factory=list)
 
 
-class FakeSlack:
+class FakeSlack(LoopThread):
+    thread_name = "fake-slack"
+
     def __init__(self) -> None:
+        super().__init__()
         self.token = TOKEN
         self.calls: list[Call] = []
         self.posted: list[Posted] = []
@@ -68,8 +71,6 @@ class FakeSlack:
         self._ts = itertools.count(1)
         self._scripted: list[tuple[str, int, str, int]] = []
         self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
 
     @property
@@ -78,47 +79,9 @@ class FakeSlack:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def start(self) -> FakeSlack:
-        ready = threading.Event()
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-
-        def run() -> None:
-            asyncio.set_event_loop(loop)
-            loop.run_until_complete(self._serve())
-            ready.set()
-            loop.run_forever()
-
-        self._thread = threading.Thread(target=run, name="fake-slack", daemon=True)
-        self._thread.start()
-        if not ready.wait(timeout=10):
-            raise RuntimeError("FakeSlack did not start in time")
-        return self
-
-    def stop(self) -> None:
-        loop, thread = self._loop, self._thread
-        if loop is None or thread is None:
-            return
+    async def _shutdown(self) -> None:
         if self._runner is not None:
-            future = asyncio.run_coroutine_threadsafe(self._runner.cleanup(), loop)
-            with contextlib.suppress(Exception):
-                future.result(timeout=10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout=10)
-        if not thread.is_alive():
-            loop.close()
-        self._loop = self._thread = None
-
-    def __enter__(self) -> FakeSlack:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+            await self._runner.cleanup()
 
     async def _serve(self) -> None:
         app = web.Application()

@@ -24,7 +24,6 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any
 
 import aiohttp
@@ -41,6 +40,8 @@ from tests.fakes.telegram_data import (
     utf16_len,
     validate_entities,
 )
+
+from .loop_thread import LoopThread
 
 _FORMATTED_METHODS = ("sendMessage", "editMessageText")
 
@@ -68,8 +69,11 @@ class BotMessage:
     edited_at: list[float] = field(default_factory=list)
 
 
-class FakeTelegram:
+class FakeTelegram(LoopThread):
+    thread_name = "fake-telegram"
+
     def __init__(self, *, token: str = TOKEN, username: str = BOT_USERNAME) -> None:
+        super().__init__()
         self.token = token
         self.username = username
         self.bot_id = BOT_ID
@@ -89,8 +93,6 @@ class FakeTelegram:
         self._format_rejections = 0
         self._poll_generation = 0
         self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
         self._waiters: list[asyncio.Future[None]] = []
         self._deliverer: asyncio.Task[None] | None = None
@@ -104,47 +106,6 @@ class FakeTelegram:
         return f"http://127.0.0.1:{self.port}/file/bot"
 
     # ------------------------------------------------------------------ lifecycle
-
-    def start(self) -> FakeTelegram:
-        ready = threading.Event()
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-
-        def run() -> None:
-            asyncio.set_event_loop(loop)
-            loop.run_until_complete(self._serve())
-            ready.set()
-            loop.run_forever()
-
-        self._thread = threading.Thread(target=run, name="fake-telegram", daemon=True)
-        self._thread.start()
-        if not ready.wait(timeout=10):
-            raise RuntimeError("FakeTelegram did not start in time")
-        return self
-
-    def stop(self) -> None:
-        loop, thread = self._loop, self._thread
-        if loop is None or thread is None:
-            return
-        future = asyncio.run_coroutine_threadsafe(self._shutdown(), loop)
-        with contextlib.suppress(Exception):
-            future.result(timeout=10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout=10)
-        if not thread.is_alive():
-            loop.close()
-        self._loop = self._thread = None
-
-    def __enter__(self) -> FakeTelegram:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     async def _serve(self) -> None:
         app = web.Application(middlewares=[self._outage])

@@ -1,0 +1,379 @@
+"""A local fake of Discord: the REST API and the gateway websocket.
+
+``FakeDiscord`` runs an aiohttp server on 127.0.0.1 in a background thread with its
+own event loop (like ``FakeOpenAI``). Point ``discord.api_url`` at ``api_url``;
+``GET /gateway/bot`` names the websocket. REST: ``GET /users/@me``,
+``GET /gateway/bot``, ``GET /channels/{id}``, ``POST /channels/{id}/messages``
+(``enforce_nonce`` honoured), ``PATCH /channels/{id}/messages/{mid}`` and
+``POST /channels/{id}/typing``, all checking ``Authorization: Bot <token>``.
+
+The gateway sends HELLO, answers IDENTIFY with READY + GUILD_CREATE, HEARTBEAT with
+HEARTBEAT_ACK, and RESUME with the missed dispatches + RESUMED. Frames are plain
+JSON text (discord.py reads text frames as they are). Tests script it:
+``message()`` dispatches a MESSAGE_CREATE (kept for replay), ``drop()`` cuts the
+connection, ``hold()``/``release()`` refuse new connections meanwhile,
+``replay_everything`` makes the next RESUME replay already-delivered events too,
+``rate_limit()`` answers the next message POSTs with 429 + ``retry_after``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+from aiohttp import web
+
+from tests.fakes.discord_data import (
+    BOT_ID,
+    BOT_USER,
+    GUILD_ID,
+    TOKEN,
+    application,
+    guild,
+    message,
+    snowflake,
+)
+
+HEARTBEAT_MS = 1000
+
+
+@dataclass
+class Call:
+    method: str
+    path: str
+    at: float
+    status: int = 200
+    body: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Posted:
+    """A message the bot posted, as the channel shows it now (edits applied)."""
+
+    channel_id: int
+    id: int
+    content: str
+    reference: int | None
+    history: list[str] = field(default_factory=list)
+
+
+def _json(data: Any, *, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    """JSON as Discord sends it: ``Content-Type`` exactly ``application/json``."""
+    all_headers = {"Content-Type": "application/json", **(headers or {})}
+    return web.Response(body=json.dumps(data).encode(), status=status, headers=all_headers)
+
+
+class FakeDiscord:
+    def __init__(self) -> None:
+        self.token = TOKEN
+        self.calls: list[Call] = []
+        self.posted: list[Posted] = []
+        self.identifies = 0
+        self.resumes = 0
+        self.replay_everything = False
+        self.port = 0
+        self._held = False
+        self._rate_limits: list[float] = []
+        self._nonces: dict[tuple[int, str], dict[str, Any]] = {}
+        self._events: list[tuple[int, str, dict[str, Any]]] = []
+        self._seq = 0
+        self._session = ""
+        self._ws: web.WebSocketResponse | None = None
+        self._transport: asyncio.BaseTransport | None = None
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+
+    @property
+    def api_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/api/v10"
+
+    @property
+    def gateway_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/gateway"
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> FakeDiscord:
+        ready = threading.Event()
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+
+        def run() -> None:
+            asyncio.set_event_loop(loop)
+            loop.run_until_complete(self._serve())
+            ready.set()
+            loop.run_forever()
+
+        self._thread = threading.Thread(target=run, name="fake-discord", daemon=True)
+        self._thread.start()
+        if not ready.wait(timeout=10):
+            raise RuntimeError("FakeDiscord did not start in time")
+        return self
+
+    def stop(self) -> None:
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        if self._runner is not None:
+            future = asyncio.run_coroutine_threadsafe(self._runner.cleanup(), loop)
+            with contextlib.suppress(Exception):
+                future.result(timeout=10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=10)
+        if not thread.is_alive():
+            loop.close()
+        self._loop = self._thread = None
+
+    def __enter__(self) -> FakeDiscord:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    async def _serve(self) -> None:
+        app = web.Application()
+        app.router.add_get("/gateway", self._gateway)
+        app.router.add_route("*", "/api/v10/{path:.*}", self._rest)
+        self._runner = web.AppRunner(app, shutdown_timeout=0.5, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        server = site._server
+        assert server is not None
+        self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+    def _call(self, coro: Any) -> Any:
+        assert self._loop is not None
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=10)
+
+    # ------------------------------------------------------------------- scripting
+
+    def message(
+        self,
+        content: str,
+        *,
+        author: dict[str, Any],
+        channel_id: int,
+        guild_id: int | None = None,
+        mentions_bot: bool = False,
+        referenced: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """A person writes: MESSAGE_CREATE now, or on RESUME when no one is connected."""
+        data = message(
+            message_id=snowflake(),
+            channel_id=channel_id,
+            author=author,
+            content=content,
+            guild_id=guild_id,
+            mentions=[BOT_USER] if mentions_bot else [],
+            referenced=referenced,
+        )
+        self._call(self._record_and_send("MESSAGE_CREATE", data))
+        return data
+
+    def drop(self) -> None:
+        """Cut the gateway connection the way a network loss does (no close frame)."""
+        self._call(self._drop())
+
+    def hold(self) -> None:
+        self._held = True
+
+    def release(self) -> None:
+        self._held = False
+
+    def rate_limit(self, times: int, *, retry_after: float = 0.2) -> None:
+        with self._lock:
+            self._rate_limits.extend([retry_after] * times)
+
+    @property
+    def connected(self) -> bool:
+        return self._ws is not None and not self._ws.closed
+
+    def calls_of(self, method: str, suffix: str, status: int | None = 200) -> list[Call]:
+        with self._lock:
+            return [
+                c
+                for c in self.calls
+                if c.method == method and c.path.endswith(suffix) and status in (None, c.status)
+            ]
+
+    def posted_in(self, channel_id: int) -> list[Posted]:
+        with self._lock:
+            return [p for p in self.posted if p.channel_id == channel_id]
+
+    async def wait_for(
+        self, predicate: Callable[[], bool], timeout: float = 15.0, what: str = "condition"
+    ) -> None:
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {what}")
+            await asyncio.sleep(0.02)
+
+    async def wait_posted(self, channel_id: int, count: int, timeout: float = 15.0) -> list[Posted]:
+        await self.wait_for(lambda: len(self.posted_in(channel_id)) >= count, timeout, "posts")
+        return self.posted_in(channel_id)
+
+    # -------------------------------------------------------------------- gateway
+
+    async def _send(self, ws: web.WebSocketResponse, payload: dict[str, Any]) -> None:
+        with contextlib.suppress(ConnectionError, RuntimeError):
+            await ws.send_str(json.dumps(payload))
+
+    async def _dispatch(self, ws: web.WebSocketResponse, event: str, data: Any) -> int:
+        self._seq += 1
+        await self._send(ws, {"op": 0, "t": event, "s": self._seq, "d": data})
+        return self._seq
+
+    async def _record_and_send(self, event: str, data: dict[str, Any]) -> None:
+        self._seq += 1
+        self._events.append((self._seq, event, data))
+        ws = self._ws
+        if ws is not None and not ws.closed:
+            await self._send(ws, {"op": 0, "t": event, "s": self._seq, "d": data})
+
+    async def _drop(self) -> None:
+        transport, self._transport, self._ws = self._transport, None, None
+        if transport is not None:
+            transport.abort()  # type: ignore[attr-defined]
+
+    async def _gateway(self, request: web.Request) -> web.StreamResponse:
+        if self._held:
+            return web.Response(status=503, text="unavailable")
+        ws = web.WebSocketResponse(autoping=True)
+        await ws.prepare(request)
+        self._ws, self._transport = ws, request.transport
+        await self._send(ws, {"op": 10, "d": {"heartbeat_interval": HEARTBEAT_MS}})
+        async for frame in ws:
+            payload = json.loads(frame.data)
+            op, data = payload.get("op"), payload.get("d") or {}
+            if op == 1:
+                await self._send(ws, {"op": 11})
+            elif op == 2:
+                if data.get("token") != self.token:
+                    await ws.close(code=4004, message=b"Authentication failed.")
+                    break
+                await self._identify(ws)
+            elif op == 6:
+                if data.get("token") != self.token or data.get("session_id") != self._session:
+                    await self._send(ws, {"op": 9, "d": False})
+                    continue
+                await self._resume(ws, int(data.get("seq") or 0))
+        if self._ws is ws:
+            self._ws = self._transport = None
+        return ws
+
+    async def _identify(self, ws: web.WebSocketResponse) -> None:
+        self.identifies += 1
+        self._session = uuid.uuid4().hex
+        self._events.clear()
+        ready = {
+            "v": 10,
+            "user": BOT_USER,
+            "guilds": [{"id": str(GUILD_ID), "unavailable": True}],
+            "session_id": self._session,
+            "resume_gateway_url": self.gateway_url,
+            "application": {"id": str(BOT_ID), "flags": 0},
+        }
+        await self._dispatch(ws, "READY", ready)
+        await self._dispatch(ws, "GUILD_CREATE", guild())
+
+    async def _resume(self, ws: web.WebSocketResponse, seq: int) -> None:
+        self.resumes += 1
+        for number, event, data in list(self._events):
+            if number > seq or self.replay_everything:
+                await self._send(ws, {"op": 0, "t": event, "s": number, "d": data})
+        self.replay_everything = False
+        await self._dispatch(ws, "RESUMED", {})
+
+    # ----------------------------------------------------------------------- REST
+
+    async def _rest(self, request: web.Request) -> web.Response:
+        path, method = request.match_info["path"], request.method
+        body: dict[str, Any] = {}
+        if request.can_read_body:
+            with contextlib.suppress(ValueError):
+                body = await request.json()
+        call = Call(method, "/" + path, time.monotonic(), body=body)
+        with self._lock:
+            self.calls.append(call)
+        if request.headers.get("Authorization") != f"Bot {self.token}":
+            call.status = 401
+            return _json({"message": "401: Unauthorized", "code": 0}, status=401)
+        parts = path.split("/")
+        if path == "users/@me":
+            return _json(BOT_USER)
+        if path == "oauth2/applications/@me":
+            return _json(application())
+        if path == "gateway/bot":
+            limits = {"total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": 1}
+            return _json({"url": self.gateway_url, "shards": 1, "session_start_limit": limits})
+        if parts[0] == "channels" and len(parts) == 2 and method == "GET":
+            return _json({"id": parts[1], "type": 0, "guild_id": str(GUILD_ID)})
+        if parts[0] == "channels" and len(parts) == 3 and parts[2] == "typing":
+            return web.Response(status=204)
+        if parts[0] == "channels" and len(parts) == 3 and method == "POST":
+            return self._post_message(call, int(parts[1]), body)
+        if parts[0] == "channels" and len(parts) == 4 and method == "PATCH":
+            return self._edit_message(call, int(parts[1]), int(parts[3]), body)
+        call.status = 404
+        return _json({"message": "404: Not Found", "code": 0}, status=404)
+
+    def _post_message(self, call: Call, channel_id: int, body: dict[str, Any]) -> web.Response:
+        with self._lock:
+            retry_after = self._rate_limits.pop(0) if self._rate_limits else None
+        if retry_after is not None:
+            call.status = 429
+            answer = {"message": "You are being rate limited.", "retry_after": retry_after}
+            headers = {"Via": "1.1 google", "Retry-After": str(retry_after)}
+            return _json({**answer, "global": False}, status=429, headers=headers)
+        nonce = str(body.get("nonce") or "")
+        key = (channel_id, nonce)
+        if nonce and body.get("enforce_nonce") and key in self._nonces:
+            return _json(self._nonces[key])
+        reference = (body.get("message_reference") or {}).get("message_id")
+        data = message(
+            message_id=snowflake(),
+            channel_id=channel_id,
+            author=BOT_USER,
+            content=str(body.get("content") or ""),
+            nonce=nonce or None,
+        )
+        with self._lock:
+            ref = int(reference) if reference else None
+            self.posted.append(Posted(channel_id, int(data["id"]), data["content"], ref))
+            self.posted[-1].history.append(data["content"])
+            if nonce:
+                self._nonces[key] = data
+        return _json(data)
+
+    def _edit_message(
+        self, call: Call, channel_id: int, message_id: int, body: dict[str, Any]
+    ) -> web.Response:
+        with self._lock:
+            found = [p for p in self.posted if p.id == message_id]
+            if not found:
+                call.status = 404
+                return _json({"message": "Unknown Message", "code": 10008}, status=404)
+            posted = found[0]
+            posted.content = str(body.get("content") or "")
+            posted.history.append(posted.content)
+        data = message(
+            message_id=message_id, channel_id=channel_id, author=BOT_USER, content=posted.content
+        )
+        return _json(data)
