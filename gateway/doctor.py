@@ -117,6 +117,17 @@ def check_telegram(settings: Settings) -> CheckResult:
     return CheckResult("telegram", ok, detail)
 
 
+def check_discord(settings: Settings) -> CheckResult:
+    """``GET /users/@me`` with the configured token and API URL; names the bot, never the token."""
+    token = settings.discord.token
+    if token is None or not token.get_secret_value():
+        return CheckResult("discord", True, "not configured")
+    from gateway.adapters.discord_client import describe_bot
+
+    ok, detail = asyncio.run(describe_bot(settings.discord))
+    return CheckResult("discord", ok, detail)
+
+
 def check_slack(settings: Settings) -> CheckResult:
     """``auth.test`` with the configured token and API URL; names the bot, never the token."""
     token = settings.slack.bot_token
@@ -186,5 +197,6 @@ CHECKS: list[Callable[[Settings], CheckResult]] = [
     check_redis,
     check_platforms,
     check_telegram,
+    check_discord,
     check_slack,
 ]

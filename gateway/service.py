@@ -39,6 +39,10 @@ def enabled_adapters(settings: Settings) -> list[BaseAdapter]:
         from gateway.adapters.telegram_adapter import TelegramAdapter
 
         adapters.append(TelegramAdapter(settings.telegram, vision=settings.llm.vision))
+    if _secret(settings.discord.token):
+        from gateway.adapters.discord_adapter import DiscordAdapter
+
+        adapters.append(DiscordAdapter(settings.discord))
     slack = settings.slack
     if _secret(slack.bot_token) and _secret(slack.signing_secret):
         from gateway.adapters.slack_adapter import SlackAdapter

@@ -92,6 +92,9 @@ class TelegramSettings(_Section):
 
 class DiscordSettings(_Section):
     token: SecretStr | None = Field(None, description="DISCORD_BOT_TOKEN.")
+    api_url: str | None = Field(
+        None, description="REST API base URL (…/api/v10); unset: Discord's own."
+    )
 
 
 class SlackSettings(_Section):

@@ -1,0 +1,83 @@
+"""Discord messages as chorus messages.
+
+- A message in a DM channel is a direct message.
+- In a guild channel the bot is addressed when it is mentioned (``<@id>`` or
+  ``<@!id>``, removed from the text) or when the message replies to one of its
+  messages. A message in a thread keeps the thread as its chat (replies go into
+  the thread) and names it as its ``thread_id``.
+- Messages from bots (ours included) and system messages are ignored; edits never
+  reach ``on_message``.
+"""
+
+from __future__ import annotations
+
+import re
+
+import discord
+
+from gateway.events import Attachment, AttachmentKind, InboundMessage
+
+PLATFORM = "discord"
+ANSWERED_TYPES = frozenset({discord.MessageType.default, discord.MessageType.reply})
+_KINDS: tuple[tuple[str, AttachmentKind], ...] = (
+    ("image/", "image"),
+    ("audio/", "audio"),
+    ("video/", "video"),
+)
+
+
+def mention_pattern(bot_id: int) -> re.Pattern[str]:
+    """``<@id>`` or ``<@!id>`` and the blank after it."""
+    return re.compile(rf"<@!?{bot_id}>[ \t]?")
+
+
+def is_direct(message: discord.Message) -> bool:
+    channel = message.channel
+    if isinstance(channel, discord.DMChannel | discord.GroupChannel):
+        return True
+    return message.guild is None and getattr(channel, "guild_id", None) is None
+
+
+def replies_to(message: discord.Message, bot_id: int) -> bool:
+    reference = message.reference
+    if reference is None:
+        return False
+    resolved = reference.resolved
+    return isinstance(resolved, discord.Message) and resolved.author.id == bot_id
+
+
+def inbound_from(message: discord.Message, bot_id: int) -> InboundMessage | None:
+    """The message as chorus sees it, or None when chorus should not look at it."""
+    author = message.author
+    if author.bot or author.id == bot_id or message.type not in ANSWERED_TYPES:
+        return None
+    direct = is_direct(message)
+    mention = mention_pattern(bot_id)
+    mentioned = mention.search(message.content) is not None or any(
+        user.id == bot_id for user in message.mentions
+    )
+    channel = message.channel
+    thread = str(channel.id) if isinstance(channel, discord.Thread) else None
+    return InboundMessage(
+        platform=PLATFORM,
+        chat_id=str(channel.id),
+        user_id=str(author.id),
+        text=mention.sub("", message.content).strip(),
+        message_id=str(message.id),
+        user_name=author.display_name,
+        thread_id=thread,
+        attachments=tuple(_attachment(a) for a in message.attachments),
+        is_direct=direct,
+        mentions_bot=mentioned and not direct,
+        reply_to_bot=replies_to(message, bot_id) and not direct,
+        timestamp=message.created_at.timestamp(),
+    )
+
+
+def _attachment(attachment: discord.Attachment) -> Attachment:
+    mime = attachment.content_type or ""
+    kind: AttachmentKind = "document" if mime else "other"
+    for prefix, candidate in _KINDS:
+        if mime.startswith(prefix):
+            kind = candidate
+    return Attachment(kind, attachment.filename, mime, attachment.size)

@@ -1,0 +1,62 @@
+"""``chorus doctor``, which adapters the service enables, bots ignored, the token never logged."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from gateway.adapters.discord_adapter import DiscordAdapter
+from gateway.doctor import check_discord
+from gateway.errors import ConfigError
+from gateway.service import enabled_adapters
+from gateway.settings import DiscordSettings
+from tests.discord.conftest import ANN, DM_ANN, GatewayFactory, discord_settings
+from tests.fakes import FakeOpenAI
+from tests.fakes.discord_api import FakeDiscord
+from tests.fakes.discord_data import BOT_USER, TOKEN, user
+
+
+def test_doctor_names_the_bot_and_not_the_token(
+    chorus_home: Path, server: FakeOpenAI, discord_api: FakeDiscord
+) -> None:
+    settings = discord_settings(chorus_home, server, discord_api)
+    result = check_discord(settings)
+    assert result.ok and "chorus" in result.detail and TOKEN not in result.detail
+
+    wrong = discord_settings(chorus_home, server, discord_api, DISCORD_BOT_TOKEN="nope")
+    result = check_discord(wrong)
+    assert not result.ok and "rejected" in result.detail and "nope" not in result.detail
+
+
+def test_enabled_adapters_include_discord_when_its_token_is_set(
+    chorus_home: Path, server: FakeOpenAI, discord_api: FakeDiscord
+) -> None:
+    settings = discord_settings(chorus_home, server, discord_api)
+    assert [a.name for a in enabled_adapters(settings)] == ["discord"]
+    without = discord_settings(chorus_home, server, discord_api, DISCORD_BOT_TOKEN="")
+    assert enabled_adapters(without) == []
+    with pytest.raises(ConfigError):
+        DiscordAdapter(DiscordSettings())
+
+
+async def test_bots_are_ignored_and_the_token_never_logged(
+    make_gateway: GatewayFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    gw = await make_gateway()
+    fake, llm = gw.discord, gw.server
+    fake.message("I am a bot", author=user(7, "otherbot", bot=True), channel_id=DM_ANN)
+    fake.message("I am me", author=BOT_USER, channel_id=DM_ANN)
+    llm.reply("hello")
+    fake.message("hi", author=ANN, channel_id=DM_ANN)
+    await fake.wait_posted(DM_ANN, 1)
+    await gw.settle()
+    assert len(llm.requests) == 1
+    fake.drop()  # a RESUME sends the token too
+    await fake.wait_for(lambda: fake.resumes == 1, what="a resume")
+    await fake.wait_for(gw.adapter.is_connected, what="the reconnect")
+    await gw.close()
+    assert any(r.name.startswith("discord.gateway") for r in caplog.records)
+    assert all(TOKEN not in r.getMessage() for r in caplog.records)
