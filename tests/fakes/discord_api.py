@@ -26,7 +26,6 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any
 
 from aiohttp import web
@@ -41,6 +40,8 @@ from tests.fakes.discord_data import (
     message,
     snowflake,
 )
+
+from .loop_thread import LoopThread
 
 HEARTBEAT_MS = 1000
 
@@ -71,8 +72,11 @@ def _json(data: Any, *, status: int = 200, headers: dict[str, str] | None = None
     return web.Response(body=json.dumps(data).encode(), status=status, headers=all_headers)
 
 
-class FakeDiscord:
+class FakeDiscord(LoopThread):
+    thread_name = "fake-discord"
+
     def __init__(self) -> None:
+        super().__init__()
         self.token = TOKEN
         self.calls: list[Call] = []
         self.posted: list[Posted] = []
@@ -89,8 +93,6 @@ class FakeDiscord:
         self._ws: web.WebSocketResponse | None = None
         self._transport: asyncio.BaseTransport | None = None
         self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
 
     @property
@@ -103,47 +105,9 @@ class FakeDiscord:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def start(self) -> FakeDiscord:
-        ready = threading.Event()
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-
-        def run() -> None:
-            asyncio.set_event_loop(loop)
-            loop.run_until_complete(self._serve())
-            ready.set()
-            loop.run_forever()
-
-        self._thread = threading.Thread(target=run, name="fake-discord", daemon=True)
-        self._thread.start()
-        if not ready.wait(timeout=10):
-            raise RuntimeError("FakeDiscord did not start in time")
-        return self
-
-    def stop(self) -> None:
-        loop, thread = self._loop, self._thread
-        if loop is None or thread is None:
-            return
+    async def _shutdown(self) -> None:
         if self._runner is not None:
-            future = asyncio.run_coroutine_threadsafe(self._runner.cleanup(), loop)
-            with contextlib.suppress(Exception):
-                future.result(timeout=10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout=10)
-        if not thread.is_alive():
-            loop.close()
-        self._loop = self._thread = None
-
-    def __enter__(self) -> FakeDiscord:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+            await self._runner.cleanup()
 
     async def _serve(self) -> None:
         app = web.Application()
