@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes import FakeOpenAI
+
 _ISOLATED_PREFIXES = ("CHORUS_", "OPENAI_", "TELEGRAM_", "DISCORD_", "SLACK_")
 
 
@@ -25,3 +27,10 @@ def chorus_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pat
     home = tmp_path / "chorus-home"
     monkeypatch.setenv("CHORUS_HOME", str(home))
     yield home
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAI]:
+    """A fake OpenAI-compatible endpoint; script it with ``reply``/``tool_call``/``responder``."""
+    with FakeOpenAI() as fake:
+        yield fake

@@ -35,12 +35,6 @@ async def _no_sleep(_: float) -> None:
 
 
 @pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as fake:
-        yield fake
-
-
-@pytest.fixture
 def discord_api() -> Iterator[FakeDiscord]:
     with FakeDiscord() as fake:
         yield fake

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,12 +22,6 @@ from tests.integration.recorder_plugin import install_recorder
 
 async def _no_sleep(_: float) -> None:
     return None
-
-
-@pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as fake:
-        yield fake
 
 
 def stack_settings(home: Path, server: FakeOpenAI, **env: str) -> Settings:

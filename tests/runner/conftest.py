@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,12 +23,6 @@ START = datetime(2026, 11, 30, 10, 0, tzinfo=UTC).timestamp()
 
 async def _no_sleep(_: float) -> None:
     return None
-
-
-@pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as fake:
-        yield fake
 
 
 def gateway_settings(home: Path, server: FakeOpenAI, **env: str) -> Settings:

@@ -37,12 +37,6 @@ async def _no_sleep(_: float) -> None:
 
 
 @pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as fake:
-        yield fake
-
-
-@pytest.fixture
 def slack() -> Iterator[FakeSlack]:
     with FakeSlack() as fake:
         yield fake

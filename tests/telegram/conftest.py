@@ -39,12 +39,6 @@ def _timedelta_periods(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as fake:
-        yield fake
-
-
-@pytest.fixture
 def telegram() -> Iterator[FakeTelegram]:
     with FakeTelegram() as fake:
         yield fake
