@@ -6,21 +6,20 @@ waits short.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from agent.llm import LLMClient
 from gateway.adapters.discord_adapter import DiscordAdapter
-from gateway.config import Settings, load_settings
+from gateway.config import Settings
 from gateway.stack import GatewayStack, open_stack
 from tests.fakes import FakeOpenAI
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.discord_data import user
+from tests.platform_support import StackHandle, chat_settings
 
 ANN_ID = 800_000_000_000_000_001
 BOB_ID = 800_000_000_000_000_002
@@ -41,44 +40,23 @@ def discord_api() -> Iterator[FakeDiscord]:
 
 
 def discord_settings(home: Path, server: FakeOpenAI, fake: FakeDiscord, **env: str) -> Settings:
-    environ = {
-        "CHORUS_HOME": str(home),
-        "OPENAI_BASE_URL": server.base_url,
-        "OPENAI_API_KEY": "sk-test",
+    platform = {
         "DISCORD_BOT_TOKEN": fake.token,
         "CHORUS_DISCORD__API_URL": fake.api_url,
         "CHORUS_AUTH__ALLOWED_USERS": f"discord:{ANN_ID},discord:{BOB_ID}",
-        "CHORUS_AUTH__RATE_LIMIT_PER_MINUTE": "0",
-        "CHORUS_MEMORY__NUDGE_INTERVAL": "0",
-        "CHORUS_SESSIONS__DAILY_RESET_HOUR": "null",
-        **env,
     }
-    home.mkdir(mode=0o700, exist_ok=True)
-    return load_settings(home, environ)
+    return chat_settings(home, server, platform, **env)
 
 
 @dataclass
-class DiscordGateway:
+class DiscordGateway(StackHandle):
     stack: GatewayStack
     adapter: DiscordAdapter
     discord: FakeDiscord
     server: FakeOpenAI
 
-    @property
-    def runner(self) -> Any:
-        return self.stack.runner
-
     async def close(self) -> None:
-        if not self.stack.db._closed:
-            await self.runner.shutdown(5)
-            await self.stack.close()
-
-    async def settle(self) -> None:
-        """Let every session worker finish."""
-        for _ in range(1000):
-            await asyncio.sleep(0.01)
-            if self.runner.sessions.quiet:
-                return
+        await self.close_stack()
 
 
 GatewayFactory = Callable[..., Awaitable[DiscordGateway]]

@@ -7,7 +7,6 @@ waits short.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,11 +16,12 @@ import pytest
 
 from agent.llm import LLMClient
 from gateway.adapters.slack_adapter import SlackAdapter
-from gateway.config import Settings, load_settings
+from gateway.config import Settings
 from gateway.http import HTTPServer
 from gateway.stack import GatewayStack, open_stack
 from tests.fakes import FakeOpenAI
 from tests.fakes.slack_api import SIGNING_SECRET, FakeSlack, event_callback, post_event
+from tests.platform_support import StackHandle, chat_settings
 
 ADMIN = "UADMIN01"
 ANN = "UANN0001"
@@ -43,36 +43,24 @@ def slack() -> Iterator[FakeSlack]:
 
 
 def slack_settings(home: Path, server: FakeOpenAI, slack: FakeSlack, **env: str) -> Settings:
-    environ = {
-        "CHORUS_HOME": str(home),
-        "OPENAI_BASE_URL": server.base_url,
-        "OPENAI_API_KEY": "sk-test",
+    platform = {
         "SLACK_BOT_TOKEN": slack.token,
         "SLACK_SIGNING_SECRET": SIGNING_SECRET,
         "CHORUS_SLACK__API_URL": slack.api_url,
         "CHORUS_AUTH__ADMINS": f"slack:{ADMIN}",
         "CHORUS_AUTH__ALLOWED_USERS": f"slack:{ANN},slack:{BOB}",
-        "CHORUS_AUTH__RATE_LIMIT_PER_MINUTE": "0",
-        "CHORUS_MEMORY__NUDGE_INTERVAL": "0",
-        "CHORUS_SESSIONS__DAILY_RESET_HOUR": "null",
         "CHORUS_GATEWAY__HTTP__PORT": "0",
-        **env,
     }
-    home.mkdir(mode=0o700, exist_ok=True)
-    return load_settings(home, environ)
+    return chat_settings(home, server, platform, **env)
 
 
 @dataclass
-class SlackGateway:
+class SlackGateway(StackHandle):
     stack: GatewayStack
     adapter: SlackAdapter
     http: HTTPServer
     slack: FakeSlack
     server: FakeOpenAI
-
-    @property
-    def runner(self) -> Any:
-        return self.stack.runner
 
     @property
     def events_url(self) -> str:
@@ -87,16 +75,7 @@ class SlackGateway:
 
     async def close(self) -> None:
         await self.http.stop()
-        if not self.stack.db._closed:
-            await self.runner.shutdown(5)
-            await self.stack.close()
-
-    async def settle(self) -> None:
-        """Let every session worker finish."""
-        for _ in range(1000):
-            await asyncio.sleep(0.01)
-            if self.runner.sessions.quiet:
-                return
+        await self.close_stack()
 
 
 GatewayFactory = Callable[..., Awaitable[SlackGateway]]

@@ -6,7 +6,6 @@ waits short.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,10 +15,11 @@ import pytest
 
 from agent.llm import LLMClient
 from gateway.adapters.telegram_adapter import TelegramAdapter
-from gateway.config import Settings, load_settings
+from gateway.config import Settings
 from gateway.stack import GatewayStack, open_stack
 from tests.fakes import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegram
+from tests.platform_support import StackHandle, chat_settings
 
 ADMIN = 1000
 ANN = 1001
@@ -47,46 +47,25 @@ def telegram() -> Iterator[FakeTelegram]:
 def telegram_settings(
     home: Path, server: FakeOpenAI, telegram: FakeTelegram, **env: str
 ) -> Settings:
-    environ = {
-        "CHORUS_HOME": str(home),
-        "OPENAI_BASE_URL": server.base_url,
-        "OPENAI_API_KEY": "sk-test",
+    platform = {
         "TELEGRAM_BOT_TOKEN": telegram.token,
         "CHORUS_TELEGRAM__BASE_URL": telegram.base_url,
         "CHORUS_TELEGRAM__BASE_FILE_URL": telegram.base_file_url,
         "CHORUS_AUTH__ADMINS": f"telegram:{ADMIN}",
         "CHORUS_AUTH__ALLOWED_USERS": f"telegram:{ANN},telegram:{BOB}",
-        "CHORUS_AUTH__RATE_LIMIT_PER_MINUTE": "0",
-        "CHORUS_MEMORY__NUDGE_INTERVAL": "0",
-        "CHORUS_SESSIONS__DAILY_RESET_HOUR": "null",
-        **env,
     }
-    home.mkdir(mode=0o700, exist_ok=True)
-    return load_settings(home, environ)
+    return chat_settings(home, server, platform, **env)
 
 
 @dataclass
-class TelegramGateway:
+class TelegramGateway(StackHandle):
     stack: GatewayStack
     adapter: TelegramAdapter
     telegram: FakeTelegram
     server: FakeOpenAI
 
-    @property
-    def runner(self) -> Any:
-        return self.stack.runner
-
     async def close(self) -> None:
-        if not self.stack.db._closed:
-            await self.runner.shutdown(5)
-            await self.stack.close()
-
-    async def settle(self) -> None:
-        """Let every session worker finish."""
-        for _ in range(1000):
-            await asyncio.sleep(0.01)
-            if self.runner.sessions.quiet:
-                return
+        await self.close_stack()
 
 
 GatewayFactory = Callable[..., Awaitable[TelegramGateway]]
