@@ -24,7 +24,6 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -179,15 +178,6 @@ class FakeDiscord(LoopThread):
     def posted_in(self, channel_id: int) -> list[Posted]:
         with self._lock:
             return [p for p in self.posted if p.channel_id == channel_id]
-
-    async def wait_for(
-        self, predicate: Callable[[], bool], timeout: float = 15.0, what: str = "condition"
-    ) -> None:
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}")
-            await asyncio.sleep(0.02)
 
     async def wait_posted(self, channel_id: int, count: int, timeout: float = 15.0) -> list[Posted]:
         await self.wait_for(lambda: len(self.posted_in(channel_id)) >= count, timeout, "posts")

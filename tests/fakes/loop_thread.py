@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
+from collections.abc import Callable
 from types import TracebackType
 from typing import Self
 
@@ -69,6 +71,16 @@ class LoopThread:
         if not thread.is_alive():
             loop.close()
         self._loop = self._thread = None
+
+    async def wait_for(
+        self, predicate: Callable[[], bool], timeout: float = 15.0, what: str = "condition"
+    ) -> None:
+        """Poll ``predicate`` (from the test's loop) until true; fail after ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {what}")
+            await asyncio.sleep(0.02)
 
     def __enter__(self) -> Self:
         return self.start()

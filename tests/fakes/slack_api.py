@@ -15,14 +15,12 @@ optionally marked as a retry.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import hmac
 import itertools
 import json
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -144,15 +142,6 @@ class FakeSlack(LoopThread):
     def posted_in(self, channel: str) -> list[Posted]:
         with self._lock:
             return [p for p in self.posted if p.channel == channel]
-
-    async def wait_for(
-        self, predicate: Callable[[], bool], timeout: float = 15.0, what: str = "condition"
-    ) -> None:
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}")
-            await asyncio.sleep(0.02)
 
     async def wait_posted(self, channel: str, count: int, timeout: float = 15.0) -> list[Posted]:
         await self.wait_for(lambda: len(self.posted_in(channel)) >= count, timeout, "posts")

@@ -22,7 +22,6 @@ import contextlib
 import itertools
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -220,15 +219,6 @@ class FakeTelegram(LoopThread):
     def in_chat(self, chat_id: int) -> list[BotMessage]:
         with self._lock:
             return [m for m in self.messages if m.chat_id == chat_id]
-
-    async def wait_for(
-        self, predicate: Callable[[], bool], timeout: float = 15.0, what: str = "condition"
-    ) -> None:
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}")
-            await asyncio.sleep(0.02)
 
     async def wait_messages(
         self, chat_id: int, count: int, timeout: float = 15.0
