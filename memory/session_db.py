@@ -15,18 +15,17 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Literal
 
 from memory.errors import SessionDBError
 from memory.session_records import SESSION_COLUMNS, SearchHit, SessionRecord, StoredMessage
 from memory.session_schema import fts5_available, open_connection
 from memory.session_search import UserSessions, search_messages
+from memory.sqlite_tables import SQLiteTables
 
 __all__ = ["SessionDB", "UserSessions", "fts5_available"]
 
@@ -38,35 +37,17 @@ _COLUMNS = ", ".join(SESSION_COLUMNS)
 _SETTABLE = Literal["title", "summary", "system_prompt"]
 
 
-class SessionDB:
-    """Transcript store in one SQLite file; safe to share between threads."""
+class SessionDB(SQLiteTables):
+    """Transcript store in one SQLite file; safe to share between threads.
 
-    def __init__(self, path: Path) -> None:
-        self._path = Path(path)
-        self._lock = threading.Lock()
-        self._conn: sqlite3.Connection | None = open_connection(self._path)
+    After ``close()`` every call raises ``SessionDBError``.
+    """
 
-    @property
-    def path(self) -> Path:
-        return self._path
+    ERROR = SessionDBError
+    WHAT = "session database"
 
-    def close(self) -> None:
-        """Close the connection; later calls raise ``SessionDBError``."""
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
-
-    def __enter__(self) -> SessionDB:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
+    def _open(self, path: Path) -> sqlite3.Connection:
+        return open_connection(path)  # FTS5 check, WAL, foreign keys, migrations
 
     def for_user(self, user_key: str) -> UserSessions:
         """A view of this database limited to the sessions of ``user_key``."""

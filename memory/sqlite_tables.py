@@ -35,11 +35,15 @@ class SQLiteTables:
     def __init__(self, path: Path) -> None:
         self._path = Path(path)
         self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = self._open(self._path)
+
+    def _open(self, path: Path) -> sqlite3.Connection:
+        """Connect in WAL mode and create this component's tables if missing."""
         try:
-            self._path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         except (OSError, sqlite3.Error) as exc:
-            raise self.ERROR(f"cannot open {self.WHAT} in {self._path}: {exc}") from exc
+            raise self.ERROR(f"cannot open {self.WHAT} in {path}: {exc}") from exc
         try:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             conn.execute("PRAGMA journal_mode = WAL")
@@ -47,8 +51,8 @@ class SQLiteTables:
                 conn.execute(statement)
         except sqlite3.Error as exc:
             conn.close()
-            raise self.ERROR(f"cannot prepare the {self.WHAT} in {self._path}: {exc}") from exc
-        self._conn: sqlite3.Connection | None = conn
+            raise self.ERROR(f"cannot prepare the {self.WHAT} in {path}: {exc}") from exc
+        return conn
 
     @property
     def path(self) -> Path:
