@@ -24,6 +24,7 @@ import logging
 import math
 import secrets
 import time
+import weakref
 from typing import Any
 
 import aiohttp
@@ -86,7 +87,9 @@ class DiscordAdapter(BaseAdapter):
         self._client: ChorusClient | None = None
         self._runner: asyncio.Task[None] | None = None
         self._live = asyncio.Event()
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
+            weakref.WeakValueDictionary()
+        )  # one per chat while messages of that chat are in flight
         self._started = False
 
     # ------------------------------------------------------------------ lifecycle
@@ -191,7 +194,9 @@ class DiscordAdapter(BaseAdapter):
             if inbound is None:
                 return
             logger.debug("discord message %s in %s", inbound.message_id, inbound.chat_id)
-            lock = self._locks.setdefault(inbound.chat_id, asyncio.Lock())
+            lock = self._locks.get(inbound.chat_id) or self._locks.setdefault(
+                inbound.chat_id, asyncio.Lock()
+            )
             async with lock:
                 await self.deliver(inbound)
         except Exception:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import weakref
 from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import replace
@@ -118,7 +119,9 @@ class SlackAdapter(BaseAdapter):
         self._event_ids: OrderedDict[Hashable, None] = OrderedDict()
         self._message_ids: OrderedDict[Hashable, None] = OrderedDict()
         self._threads: OrderedDict[Hashable, None] = OrderedDict()
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
+            weakref.WeakValueDictionary()
+        )  # one per chat while messages of that chat are in flight
         self._connector: asyncio.Task[None] | None = None
         self._started = False
 
@@ -223,7 +226,9 @@ class SlackAdapter(BaseAdapter):
         if not _remember(self._message_ids, (message.chat_id, message.message_id)):
             return
         logger.debug("slack message %s in %s", message.message_id, message.chat_id)
-        lock = self._locks.setdefault(message.chat_id, asyncio.Lock())
+        lock = self._locks.get(message.chat_id) or self._locks.setdefault(
+            message.chat_id, asyncio.Lock()
+        )
         async with lock:
             await self.deliver(await self._with_thread_context(message, me))
 
