@@ -7,12 +7,15 @@ checks (LLM endpoint, Redis, platforms) to ``CHECKS``.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import os
 import sqlite3
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+
+from pydantic import SecretStr
 
 from agent.errors import LLMError
 from agent.llm import LLMClient
@@ -106,37 +109,30 @@ def check_platforms(settings: Settings) -> CheckResult:
     return CheckResult("platforms", True, detail)
 
 
-def check_telegram(settings: Settings) -> CheckResult:
-    """``getMe`` with the configured token and Bot API URL; names the bot, never the token."""
-    token = settings.telegram.token
+def _check_platform(
+    name: str, token: SecretStr | None, module: str, section: object
+) -> CheckResult:
+    """Ask the platform who the bot is (its adapter's ``describe_bot``); never prints the token."""
     if token is None or not token.get_secret_value():
-        return CheckResult("telegram", True, "not configured")
-    from gateway.adapters.telegram_bot import describe_bot
+        return CheckResult(name, True, "not configured")
+    describe = importlib.import_module(f"gateway.adapters.{module}").describe_bot
+    ok, detail = asyncio.run(describe(section))
+    return CheckResult(name, bool(ok), str(detail))
 
-    ok, detail = asyncio.run(describe_bot(settings.telegram))
-    return CheckResult("telegram", ok, detail)
+
+def check_telegram(settings: Settings) -> CheckResult:
+    """``getMe`` with the configured token and Bot API URL."""
+    return _check_platform("telegram", settings.telegram.token, "telegram_bot", settings.telegram)
 
 
 def check_discord(settings: Settings) -> CheckResult:
-    """``GET /users/@me`` with the configured token and API URL; names the bot, never the token."""
-    token = settings.discord.token
-    if token is None or not token.get_secret_value():
-        return CheckResult("discord", True, "not configured")
-    from gateway.adapters.discord_client import describe_bot
-
-    ok, detail = asyncio.run(describe_bot(settings.discord))
-    return CheckResult("discord", ok, detail)
+    """``GET /users/@me`` with the configured token and API URL."""
+    return _check_platform("discord", settings.discord.token, "discord_client", settings.discord)
 
 
 def check_slack(settings: Settings) -> CheckResult:
-    """``auth.test`` with the configured token and API URL; names the bot, never the token."""
-    token = settings.slack.bot_token
-    if token is None or not token.get_secret_value():
-        return CheckResult("slack", True, "not configured")
-    from gateway.adapters.slack_client import describe_bot
-
-    ok, detail = asyncio.run(describe_bot(settings.slack))
-    return CheckResult("slack", ok, detail)
+    """``auth.test`` with the configured token and API URL."""
+    return _check_platform("slack", settings.slack.bot_token, "slack_client", settings.slack)
 
 
 def check_llm(settings: Settings) -> CheckResult:
