@@ -22,17 +22,13 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
-from types import TracebackType
 
 from memory.queue_types import JobSpec
+from memory.sqlite_tables import SQLiteTables
 
 __all__ = ["Outbox", "OutboxRelay"]
 
 logger = logging.getLogger(__name__)
-
-BUSY_TIMEOUT_MS = 5000
-"""How long a statement waits for another connection's lock before failing."""
 
 RECONNECT_DELAY = 1.0
 """Seconds after a failed submit during which ``send`` goes straight to the outbox."""
@@ -53,26 +49,12 @@ CREATE TABLE IF NOT EXISTS queue_outbox (
 """
 
 
-class Outbox:
+class Outbox(SQLiteTables):
     """A FIFO of ``JobSpec`` rows in one SQLite file; safe to share between threads."""
 
-    def __init__(self, path: Path) -> None:
-        self._path = Path(path)
-        self._lock = threading.Lock()
-        self._path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute(_SCHEMA)
-        except sqlite3.Error:
-            conn.close()
-            raise
-        self._conn: sqlite3.Connection | None = conn
-
-    @property
-    def path(self) -> Path:
-        return self._path
+    SCHEMA = (_SCHEMA,)
+    ERROR = sqlite3.OperationalError
+    WHAT = "queue outbox"
 
     def put(self, job: JobSpec) -> int:
         """Append ``job``; returns its row id (ids only grow, so they give the order)."""
@@ -120,24 +102,6 @@ class Outbox:
         with self._lock:
             (n,) = self._connection().execute("SELECT COUNT(*) FROM queue_outbox").fetchone()
         return int(n)
-
-    def close(self) -> None:
-        """Close the connection; closing twice is harmless."""
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
-
-    def __enter__(self) -> Outbox:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
