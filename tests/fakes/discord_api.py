@@ -82,7 +82,6 @@ class FakeDiscord(LoopThread):
         self.identifies = 0
         self.resumes = 0
         self.replay_everything = False
-        self.port = 0
         self._held = False
         self._rate_limits: list[float] = []
         self._nonces: dict[tuple[int, str], dict[str, Any]] = {}
@@ -92,7 +91,6 @@ class FakeDiscord(LoopThread):
         self._ws: web.WebSocketResponse | None = None
         self._transport: asyncio.BaseTransport | None = None
         self._lock = threading.Lock()
-        self._runner: web.AppRunner | None = None
 
     @property
     def api_url(self) -> str:
@@ -104,21 +102,11 @@ class FakeDiscord(LoopThread):
 
     # ------------------------------------------------------------------ lifecycle
 
-    async def _shutdown(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-
     async def _serve(self) -> None:
         app = web.Application()
         app.router.add_get("/gateway", self._gateway)
         app.router.add_route("*", "/api/v10/{path:.*}", self._rest)
-        self._runner = web.AppRunner(app, shutdown_timeout=0.5, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        server = site._server
-        assert server is not None
-        self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        await self._listen(app)
 
     def _call(self, coro: Any) -> Any:
         assert self._loop is not None

@@ -15,19 +15,32 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Self
 
+from aiohttp import web
+
 
 class LoopThread:
     thread_name = "fake-service"
 
     def __init__(self) -> None:
+        self.port = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
 
     async def _serve(self) -> None:
         raise NotImplementedError
 
+    async def _listen(self, app: web.Application) -> None:
+        """Serve ``app`` on a free 127.0.0.1 port (from ``_serve``); sets ``port``."""
+        self._runner = web.AppRunner(app, shutdown_timeout=0.5, access_log=None)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, "127.0.0.1", 0).start()
+        self.port = int(self._runner.addresses[0][1])
+
     async def _shutdown(self) -> None:
-        return None
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
 
     def start(self) -> Self:
         if self._thread is not None:

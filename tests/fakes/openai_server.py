@@ -236,12 +236,10 @@ class FakeOpenAI(LoopThread):
         self.in_flight = 0
         self.in_flight_max = 0
         self.base_url = ""
-        self.port = 0
         self._queue: deque[Reply] = deque()
         self._responder: Callable[[dict[str, Any]], Reply | str] | None = None
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
-        self._runner: web.AppRunner | None = None
         self._stopping: asyncio.Event | None = None
 
     # ------------------------------------------------------------------ lifecycle
@@ -252,20 +250,13 @@ class FakeOpenAI(LoopThread):
         app.router.add_post("/v1/chat/completions", self._chat_completions)
         app.router.add_get("/v1/models", self._models)
         app.router.add_route("*", "/{tail:.*}", self._not_found)
-        self._runner = web.AppRunner(app, shutdown_timeout=1.0, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        address = self._runner.addresses[0]
-        self.port = int(address[1])
+        await self._listen(app)
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
 
     async def _shutdown(self) -> None:
         if self._stopping is not None:
             self._stopping.set()
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        await super()._shutdown()
 
     # ------------------------------------------------------------------ scripting
 

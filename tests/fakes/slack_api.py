@@ -65,11 +65,9 @@ class FakeSlack(LoopThread):
         self.calls: list[Call] = []
         self.posted: list[Posted] = []
         self.store: list[dict[str, Any]] = []
-        self.port = 0
         self._ts = itertools.count(1)
         self._scripted: list[tuple[str, int, str, int]] = []
         self._lock = threading.Lock()
-        self._runner: web.AppRunner | None = None
 
     @property
     def api_url(self) -> str:
@@ -77,20 +75,10 @@ class FakeSlack(LoopThread):
 
     # ------------------------------------------------------------------ lifecycle
 
-    async def _shutdown(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-
     async def _serve(self) -> None:
         app = web.Application()
         app.router.add_route("*", "/api/{method}", self._api)
-        self._runner = web.AppRunner(app, shutdown_timeout=0.5, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        server = site._server
-        assert server is not None
-        self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        await self._listen(app)
 
     # ------------------------------------------------------------------- scripting
 

@@ -83,7 +83,6 @@ class FakeTelegram(LoopThread):
         self.webhook: dict[str, Any] | None = None
         self.webhook_deliveries: list[tuple[int, int]] = []
         self.down = False
-        self.port = 0
         self._pending: list[dict[str, Any]] = []
         self._update_ids = itertools.count(1)
         self._user_message_ids = itertools.count(1)
@@ -92,7 +91,6 @@ class FakeTelegram(LoopThread):
         self._format_rejections = 0
         self._poll_generation = 0
         self._lock = threading.Lock()
-        self._runner: web.AppRunner | None = None
         self._waiters: list[asyncio.Future[None]] = []
         self._deliverer: asyncio.Task[None] | None = None
 
@@ -110,18 +108,13 @@ class FakeTelegram(LoopThread):
         app = web.Application(middlewares=[self._outage])
         app.router.add_route("*", "/bot{token}/{method}", self._api)
         app.router.add_get("/file/bot{token}/{path:.+}", self._download)
-        self._runner = web.AppRunner(app, shutdown_timeout=0.5, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = int(self._runner.addresses[0][1])
+        await self._listen(app)
         self._deliverer = asyncio.create_task(self._deliver_webhooks())
 
     async def _shutdown(self) -> None:
         if self._deliverer is not None:
             self._deliverer.cancel()
-        if self._runner is not None:
-            await self._runner.cleanup()
+        await super()._shutdown()
 
     def _poke(self) -> None:
         """Wake every poll and the webhook deliverer (from any thread)."""
