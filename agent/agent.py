@@ -140,13 +140,15 @@ class Agent:
         provided = self.memory.get_all_tool_schemas() if self.memory is not None else []
         return [MEMORY_TOOL_SCHEMA, SESSION_SEARCH_SCHEMA, *provided, *self.tools.schemas()]
 
-    def build_request(self, extra: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    def build_request(
+        self, extra: list[dict[str, Any]] | None = None, *, cache_markers: bool = True
+    ) -> list[dict[str, Any]]:
         messages = [
             {"role": "system", "content": self.system_prompt},
             *public_messages(self.history),
             *(extra or []),
         ]
-        if caching_enabled(self.config.llm.prompt_caching, self.llm.model):
+        if cache_markers and caching_enabled(self.config.llm.prompt_caching, self.llm.model):
             return apply_cache_control(messages)
         return messages
 
@@ -284,7 +286,7 @@ class Agent:
 
     async def _maybe_compress(self, incoming: str) -> None:
         pending = [{"role": "user", "content": incoming}]
-        estimate = estimate_tokens(self.build_request(pending))
+        estimate = estimate_tokens(self.build_request(pending, cache_markers=False))
         if not self.compressor.should_compress(estimate):
             return
         logger.info("compressing session %s at ~%d tokens", self.session.session_id, estimate)

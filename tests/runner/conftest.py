@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -101,14 +100,6 @@ async def close_without_ending(gateway: Gateway) -> None:
     """Simulate a crash: drop the process state without ending any session."""
     await gateway.runner.sessions.reaper.stop()
     await gateway.stack.close()
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out")
-        time.sleep(0.01)
 
 
 def user_messages(request: dict[str, Any]) -> list[str]:
