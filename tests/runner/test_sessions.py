@@ -293,10 +293,11 @@ async def test_simultaneous_first_messages_open_one_session(
     make_gateway: GatewayFactory, server: FakeOpenAI
 ) -> None:
     gw = await make_gateway()
-    server.reply("one answer", delay=0.2)
-    server.reply("second answer")
+    server.responder(echo(delay=0.2))
     await asyncio.gather(gw.say("first", user="2"), gw.say("second", user="2"))
     await gw.adapter.pop()
-    await gw.adapter.pop()
+    await gw.settle()
     assert len(gw.runner.sessions.sessions) == 1
     assert len({r.id for r in gw.stack.db.db.list_sessions(limit=10)}) == 1
+    said = [text for request in server.requests for text in user_messages(request)]
+    assert "first" in " ".join(said) and "second" in " ".join(said)
