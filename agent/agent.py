@@ -26,7 +26,14 @@ from agent.llm import DeltaCallback, LLMClient, LLMResponse, ToolCallRequest, Us
 from agent.prompt import build_system_prompt
 from agent.scheduler import JobScheduler
 from agent.shared_writes import SharedWriteGate
-from agent.tools.memory_tool import MEMORY_TOOL_SCHEMA, memory_result_text, run_memory_tool
+from agent.tools.memory_tool import (
+    MEMORY_TOOL_SCHEMA,
+    MemoryCallError,
+    memory_error_text,
+    memory_result_text,
+    resolve_memory_call,
+    run_memory_tool,
+)
 from agent.tools.registry import ToolRegistry, tool_error
 from agent.tools.session_search_tool import SESSION_SEARCH_SCHEMA, run_session_search
 from memory.fence import build_memory_context_block
@@ -253,23 +260,27 @@ class Agent:
 
     async def run_memory(self, arguments: dict[str, Any]) -> str:
         """Apply one memory tool call to this session's store; resets the nudge counter."""
+        try:
+            call = resolve_memory_call(arguments)
+        except MemoryCallError as exc:
+            return memory_error_text(exc)
         if self.shared_writes is not None:
-            held = await self.shared_writes.intercept(self.store, arguments)
+            held = await self.shared_writes.intercept(self.store, call)
             if held is not None:
                 if held["success"]:
                     self.turns_since_memory = 0
                 return json.dumps(held, ensure_ascii=False)
-        result = await run_memory_tool(self.store, arguments)
-        if result is not None and result["success"]:
+        result = await run_memory_tool(self.store, call)
+        if result["success"]:
             self.turns_since_memory = 0
             if self.memory is not None:
                 await asyncio.to_thread(
                     self.memory.on_memory_write,
-                    str(arguments.get("action")),
-                    result["target"],
-                    str(arguments.get("content") or arguments.get("old_text") or ""),
+                    call.action,
+                    call.target,
+                    call.content or call.old_text,
                 )
-        return memory_result_text(result, arguments.get("action"))
+        return memory_result_text(result)
 
     async def flush(self, min_turns: int | None = None) -> int:
         """``flush_memories`` over this session's history; returns memory writes made."""

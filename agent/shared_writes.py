@@ -14,6 +14,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from agent.tools.memory_tool import MemoryCall
 from memory.staged import StagedWrites
 from memory.store import MemoryStore
 from memory.threats import scan_memory_content
@@ -31,7 +32,11 @@ ADMINS_ONLY = (
     "Only admins can write the shared memory (target 'memory'). If this is about the "
     "user, save it to their profile with target 'user' instead."
 )
-ACTIONS = frozenset({"add", "replace", "remove"})
+_MISSING = {
+    "add": "Nothing to add: give the entry text in 'content'.",
+    "replace": "Give both 'old_text' (a unique part of the entry) and the new 'content'.",
+    "remove": "Give 'old_text', a unique part of the entry to remove.",
+}
 
 
 @dataclass
@@ -42,29 +47,32 @@ class SharedWriteGate:
     session_id: str
     user_key: str
 
-    async def intercept(
-        self, store: MemoryStore, arguments: dict[str, Any]
-    ) -> dict[str, Any] | None:
-        """A result for a write that must not land directly, or None to let it through."""
-        action = arguments.get("action")
-        if arguments.get("target") != "memory" or action not in ACTIONS:
+    async def intercept(self, store: MemoryStore, call: MemoryCall) -> dict[str, Any] | None:
+        """A result for a write that must not land directly, or None to let it through.
+
+        ``call`` is already resolved (:func:`resolve_memory_call`), so the target
+        tested here is the one the store will write.
+        """
+        if call.target != "memory":
             return None
         if self.policy == "open" or self.is_admin:
             return None
-        content = str(arguments.get("content") or "").strip()
-        old_text = str(arguments.get("old_text") or "").strip()
+        content = call.content.strip()
+        old_text = call.old_text.strip()
         if self.policy == "admins" or self.staging is None:
             return self._result(store, False, ADMINS_ONLY)
         threat = scan_memory_content(content) if content else None
         if threat is not None:
             return self._result(store, False, threat)
-        if (action in ("add", "replace") and not content) or (action != "add" and not old_text):
-            return None  # let the store explain what is missing
+        if (call.action in ("add", "replace") and not content) or (
+            call.action != "add" and not old_text
+        ):
+            return self._result(store, False, _MISSING[call.action])
         staged_id = await asyncio.to_thread(
             self.staging.stage,
             user_key=self.user_key,
             session_id=self.session_id,
-            action=str(action),
+            action=call.action,
             content=content,
             old_text=old_text,
         )

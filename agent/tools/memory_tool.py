@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from agent.tools.registry import function_schema
@@ -55,30 +56,66 @@ MEMORY_TOOL_PARAMETERS: dict[str, Any] = {
 MEMORY_TOOL_SCHEMA = function_schema("memory", MEMORY_TOOL_DESCRIPTION, MEMORY_TOOL_PARAMETERS)
 
 
-async def run_memory_tool(store: MemoryStore, arguments: dict[str, Any]) -> MemoryResult | None:
-    """Apply one call; None when the arguments cannot name a valid action."""
+TARGETS = ("memory", "user")
+ACTIONS = ("add", "replace", "remove")
+
+
+@dataclass(frozen=True)
+class MemoryCall:
+    """One validated memory tool call: the target is resolved once, here, for every policy."""
+
+    action: str
+    target: str
+    content: str
+    old_text: str
+
+
+class MemoryCallError(ValueError):
+    """The arguments do not name a valid action and target."""
+
+
+def resolve_memory_call(arguments: dict[str, Any]) -> MemoryCall:
+    """Validate a call strictly; a missing (absent or null) target means ``memory``.
+
+    Only the strings ``"user"`` and ``"memory"`` are targets: ``""``, ``false``,
+    ``0``, ``"MEMORY"`` and anything else is refused, so no odd value can slip
+    past the shared-memory policy and be defaulted afterwards.
+    """
     action = arguments.get("action")
-    target = str(arguments.get("target") or "memory")
-    content = arguments.get("content")
-    old_text = arguments.get("old_text")
-    if action == "add":
-        return await asyncio.to_thread(store.add, target, str(content or ""))
-    if action == "replace":
-        return await asyncio.to_thread(
-            store.replace, target, str(old_text or ""), str(content or "")
-        )
-    if action == "remove":
-        return await asyncio.to_thread(store.remove, target, str(old_text or ""))
-    return None
+    if not isinstance(action, str) or action not in ACTIONS:
+        raise MemoryCallError(f"unknown action {action!r}; use add, replace or remove")
+    raw_target = arguments.get("target")
+    target = "memory" if raw_target is None else raw_target
+    if not isinstance(target, str) or target not in TARGETS:
+        raise MemoryCallError(f"unknown target {raw_target!r}; use 'memory' or 'user'")
+    return MemoryCall(
+        action=action,
+        target=target,
+        content=_text(arguments.get("content")),
+        old_text=_text(arguments.get("old_text")),
+    )
 
 
-def memory_result_text(result: MemoryResult | None, action: object) -> str:
+def _text(value: object) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else str(value)
+
+
+async def run_memory_tool(store: MemoryStore, call: MemoryCall) -> MemoryResult:
+    """Apply one validated call to the store."""
+    if call.action == "add":
+        return await asyncio.to_thread(store.add, call.target, call.content)
+    if call.action == "replace":
+        return await asyncio.to_thread(store.replace, call.target, call.old_text, call.content)
+    return await asyncio.to_thread(store.remove, call.target, call.old_text)
+
+
+def memory_error_text(error: MemoryCallError) -> str:
+    """The JSON the model gets back for a call that names no valid action or target."""
+    return json.dumps({"success": False, "error": str(error)}, ensure_ascii=False)
+
+
+def memory_result_text(result: MemoryResult) -> str:
     """The JSON the model gets back."""
-    if result is None:
-        payload: dict[str, Any] = {
-            "success": False,
-            "error": f"unknown action {action!r}; use add, replace or remove",
-        }
-    else:
-        payload = dict(result)
-    return json.dumps(payload, ensure_ascii=False)
+    return json.dumps(dict(result), ensure_ascii=False)
