@@ -36,10 +36,9 @@ from agent.tools.memory_tool import (
 )
 from agent.tools.registry import ToolRegistry, tool_error
 from agent.tools.session_search_tool import SESSION_SEARCH_SCHEMA, run_session_search
-from memory.fence import build_memory_context_block
-from memory.manager import MemoryManager
-from memory.session_db_async import AsyncSessionDB
+from memory.providers import MemoryManager, build_memory_context_block
 from memory.store import MemoryStore
+from memory.transcripts import AsyncSessionDB
 
 logger = logging.getLogger(__name__)
 

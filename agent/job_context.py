@@ -16,14 +16,11 @@ from pathlib import Path
 from agent.context import AgentConfig
 from agent.shared_writes import SharedWriteGate
 from agent.tools.registry import CORE_TOOL_NAMES
-from memory.job_state import JobState
-from memory.manager import MemoryManager
+from memory.jobs import JobState
 from memory.paths import ChorusPaths, UserRef
-from memory.provider import MemoryProvider
-from memory.session_db import SessionDB
-from memory.session_records import SessionRecord
-from memory.staged import StagedWrites
-from memory.store import MemoryStore
+from memory.providers import MemoryManager, MemoryProvider
+from memory.store import MemoryStore, StagedWrites
+from memory.transcripts import SessionDB, SessionRecord
 
 logger = logging.getLogger(__name__)
 

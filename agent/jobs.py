@@ -27,8 +27,7 @@ from agent.errors import AgentError
 from agent.job_context import JobContext
 from agent.llm import LLMClient
 from memory.paths import parse_user_key
-from memory.session_db_async import AsyncSessionDB
-from memory.session_records import SessionRecord
+from memory.transcripts import AsyncSessionDB, SessionRecord
 
 logger = logging.getLogger(__name__)
 

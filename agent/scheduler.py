@@ -5,8 +5,7 @@ from __future__ import annotations
 import logging
 import uuid
 
-from memory.job_state import JobState
-from memory.queue import BackgroundQueue, JobSpec
+from memory.jobs import BackgroundQueue, JobSpec, JobState
 
 logger = logging.getLogger(__name__)
 

@@ -15,9 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from agent.tools.memory_tool import MemoryCall
-from memory.staged import StagedWrites
-from memory.store import MemoryStore
-from memory.threats import scan_memory_content
+from memory.store import MemoryStore, StagedWrites, scan_memory_content
 
 logger = logging.getLogger(__name__)
 

@@ -17,12 +17,10 @@ from gateway.auth import admin_checker
 from gateway.background import agent_config
 from gateway.config import Settings
 from gateway.errors import ConfigError
-from memory.builtin import BuiltinMemoryProvider
-from memory.manager import MemoryManager
 from memory.paths import ChorusPaths, UserRef, parse_user_key
-from memory.session_db_async import AsyncSessionDB
-from memory.staged import StagedWrites
-from memory.store import MemoryStore
+from memory.providers import BuiltinMemoryProvider, MemoryManager
+from memory.store import MemoryStore, StagedWrites
+from memory.transcripts import AsyncSessionDB
 
 
 def require_llm_endpoint(settings: Settings) -> None:

@@ -17,11 +17,9 @@ from agent.job_context import JobContext, ProviderLoader
 from agent.scheduler import JobScheduler
 from gateway.auth import admin_checker
 from gateway.config import Settings
-from memory.job_state import JobState
-from memory.outbox import Outbox
+from memory.jobs import BackgroundQueue, InProcessQueue, JobState, Outbox
 from memory.paths import ChorusPaths
-from memory.provider import MemoryProvider
-from memory.queue import BackgroundQueue, InProcessQueue, RQQueue
+from memory.providers import MemoryProvider
 from plugins.memory import load_memory_provider
 
 logger = logging.getLogger(__name__)
@@ -60,9 +58,12 @@ def job_context(settings: Settings) -> JobContext:
 
 
 def make_queue(settings: Settings, *, start_drainer: bool = True) -> BackgroundQueue:
+    """The queue ``settings`` ask for; rq and redis are imported only with ``redis.url``."""
     redis = settings.redis
     if redis.url is None:
         return InProcessQueue(retries=redis.job_retries)
+    from memory.jobs import RQQueue
+
     queue = RQQueue(
         redis.url.get_secret_value(),
         outbox=Outbox(ChorusPaths(settings.home).state_db),

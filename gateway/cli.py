@@ -25,8 +25,8 @@ from gateway.errors import GatewayError
 from gateway.service import run_gateway
 from memory.errors import MemoryStoreError
 from memory.paths import ChorusPaths, parse_user_key
-from memory.session_db import SessionDB
 from memory.store import MemoryStore
+from memory.transcripts import SessionDB
 
 logger = logging.getLogger(__name__)
 

@@ -21,8 +21,7 @@ from gateway.gateway_db import GatewayDB
 from gateway.memory_review import review
 from gateway.worker import run_worker
 from memory.paths import ChorusPaths
-from memory.staged import StagedWrites
-from memory.store import MemoryStore
+from memory.store import MemoryStore, StagedWrites
 from plugins.memory import discover_memory_providers
 
 queue_app = typer.Typer(help="Inspect and repair the background job queue.", no_args_is_help=True)

@@ -24,7 +24,7 @@ from gateway.config import Settings, load_settings, resolve_home
 from gateway.errors import ConfigError
 from memory.errors import SessionDBError
 from memory.paths import ChorusPaths
-from memory.session_db import SessionDB, fts5_available
+from memory.transcripts import SessionDB, fts5_available
 from plugins.memory import discover_memory_providers
 
 logger = logging.getLogger(__name__)

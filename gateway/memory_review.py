@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from memory.staged import StagedWrites
-from memory.store import MemoryStore
+from memory.store import MemoryStore, StagedWrites
 
 
 def review(staging: StagedWrites, store: MemoryStore, action: str, target: str, by: str) -> str:

@@ -31,7 +31,7 @@ from gateway.events import InboundMessage, SessionKey
 from gateway.expiry import Reaper, session_deadline
 from gateway.live_session import LiveSession, TurnRunner
 from gateway.settings import SessionsSettings
-from memory.session_db_async import AsyncSessionDB
+from memory.transcripts import AsyncSessionDB
 
 logger = logging.getLogger(__name__)
 

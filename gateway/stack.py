@@ -16,8 +16,8 @@ from gateway.gateway_db import GatewayDB
 from gateway.metrics import Metrics
 from gateway.runner import GatewayRunner
 from memory.paths import ChorusPaths
-from memory.session_db_async import AsyncSessionDB
-from memory.staged import StagedWrites
+from memory.store import StagedWrites
+from memory.transcripts import AsyncSessionDB
 
 logger = logging.getLogger(__name__)
 

@@ -13,9 +13,8 @@ from agent import jobs
 from gateway.background import job_context
 from gateway.config import Settings
 from gateway.errors import ConfigError
-from memory.outbox import Outbox
+from memory.jobs import Outbox, RQQueue, mask_url
 from memory.paths import ChorusPaths
-from memory.queue import RQQueue, mask_url
 
 logger = logging.getLogger(__name__)
 

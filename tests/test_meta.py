@@ -18,8 +18,8 @@ RESTRICTED: dict[str, tuple[str, ...]] = {
     "slack_bolt": ("gateway/adapters/slack_",),
     "slack_sdk": ("gateway/adapters/slack_",),
     "openai": ("agent/llm.py",),
-    "redis": ("memory/queue.py", "gateway/worker.py"),
-    "rq": ("memory/queue.py", "gateway/worker.py"),
+    "redis": ("memory/jobs/_rq.py", "gateway/worker.py"),
+    "rq": ("memory/jobs/_rq.py", "gateway/worker.py"),
 }
 
 # package -> packages it must never import
@@ -93,7 +93,7 @@ def test_checker_catches_violations(rel: str, source: str, expected: str) -> Non
     ("rel", "source"),
     [
         ("agent/llm.py", "import openai"),
-        ("memory/queue.py", "from rq import Queue\nimport redis"),
+        ("memory/jobs/_rq.py", "from rq import Queue\nimport redis"),
         ("gateway/adapters/telegram_adapter.py", "from telegram.ext import Application"),
         ("gateway/cli.py", "from agent.agent import Agent\nfrom memory.store import MemoryStore"),
         ("memory/store.py", "from .paths import safe_component"),

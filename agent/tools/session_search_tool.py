@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from agent.tools.registry import function_schema
-from memory.session_db_async import AsyncUserSessions
+from memory.transcripts import AsyncUserSessions
 
 MAX_RESULTS = 20
 

@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 import yaml
 
-from memory.provider import MemoryProvider
+from memory.providers import MemoryProvider
 from plugins.errors import PluginError, PluginNotFoundError
 from plugins.memory._loader import ProviderCollector, build_provider, import_provider_module
 

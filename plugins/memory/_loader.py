@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memory.provider import MemoryProvider
+from memory.providers import MemoryProvider
 from plugins.errors import PluginLoadError
 
 logger = logging.getLogger(__name__)

@@ -15,9 +15,9 @@ from agent.context import AgentConfig, SessionContext
 from agent.llm import LLMClient
 from agent.settings import AgentSettings, CompressionSettings, LLMSettings
 from memory.paths import ChorusPaths, parse_user_key
-from memory.session_db_async import AsyncSessionDB
 from memory.settings import MemorySettings
 from memory.store import MemoryStore
+from memory.transcripts import AsyncSessionDB
 from tests.fakes import FakeOpenAI
 
 MakeAgent = Callable[..., Awaitable[Agent]]

@@ -10,7 +10,7 @@ import pytest
 
 from agent.agent import APOLOGY, NUDGE
 from agent.tools.registry import Tool, ToolRegistry
-from memory.session_db_async import AsyncSessionDB
+from memory.transcripts import AsyncSessionDB
 from tests.agent.conftest import MakeAgent, Sleeps, tool_results
 from tests.fakes import FakeOpenAI, Reply
 

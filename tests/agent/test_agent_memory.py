@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from agent.prompt import DEFAULT_PERSONA
-from memory.session_db_async import AsyncSessionDB
+from memory.transcripts import AsyncSessionDB
 from tests.agent.conftest import MakeAgent, dump, system_of, tool_results
 from tests.fakes import FakeOpenAI
 

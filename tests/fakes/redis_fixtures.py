@@ -28,8 +28,8 @@ ROOT = Path(__file__).resolve().parents[2]
 WORKER_CODE = """
 import logging, sys
 from pathlib import Path
-from memory.outbox import Outbox
-from memory.queue import RQQueue
+from memory.jobs import Outbox
+from memory.jobs import RQQueue
 logging.basicConfig(level=logging.INFO)
 url, name, outbox, burst = sys.argv[1:5]
 queue = RQQueue(url, outbox=Outbox(Path(outbox)), queue_name=name)

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from memory.paths import ChorusPaths, UserRef
-from memory.session_db import SessionDB
 from memory.store import MemoryStore
+from memory.transcripts import SessionDB
 from tests.fakes.telegram_api import FakeTelegram
 
 CHORUS = Path(sys.executable).with_name("chorus")

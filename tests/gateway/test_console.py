@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from memory.paths import ChorusPaths, UserRef
-from memory.session_db import SessionDB
+from memory.transcripts import SessionDB
 from tests.fakes import FakeOpenAI
 
 CHORUS = Path(sys.executable).with_name("chorus")

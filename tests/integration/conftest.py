@@ -15,7 +15,7 @@ from gateway.agent_factory import AgentFactory
 from gateway.background import Background, start_background
 from gateway.config import Settings, load_settings
 from memory.paths import ChorusPaths
-from memory.session_db_async import AsyncSessionDB
+from memory.transcripts import AsyncSessionDB
 from tests.fakes import FakeOpenAI
 from tests.integration.recorder_plugin import install_recorder
 

@@ -21,7 +21,7 @@ PLUGIN_SOURCE = textwrap.dedent(
     import time
     from pathlib import Path
 
-    from memory.provider import MemoryProvider
+    from memory.providers import MemoryProvider
 
     HERE = Path(__file__).parent
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from memory.queue import RQQueue
+from memory.jobs import RQQueue
 from tests.fakes import FakeOpenAI, RedisServer
 from tests.integration.conftest import Stack, build_stack, close_stack, stack_settings
 from tests.integration.recorder_plugin import install_recorder, read_log, set_behaviour, wait_for

@@ -11,17 +11,18 @@ from typing import Any
 
 import pytest
 
-from memory.builtin import BuiltinMemoryProvider
-from memory.fence import (
+from memory.providers import (
     FENCE_CLOSE,
     FENCE_OPEN,
-    SYSTEM_NOTE,
+    BuiltinMemoryProvider,
+    MemoryManager,
+    MemoryProvider,
     build_memory_context_block,
     sanitize_context,
     strip_memory_context,
 )
-from memory.manager import MemoryManager, ThreadBackground
-from memory.provider import MemoryProvider
+from memory.providers._fence import SYSTEM_NOTE
+from memory.providers._threads import ThreadBackground
 from memory.store import MemoryStore
 
 WAIT = 10.0  # generous upper bound for a background job to reach a given point

@@ -20,11 +20,11 @@ import pytest
 import redis
 from rq import Worker
 
-from memory.outbox import Outbox
-from memory.queue import (
+from memory.jobs import (
     BackgroundQueue,
     InProcessQueue,
     JobSpec,
+    Outbox,
     RQQueue,
     make_queue,
     mask_url,
@@ -225,7 +225,7 @@ def test_in_process_close_drains_then_drops_later_jobs(
         queue.enqueue(spec("record", records, "s", n, session="s", job_id=f"j{n}"))
     queue.close(timeout=20)
     assert len(read_records(records)) == 3
-    with caplog.at_level(logging.ERROR, logger="memory.queue_inprocess"):
+    with caplog.at_level(logging.ERROR, logger="memory.jobs"):
         queue.enqueue(spec("record", records, "s", 9, session="s", job_id="late"))
     assert "dropped" in caplog.text
     assert len(read_records(records)) == 3

@@ -19,8 +19,7 @@ import pytest
 import redis
 from rq import Worker
 
-from memory.outbox import Outbox
-from memory.queue import JobSpec, RQQueue
+from memory.jobs import JobSpec, Outbox, RQQueue
 from tests.queue_jobs import read_records
 
 if TYPE_CHECKING:
@@ -153,7 +152,7 @@ def test_outage_parks_jobs_in_the_outbox_and_the_drainer_moves_them(
     burst_worker()
 
     redis_server.stop()
-    with caplog.at_level(logging.WARNING, logger="memory.outbox"):
+    with caplog.at_level(logging.WARNING, logger="memory.jobs"):
         for n in range(1, 6):
             for s in ("a", "b"):
                 queue.enqueue(spec("record", records, s, n, session=s, job_id=f"{s}-{n}"))

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from memory.errors import SessionDBError
-from memory.session_db import SessionDB, fts5_available
-from memory.session_schema import SCHEMA_VERSION
+from memory.transcripts import SCHEMA_VERSION, SessionDB, fts5_available
 
 ALICE = "telegram:100"
 BOB = "telegram:200"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from memory.errors import SessionDBError
-from memory.session_db_async import AsyncSessionDB
+from memory.transcripts import AsyncSessionDB
 
 ALICE = "slack:U1"
 BOB = "slack:U2"

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from memory.errors import SessionDBError
-from memory.session_db import SessionDB
-from memory.session_schema import build_fts_query, query_tokens
+from memory.transcripts import SessionDB
+from memory.transcripts._schema import build_fts_query, query_tokens
 
 ALICE = "telegram:100"
 BOB = "discord:200"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.provider import MemoryProvider
+from memory.providers import MemoryProvider
 from plugins.errors import PluginError, PluginLoadError, PluginNotFoundError
 from plugins.memory import (
     USER_NAMESPACE,
@@ -26,7 +26,7 @@ REGISTER_STYLE = '''
 """Echo: recalls a fixed greeting from a sibling module."""
 from pathlib import Path
 
-from memory.provider import MemoryProvider
+from memory.providers import MemoryProvider
 
 from .helper import GREETING
 
@@ -57,8 +57,8 @@ def register(ctx):
 '''
 
 SUBCLASS_STYLE = """
-from memory.builtin import BuiltinMemoryProvider  # imported, so not this plugin's class
-from memory.provider import MemoryProvider
+from memory.providers import BuiltinMemoryProvider  # imported, so not this plugin's class
+from memory.providers import MemoryProvider
 
 
 class ShyProvider(MemoryProvider):
@@ -75,7 +75,7 @@ class ShyProvider(MemoryProvider):
 """
 
 BROKEN = """
-from memory.provider import MemoryProvider
+from memory.providers import MemoryProvider
 
 raise ImportError("the frobnicate SDK is not installed")
 """

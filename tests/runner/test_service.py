@@ -13,7 +13,7 @@ from gateway.adapters.memory_adapter import MemoryAdapter
 from gateway.http import HTTPServer
 from gateway.service import run_gateway
 from memory.paths import ChorusPaths
-from memory.session_db import SessionDB
+from memory.transcripts import SessionDB
 from tests.fakes import FakeOpenAI
 from tests.runner.conftest import GatewayFactory, gateway_settings
 

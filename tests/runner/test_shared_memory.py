@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from memory.paths import ChorusPaths
-from memory.staged import StagedWrites
+from memory.store import StagedWrites
 from tests.fakes import FakeOpenAI
 from tests.runner.conftest import Gateway, GatewayFactory
 

@@ -12,7 +12,7 @@ import urllib.request
 from pathlib import Path
 
 from memory.paths import ChorusPaths
-from memory.session_db import SessionDB
+from memory.transcripts import SessionDB
 from tests.fakes import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegram
 from tests.telegram.conftest import ANN

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from memory.provider import MemoryProvider
+from memory.providers._provider import MemoryProvider
 
 logger = logging.getLogger(__name__)
 

@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memory.errors import SessionDBError
-from memory.session_records import SESSION_COLUMNS, SearchHit, SessionRecord, StoredMessage
-from memory.session_schema import fts5_available, open_connection
-from memory.session_search import UserSessions, search_messages
 from memory.sqlite_tables import SQLiteTables
+from memory.transcripts._records import SESSION_COLUMNS, SearchHit, SessionRecord, StoredMessage
+from memory.transcripts._schema import fts5_available, open_connection
+from memory.transcripts._search import search_messages
 
 __all__ = ["SessionDB", "UserSessions", "fts5_available"]
 
@@ -330,3 +330,27 @@ def _encode_tool_calls(tool_calls: ToolCalls | None) -> tuple[int, str | None]:
         return len(calls), json.dumps(calls, ensure_ascii=False)
     except (TypeError, ValueError) as exc:
         raise SessionDBError(f"tool_calls cannot be stored as JSON: {exc}") from exc
+
+
+class UserSessions:
+    """The sessions of one user: every query made through it is bound to ``user_key``."""
+
+    def __init__(self, db: SessionDB, user_key: str) -> None:
+        if not user_key:
+            raise SessionDBError("a per-user view needs a user key")
+        self._db = db
+        self._user_key = user_key
+
+    @property
+    def user_key(self) -> str:
+        return self._user_key
+
+    def search(
+        self, query: str, limit: int = 10, exclude_session_id: str | None = None
+    ) -> list[SearchHit]:
+        """Search this user's past messages; see ``SessionDB.search``."""
+        return self._db.search(self._user_key, query, limit, exclude_session_id)
+
+    def list_sessions(self, limit: int = 50) -> list[SessionRecord]:
+        """This user's sessions, newest first."""
+        return self._db.list_sessions(user_key=self._user_key, limit=limit)

@@ -23,10 +23,14 @@ import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from memory.background import ThreadBackground
-from memory.fence import build_memory_context_block, sanitize_context, strip_memory_context
-from memory.provider import MemoryProvider
-from memory.provider_tools import ToolRouter
+from memory.providers._fence import (
+    build_memory_context_block,
+    sanitize_context,
+    strip_memory_context,
+)
+from memory.providers._provider import MemoryProvider
+from memory.providers._routing import ToolRouter
+from memory.providers._threads import ThreadBackground
 
 logger = logging.getLogger(__name__)
 

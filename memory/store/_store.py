@@ -29,7 +29,7 @@ from typing import TypedDict
 
 from memory.errors import MemoryStoreError
 from memory.settings import DEFAULT_MEMORY_CHAR_LIMIT, DEFAULT_USER_CHAR_LIMIT
-from memory.threats import scan_memory_content
+from memory.store._threats import scan_memory_content
 
 logger = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import ParamSpec, TypeVar
 
 from memory.errors import SessionDBError
-from memory.session_db import SessionDB, ToolCalls
-from memory.session_records import SearchHit, SessionRecord, StoredMessage
+from memory.transcripts._db import SessionDB, ToolCalls
+from memory.transcripts._records import SearchHit, SessionRecord, StoredMessage
 
 __all__ = ["AsyncSessionDB", "AsyncUserSessions"]
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from memory.sqlite_tables import SQLiteTables
-from memory.store import MemoryResult, MemoryStore
+from memory.store._store import MemoryResult, MemoryStore
 
 logger = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from memory.queue_types import (
+from memory.jobs._types import (
     BackgroundQueue,
     FailedJob,
     JobSpec,

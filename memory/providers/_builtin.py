@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from memory.provider import MemoryProvider
+from memory.providers._provider import MemoryProvider
 from memory.store import MemoryStore
 
 logger = logging.getLogger(__name__)

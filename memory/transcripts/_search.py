@@ -1,4 +1,4 @@
-"""Full-text search over one user's transcripts, and the per-user view of SessionDB.
+"""Full-text search over one user's transcripts.
 
 The user scope is part of the SQL (a join on ``sessions.user_key``), never a
 filter applied to a global result. Search text from users or the model is
@@ -9,16 +9,11 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from typing import TYPE_CHECKING
 
-from memory.errors import SessionDBError
-from memory.session_records import SearchHit, SessionRecord, utc_date
-from memory.session_schema import build_fts_query, query_tokens
+from memory.transcripts._records import SearchHit, utc_date
+from memory.transcripts._schema import build_fts_query, query_tokens
 
-if TYPE_CHECKING:
-    from memory.session_db import SessionDB
-
-__all__ = ["MAX_SEARCH_LIMIT", "SNIPPET_TOKENS", "UserSessions", "search_messages"]
+__all__ = ["MAX_SEARCH_LIMIT", "SNIPPET_TOKENS", "search_messages"]
 
 logger = logging.getLogger(__name__)
 
@@ -90,27 +85,3 @@ def _run(
         )
         for row in rows
     ]
-
-
-class UserSessions:
-    """The sessions of one user: every query made through it is bound to ``user_key``."""
-
-    def __init__(self, db: SessionDB, user_key: str) -> None:
-        if not user_key:
-            raise SessionDBError("a per-user view needs a user key")
-        self._db = db
-        self._user_key = user_key
-
-    @property
-    def user_key(self) -> str:
-        return self._user_key
-
-    def search(
-        self, query: str, limit: int = 10, exclude_session_id: str | None = None
-    ) -> list[SearchHit]:
-        """Search this user's past messages; see ``SessionDB.search``."""
-        return self._db.search(self._user_key, query, limit, exclude_session_id)
-
-    def list_sessions(self, limit: int = 50) -> list[SessionRecord]:
-        """This user's sessions, newest first."""
-        return self._db.list_sessions(user_key=self._user_key, limit=limit)

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import json
 import logging
-import sqlite3
 import threading
 import time
 from collections.abc import Callable
 
-from memory.queue_types import JobSpec
+from memory.errors import JobQueueError
+from memory.jobs._types import JobSpec
 from memory.sqlite_tables import SQLiteTables
 
 __all__ = ["Outbox", "OutboxRelay"]
@@ -53,21 +53,21 @@ class Outbox(SQLiteTables):
     """A FIFO of ``JobSpec`` rows in one SQLite file; safe to share between threads."""
 
     SCHEMA = (_SCHEMA,)
-    ERROR = sqlite3.OperationalError
+    ERROR = JobQueueError
     WHAT = "queue outbox"
 
     def put(self, job: JobSpec) -> int:
         """Append ``job``; returns its row id (ids only grow, so they give the order)."""
         args = json.dumps(list(job.args), separators=(",", ":"))
-        with self._lock:
-            cursor = self._connection().execute(
+        with self._locked(write=True) as conn:
+            cursor = conn.execute(
                 "INSERT INTO queue_outbox (job_id, session_id, func, args, description, created_at)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
                 (job.job_id, job.session_id, job.func, args, job.description, time.time()),
             )
             row_id = cursor.lastrowid
         if row_id is None:  # pragma: no cover - sqlite always sets it after an INSERT
-            raise sqlite3.OperationalError("outbox insert returned no row id")
+            raise JobQueueError("outbox insert returned no row id")
         return row_id
 
     def pending(self, limit: int | None = None) -> list[tuple[int, JobSpec]]:
@@ -77,8 +77,8 @@ class Outbox(SQLiteTables):
         if limit is not None:
             sql += " LIMIT ?"
             params = (limit,)
-        with self._lock:
-            rows = self._connection().execute(sql, params).fetchall()
+        with self._locked() as conn:
+            rows = conn.execute(sql, params).fetchall()
         return [
             (
                 row_id,
@@ -95,18 +95,13 @@ class Outbox(SQLiteTables):
 
     def delete(self, row_id: int) -> None:
         """Forget a row once its job has been handed over; an unknown id is ignored."""
-        with self._lock:
-            self._connection().execute("DELETE FROM queue_outbox WHERE id = ?", (row_id,))
+        with self._locked(write=True) as conn:
+            conn.execute("DELETE FROM queue_outbox WHERE id = ?", (row_id,))
 
     def count(self) -> int:
-        with self._lock:
-            (n,) = self._connection().execute("SELECT COUNT(*) FROM queue_outbox").fetchone()
+        with self._locked() as conn:
+            (n,) = conn.execute("SELECT COUNT(*) FROM queue_outbox").fetchone()
         return int(n)
-
-    def _connection(self) -> sqlite3.Connection:
-        if self._conn is None:
-            raise sqlite3.ProgrammingError("the outbox is closed")
-        return self._conn
 
 
 class OutboxRelay:
@@ -195,7 +190,7 @@ class OutboxRelay:
         """Rows waiting in the outbox (0 when it cannot be read)."""
         try:
             return self._outbox.count()
-        except sqlite3.Error:
+        except JobQueueError:
             logger.exception("cannot read the outbox")
             return 0
 
@@ -231,7 +226,7 @@ class OutboxRelay:
     def _drain_batch(self) -> tuple[int, bool]:
         try:
             rows = self._outbox.pending(limit=DRAIN_BATCH)
-        except sqlite3.Error:
+        except JobQueueError:
             logger.exception("cannot read the outbox")
             return 0, False
         for moved, (row_id, job) in enumerate(rows):
@@ -243,7 +238,7 @@ class OutboxRelay:
             self._mark_up()
             try:
                 self._outbox.delete(row_id)
-            except sqlite3.Error:
+            except JobQueueError:
                 logger.exception("cannot delete outbox row %d", row_id)
                 return moved + 1, False
         return len(rows), len(rows) == DRAIN_BATCH
@@ -251,7 +246,7 @@ class OutboxRelay:
     def _store(self, job: JobSpec) -> None:
         try:
             self._outbox.put(job)
-        except sqlite3.Error:
+        except JobQueueError:
             logger.exception("cannot store job %s in the outbox; dropped", job.job_id)
 
     def _cooling_down(self) -> bool:

@@ -1,26 +1,14 @@
-"""Background jobs: one small interface, run in-process or as rq jobs on Redis.
+"""``RQQueue``: background jobs as rq jobs on Redis, run by ``chorus worker`` processes.
 
-A job is a ``JobSpec``: the dotted path of a module-level function, plain
-JSON-serialisable arguments (ids, not objects), the session it belongs to and
-a deterministic id. Jobs of one session run in the order they were enqueued.
+Each job depends on the previous job of its session (``allow_failure``, so a
+job that failed for good does not block its session); failures are retried
+with rq's ``Retry`` and end in rq's FailedJobRegistry. While Redis is
+unreachable jobs wait in a SQLite ``Outbox`` and move to Redis, oldest first,
+once it answers again.
 
-``InProcessQueue`` (``memory.queue_inprocess``)
-    One worker thread runs every job in enqueue order; a failing job is retried
-    after a backoff, then kept in a failed list. Used when no Redis is set up.
-``RQQueue``
-    rq jobs on Redis, run by ``chorus worker`` processes. Each job depends on the
-    previous job of its session (``allow_failure``, so a job that failed for good
-    does not block its session); failures are retried with rq's ``Retry`` and end
-    in rq's FailedJobRegistry. While Redis is unreachable jobs wait in a SQLite
-    ``Outbox`` and move to Redis, oldest first, once it answers again.
-
-Enqueueing an id that is already waiting or running does nothing; enqueueing an
-id that finished or failed runs it again. A job can still run twice (an outbox
-drain interrupted between enqueue and delete, a worker that died mid-job), so
-job functions must be idempotent.
-
-This is the public surface of the queue; the shared types live in
-``memory.queue_types``. Only this module imports ``redis`` and ``rq``.
+This module and the worker entry point are the only ones that import
+``redis`` and ``rq``; ``memory.jobs`` imports it only when ``RQQueue`` is
+asked for, so a process without Redis never loads them.
 """
 
 from __future__ import annotations
@@ -29,8 +17,6 @@ import logging
 import signal
 import threading
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
 import redis
 from redis.backoff import NoBackoff
@@ -39,29 +25,17 @@ from rq import Queue, Retry, Worker
 from rq.exceptions import InvalidJobOperation, NoSuchJobError
 from rq.job import Dependency, Job, JobStatus
 
-from memory.outbox import Outbox, OutboxRelay
-from memory.queue_inprocess import InProcessQueue
-from memory.queue_types import (
+from memory.jobs._outbox import Outbox, OutboxRelay
+from memory.jobs._types import (
     BackgroundQueue,
     FailedJob,
     JobSpec,
     QueueStatus,
     error_line,
-    import_function,
     mask_url,
 )
 
-__all__ = [
-    "BackgroundQueue",
-    "FailedJob",
-    "InProcessQueue",
-    "JobSpec",
-    "QueueStatus",
-    "RQQueue",
-    "import_function",
-    "make_queue",
-    "mask_url",
-]
+__all__ = ["RQQueue"]
 
 logger = logging.getLogger(__name__)
 
@@ -304,20 +278,6 @@ def _describe_failed(job: Job) -> FailedJob:
         error=error,
         failed_at=ended.timestamp() if ended is not None else None,
     )
-
-
-def make_queue(redis_url: str | None, *, outbox_path: Path, **options: Any) -> BackgroundQueue:
-    """An ``RQQueue`` (with its outbox drainer running) when a URL is given, else in-process.
-
-    ``options`` go to the chosen class (``retries`` to both, ``backoff`` to the
-    in-process one, ``queue_name``/``retry_intervals``/… to the rq one).
-    """
-    if redis_url:
-        queue = RQQueue(redis_url, outbox=Outbox(outbox_path), **options)
-        queue.start_drainer()
-        logger.info("background jobs go to Redis at %s", mask_url(redis_url))
-        return queue
-    return InProcessQueue(**options)
 
 
 WORKER_RESTART_MAX_SECONDS = 30.0

@@ -1,0 +1,84 @@
+"""Background jobs: one small interface, run in-process or as rq jobs on Redis.
+
+A job is a ``JobSpec``: the dotted path of a module-level function, plain
+JSON-serialisable arguments (ids, not objects), the session it belongs to and
+a deterministic id. Jobs of one session run in the order they were enqueued.
+
+``InProcessQueue``
+    One worker thread runs every job in enqueue order; a failing job is retried
+    after a backoff, then kept in a failed list. Used when no Redis is set up.
+``RQQueue``
+    rq jobs on Redis, run by ``chorus worker`` processes, with a SQLite
+    ``Outbox`` for the time Redis is unreachable. Loaded (with ``redis`` and
+    ``rq``) only when asked for.
+
+Enqueueing an id that is already waiting or running does nothing; enqueueing an
+id that finished or failed runs it again. A job can still run twice (an outbox
+drain interrupted between enqueue and delete, a worker that died mid-job), so
+job functions must be idempotent. ``JobState`` is what they remember between
+runs (finished steps, prefetched recall).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memory.jobs._inprocess import InProcessQueue
+from memory.jobs._outbox import Outbox, OutboxRelay
+from memory.jobs._state import JobState
+from memory.jobs._types import (
+    BackgroundQueue,
+    FailedJob,
+    JobSpec,
+    QueueStatus,
+    error_line,
+    import_function,
+    mask_url,
+)
+
+if TYPE_CHECKING:
+    from memory.jobs._rq import RQQueue
+
+__all__ = [
+    "BackgroundQueue",
+    "FailedJob",
+    "InProcessQueue",
+    "JobSpec",
+    "JobState",
+    "Outbox",
+    "OutboxRelay",
+    "QueueStatus",
+    "RQQueue",
+    "error_line",
+    "import_function",
+    "make_queue",
+    "mask_url",
+]
+
+logger = logging.getLogger(__name__)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "RQQueue":
+        from memory.jobs._rq import RQQueue
+
+        return RQQueue
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def make_queue(redis_url: str | None, *, outbox_path: Path, **options: Any) -> BackgroundQueue:
+    """An ``RQQueue`` (its outbox drainer running) when a URL is given, else in-process.
+
+    ``options`` go to the chosen class (``retries`` to both, ``backoff`` to the
+    in-process one, ``queue_name``/``retry_intervals``/… to the rq one).
+    """
+    if redis_url:
+        from memory.jobs._rq import RQQueue
+
+        queue = RQQueue(redis_url, outbox=Outbox(outbox_path), **options)
+        queue.start_drainer()
+        logger.info("background jobs go to Redis at %s", mask_url(redis_url))
+        return queue
+    return InProcessQueue(**options)

@@ -1,0 +1,26 @@
+"""Transcripts: every session's messages in SQLite (WAL), searchable with FTS5.
+
+- ``SessionDB`` (sync) and ``AsyncSessionDB`` (for the event loop) store
+  sessions and messages.
+- ``UserSessions`` / ``AsyncUserSessions`` are views bound to one user key:
+  the user scope is part of every query's SQL, so code acting for one user
+  cannot reach another user's transcripts.
+"""
+
+from memory.transcripts._async import AsyncSessionDB, AsyncUserSessions
+from memory.transcripts._db import SessionDB, ToolCalls, UserSessions
+from memory.transcripts._records import SearchHit, SessionRecord, StoredMessage
+from memory.transcripts._schema import SCHEMA_VERSION, fts5_available
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "AsyncSessionDB",
+    "AsyncUserSessions",
+    "SearchHit",
+    "SessionDB",
+    "SessionRecord",
+    "StoredMessage",
+    "ToolCalls",
+    "UserSessions",
+    "fts5_available",
+]
