@@ -17,7 +17,7 @@ from agent.context import AgentConfig
 from agent.shared_writes import SharedWriteGate
 from agent.tools.registry import CORE_TOOL_NAMES
 from memory.jobs import JobState
-from memory.paths import ChorusPaths, UserRef
+from memory.paths import ChorusPaths, UserKey
 from memory.providers import MemoryManager, MemoryProvider
 from memory.store import MemoryStore, StagedWrites
 from memory.transcripts import SessionDB, SessionRecord
@@ -83,16 +83,24 @@ class JobContext:
             self._staging = StagedWrites(self.db_path)
         return self._staging
 
+    def update(
+        self, config: AgentConfig, *, handoff: bool, is_admin: Callable[[str], bool]
+    ) -> None:
+        """Use reloaded settings from the next job on (and in the gates of running ones)."""
+        self.config = config
+        self.handoff = handoff
+        self.is_admin = is_admin
+
     def shared_write_gate(self, session_id: str, user_key: str) -> SharedWriteGate:
         return SharedWriteGate(
-            policy=self.config.memory.shared_writes,
-            is_admin=self.is_admin(user_key),
+            policy=lambda: self.config.memory.shared_writes,
+            is_admin=lambda: self.is_admin(user_key),
             staging=self.staging,
             session_id=session_id,
             user_key=user_key,
         )
 
-    def store_for(self, user: UserRef) -> MemoryStore:
+    def store_for(self, user: UserKey) -> MemoryStore:
         return MemoryStore(
             self.paths.memory_file,
             self.paths.user_file(user),

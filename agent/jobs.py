@@ -26,7 +26,7 @@ from agent.context import SessionContext
 from agent.errors import AgentError
 from agent.job_context import JobContext
 from agent.llm import LLMClient
-from memory.paths import parse_user_key
+from memory.paths import UserKey
 from memory.transcripts import AsyncSessionDB, SessionRecord
 
 logger = logging.getLogger(__name__)
@@ -127,7 +127,7 @@ async def _flush(ctx: JobContext, record: SessionRecord) -> None:
         agent = Agent(
             session,
             llm=llm,
-            store=ctx.store_for(parse_user_key(record.user_key)),
+            store=ctx.store_for(UserKey.parse(record.user_key)),
             db=db,
             config=ctx.config,
             memory=ctx.manager_for(record, "flush"),

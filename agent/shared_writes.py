@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -39,8 +40,10 @@ _MISSING = {
 
 @dataclass
 class SharedWriteGate:
-    policy: Policy
-    is_admin: bool
+    """Asks ``policy()`` and ``is_admin()`` at every write, so a reload applies at once."""
+
+    policy: Callable[[], Policy]
+    is_admin: Callable[[], bool]
     staging: StagedWrites | None
     session_id: str
     user_key: str
@@ -53,11 +56,12 @@ class SharedWriteGate:
         """
         if call.target != "memory":
             return None
-        if self.policy == "open" or self.is_admin:
+        policy = self.policy()
+        if policy == "open" or self.is_admin():
             return None
         content = call.content.strip()
         old_text = call.old_text.strip()
-        if self.policy == "admins" or self.staging is None:
+        if policy == "admins" or self.staging is None:
             return self._result(store, False, ADMINS_ONLY)
         threat = scan_memory_content(content) if content else None
         if threat is not None:

@@ -16,9 +16,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agent.llm import LLMClient
-from gateway.adapters.memory_adapter import MemoryAdapter
+from gateway.adapters import MemoryAdapter
+from gateway.app import open_stack
 from gateway.config import load_settings
-from gateway.stack import open_stack
 from tests.fakes import FakeOpenAI, Reply
 
 

@@ -4,6 +4,9 @@
 authorization, rate limit, slash commands, then the session's queue. It is
 also the one catch point: an unexpected error is logged with its traceback
 and the user gets a short generic apology, never the exception text.
+
+Everything the runner uses is built in the wiring (``gateway.app``) and
+passed in; commands get their own narrow ``CommandServices``, not the runner.
 """
 
 from __future__ import annotations
@@ -14,85 +17,60 @@ import logging
 import time
 
 from agent.context import ImageInput
-from gateway.activity import Activity
-from gateway.adapters.base import BaseAdapter, CommandInfo
-from gateway.agent_factory import AgentFactory
-from gateway.auth import Authorizer, normalize_user_key
-from gateway.background import Background
+from gateway import _texts as t
+from gateway.access import Authorizer, Deduplicator, RateLimiter, normalize_user_key
+from gateway.adapters import BaseAdapter, CommandInfo, ReplyStream, platform_spec, send_text
 from gateway.clock import Clock
-from gateway.commands import CommandContext, CommandRegistry, parse_command
-from gateway.commands_admin import register_admin_commands
-from gateway.commands_user import register_user_commands
-from gateway.config import Settings, load_settings
-from gateway.dedupe import Deduplicator
-from gateway.delivery import ReplyStream, send_text
-from gateway.errors import GatewayError
+from gateway.commands import CommandContext, CommandRegistry, CommandServices, parse_command
+from gateway.config import LiveSettings, Settings
 from gateway.events import Attachment, InboundMessage, OutboundMessage
-from gateway.gateway_db import GatewayDB
-from gateway.live_session import LiveSession, merge_texts
-from gateway.metrics import Metrics
-from gateway.ratelimit import RateLimiter
-from gateway.sessions import SessionManager
+from gateway.ops import Activity, Metrics
+from gateway.sessions import LiveSession, SessionManager, merge_texts
 
 logger = logging.getLogger(__name__)
 
 MAX_INBOUND_CHARS = 32_000
-APOLOGY = "Sorry — something went wrong on my side. Please try again."
-EMPTY = "I got an empty message. Send me some text and I'll answer."
-ATTACHMENTS_ONLY = "I can't read attachments yet — please send your question as text."
-ATTACHMENTS_SKIPPED = "I can't read attachments yet, so I'm answering your text only."
-TOO_LONG = (
-    "That message is too long for me ({n:,} characters; the limit is {limit:,}). "
-    "Please send it in smaller parts."
-)
-SHUTTING_DOWN = "I'm restarting right now — please send that again in a minute."
-RATE_LIMITED = "You're sending messages faster than I can answer. I'll pick up again shortly."
-STOPPED_NOTE = "\n\n(stopped)"
 TYPING_INTERVAL = 4.0
 
 
 class GatewayRunner:
     def __init__(
         self,
-        settings: Settings,
+        live: LiveSettings,
         *,
-        factory: AgentFactory,
-        background: Background,
-        gateway_db: GatewayDB,
+        sessions: SessionManager,
+        auth: Authorizer,
+        rate: RateLimiter,
+        dedupe: Deduplicator,
+        commands: CommandRegistry,
+        services: CommandServices,
         clock: Clock,
-        metrics: Metrics | None = None,
+        metrics: Metrics,
+        activity: Activity,
         adapters: list[BaseAdapter] | None = None,
     ) -> None:
-        self.settings = settings
-        self.factory = factory
-        self.background = background
-        self.gateway_db = gateway_db
+        self.live = live
+        self.sessions = sessions
+        self.auth = auth
+        self.rate = rate
+        self.dedupe = dedupe
+        self.commands = commands
+        self.services = services
         self.clock = clock
-        self.metrics = metrics or Metrics()
+        self.metrics = metrics
+        self.activity = activity
         self.adapters: dict[str, BaseAdapter] = {}
-        self.auth = Authorizer(settings.auth, gateway_db, clock)
-        self.rate = RateLimiter(settings.auth.rate_limit_per_minute, clock)
-        self.dedupe = Deduplicator(clock)
-        self.activity = Activity(clock)
-        self.commands = CommandRegistry()
-        register_user_commands(self.commands)
-        register_admin_commands(self.commands)
-        self.sessions = SessionManager(
-            settings.sessions,
-            factory=factory,
-            db=factory.db,
-            scheduler=background.scheduler,
-            clock=clock,
-            run_turn=self._run_turn,
-            notice=self.notice,
-            on_end=self.metrics.session_ended,
-        )
+        sessions.bind(self._run_turn, self.notice)
         for adapter in adapters or []:
             self.add_adapter(adapter)
         self.metrics.set_sources(
             live_sessions=lambda: len(self.sessions.sessions),
             adapters=lambda: {name: a.is_connected() for name, a in self.adapters.items()},
         )
+
+    @property
+    def settings(self) -> Settings:
+        return self.live.current
 
     def add_adapter(self, adapter: BaseAdapter) -> None:
         adapter.set_handler(self.handle)
@@ -124,7 +102,7 @@ class GatewayRunner:
         except Exception:
             logger.exception("handling a %s message failed", msg.platform)
             with contextlib.suppress(Exception):
-                await self.notice(msg, APOLOGY, kind="error")
+                await self.notice(msg, t.APOLOGY, kind="error")
 
     async def _handle(self, msg: InboundMessage) -> None:
         self.metrics.message_in(msg.platform)
@@ -146,26 +124,26 @@ class GatewayRunner:
         if not rate.allowed:
             self.metrics.rejected("rate_limited")
             if rate.notify:
-                await self.notice(msg, RATE_LIMITED)
+                await self.notice(msg, t.RATE_LIMITED)
             return
         images = self._images(msg)
         if not msg.text.strip() and not images:
-            await self.notice(msg, ATTACHMENTS_ONLY if msg.attachments else EMPTY)
+            await self.notice(msg, t.ATTACHMENTS_ONLY if msg.attachments else t.EMPTY)
             return
         if len(images) < len(msg.attachments):
-            await self.notice(msg, ATTACHMENTS_SKIPPED)
+            await self.notice(msg, t.ATTACHMENTS_SKIPPED)
         if len(msg.text) > MAX_INBOUND_CHARS:
             self.metrics.rejected("too_long")
-            await self.notice(msg, TOO_LONG.format(n=len(msg.text), limit=MAX_INBOUND_CHARS))
+            await self.notice(msg, t.TOO_LONG.format(n=len(msg.text), limit=MAX_INBOUND_CHARS))
             return
         if command is not None:
             await self._command(msg, *command)
             return
         if not await self.sessions.submit(msg):
-            await self.notice(msg, SHUTTING_DOWN)
+            await self.notice(msg, t.SHUTTING_DOWN)
 
     async def _command(self, msg: InboundMessage, name: str, args: str) -> None:
-        ctx = CommandContext(msg, name, args, self, self.auth.is_admin(msg.user_key))
+        ctx = CommandContext(msg, name, args, self.services, self.auth.is_admin(msg.user_key))
         reply = await self.commands.dispatch(ctx)
         if reply:
             await self.notice(msg, reply)
@@ -188,13 +166,11 @@ class GatewayRunner:
         await send_text(adapter, out)
         self.metrics.message_out(msg.platform)
 
-    async def _run_turn(
-        self, manager: SessionManager, live: LiveSession, batch: list[InboundMessage]
-    ) -> None:
+    async def _run_turn(self, live: LiveSession, batch: list[InboundMessage]) -> None:
         text = merge_texts(batch)
         last = batch[-1]
         adapter = self.adapters[last.platform]
-        agent = await manager.agent_for(live)
+        agent = await self.sessions.agent_for(live)
         stream = ReplyStream(
             adapter,
             platform=last.platform,
@@ -207,8 +183,6 @@ class GatewayRunner:
         typing = asyncio.create_task(self._keep_typing(adapter, last))
         before = agent.usage
         started = time.monotonic()
-        live.stopped = False
-        live.last_text = text
         images = [
             ImageInput(a.data, a.mime_type or "image/jpeg")
             for m in batch
@@ -222,12 +196,11 @@ class GatewayRunner:
             current = asyncio.current_task()
             if current is not None and current.cancelling():
                 raise
-            await stream.abort(STOPPED_NOTE)
+            await stream.abort(t.STOPPED_NOTE)
             return
         finally:
             typing.cancel()
             live.turn = None
-        live.turns += 1
         await stream.finish(answer)
         self.metrics.message_out(last.platform)
         self.metrics.observe_turn(time.monotonic() - started)
@@ -254,8 +227,9 @@ class GatewayRunner:
         return [a for a in msg.attachments if a.kind == "image" and a.data]
 
     def _streaming(self, adapter: BaseAdapter, msg: InboundMessage) -> bool:
-        if msg.platform == "telegram":
-            return self.settings.telegram.streaming and msg.is_direct
+        spec = platform_spec(adapter.name)
+        if spec is not None and not spec.streams(spec.section_of(self.settings), msg):
+            return False
         return adapter.capabilities.edits
 
     async def _keep_typing(self, adapter: BaseAdapter, msg: InboundMessage) -> None:
@@ -265,61 +239,6 @@ class GatewayRunner:
             while True:
                 await adapter.typing(msg.chat_id, msg.thread_id)
                 await self.clock.sleep(TYPING_INTERVAL)
-
-    # ------------------------------------------------------------------- admin
-
-    async def audit(self, ctx: CommandContext, outcome: str) -> None:
-        args = ctx.args
-        if ctx.name == "admin" and args.lower().startswith("approve"):
-            args = "approve <code>"  # pairing codes never reach the database in clear
-        await asyncio.to_thread(
-            self.gateway_db.audit,
-            ctx.user_key,
-            f"/{ctx.name}",
-            args[:500],
-            outcome,
-            self.clock.time(),
-        )
-
-    async def admin_status_lines(self) -> list[str]:
-        status = await asyncio.to_thread(self.background.queue.status)
-        staging = self.factory.staging
-        pending = await asyncio.to_thread(staging.count_pending) if staging else 0
-        return [
-            f"Shared-memory writes waiting for review: {pending}.",
-            f"Open sessions: {len(self.sessions.sessions)} "
-            f"({self.sessions.live_agents} in memory).",
-            f"Queue: {status.queued} queued, {status.failed} failed, {status.outbox} in outbox.",
-        ]
-
-    async def stats_lines(self) -> list[str]:
-        messages, turns = self.activity.per_minute()
-        recent = [
-            f"Last minute: {messages} message(s) in, {turns} turn(s).",
-            f"Tokens today (UTC): {self.activity.tokens_today():,}.",
-        ]
-        snap = self.metrics.snapshot()
-        totals = [f"{name}: {value:g}" for name, value in sorted(snap.items())]
-        return [*recent, *await self.admin_status_lines(), "Since start:", *totals]
-
-    async def reload(self) -> str:
-        """Re-read config.yaml: auth lists, session and memory limits. Tokens need a restart."""
-        try:
-            fresh = await asyncio.to_thread(load_settings, self.settings.home)
-        except GatewayError as exc:
-            return f"Reload failed, nothing changed: {exc}"
-        self.auth.reload(fresh.auth)
-        self.rate.reconfigure(fresh.auth.rate_limit_per_minute)
-        self.sessions.settings = fresh.sessions
-        self.settings = fresh.model_copy(
-            update={
-                "telegram": self.settings.telegram,
-                "discord": self.settings.discord,
-                "slack": self.settings.slack,
-                "llm": self.settings.llm,
-            }
-        )
-        return "Configuration reloaded (platform tokens and the LLM endpoint need a restart)."
 
     # ---------------------------------------------------------------- shutdown
 

@@ -7,6 +7,7 @@
         state.db                                   SessionDB (transcripts, FTS)
         memories/MEMORY.md                         shared by everyone
         memories/users/<platform>/<user id>/USER.md   one per user
+        memories/chats/<platform>/<chat id>/USER.md   one per chat under sessions.scope: chat
         plugins/<name>/                            user memory providers
 
 A platform or user id becomes a path component by *encoding*, never by
@@ -20,6 +21,7 @@ equal a plain one.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,27 +48,64 @@ def safe_component(raw: str) -> str:
     return f"{encoded[:48]}{_HASH_MARK}{digest}"
 
 
-@dataclass(frozen=True, slots=True)
-class UserRef:
-    """A user as the platform names them: ``telegram:12345``."""
+PLATFORM_NAME = re.compile(r"[a-z0-9_.-]+")
+"""What a platform name may be: it never holds ``:``, ``#`` or ``/``."""
+
+CHAT_MARK = "#chat"
+"""Marks the shared profile of a chat: ``telegram#chat:-100123``."""
+
+_WHITESPACE = re.compile(r"\s")
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class UserKey:
+    """Whose memory and transcripts: one person on a platform, or one chat's shared profile.
+
+    A person is ``telegram:12345``; the profile a chat shares under
+    ``sessions.scope: chat`` is ``telegram#chat:-100123``. A platform name can
+    never hold ``#``, so no user id — whatever a platform lets it be — can
+    produce a chat's key, or the other way round; and chat profiles live in
+    their own directory tree (``memories/chats/``), never among the users'.
+    """
 
     platform: str
-    user_id: str
+    id: str
+    chat: bool = False
+
+    def __post_init__(self) -> None:
+        if not PLATFORM_NAME.fullmatch(self.platform):
+            raise MemoryPathError(f"not a platform name: {self.platform!r}")
+        if not self.id:
+            raise MemoryPathError("a user key needs an id")
+
+    @classmethod
+    def for_chat(cls, platform: str, chat_id: str) -> UserKey:
+        """The shared profile of one chat (``sessions.scope: chat``)."""
+        return cls(platform, chat_id, chat=True)
+
+    @classmethod
+    def parse(cls, text: str) -> UserKey:
+        """``PLATFORM:ID`` or ``PLATFORM#chat:ID``; the platform is lower-cased.
+
+        The id may itself contain ``:``; it may not contain whitespace.
+        """
+        head, sep, key_id = text.strip().partition(":")
+        head = head.lower()
+        chat = head.endswith(CHAT_MARK)
+        platform = head[: -len(CHAT_MARK)] if chat else head
+        if not sep or not key_id or not PLATFORM_NAME.fullmatch(platform):
+            raise MemoryPathError(f"expected PLATFORM:ID (e.g. telegram:12345), got {text!r}")
+        if _WHITESPACE.search(key_id):
+            raise MemoryPathError(f"a user id has no spaces: {text!r}")
+        return cls(platform, key_id, chat=chat)
 
     @property
     def key(self) -> str:
-        return f"{self.platform}:{self.user_id}"
+        """The key as stored and shown: ``telegram:12345``."""
+        return str(self)
 
     def __str__(self) -> str:
-        return self.key
-
-
-def parse_user_key(value: str) -> UserRef:
-    """Parse ``PLATFORM:ID`` (the id may itself contain ``:``)."""
-    platform, sep, user_id = value.partition(":")
-    if not sep or not platform or not user_id:
-        raise MemoryPathError(f"expected PLATFORM:ID (e.g. telegram:12345), got {value!r}")
-    return UserRef(platform.strip().lower(), user_id)
+        return f"{self.platform}{CHAT_MARK if self.chat else ''}:{self.id}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,8 +134,19 @@ class ChorusPaths:
     def plugins_dir(self) -> Path:
         return self.home / "plugins"
 
-    def user_dir(self, user: UserRef) -> Path:
-        return self.users_dir / safe_component(user.platform) / safe_component(user.user_id)
+    @property
+    def chats_dir(self) -> Path:
+        return self.memories_dir / "chats"
 
-    def user_file(self, user: UserRef) -> Path:
+    def user_dir(self, user: UserKey) -> Path:
+        """Where ``user``'s profile lives; chats' shared profiles have their own tree."""
+        root = self.chats_dir if user.chat else self.users_dir
+        return root / safe_component(user.platform) / safe_component(user.id)
+
+    def user_file(self, user: UserKey) -> Path:
         return self.user_dir(user) / "USER.md"
+
+    @property
+    def no_user_file(self) -> Path:
+        """A profile path nobody has, for a store that only reads or writes MEMORY.md."""
+        return self.memories_dir / ".nobody" / "USER.md"

@@ -6,8 +6,8 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from gateway.app import GatewayStack
 from gateway.config import Settings, load_settings
-from gateway.stack import GatewayStack
 from tests.fakes import FakeOpenAI
 
 

@@ -1,9 +1,44 @@
 """Platform adapters: each turns one platform's updates into ``InboundMessage``s.
 
-Adapters only enqueue: they hand messages to the ``on_message`` callback and
-never import the runner, the agent or memory.
+Adapters only enqueue: they hand messages to the runner's handler and never
+import the runner, the agent or memory. Outbound, ``ReplyStream`` and
+``send_text`` deliver replies through any adapter: split at the platform's
+limit, streamed by edits where it allows them.
 """
 
-from gateway.adapters.base import AdapterCapabilities, BaseAdapter, MessageHandler
+from gateway.adapters._base import (
+    AdapterCapabilities,
+    BaseAdapter,
+    CommandInfo,
+    MessageHandler,
+    RouteHandler,
+)
+from gateway.adapters._console import ConsoleAdapter
+from gateway.adapters._delivery import WITHDRAWN_TEXT, ReplyStream, send_text
+from gateway.adapters._memory import Delivered, MemoryAdapter
+from gateway.adapters._registry import PLATFORMS, enable_hints, enabled_adapters, platform_spec
+from gateway.adapters._spec import PlatformContext, PlatformSpec
+from gateway.adapters._text_split import Length, split_text, utf16_length
 
-__all__ = ["AdapterCapabilities", "BaseAdapter", "MessageHandler"]
+__all__ = [
+    "PLATFORMS",
+    "WITHDRAWN_TEXT",
+    "AdapterCapabilities",
+    "BaseAdapter",
+    "CommandInfo",
+    "ConsoleAdapter",
+    "Delivered",
+    "Length",
+    "MemoryAdapter",
+    "MessageHandler",
+    "PlatformContext",
+    "PlatformSpec",
+    "ReplyStream",
+    "RouteHandler",
+    "enable_hints",
+    "enabled_adapters",
+    "platform_spec",
+    "send_text",
+    "split_text",
+    "utf16_length",
+]

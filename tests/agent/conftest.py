@@ -14,7 +14,7 @@ from agent.agent import Agent
 from agent.context import AgentConfig, SessionContext
 from agent.llm import LLMClient
 from agent.settings import AgentSettings, CompressionSettings, LLMSettings
-from memory.paths import ChorusPaths, parse_user_key
+from memory.paths import ChorusPaths, UserKey
 from memory.settings import MemorySettings
 from memory.store import MemoryStore
 from memory.transcripts import AsyncSessionDB
@@ -81,7 +81,7 @@ async def make_agent(
         )
         store = MemoryStore(
             paths.memory_file,
-            paths.user_file(parse_user_key(user_key)),
+            paths.user_file(UserKey.parse(user_key)),
             memory_char_limit=config.memory.memory_char_limit,
             user_char_limit=config.memory.user_char_limit,
         )

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from agent.llm import LLMClient
-from gateway.adapters.discord_adapter import DiscordAdapter
+from gateway.adapters.discord import DiscordAdapter
+from gateway.app import GatewayStack, open_stack
 from gateway.config import Settings
-from gateway.stack import GatewayStack, open_stack
 from tests.fakes import FakeOpenAI
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.discord_data import user

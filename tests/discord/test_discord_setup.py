@@ -7,15 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from gateway.adapters.discord_adapter import DiscordAdapter
-from gateway.doctor import check_discord
+from gateway.adapters.discord import SPEC, DiscordAdapter, DiscordSettings
+from gateway.app import enabled_adapters
+from gateway.cli._doctor import platform_check
 from gateway.errors import ConfigError
-from gateway.service import enabled_adapters
-from gateway.settings import DiscordSettings
 from tests.discord.conftest import ANN, DM_ANN, GatewayFactory, discord_settings
 from tests.fakes import FakeOpenAI
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.discord_data import BOT_USER, TOKEN, user
+
+check_discord = platform_check(SPEC)
 
 
 def test_doctor_names_the_bot_and_not_the_token(

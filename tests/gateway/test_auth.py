@@ -9,10 +9,9 @@ from typing import Any
 
 import pytest
 
-from gateway.auth import CODE_ALPHABET, Authorizer
+from gateway.access import CODE_ALPHABET, Authorizer, GatewayDB
+from gateway.config import AuthSettings
 from gateway.events import InboundMessage
-from gateway.gateway_db import GatewayDB
-from gateway.settings import AuthSettings
 from tests.fakes.clock import FakeClock
 
 ADMIN = "telegram:1"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.paths import ChorusPaths, UserRef
+from memory.paths import ChorusPaths, UserKey
 from memory.store import MemoryStore
 from memory.transcripts import SessionDB
 from tests.fakes.telegram_api import FakeTelegram
@@ -85,7 +85,7 @@ def test_bad_config_is_one_line_not_a_traceback(chorus_home: Path) -> None:
 def test_memory_show_empty_and_filled(chorus_home: Path) -> None:
     assert "empty" in run(chorus_home, "memory", "show").stdout
     paths = ChorusPaths(chorus_home)
-    alice = UserRef("telegram", "42")
+    alice = UserKey("telegram", "42")
     store = MemoryStore(paths.memory_file, paths.user_file(alice))
     assert store.add("memory", "The office wifi is called Nimbus")["success"]
     assert store.add("user", "Alice prefers short answers")["success"]

@@ -8,11 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gateway.auth import Authorizer
+from gateway.access import Authorizer, GatewayDB
 from gateway.clock import SystemClock
+from gateway.config import AuthSettings
 from gateway.events import InboundMessage
-from gateway.gateway_db import GatewayDB
-from gateway.settings import AuthSettings
 from memory.paths import ChorusPaths
 
 CHORUS = Path(sys.executable).with_name("chorus")

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from memory.paths import ChorusPaths, UserRef
+from memory.paths import ChorusPaths, UserKey
 from memory.transcripts import SessionDB
 from tests.fakes import FakeOpenAI
 
@@ -62,7 +62,7 @@ def test_conversation_remembers_user_in_next_session(chorus_home: Path, server: 
     assert "Nice to meet you, Dana." in first.stdout
     assert "console:dana" in first.stdout
     assert "• Name is Dana" in first.stdout
-    user_file = ChorusPaths(chorus_home).user_file(UserRef("console", "dana"))
+    user_file = ChorusPaths(chorus_home).user_file(UserKey("console", "dana"))
     assert "Name is Dana" in user_file.read_text()
 
     server.reply("Hello again, Dana!")
@@ -107,7 +107,7 @@ def test_exit_flushes_memories_after_enough_turns(chorus_home: Path, server: Fak
     assert "saving what is worth remembering" in result.stdout
     flushes = [r for r in server.requests if r.get("tools") and len(r["tools"]) == 1]
     assert [t["function"]["name"] for t in flushes[-1]["tools"]] == ["memory"]
-    user_file = ChorusPaths(chorus_home).user_file(UserRef("console", "dana"))
+    user_file = ChorusPaths(chorus_home).user_file(UserKey("console", "dana"))
     assert "Keeps bees" in user_file.read_text()
 
 

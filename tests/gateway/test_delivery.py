@@ -10,11 +10,17 @@ from collections.abc import Callable
 
 import pytest
 
-from gateway.adapters.base import AdapterCapabilities
-from gateway.adapters.memory_adapter import MemoryAdapter
-from gateway.delivery import WITHDRAWN_TEXT, ReplyStream, send_text, split_text, utf16_length
+from gateway.adapters import (
+    WITHDRAWN_TEXT,
+    AdapterCapabilities,
+    MemoryAdapter,
+    ReplyStream,
+    send_text,
+    split_text,
+    utf16_length,
+)
+from gateway.adapters._text_split import split_spans
 from gateway.events import OutboundMessage, SentMessage
-from gateway.text_split import split_spans
 from tests.fakes.clock import FakeClock
 
 FENCE_LINE = re.compile(r"^ {0,3}```")

@@ -11,8 +11,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from gateway.http import HTTPServer
-from gateway.metrics import Metrics
+from gateway.ops import HTTPServer, Metrics
 
 Readiness = Callable[[], Awaitable[dict[str, bool]]]
 
@@ -102,7 +101,7 @@ async def test_readyz_is_503_naming_the_failing_check(
 async def test_readyz_is_503_when_the_check_raises_without_leaking_its_text(
     servers: Any, http: aiohttp.ClientSession, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="gateway.http")
+    caplog.set_level(logging.WARNING, logger="gateway.ops")
     server = await servers(readiness=raising_readiness)
     async with http.get(f"{server.url}/readyz") as response:
         text = await response.text()

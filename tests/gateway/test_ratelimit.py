@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.ratelimit import NoticeThrottle, RateDecision, RateLimiter
+from gateway.access import NoticeThrottle, RateDecision, RateLimiter
 from tests.fakes.clock import FakeClock
 
 

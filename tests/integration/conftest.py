@@ -11,9 +11,8 @@ import pytest
 from agent.agent import Agent
 from agent.context import SessionContext
 from agent.llm import LLMClient
-from gateway.agent_factory import AgentFactory
-from gateway.background import Background, start_background
-from gateway.config import Settings, load_settings
+from gateway.app import AgentFactory, Background, start_background
+from gateway.config import LiveSettings, Settings, load_settings
 from memory.paths import ChorusPaths
 from memory.transcripts import AsyncSessionDB
 from tests.fakes import FakeOpenAI
@@ -54,10 +53,11 @@ class Stack:
 
 
 async def build_stack(settings: Settings) -> Stack:
-    background = start_background(settings)
+    live = LiveSettings(settings)
+    background = start_background(live)
     db = await AsyncSessionDB.open(ChorusPaths(settings.home).state_db)
     factory = AgentFactory(
-        settings,
+        live,
         db=db,
         llm=LLMClient(settings.llm, sleep=_no_sleep),
         scheduler=background.scheduler,

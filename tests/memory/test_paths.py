@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memory.errors import MemoryPathError
-from memory.paths import ChorusPaths, UserRef, parse_user_key, safe_component
+from memory.paths import ChorusPaths, UserKey, safe_component
 
 HOSTILE_IDS = [
     "../../etc",
@@ -47,7 +47,7 @@ def test_plain_ids_stay_readable() -> None:
 @pytest.mark.parametrize("raw", HOSTILE_IDS, ids=range(len(HOSTILE_IDS)))
 def test_hostile_ids_stay_inside_users_dir(tmp_path: Path, raw: str) -> None:
     paths = ChorusPaths(tmp_path)
-    user_file = paths.user_file(UserRef("telegram", raw))
+    user_file = paths.user_file(UserKey("telegram", raw))
     component = safe_component(raw)
     assert "/" not in component and "\\" not in component and "\x00" not in component
     assert component not in {".", ".."}
@@ -73,17 +73,17 @@ def test_long_ids_are_hashed_and_distinct() -> None:
 def test_directories_can_really_be_created(tmp_path: Path) -> None:
     paths = ChorusPaths(tmp_path)
     for raw in HOSTILE_IDS:
-        target = paths.user_dir(UserRef("discord", raw))
+        target = paths.user_dir(UserKey("discord", raw))
         target.mkdir(parents=True)
         (target / "USER.md").write_text(raw.encode("utf-8", "surrogatepass").hex())
     made = list((paths.users_dir / "discord").iterdir())
     assert len(made) == len(HOSTILE_IDS)
 
 
-def test_platform_is_encoded_too(tmp_path: Path) -> None:
-    paths = ChorusPaths(tmp_path)
-    path = paths.user_file(UserRef("../x", "1"))
-    assert path.parent.parent.parent == paths.users_dir
+@pytest.mark.parametrize("platform", ["../x", "Tele gram", "a:b", "a#chat", "", "a/b"])
+def test_a_platform_name_is_refused_unless_plain(platform: str) -> None:
+    with pytest.raises(MemoryPathError):
+        UserKey(platform, "1")
 
 
 def test_empty_id_is_refused() -> None:
@@ -94,16 +94,35 @@ def test_empty_id_is_refused() -> None:
 def test_layout(tmp_path: Path) -> None:
     paths = ChorusPaths(tmp_path)
     assert paths.memory_file == tmp_path / "memories" / "MEMORY.md"
-    assert paths.user_file(UserRef("telegram", "42")) == (
+    assert paths.user_file(UserKey("telegram", "42")) == (
         tmp_path / "memories" / "users" / "telegram" / "42" / "USER.md"
+    )
+    assert paths.user_file(UserKey.for_chat("telegram", "-100")) == (
+        tmp_path / "memories" / "chats" / "telegram" / "-100" / "USER.md"
     )
     assert paths.state_db == tmp_path / "state.db"
 
 
 def test_parse_user_key() -> None:
-    assert parse_user_key("telegram:123") == UserRef("telegram", "123")
-    assert parse_user_key("Slack:T1:U2") == UserRef("slack", "T1:U2")
-    assert parse_user_key("telegram:123").key == "telegram:123"
-    for bad in ("telegram", ":1", "telegram:", ""):
+    assert UserKey.parse("telegram:123") == UserKey("telegram", "123")
+    assert UserKey.parse("Slack:T1:U2") == UserKey("slack", "T1:U2")
+    assert UserKey.parse("telegram:123").key == "telegram:123"
+    assert UserKey.parse("telegram#chat:-100") == UserKey.for_chat("telegram", "-100")
+    for bad in ("telegram", ":1", "telegram:", "", "tele gram:1", "#chat:1", "a/b:1"):
         with pytest.raises(MemoryPathError, match="PLATFORM:ID"):
-            parse_user_key(bad)
+            UserKey.parse(bad)
+    with pytest.raises(MemoryPathError):
+        UserKey.parse("telegram:1 2")
+
+
+@pytest.mark.parametrize("user_id", ["chat-5", "#chat:5", "chat:5", "-100", "chat/5", "..%2Fchat"])
+def test_no_user_id_reaches_a_chat_profile(tmp_path: Path, user_id: str) -> None:
+    """A person's key and a chat's shared key are disjoint, as strings and as paths."""
+    paths = ChorusPaths(tmp_path)
+    person = UserKey("telegram", user_id)
+    chats = {UserKey.for_chat("telegram", c) for c in ("5", "-100", "chat-5", user_id)}
+    assert person not in chats
+    assert all(str(person) != str(chat) for chat in chats)
+    assert UserKey.parse(str(person)) == person and not UserKey.parse(str(person)).chat
+    assert all(paths.user_file(person) != paths.user_file(chat) for chat in chats)
+    assert paths.user_file(person).is_relative_to(paths.users_dir)

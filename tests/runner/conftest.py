@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from agent.llm import LLMClient
-from gateway.adapters.memory_adapter import Delivered, MemoryAdapter
+from gateway.adapters import Delivered, MemoryAdapter
+from gateway.app import GatewayStack, open_stack
 from gateway.config import Settings, load_settings
-from gateway.stack import GatewayStack, open_stack
 from tests.fakes import FakeClock, FakeOpenAI
 
 START = datetime(2026, 11, 30, 10, 0, tzinfo=UTC).timestamp()

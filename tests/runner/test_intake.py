@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.runner import EMPTY, TOO_LONG
+from gateway._texts import EMPTY, TOO_LONG
 from tests.fakes import FakeOpenAI, Reply
 from tests.runner.conftest import GatewayFactory
 

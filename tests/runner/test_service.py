@@ -9,9 +9,9 @@ from pathlib import Path
 
 import aiohttp
 
-from gateway.adapters.memory_adapter import MemoryAdapter
-from gateway.http import HTTPServer
-from gateway.service import run_gateway
+from gateway.adapters import MemoryAdapter
+from gateway.app import run_gateway
+from gateway.ops import HTTPServer
 from memory.paths import ChorusPaths
 from memory.transcripts import SessionDB
 from tests.fakes import FakeOpenAI

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from agent.llm import LLMClient
-from gateway.adapters.slack_adapter import SlackAdapter
+from gateway.adapters.slack import SlackAdapter
+from gateway.app import GatewayStack, open_stack
 from gateway.config import Settings
-from gateway.http import HTTPServer
-from gateway.stack import GatewayStack, open_stack
+from gateway.ops import HTTPServer
 from tests.fakes import FakeOpenAI
 from tests.fakes.slack_api import SIGNING_SECRET, FakeSlack, event_callback, post_event
 from tests.platform_support import StackHandle, chat_settings

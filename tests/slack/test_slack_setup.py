@@ -6,16 +6,17 @@ from pathlib import Path
 
 import pytest
 
-from gateway.adapters.slack_adapter import SlackAdapter
-from gateway.adapters.slack_events import BotIdentity, inbound_from, thread_context
-from gateway.adapters.slack_format import from_slack, to_mrkdwn
-from gateway.doctor import check_slack
+from gateway.adapters.slack import SPEC, SlackAdapter, SlackSettings
+from gateway.adapters.slack._events import BotIdentity, inbound_from, thread_context
+from gateway.adapters.slack._format import from_slack, to_mrkdwn
+from gateway.app import enabled_adapters
+from gateway.cli._doctor import platform_check
 from gateway.errors import ConfigError
-from gateway.service import enabled_adapters
-from gateway.settings import SlackSettings
 from tests.fakes import FakeOpenAI
 from tests.fakes.slack_api import BOT_USER_ID, TOKEN, FakeSlack
 from tests.slack.conftest import slack_settings
+
+check_slack = platform_check(SPEC)
 
 ME = BotIdentity(BOT_USER_ID, "chorus", "BBOT0001", "TTEAM001")
 

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from agent.llm import LLMClient
-from gateway.adapters.telegram_adapter import TelegramAdapter
+from gateway.adapters.telegram import TelegramAdapter
+from gateway.app import GatewayStack, open_stack
 from gateway.config import Settings
-from gateway.stack import GatewayStack, open_stack
 from tests.fakes import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegram
 from tests.platform_support import StackHandle, chat_settings

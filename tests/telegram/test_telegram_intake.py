@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from gateway.adapters.telegram_intake import PASTE_THRESHOLD, Intake
-from gateway.adapters.telegram_pacing import ChatPacer
+from gateway.adapters.telegram._intake import PASTE_THRESHOLD, Intake
+from gateway.adapters.telegram._pacing import ChatPacer
 from gateway.events import InboundMessage
 
 LONG = "a" * PASTE_THRESHOLD

@@ -10,9 +10,10 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from gateway.adapters.telegram_adapter import WEBHOOK_PATH, TelegramAdapter
+from gateway.adapters.telegram import TelegramAdapter
+from gateway.adapters.telegram._adapter import WEBHOOK_PATH
+from gateway.app import serve
 from gateway.events import InboundMessage
-from gateway.service import serve
 from tests.fakes import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegram
 from tests.telegram.conftest import ANN, BOB, GatewayFactory, telegram_settings

@@ -6,14 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from gateway.adapters.telegram_adapter import TelegramAdapter
+from gateway.adapters.telegram import SPEC, TelegramAdapter
+from gateway.app import enabled_adapters
+from gateway.cli._doctor import platform_check
 from gateway.config import load_settings
-from gateway.doctor import check_telegram
 from gateway.errors import ConfigError
-from gateway.service import enabled_adapters
 from tests.fakes import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegram
 from tests.telegram.conftest import telegram_settings
+
+check_telegram = platform_check(SPEC)
 
 
 def test_the_adapter_is_enabled_by_the_token(

@@ -1,0 +1,13 @@
+"""What the runner says to people, in one place."""
+
+APOLOGY = "Sorry — something went wrong on my side. Please try again."
+EMPTY = "I got an empty message. Send me some text and I'll answer."
+ATTACHMENTS_ONLY = "I can't read attachments yet — please send your question as text."
+ATTACHMENTS_SKIPPED = "I can't read attachments yet, so I'm answering your text only."
+TOO_LONG = (
+    "That message is too long for me ({n:,} characters; the limit is {limit:,}). "
+    "Please send it in smaller parts."
+)
+SHUTTING_DOWN = "I'm restarting right now — please send that again in a minute."
+RATE_LIMITED = "You're sending messages faster than I can answer. I'll pick up again shortly."
+STOPPED_NOTE = "\n\n(stopped)"

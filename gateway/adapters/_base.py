@@ -1,0 +1,100 @@
+"""The adapter contract: implement this (and only this) to bring a platform to chorus."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from gateway.adapters._text_split import Length
+from gateway.events import InboundMessage, OutboundMessage, SentMessage
+
+MessageHandler = Callable[[InboundMessage], Awaitable[None]]
+"""The runner's intake: fast, never raises, only enqueues."""
+
+RouteHandler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+"""An HTTP route an adapter mounts on the gateway's server (webhooks)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AdapterCapabilities:
+    """What a platform can do; the runner adapts delivery to it."""
+
+    max_text_length: int = 4000
+    edits: bool = False
+    threads: bool = False
+    markup: str = "plain"
+    """``plain``, ``markdown`` (the adapter converts the model's Markdown itself), …"""
+    typing: bool = False
+    min_edit_interval: float = 1.0
+    """Seconds between two edits of one streamed message."""
+    length: Length = len
+    """How the platform counts ``max_text_length``: ``len`` or ``utf16_length`` (Telegram)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CommandInfo:
+    """A slash command as a platform's command menu shows it."""
+
+    name: str
+    description: str
+    admin_only: bool
+
+
+class BaseAdapter(ABC):
+    """A platform connection. ``start``/``stop`` are idempotent; ``stop`` never raises."""
+
+    name: str = "base"
+    capabilities: AdapterCapabilities = AdapterCapabilities()
+
+    def __init__(self) -> None:
+        self._on_message: MessageHandler | None = None
+
+    def set_handler(self, on_message: MessageHandler) -> None:
+        self._on_message = on_message
+
+    async def deliver(self, message: InboundMessage) -> None:
+        """Hand an inbound message to the runner (adapters call this)."""
+        if self._on_message is None:
+            raise RuntimeError(f"{self.name} adapter has no message handler")
+        await self._on_message(message)
+
+    @abstractmethod
+    async def start(self) -> None:
+        """Connect and begin delivering messages."""
+
+    @abstractmethod
+    async def stop(self) -> None:
+        """Disconnect; safe to call twice."""
+
+    @abstractmethod
+    async def send(self, message: OutboundMessage) -> SentMessage:
+        """Send one message (already within ``max_text_length``)."""
+
+    async def edit(self, sent: SentMessage, text: str) -> None:
+        """Replace the text of a sent message (only when ``capabilities.edits``)."""
+        raise NotImplementedError(f"{self.name} cannot edit messages")
+
+    async def message_done(self, sent: SentMessage) -> None:
+        """Called once a sent (and possibly edited) message holds its final text."""
+        return None
+
+    async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
+        """Show that a reply is being written (no-op where unsupported)."""
+        return None
+
+    def http_routes(self) -> list[tuple[str, str, RouteHandler]]:
+        """``(method, path, handler)`` to mount on the gateway's HTTP server (webhooks)."""
+        return []
+
+    async def publish_commands(
+        self, commands: Sequence[CommandInfo], admin_ids: Sequence[str]
+    ) -> None:
+        """Show the commands in the platform's menu; admin commands only to ``admin_ids``."""
+        return None
+
+    def is_connected(self) -> bool:
+        """Live connection state, for readiness probes."""
+        return True

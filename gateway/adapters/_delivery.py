@@ -1,0 +1,239 @@
+"""Replies on their way out: split at the platform's limit, streamed by edits where allowed.
+
+``ReplyStream`` shows an answer while it is written — at most one send or edit per
+``min_edit_interval`` — and ``finish()`` makes the final text land exactly, in as many
+messages as the platform's limit needs. ``send_text`` delivers a whole message at once
+(notices, command replies).
+
+Platforms cannot delete messages through the adapter contract, so a streamed message
+that the final text no longer needs is edited to ``WITHDRAWN_TEXT``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, replace
+
+from gateway.adapters._base import BaseAdapter
+from gateway.adapters._text_split import Length, TextPart, split_spans, split_text, utf16_length
+from gateway.clock import Clock
+from gateway.events import OutboundMessage, SentMessage
+
+__all__ = ["WITHDRAWN_TEXT", "ReplyStream", "send_text", "split_text", "utf16_length"]
+
+logger = logging.getLogger(__name__)
+
+WITHDRAWN_TEXT = "…"
+"""What a streamed message shows when the final answer needs fewer messages."""
+
+
+@dataclass(slots=True)
+class _Shown:
+    """A message of the answer, what it shows and which source text that is."""
+
+    sent: SentMessage
+    text: str
+    start: int
+    end: int
+    at: float
+    """Clock time of its last send or edit."""
+
+
+async def send_text(
+    adapter: BaseAdapter, message: OutboundMessage, *, length: Length | None = None
+) -> list[SentMessage]:
+    """Send ``message`` split at the adapter's limit (only the first part is a reply-to)."""
+    sent: list[SentMessage] = []
+    capabilities = adapter.capabilities
+    parts = split_text(
+        message.text, capabilities.max_text_length, length=length or capabilities.length
+    )
+    try:
+        for index, part in enumerate(parts):
+            reply_to = message.reply_to_message_id if index == 0 else None
+            sent.append(
+                await adapter.send(replace(message, text=part, reply_to_message_id=reply_to))
+            )
+    finally:
+        for one in sent:
+            await adapter.message_done(one)
+    return sent
+
+
+class ReplyStream:
+    """One answer on its way into a chat.
+
+    ``push()`` every streamed piece of text, then ``finish()`` with the final text (or
+    ``abort()`` with a note). While streaming, the first message goes out once
+    ``min_edit_interval`` has passed since the stream began (so a quick answer arrives
+    as one message) and is then edited at most once per interval; text beyond the
+    platform's limit continues in a new message.
+    """
+
+    def __init__(
+        self,
+        adapter: BaseAdapter,
+        *,
+        platform: str,
+        chat_id: str,
+        thread_id: str | None,
+        reply_to: str | None,
+        clock: Clock,
+        streaming: bool = True,
+        length: Length | None = None,
+    ) -> None:
+        self._adapter = adapter
+        self._platform = platform
+        self._chat_id = chat_id
+        self._thread_id = thread_id
+        self._reply_to = reply_to
+        self._clock = clock
+        capabilities = adapter.capabilities
+        self._length = length or capabilities.length
+        self._limit = capabilities.max_text_length
+        self._interval = capabilities.min_edit_interval
+        self._live = streaming and capabilities.edits
+        self._pieces: list[str] = []
+        self._done: list[_Shown] = []
+        self._current: _Shown | None = None
+        self._pos = 0
+        self._reopened = ""
+        self._last = clock.time()
+        self._sent_any = False
+        self._closed = False
+
+    @property
+    def text(self) -> str:
+        """Everything pushed so far."""
+        if len(self._pieces) > 1:
+            self._pieces = ["".join(self._pieces)]
+        return self._pieces[0] if self._pieces else ""
+
+    async def push(self, delta: str) -> None:
+        """Add a streamed piece of text; shows it when the edit interval allows."""
+        if self._closed or not delta:
+            return
+        self._pieces.append(delta)
+        if self._live and self._clock.time() - self._last >= self._interval:
+            await self._refresh()
+
+    async def finish(self, final_text: str) -> list[SentMessage]:
+        """Make ``final_text`` the answer, exactly; returns its messages in order."""
+        self._close()
+        return await self._settle(final_text)
+
+    async def abort(self, note: str) -> list[SentMessage]:
+        """End an interrupted answer: the streamed text so far plus ``note``, or the note."""
+        self._close()
+        so_far = self.text.rstrip()
+        if not (self._done or self._current) or not so_far:
+            return await self._settle(note)
+        return await self._settle(f"{so_far}\n\n{note.strip()}" if note.strip() else so_far)
+
+    def _close(self) -> None:
+        if self._closed:
+            raise RuntimeError("this reply has already been finished")
+        self._closed = True
+
+    async def _refresh(self) -> None:
+        """Show the text so far: edit the current message, continue in new ones past the limit."""
+        parts = split_spans(
+            self.text, self._limit, length=self._length, start=self._pos, reopened=self._reopened
+        )
+        acted = False
+        try:
+            for index, part in enumerate(parts):
+                if self._current is None:
+                    acted = True
+                    self._current = await self._send(part)
+                elif self._current.text != part.text:
+                    acted = True
+                    await self._adapter.edit(self._current.sent, part.text)
+                    self._show(self._current, part)
+                else:
+                    self._current.end = part.end
+                if index < len(parts) - 1:
+                    self._done.append(self._current)
+                    self._current = None
+                    self._pos, self._reopened = parts[index + 1].start, parts[index + 1].reopened
+        except Exception as exc:
+            self._live = False
+            logger.warning(
+                "streaming a reply to %s chat %s stopped (%s); the answer follows when complete",
+                self._platform,
+                self._chat_id,
+                type(exc).__name__,
+            )
+        if acted:
+            self._last = self._clock.time()
+
+    async def _settle(self, final: str) -> list[SentMessage]:
+        """Deliver ``final`` into the messages already shown, then in new ones."""
+        streamed = self.text
+        parts = split_spans(final, self._limit, length=self._length)
+        shown = [*self._done, *([self._current] if self._current else [])]
+        answer: list[_Shown] = []
+        try:
+            index = 0
+            for message in shown:
+                answer.append(message)
+                if index >= len(parts):
+                    if message.text != WITHDRAWN_TEXT:
+                        await self._correct(message, TextPart(WITHDRAWN_TEXT, 0, 0))
+                    continue
+                part = parts[index]
+                if message.text == part.text or await self._correct(message, part):
+                    index += 1
+                elif message.start == part.start and (
+                    final[message.start : message.end] == streamed[message.start : message.end]
+                ):
+                    # It keeps showing a true beginning of this part: the rest follows it.
+                    rest = split_spans(final, self._limit, length=self._length, start=message.end)
+                    parts[index + 1 :] = rest
+                    index += 1
+                else:
+                    logger.warning(
+                        "a streamed message in %s chat %s could not be corrected",
+                        self._platform,
+                        self._chat_id,
+                    )
+            for part in parts[index:]:
+                answer.append(await self._send(part))
+        finally:
+            for message in answer:
+                await self._adapter.message_done(message.sent)
+        return [message.sent for message in answer]
+
+    async def _correct(self, message: _Shown, part: TextPart) -> bool:
+        """Edit ``message`` to ``part`` once its edit interval has passed; False if it failed."""
+        wait = message.at + self._interval - self._clock.time()
+        if wait > 0:
+            await self._clock.sleep(wait)
+        try:
+            await self._adapter.edit(message.sent, part.text)
+        except Exception as exc:
+            logger.warning(
+                "editing a reply in %s chat %s failed (%s)",
+                self._platform,
+                self._chat_id,
+                type(exc).__name__,
+            )
+            return False
+        self._show(message, part)
+        return True
+
+    def _show(self, message: _Shown, part: TextPart) -> None:
+        message.text, message.start, message.end = part.text, part.start, part.end
+        message.at = self._clock.time()
+
+    async def _send(self, part: TextPart) -> _Shown:
+        outbound = OutboundMessage(
+            platform=self._platform,
+            chat_id=self._chat_id,
+            text=part.text,
+            thread_id=self._thread_id,
+            reply_to_message_id=None if self._sent_any else self._reply_to,
+        )
+        sent = await self._adapter.send(outbound)
+        self._sent_any = True
+        return _Shown(sent, part.text, part.start, part.end, self._clock.time())

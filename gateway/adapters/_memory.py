@@ -1,0 +1,127 @@
+"""An in-memory platform: tests push messages in and pop replies out.
+
+Modelled on errbot's test backend. It behaves like a real platform adapter —
+the runner cannot tell — so every runner behaviour is provable through it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from dataclasses import dataclass, field
+
+from gateway.adapters._base import AdapterCapabilities, BaseAdapter
+from gateway.events import InboundMessage, OutboundMessage, SentMessage
+
+
+@dataclass
+class Delivered:
+    """A message as the platform shows it now (edits applied)."""
+
+    chat_id: str
+    message_id: str
+    text: str
+    thread_id: str | None = None
+    reply_to: str | None = None
+    kind: str = "reply"
+    edits: int = 0
+    history: list[str] = field(default_factory=list)
+
+
+class MemoryAdapter(BaseAdapter):
+    def __init__(
+        self,
+        name: str = "memory",
+        *,
+        capabilities: AdapterCapabilities | None = None,
+    ) -> None:
+        super().__init__()
+        self.name = name
+        self.capabilities = capabilities or AdapterCapabilities(
+            max_text_length=4000, edits=True, threads=True, typing=True, min_edit_interval=0.0
+        )
+        self.sent: list[Delivered] = []
+        self.typing_calls: list[str] = []
+        self._outbox: asyncio.Queue[Delivered] = asyncio.Queue()
+        self._ids = itertools.count(1)
+        self._message_ids = itertools.count(1)
+        self.started = False
+        self.connected = True
+
+    async def start(self) -> None:
+        self.started = True
+
+    async def stop(self) -> None:
+        self.started = False
+
+    def is_connected(self) -> bool:
+        return self.started and self.connected
+
+    async def push(
+        self,
+        text: str,
+        *,
+        user_id: str = "1",
+        chat_id: str | None = None,
+        user_name: str = "",
+        thread_id: str | None = None,
+        is_direct: bool | None = None,
+        mentions_bot: bool = False,
+        reply_to_bot: bool = False,
+        message_id: str | None = None,
+        timestamp: float = 0.0,
+    ) -> InboundMessage:
+        """Deliver a message as if a person sent it; returns what the runner got."""
+        chat = chat_id if chat_id is not None else f"dm-{user_id}"
+        message = InboundMessage(
+            platform=self.name,
+            chat_id=chat,
+            user_id=user_id,
+            user_name=user_name or f"user{user_id}",
+            text=text,
+            message_id=message_id or f"m{next(self._message_ids)}",
+            thread_id=thread_id,
+            is_direct=is_direct if is_direct is not None else chat_id is None,
+            mentions_bot=mentions_bot,
+            reply_to_bot=reply_to_bot,
+            timestamp=timestamp,
+        )
+        await self.deliver(message)
+        return message
+
+    async def send(self, message: OutboundMessage) -> SentMessage:
+        delivered = Delivered(
+            chat_id=message.chat_id,
+            message_id=f"out{next(self._ids)}",
+            text=message.text,
+            thread_id=message.thread_id,
+            reply_to=message.reply_to_message_id,
+            kind=message.kind,
+            history=[message.text],
+        )
+        self.sent.append(delivered)
+        return SentMessage(message.chat_id, delivered.message_id, message.thread_id)
+
+    async def edit(self, sent: SentMessage, text: str) -> None:
+        for delivered in self.sent:
+            if delivered.message_id == sent.message_id:
+                delivered.text = text
+                delivered.edits += 1
+                delivered.history.append(text)
+                return
+        raise KeyError(sent.message_id)
+
+    async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
+        self.typing_calls.append(chat_id)
+
+    async def message_done(self, sent: SentMessage) -> None:
+        for delivered in self.sent:
+            if delivered.message_id == sent.message_id:
+                self._outbox.put_nowait(delivered)
+
+    async def pop(self, timeout: float = 10.0) -> Delivered:
+        """The next completed reply (waits for it)."""
+        return await asyncio.wait_for(self._outbox.get(), timeout)
+
+    def texts(self, chat_id: str | None = None) -> list[str]:
+        return [d.text for d in self.sent if chat_id is None or d.chat_id == chat_id]

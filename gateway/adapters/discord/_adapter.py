@@ -1,0 +1,256 @@
+"""Discord, through discord.py's gateway connection on the gateway's own event loop.
+
+``start()`` logs in (``GET /users/@me``) and runs ``client.connect(reconnect=True)``
+in a task; discord.py heartbeats, notices a dead connection (no traffic for
+``heartbeat_timeout``), reconnects and RESUMEs the session. Discord replays the
+events missed meanwhile; an event seen twice carries the same message id, and the
+runner answers a message id once.
+
+``is_connected()`` is live state: the client is open, READY (or RESUMED) since
+the last disconnect, its websocket is open and its heartbeats are acknowledged.
+
+Outbound: ``POST /channels/{id}/messages`` (the first part of a reply in a guild
+channel references the message it answers) and ``PATCH`` for streamed edits.
+discord.py waits out 429s and retries 5xx answers; a dropped connection is retried
+here a bounded number of times with the same ``nonce`` (``enforce_nonce``), so
+Discord keeps one message even when the first attempt did arrive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import secrets
+import time
+import weakref
+from typing import Any
+
+import aiohttp
+import discord
+
+from gateway.adapters._base import AdapterCapabilities, BaseAdapter
+from gateway.adapters.discord._client import (
+    GUILD_READY_TIMEOUT,
+    HEARTBEAT_TIMEOUT,
+    ChorusClient,
+    token_of,
+)
+from gateway.adapters.discord._events import inbound_from
+from gateway.adapters.discord._settings import DiscordSettings
+from gateway.errors import ConfigError
+from gateway.events import OutboundMessage, SentMessage
+
+logger = logging.getLogger(__name__)
+
+START_WAIT = 10.0
+"""Seconds ``start()`` waits for READY before it lets the gateway go on without it."""
+LOGIN_BACKOFF = 1.0
+MAX_BACKOFF = 60.0
+SEND_ATTEMPTS = 3
+"""Tries of one send or edit when the connection to Discord drops."""
+RETRY_DELAY = 0.5
+_NETWORK_ERRORS = (aiohttp.ClientConnectionError, asyncio.TimeoutError, ConnectionError)
+
+
+class DiscordAdapter(BaseAdapter):
+    name = "discord"
+    capabilities = AdapterCapabilities(
+        max_text_length=2000,
+        edits=True,
+        threads=True,
+        markup="markdown",
+        typing=True,
+        min_edit_interval=1.0,
+    )
+
+    def __init__(
+        self,
+        settings: DiscordSettings,
+        *,
+        start_wait: float = START_WAIT,
+        heartbeat_timeout: float = HEARTBEAT_TIMEOUT,
+        retry_delay: float = RETRY_DELAY,
+        guild_ready_timeout: float = GUILD_READY_TIMEOUT,
+    ) -> None:
+        super().__init__()
+        try:
+            self._token = token_of(settings)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        self._settings = settings
+        self._start_wait = start_wait
+        self._heartbeat_timeout = heartbeat_timeout
+        self._retry_delay = retry_delay
+        self._guild_ready_timeout = guild_ready_timeout
+        self._client: ChorusClient | None = None
+        self._runner: asyncio.Task[None] | None = None
+        self._live = asyncio.Event()
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
+            weakref.WeakValueDictionary()
+        )  # one per chat while messages of that chat are in flight
+        self._started = False
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        self._client = ChorusClient(
+            self._settings,
+            on_message=self._on_message_event,
+            on_state=self._on_state,
+            heartbeat_timeout=self._heartbeat_timeout,
+            guild_ready_timeout=self._guild_ready_timeout,
+        )
+        self._runner = asyncio.create_task(self._run(self._client), name="discord-gateway")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._live.wait(), timeout=self._start_wait)
+        if not self.is_connected():
+            logger.warning("discord: not connected yet; still trying in the background")
+
+    async def _run(self, client: ChorusClient) -> None:
+        delay = LOGIN_BACKOFF
+        while True:
+            try:
+                await client.login(self._token)
+                await client.routed_http.find_gateway()
+                break
+            except discord.LoginFailure:
+                logger.error("Discord rejected the bot token; check DISCORD_BOT_TOKEN")
+                return
+            except Exception as exc:
+                name = type(exc).__name__
+                logger.warning("discord: login failed (%s); retrying in %.1fs", name, delay)
+            await client.http.close()
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, MAX_BACKOFF)
+        try:
+            await client.connect(reconnect=True)
+        except discord.PrivilegedIntentsRequired:
+            logger.error("discord: enable the Message Content intent for this bot")
+        except discord.ConnectionClosed as exc:
+            logger.error("discord: the gateway closed the connection for good (code %s)", exc.code)
+        except Exception:
+            logger.exception("discord: the gateway connection failed")
+        finally:
+            self._live.clear()
+
+    def _on_state(self, state: str) -> None:
+        if state == "disconnect":
+            if self._live.is_set():
+                logger.warning("discord: disconnected; reconnecting")
+            self._live.clear()
+            return
+        client = self._client
+        me = client.user if client is not None else None
+        logger.info("discord %s as %s (%s)", state, me, me.id if me else "?")
+        self._live.set()
+
+    async def stop(self) -> None:
+        if not self._started:
+            return
+        self._started = False
+        self._live.clear()
+        client, runner = self._client, self._runner
+        self._client = self._runner = None
+        if client is not None:
+            with contextlib.suppress(Exception):
+                await client.close()
+        if runner is not None:
+            if not runner.done():
+                runner.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await runner
+        logger.info("discord stopped")
+
+    def is_connected(self) -> bool:
+        client = self._client
+        if client is None or not self._live.is_set():
+            return False
+        if client.is_closed() or not client.is_ready():
+            return False
+        ws = client.ws
+        if ws is None or not ws.open or not math.isfinite(client.latency):
+            return False
+        keep_alive: Any = getattr(ws, "_keep_alive", None)
+        last_ack = getattr(keep_alive, "_last_ack", None)
+        interval = getattr(keep_alive, "interval", None)
+        if isinstance(last_ack, float) and isinstance(interval, float):
+            # Two missed acknowledgements: the connection is a zombie until proven otherwise.
+            return time.perf_counter() - last_ack < 2 * interval + 1.0
+        return True
+
+    # -------------------------------------------------------------------- inbound
+
+    async def _on_message_event(self, message: discord.Message) -> None:
+        client = self._client
+        if client is None or client.user is None:
+            return
+        try:
+            inbound = inbound_from(message, client.user.id)
+            if inbound is None:
+                return
+            logger.debug("discord message %s in %s", inbound.message_id, inbound.chat_id)
+            lock = self._locks.get(inbound.chat_id) or self._locks.setdefault(
+                inbound.chat_id, asyncio.Lock()
+            )
+            async with lock:
+                await self.deliver(inbound)
+        except Exception:
+            logger.exception("a discord message could not be handled")
+
+    # ------------------------------------------------------------------- outbound
+
+    def _channel(self, chat_id: str) -> discord.PartialMessageable:
+        if self._client is None:
+            raise RuntimeError("discord adapter is not started")
+        return self._client.get_partial_messageable(int(chat_id))
+
+    async def send(self, message: OutboundMessage) -> SentMessage:
+        channel = self._channel(message.chat_id)
+        reference = None
+        if message.reply_to_message_id:
+            reference = discord.MessageReference(
+                message_id=int(message.reply_to_message_id),
+                channel_id=channel.id,
+                fail_if_not_exists=False,
+            )
+        nonce = str(secrets.randbelow(10**18))
+
+        async def attempt() -> discord.Message:
+            if reference is None:
+                return await channel.send(message.text, nonce=nonce)
+            return await channel.send(message.text, reference=reference, nonce=nonce)
+
+        sent = await self._retrying("send", attempt)
+        return SentMessage(message.chat_id, str(sent.id), message.thread_id)
+
+    async def edit(self, sent: SentMessage, text: str) -> None:
+        partial = self._channel(sent.chat_id).get_partial_message(int(sent.message_id))
+
+        async def attempt() -> discord.Message:
+            return await partial.edit(content=text)
+
+        await self._retrying("edit", attempt)
+
+    async def _retrying(self, what: str, call: Any) -> discord.Message:
+        for number in range(1, SEND_ATTEMPTS + 1):
+            try:
+                result: discord.Message = await call()
+                return result
+            except _NETWORK_ERRORS as exc:
+                if number == SEND_ATTEMPTS:
+                    raise
+                name = type(exc).__name__
+                logger.warning("discord: %s failed (%s); trying again", what, name)
+                await asyncio.sleep(self._retry_delay * number)
+        raise AssertionError("unreachable")
+
+    async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
+        try:
+            await self._channel(chat_id).typing()
+        except (discord.HTTPException, *_NETWORK_ERRORS) as exc:
+            logger.debug("discord: typing in %s failed (%s)", chat_id, type(exc).__name__)

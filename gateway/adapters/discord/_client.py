@@ -1,0 +1,152 @@
+"""The discord.py client chorus runs, pointed at Discord or at another API base URL.
+
+``ChorusClient`` is a ``discord.Client`` whose HTTP client can send its REST calls
+to ``discord.api_url`` instead of ``https://discord.com/api/v10``; the gateway
+websocket URL is then the one ``GET /gateway/bot`` of that API names. Nothing
+global of discord.py is changed, so two clients with different bases can coexist.
+
+Rate limits (429 with ``retry_after``) and 5xx answers are handled by discord.py's
+HTTP client: it waits and sends the same request again, a bounded number of times.
+The token travels in the ``Authorization`` header, which discord.py never logs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import aiohttp
+import discord
+from discord.gateway import DiscordWebSocket
+from discord.http import HTTPClient, Route
+from discord.state import ConnectionState
+
+from gateway.adapters.discord._settings import DiscordSettings
+
+logger = logging.getLogger(__name__)
+
+HEARTBEAT_TIMEOUT = 60.0
+"""Seconds without any gateway traffic before the connection counts as dead and is remade."""
+GUILD_READY_TIMEOUT = 2.0
+"""Seconds discord.py waits for the guilds announced in READY before ``on_ready``."""
+DEFAULT_BASE = Route.BASE
+
+
+def token_of(settings: DiscordSettings) -> str:
+    token = settings.token.get_secret_value() if settings.token else ""
+    if not token:
+        raise ValueError("discord.token is not set (DISCORD_BOT_TOKEN)")
+    return token
+
+
+def intents() -> discord.Intents:
+    """Guilds, guild messages, direct messages and message content; nothing else."""
+    chosen = discord.Intents.none()
+    chosen.guilds = True
+    chosen.guild_messages = True
+    chosen.dm_messages = True
+    chosen.message_content = True
+    return chosen
+
+
+class RoutedHTTPClient(HTTPClient):
+    """discord.py's HTTP client with REST calls (and the gateway) on another base URL."""
+
+    def __init__(self, loop: Any, *, api_url: str | None = None) -> None:
+        super().__init__(loop)
+        self.api_url = api_url.rstrip("/") if api_url else None
+        self.gateway_url: str | None = None
+        """Set from ``GET /gateway/bot`` when ``api_url`` is: where the websocket goes."""
+
+    async def request(self, route: Route, **kwargs: Any) -> Any:
+        if self.api_url and route.url.startswith(DEFAULT_BASE):
+            route.url = self.api_url + route.url[len(DEFAULT_BASE) :]
+        return await super().request(route, **kwargs)
+
+    async def ws_connect(self, url: str, *, compress: int = 0) -> aiohttp.ClientWebSocketResponse:
+        default = str(DiscordWebSocket.DEFAULT_GATEWAY)
+        if self.gateway_url and url.startswith(default):
+            query = url.partition("?")[2]
+            url = self.gateway_url + (f"?{query}" if query else "")
+        return await super().ws_connect(url, compress=compress)
+
+    async def find_gateway(self) -> None:
+        """With a custom ``api_url``: ask it where the gateway is."""
+        if self.api_url:
+            _, url, _ = await self.get_bot_gateway()
+            self.gateway_url = url
+
+
+Listener = Callable[[discord.Message], Awaitable[None]]
+Notify = Callable[[str], None]
+
+
+class ChorusClient(discord.Client):
+    """A client that reports its connection events and messages to the adapter."""
+
+    def __init__(
+        self,
+        settings: DiscordSettings,
+        *,
+        on_message: Listener,
+        on_state: Notify,
+        heartbeat_timeout: float = HEARTBEAT_TIMEOUT,
+        guild_ready_timeout: float = GUILD_READY_TIMEOUT,
+    ) -> None:
+        self._api_url = settings.api_url
+        self._message_listener = on_message
+        self._notify = on_state
+        super().__init__(
+            intents=intents(),
+            heartbeat_timeout=heartbeat_timeout,
+            guild_ready_timeout=guild_ready_timeout,
+            allowed_mentions=discord.AllowedMentions(
+                everyone=False, roles=False, users=True, replied_user=True
+            ),
+        )
+
+    def _get_state(self, **options: Any) -> ConnectionState[Any]:
+        # discord.Client builds its HTTP client just before its state: swap it here.
+        self.http = RoutedHTTPClient(self.loop, api_url=self._api_url)
+        return super()._get_state(**options)
+
+    @property
+    def routed_http(self) -> RoutedHTTPClient:
+        assert isinstance(self.http, RoutedHTTPClient)
+        return self.http
+
+    async def on_ready(self) -> None:
+        self._notify("ready")
+
+    async def on_resumed(self) -> None:
+        self._notify("resumed")
+
+    async def on_disconnect(self) -> None:
+        self._notify("disconnect")
+
+    async def on_message(self, message: discord.Message) -> None:
+        await self._message_listener(message)
+
+
+async def describe_bot(settings: DiscordSettings) -> tuple[bool, str]:
+    """For ``chorus doctor``: (ok, which bot the token belongs to, or what is wrong)."""
+    try:
+        token = token_of(settings)
+    except ValueError as exc:
+        return False, str(exc)
+    http = RoutedHTTPClient(asyncio.get_running_loop(), api_url=settings.api_url)
+    try:
+        me = await http.static_login(token)
+    except discord.LoginFailure:
+        return False, "Discord rejected the bot token (check DISCORD_BOT_TOKEN)"
+    except discord.HTTPException as exc:
+        return False, f"GET /users/@me failed: HTTP {exc.status}"
+    except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+        where = settings.api_url or DEFAULT_BASE
+        return False, f"cannot reach the Discord API at {where} ({type(exc).__name__})"
+    finally:
+        await http.close()
+    name = me.get("username", "")
+    return True, f"connected as {name} ({me.get('id', '')})"

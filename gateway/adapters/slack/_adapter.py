@@ -1,0 +1,288 @@
+"""Slack, through slack-bolt's ``AsyncApp`` and the Events API over HTTP.
+
+Slack posts events to ``slack.events_path`` (default ``/slack/events``) on the
+gateway's HTTP server. Bolt checks each request's signature (401 when it is
+wrong), answers ``url_verification``, and acks the event at once; the listener
+then does the work after the response has gone out. Until ``auth.test`` has
+told the adapter who the bot is, events are answered 503 so Slack sends them
+again later.
+
+Retried deliveries (``X-Slack-Retry-Num``) of an event the adapter already took
+are dropped by ``event_id``; a ``message`` and an ``app_mention`` of the same
+message become one message. The first message the adapter sees in an existing
+thread carries the thread's earlier messages as quoted context
+(``conversations.replies``), so a session that starts cold knows what was said.
+
+Outbound: ``chat.postMessage`` in the message's thread and ``chat.update`` for
+streamed edits, through ``slack_client`` (429s waited out and retried). The
+token and the signing secret are never logged, nor message text above DEBUG.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import weakref
+from collections import OrderedDict
+from collections.abc import Hashable
+from dataclasses import replace
+from typing import Any
+
+from aiohttp import ClientError, web
+from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.authorization import AuthorizeResult
+from slack_sdk.errors import SlackApiError
+
+from gateway.adapters._base import AdapterCapabilities, BaseAdapter, RouteHandler
+from gateway.adapters.slack._client import (
+    BAD_TOKEN_ERRORS,
+    build_client,
+    error_code,
+    signing_secret_of,
+    token_of,
+    who_am_i,
+)
+from gateway.adapters.slack._events import BotIdentity, inbound_from, thread_context
+from gateway.adapters.slack._format import to_mrkdwn
+from gateway.adapters.slack._settings import SlackSettings
+from gateway.errors import ConfigError
+from gateway.events import InboundMessage, OutboundMessage, SentMessage
+
+logger = logging.getLogger(__name__)
+
+START_WAIT = 10.0
+"""Seconds ``start()`` waits for ``auth.test`` before it lets the gateway go on without it."""
+START_BACKOFF = 1.0
+MAX_BACKOFF = 60.0
+THREAD_CONTEXT_MESSAGES = 20
+"""Earlier messages of a thread quoted to a session that starts cold in it."""
+REPLIES_PAGE = 200
+REPLIES_PAGES = 3
+"""Pages of ``conversations.replies`` read at most for one thread's context."""
+REMEMBERED = 10_000
+"""Event ids, message ids and threads remembered (each, most recent first)."""
+
+
+class SlackAdapter(BaseAdapter):
+    name = "slack"
+    capabilities = AdapterCapabilities(
+        max_text_length=3500,
+        edits=True,
+        threads=True,
+        markup="markdown",
+        typing=False,
+        min_edit_interval=1.0,
+    )
+
+    def __init__(
+        self,
+        settings: SlackSettings,
+        *,
+        bot_user_id: str | None = None,
+        start_backoff: float = START_BACKOFF,
+        start_wait: float = START_WAIT,
+        context_messages: int = THREAD_CONTEXT_MESSAGES,
+    ) -> None:
+        """``bot_user_id`` given: the adapter trusts it and skips ``auth.test``."""
+        super().__init__()
+        try:
+            self._token = token_of(settings)
+            secret = signing_secret_of(settings)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        self._settings = settings
+        self._client = build_client(settings)
+        self._start_backoff = start_backoff
+        self._start_wait = start_wait
+        self._context_messages = context_messages
+
+        # Bolt authorizes each request from the identity found at start-up (no
+        # auth.test of its own on the request path), so its client has no token.
+        # It passes arguments by parameter name: it gets plain functions, not methods.
+        async def authorize(enterprise_id: str | None, team_id: str | None) -> AuthorizeResult:
+            return self._authorize(enterprise_id, team_id)
+
+        async def on_event(body: dict[str, Any], event: dict[str, Any]) -> None:
+            await self._on_event(body, event)
+
+        self._app = AsyncApp(
+            client=build_client(settings, with_token=False),
+            signing_secret=secret,
+            authorize=authorize,
+            logger=logging.getLogger(f"{__name__}.bolt"),
+        )
+        self._app.event("message")(on_event)
+        self._app.event("app_mention")(on_event)
+        self._me = BotIdentity(bot_user_id) if bot_user_id else None
+        self._event_ids: OrderedDict[Hashable, None] = OrderedDict()
+        self._message_ids: OrderedDict[Hashable, None] = OrderedDict()
+        self._threads: OrderedDict[Hashable, None] = OrderedDict()
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
+            weakref.WeakValueDictionary()
+        )  # one per chat while messages of that chat are in flight
+        self._connector: asyncio.Task[None] | None = None
+        self._started = False
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        if self._me is not None:
+            logger.info("slack ready as %s (events on %s)", self._me.user_id, self.events_path)
+            return
+        self._connector = asyncio.create_task(self._connect(), name="slack-auth-test")
+        await asyncio.wait({self._connector}, timeout=self._start_wait)
+        if self._me is None:
+            logger.warning("slack: not connected yet; events get 503 until auth.test works")
+
+    async def _connect(self) -> None:
+        """``auth.test`` until it works; backs off on errors, gives up only on a bad token."""
+        delay = self._start_backoff
+        while self._me is None:
+            try:
+                me = await who_am_i(self._client)
+            except SlackApiError as exc:
+                code = error_code(exc)
+                if code in BAD_TOKEN_ERRORS:
+                    logger.error("Slack rejected the bot token (%s); check SLACK_BOT_TOKEN", code)
+                    return
+                logger.warning("slack: auth.test failed (%s); retrying in %.1fs", code, delay)
+            except (ClientError, TimeoutError, OSError) as exc:
+                name = type(exc).__name__
+                logger.warning("slack: auth.test failed (%s); retrying in %.1fs", name, delay)
+            else:
+                self._me = me
+                logger.info("slack connected as @%s (%s)", me.name, me.user_id)
+                return
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, MAX_BACKOFF)
+
+    async def stop(self) -> None:
+        if not self._started:
+            return
+        self._started = False
+        if self._connector is not None and not self._connector.done():
+            self._connector.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._connector
+        self._connector = None
+        logger.info("slack stopped")
+
+    def is_connected(self) -> bool:
+        return self._started and self._me is not None
+
+    @property
+    def bot(self) -> BotIdentity | None:
+        return self._me
+
+    @property
+    def events_path(self) -> str:
+        return self._settings.events_path
+
+    # -------------------------------------------------------------------- inbound
+
+    def http_routes(self) -> list[tuple[str, str, RouteHandler]]:
+        return [("POST", self.events_path, self._events)]
+
+    async def _events(self, request: web.Request) -> web.StreamResponse:
+        if not self.is_connected():
+            return web.json_response({"error": "not ready"}, status=503)
+        response = await self._app.async_dispatch(await to_bolt_request(request))
+        return await to_aiohttp_response(response)
+
+    def _authorize(self, enterprise_id: str | None, team_id: str | None) -> AuthorizeResult:
+        me = self._me
+        if me is None:
+            raise RuntimeError("slack adapter is not connected yet")
+        return AuthorizeResult(
+            enterprise_id=enterprise_id,
+            team_id=team_id or me.team_id,
+            bot_user_id=me.user_id,
+            bot_id=me.bot_id or None,
+            bot_token=self._token,
+        )
+
+    async def _on_event(self, body: dict[str, Any], event: dict[str, Any]) -> None:
+        try:
+            await self._take(body, event)
+        except Exception:
+            logger.exception("a slack event could not be handled")
+
+    async def _take(self, body: dict[str, Any], event: dict[str, Any]) -> None:
+        me = self._me
+        if me is None:
+            return
+        event_id = str(body.get("event_id") or "")
+        if event_id and not _remember(self._event_ids, event_id):
+            logger.debug("slack: dropped a repeated delivery of event %s", event_id)
+            return
+        message = inbound_from(event, me)
+        if message is None:
+            return
+        if not _remember(self._message_ids, (message.chat_id, message.message_id)):
+            return
+        logger.debug("slack message %s in %s", message.message_id, message.chat_id)
+        lock = self._locks.get(message.chat_id) or self._locks.setdefault(
+            message.chat_id, asyncio.Lock()
+        )
+        async with lock:
+            await self.deliver(await self._with_thread_context(message, me))
+
+    async def _with_thread_context(
+        self, message: InboundMessage, me: BotIdentity
+    ) -> InboundMessage:
+        """``message`` with its thread's earlier messages when it is the first one seen there."""
+        thread = message.thread_id
+        if thread is None or not (message.is_direct or message.mentions_bot):
+            return message
+        if not _remember(self._threads, (message.chat_id, thread)) or thread == message.message_id:
+            return message
+        replies: list[dict[str, Any]] = []
+        cursor: str | None = None
+        try:
+            for _ in range(REPLIES_PAGES):
+                answer = await self._client.conversations_replies(
+                    channel=message.chat_id, ts=thread, limit=REPLIES_PAGE, cursor=cursor
+                )
+                replies.extend(m for m in answer.get("messages") or () if isinstance(m, dict))
+                cursor = (answer.get("response_metadata") or {}).get("next_cursor") or None
+                if not cursor:
+                    break
+        except SlackApiError as exc:
+            logger.warning("slack: reading a thread's history failed (%s)", error_code(exc))
+        except (ClientError, TimeoutError, OSError) as exc:
+            logger.warning("slack: reading a thread's history failed (%s)", type(exc).__name__)
+        context = thread_context(
+            replies, before_ts=message.message_id, me=me, limit=self._context_messages
+        )
+        return replace(message, text=context + message.text) if context else message
+
+    # ------------------------------------------------------------------- outbound
+
+    async def send(self, message: OutboundMessage) -> SentMessage:
+        thread = message.thread_id or message.reply_to_message_id
+        answer = await self._client.chat_postMessage(
+            channel=message.chat_id, text=to_mrkdwn(message.text), thread_ts=thread
+        )
+        channel = str(answer.get("channel") or message.chat_id)
+        return SentMessage(channel, str(answer["ts"]), message.thread_id)
+
+    async def edit(self, sent: SentMessage, text: str) -> None:
+        await self._client.chat_update(
+            channel=sent.chat_id, ts=sent.message_id, text=to_mrkdwn(text)
+        )
+
+
+def _remember(seen: OrderedDict[Hashable, None], key: Hashable) -> bool:
+    """Add ``key``; False when it was already there. Keeps the newest ``REMEMBERED``."""
+    if key in seen:
+        seen.move_to_end(key)
+        return False
+    seen[key] = None
+    if len(seen) > REMEMBERED:
+        seen.popitem(last=False)
+    return True

@@ -1,0 +1,102 @@
+"""The Slack Web API client chorus uses, and ``auth.test`` for start-up and ``chorus doctor``.
+
+Every call goes through slack_sdk's ``AsyncWebClient`` with two retry handlers: a
+429 answer is waited out for as long as its ``Retry-After`` asks (a bounded number
+of times) and the same request is sent again, so a rate limit neither loses nor
+repeats a message; a dropped connection is retried once. The token travels in the
+``Authorization`` header, which slack_sdk redacts from its debug log.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from aiohttp import ClientError
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+)
+from slack_sdk.web.async_client import AsyncWebClient
+
+from gateway.adapters.slack._events import BotIdentity
+from gateway.adapters.slack._settings import SlackSettings
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_API_URL = "https://slack.com/api/"
+RATE_LIMIT_RETRIES = 5
+"""429 answers one request waits out before it fails."""
+REQUEST_TIMEOUT = 30
+BAD_TOKEN_ERRORS = frozenset(
+    {"invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired"}
+)
+
+
+def token_of(settings: SlackSettings) -> str:
+    token = settings.bot_token.get_secret_value() if settings.bot_token else ""
+    if not token:
+        raise ValueError("slack.bot_token is not set (SLACK_BOT_TOKEN)")
+    return token
+
+
+def signing_secret_of(settings: SlackSettings) -> str:
+    secret = settings.signing_secret.get_secret_value() if settings.signing_secret else ""
+    if not secret:
+        raise ValueError("slack.signing_secret is not set (SLACK_SIGNING_SECRET)")
+    return secret
+
+
+def api_url(settings: SlackSettings) -> str:
+    url = settings.api_url or DEFAULT_API_URL
+    return url if url.endswith("/") else url + "/"
+
+
+def build_client(settings: SlackSettings, *, with_token: bool = True) -> AsyncWebClient:
+    return AsyncWebClient(
+        token=token_of(settings) if with_token else None,
+        base_url=api_url(settings),
+        timeout=REQUEST_TIMEOUT,
+        retry_handlers=[
+            AsyncConnectionErrorRetryHandler(),
+            AsyncRateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES),
+        ],
+    )
+
+
+def error_code(exc: SlackApiError) -> str:
+    """Slack's short error code (``ratelimited``, ``invalid_auth``, …)."""
+    try:
+        return str(exc.response.get("error") or exc.response.status_code)
+    except Exception:
+        return "error"
+
+
+async def who_am_i(client: AsyncWebClient) -> BotIdentity:
+    """``auth.test``: the bot's user id and name. Raises ``SlackApiError``/``ClientError``."""
+    answer = await client.auth_test()
+    return BotIdentity(
+        user_id=str(answer.get("user_id") or ""),
+        name=str(answer.get("user") or ""),
+        bot_id=str(answer.get("bot_id") or ""),
+        team_id=str(answer.get("team_id") or ""),
+    )
+
+
+async def describe_bot(settings: SlackSettings) -> tuple[bool, str]:
+    """For ``chorus doctor``: (ok, which bot the token belongs to, or what is wrong)."""
+    try:
+        signing_secret_of(settings)
+        client = build_client(settings)
+    except ValueError as exc:
+        return False, str(exc)
+    try:
+        me = await who_am_i(client)
+    except SlackApiError as exc:
+        code = error_code(exc)
+        if code in BAD_TOKEN_ERRORS:
+            return False, f"Slack rejected the bot token ({code}; check SLACK_BOT_TOKEN)"
+        return False, f"auth.test failed: {code}"
+    except (ClientError, TimeoutError, OSError) as exc:
+        return False, f"cannot reach the Slack API at {api_url(settings)} ({type(exc).__name__})"
+    return True, f"connected as @{me.name} ({me.user_id}) in team {me.team_id}"

@@ -1,0 +1,139 @@
+"""Slack Events API payloads as chorus messages, and a thread's history as quoted context.
+
+Pure functions over the event dicts Slack sends; the adapter does the I/O.
+
+- ``message`` in an ``im`` channel is a direct message; its thread (if any) is the
+  session's thread.
+- ``message`` in a channel, private channel or group DM addresses the bot when it
+  contains ``<@BOT>`` (removed from the text); ``app_mention`` always does. A
+  top-level channel message gets its own thread: ``thread_id`` is its ``ts``, so
+  the reply opens a thread under it and each thread is its own session.
+- Bot messages (ours included), edits, deletions and other subtypes are ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gateway.adapters.slack._format import from_slack, mention_pattern
+from gateway.events import Attachment, AttachmentKind, InboundMessage
+
+PLATFORM = "slack"
+ANSWERED_SUBTYPES = frozenset({"", "thread_broadcast", "file_share"})
+"""Message subtypes that are a person writing; every other subtype is ignored."""
+CONTEXT_HEADER = "Earlier in this thread:"
+MAX_CONTEXT_CHARS = 1000
+"""Characters of one earlier message quoted as thread context."""
+_KINDS: tuple[tuple[str, AttachmentKind], ...] = (
+    ("image/", "image"),
+    ("audio/", "audio"),
+    ("video/", "video"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class BotIdentity:
+    """Who the bot is in its workspace (from ``auth.test``)."""
+
+    user_id: str
+    name: str = ""
+    bot_id: str = ""
+    team_id: str = ""
+
+
+def is_from_person(event: Mapping[str, Any], me: BotIdentity) -> bool:
+    """A message a person wrote (not a bot, not an edit or deletion, not ours)."""
+    if event.get("type") not in ("message", "app_mention"):
+        return False
+    if str(event.get("subtype") or "") not in ANSWERED_SUBTYPES:
+        return False
+    if event.get("bot_id") or event.get("bot_profile"):
+        return False
+    user = event.get("user")
+    return bool(user and event.get("channel") and event.get("ts")) and user != me.user_id
+
+
+def inbound_from(event: Mapping[str, Any], me: BotIdentity) -> InboundMessage | None:
+    """The message in ``event``, or None when chorus should not look at it."""
+    if not is_from_person(event, me):
+        return None
+    ts = str(event["ts"])
+    raw = str(event.get("text") or "")
+    mention = mention_pattern(me.user_id)
+    direct = event.get("type") == "message" and event.get("channel_type") == "im"
+    mentioned = event.get("type") == "app_mention" or mention.search(raw) is not None
+    thread_ts = event.get("thread_ts")
+    thread = str(thread_ts) if thread_ts else (None if direct else ts)
+    return InboundMessage(
+        platform=PLATFORM,
+        chat_id=str(event["channel"]),
+        user_id=str(event["user"]),
+        text=from_slack(mention.sub("", raw)).strip(),
+        message_id=ts,
+        user_name=_display_name(event),
+        thread_id=thread,
+        attachments=tuple(_attachment(f) for f in event.get("files") or () if isinstance(f, dict)),
+        is_direct=direct,
+        mentions_bot=mentioned and not direct,
+        timestamp=_seconds(ts),
+    )
+
+
+def thread_context(
+    replies: Sequence[Mapping[str, Any]], *, before_ts: str, me: BotIdentity, limit: int
+) -> str:
+    """The last ``limit`` messages of a thread before ``before_ts``, quoted; "" if none."""
+    cutoff = _seconds(before_ts)
+    earlier = [
+        r
+        for r in replies
+        if _seconds(str(r.get("ts") or "0")) < cutoff
+        and str(r.get("subtype") or "") in ANSWERED_SUBTYPES | {"bot_message"}
+        and str(r.get("text") or "").strip()
+    ][-limit:]
+    if not earlier:
+        return ""
+    lines = [CONTEXT_HEADER]
+    mention = mention_pattern(me.user_id)
+    for reply in earlier:
+        ours = reply.get("user") == me.user_id or (me.bot_id and reply.get("bot_id") == me.bot_id)
+        name = (me.name or "assistant") if ours else _display_name(reply) or _author(reply)
+        text = from_slack(mention.sub(f"@{me.name} " if me.name else "", str(reply["text"])))
+        text = text.strip()
+        if len(text) > MAX_CONTEXT_CHARS:
+            text = text[:MAX_CONTEXT_CHARS] + "…"
+        quoted = text.replace("\n", "\n> ")
+        lines.append(f"> {name}: {quoted}")
+    return "\n".join(lines) + "\n\n"
+
+
+def _display_name(event: Mapping[str, Any]) -> str:
+    profile = event.get("user_profile")
+    if not isinstance(profile, dict):
+        return ""
+    return str(profile.get("display_name") or profile.get("real_name") or profile.get("name") or "")
+
+
+def _author(event: Mapping[str, Any]) -> str:
+    return str(event.get("user") or event.get("username") or event.get("bot_id") or "someone")
+
+
+def _attachment(file: Mapping[str, Any]) -> Attachment:
+    mime = str(file.get("mimetype") or "")
+    kind: AttachmentKind = "document" if mime else "other"
+    for prefix, candidate in _KINDS:
+        if mime.startswith(prefix):
+            kind = candidate
+    size = file.get("size")
+    return Attachment(
+        kind, str(file.get("name") or ""), mime, size if isinstance(size, int) else None
+    )
+
+
+def _seconds(ts: str) -> float:
+    try:
+        return float(ts)
+    except ValueError:
+        return 0.0

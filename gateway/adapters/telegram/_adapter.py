@@ -1,0 +1,301 @@
+"""Telegram, through python-telegram-bot's ``Application`` on the gateway's event loop.
+
+Long polling by default (``getUpdates``; one poller per bot token — a second one
+gets 409 Conflict); with ``telegram.webhook_url`` set, Telegram posts updates to
+``WEBHOOK_PATH`` on the gateway's HTTP server instead, each request checked
+against ``telegram.webhook_secret``. Either way updates that queued up while the
+gateway was down are processed unless ``telegram.drop_pending_updates``.
+
+Inbound: ``telegram_updates`` maps updates to messages, ``telegram_intake`` hands
+them to the runner in order per chat and merges split pastes. Outbound:
+``telegram_send`` formats, paces (one budget per chat), retries and falls back to
+plain text. The adapter never logs the token or message text above DEBUG.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import logging
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from aiohttp import web
+from telegram import BotCommand, BotCommandScopeChat, Update
+from telegram.error import BadRequest, Conflict, InvalidToken, NetworkError, TelegramError
+from telegram.ext import TypeHandler
+
+from gateway.adapters._base import AdapterCapabilities, BaseAdapter, CommandInfo, RouteHandler
+from gateway.adapters._text_split import utf16_length
+from gateway.adapters.telegram._bot import build_application, token_of
+from gateway.adapters.telegram._intake import Intake
+from gateway.adapters.telegram._pacing import ChatPacer
+from gateway.adapters.telegram._send import TelegramSender
+from gateway.adapters.telegram._settings import TelegramSettings
+from gateway.adapters.telegram._updates import (
+    MAX_IMAGE_BYTES,
+    BotIdentity,
+    inbound_from,
+    photo_to_fetch,
+    with_image,
+)
+from gateway.errors import ConfigError, GatewayError
+from gateway.events import OutboundMessage, SentMessage
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+WEBHOOK_PATH = "/telegram/webhook"
+SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
+ALLOWED_UPDATES = ("message",)
+POLL_TIMEOUT = 10.0
+"""Seconds one ``getUpdates`` long poll waits for updates."""
+START_ATTEMPTS = 4
+"""Tries to reach Telegram at start-up (network errors only), with backoff."""
+DRAIN_TIMEOUT = 10.0
+_COMMAND_NAME = re.compile(r"[a-z0-9_]{1,32}")
+
+
+class TelegramAdapter(BaseAdapter):
+    name = "telegram"
+    capabilities = AdapterCapabilities(
+        max_text_length=4096,
+        edits=True,
+        threads=True,
+        markup="markdown",
+        typing=True,
+        min_edit_interval=1.0,
+        length=utf16_length,
+    )
+
+    def __init__(
+        self,
+        settings: TelegramSettings,
+        *,
+        vision: bool = False,
+        poll_timeout: float = POLL_TIMEOUT,
+    ) -> None:
+        super().__init__()
+        try:
+            token_of(settings)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        self._settings = settings
+        self._vision = vision
+        self._poll_timeout = poll_timeout
+        self._app = build_application(settings, on_poll=self._note_poll)
+        self._app.add_handler(TypeHandler(Update, self._on_update))
+        self._sender = TelegramSender(self._app.bot, ChatPacer())
+        self._intake = Intake(self.deliver, window=settings.merge_window_seconds)
+        self._me: BotIdentity | None = None
+        self._started = False
+        self._online = False
+        self._warned_conflict = False
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        if self._started:
+            return
+        try:
+            await self._start()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                if self._app.updater is not None and self._app.updater.running:
+                    await self._app.updater.stop()
+                await self._app.shutdown()
+            raise
+        self._started = True
+        self._online = True
+        assert self._me is not None
+        mode = "webhook" if self._settings.webhook_url else "long polling"
+        logger.info("telegram connected as @%s (%s)", self._me.username, mode)
+
+    async def _start(self) -> None:
+        app = self._app
+        await self._retrying("connecting to Telegram", app.initialize)
+        me = app.bot.bot
+        self._me = BotIdentity(me.id, me.username or "")
+        settings = self._settings
+        if settings.webhook_url:
+            secret = settings.webhook_secret.get_secret_value() if settings.webhook_secret else ""
+            await self._retrying(
+                "setting the webhook",
+                lambda: app.bot.set_webhook(
+                    settings.webhook_url or "",
+                    secret_token=secret,
+                    allowed_updates=ALLOWED_UPDATES,
+                    drop_pending_updates=settings.drop_pending_updates,
+                ),
+            )
+        elif app.updater is not None:
+            await app.updater.start_polling(
+                timeout=timedelta(seconds=self._poll_timeout),
+                bootstrap_retries=START_ATTEMPTS,
+                allowed_updates=ALLOWED_UPDATES,
+                drop_pending_updates=settings.drop_pending_updates,
+                error_callback=self._on_poll_error,
+            )
+        await app.start()
+
+    async def stop(self) -> None:
+        if not self._started:
+            return
+        self._started = False
+        app = self._app
+        steps: list[tuple[str, Callable[[], Awaitable[Any]]]] = []
+        if app.updater is not None and app.updater.running:
+            steps.append(("stopping polling", app.updater.stop))
+        if app.running:
+            steps.append(("finishing queued updates", app.stop))
+        steps.append(("delivering held messages", lambda: self._intake.drain(DRAIN_TIMEOUT)))
+        steps.append(("closing the connection", app.shutdown))
+        for what, step in steps:
+            try:
+                await step()
+            except Exception as exc:
+                logger.warning("telegram: %s failed (%s)", what, type(exc).__name__)
+        self._online = False
+        logger.info("telegram stopped")
+
+    def is_connected(self) -> bool:
+        return self._started and self._online
+
+    async def _retrying(self, what: str, action: Callable[[], Awaitable[T]]) -> T:
+        delay = 1.0
+        for attempt in range(1, START_ATTEMPTS + 1):
+            try:
+                return await action()
+            except InvalidToken:
+                raise ConfigError(
+                    "Telegram rejected the bot token (check TELEGRAM_BOT_TOKEN)"
+                ) from None
+            except BadRequest as exc:
+                raise ConfigError(f"telegram: {what} failed: {exc.message}") from None
+            except NetworkError as exc:
+                if attempt == START_ATTEMPTS:
+                    raise GatewayError(f"telegram: {what} failed ({type(exc).__name__})") from None
+                logger.warning("telegram: %s failed (%s); retrying", what, type(exc).__name__)
+                await asyncio.sleep(delay)
+                delay *= 2
+        raise AssertionError("unreachable")
+
+    # -------------------------------------------------------------------- inbound
+
+    async def _on_update(self, update: Update, context: Any) -> None:
+        try:
+            await self._take(update)
+        except Exception:
+            logger.exception("a telegram update could not be read")
+
+    async def _take(self, update: Update) -> None:
+        me = self._me
+        if me is None:
+            return
+        message = inbound_from(update, me)
+        if message is None:
+            return
+        logger.debug("telegram message %s in chat %s", message.message_id, message.chat_id)
+        if self._vision and update.message is not None:
+            photo = photo_to_fetch(update.message)
+            if photo is not None:
+                data = await self._fetch(photo.file_id)
+                if data is not None:
+                    message = with_image(message, data)
+        self._intake.put(message)
+
+    async def _fetch(self, file_id: str) -> bytes | None:
+        """A photo's bytes (sizes checked before downloading), or None."""
+        try:
+            file = await self._app.bot.get_file(file_id)
+            if file.file_size is None or file.file_size > MAX_IMAGE_BYTES:
+                return None
+            return bytes(await file.download_as_bytearray())
+        except TelegramError as exc:
+            logger.warning("fetching a telegram photo failed (%s)", type(exc).__name__)
+            return None
+
+    def _note_poll(self, ok: bool) -> None:
+        if ok and not self._online and self._started:
+            logger.info("telegram polling works again")
+        self._online = ok
+
+    def _on_poll_error(self, exc: TelegramError) -> None:
+        self._online = False
+        if isinstance(exc, Conflict):
+            if not self._warned_conflict:
+                self._warned_conflict = True
+                logger.error(
+                    "telegram: another process is polling this bot token (409 Conflict); "
+                    "run one poller per token, or use webhooks (telegram.webhook_url)"
+                )
+            return
+        logger.warning("telegram polling failed (%s); retrying with backoff", type(exc).__name__)
+
+    def http_routes(self) -> list[tuple[str, str, RouteHandler]]:
+        if not self._settings.webhook_url:
+            return []
+        return [("POST", WEBHOOK_PATH, self._webhook)]
+
+    async def _webhook(self, request: web.Request) -> web.StreamResponse:
+        secret = self._settings.webhook_secret
+        expected = secret.get_secret_value().encode() if secret else b""
+        given = request.headers.get(SECRET_HEADER, "").encode()
+        if not expected or not hmac.compare_digest(given, expected):
+            logger.warning("refused a telegram webhook request: wrong secret token")
+            return web.json_response({"error": "forbidden"}, status=403)
+        if not self._started:
+            return web.json_response({"error": "not ready"}, status=503)
+        try:
+            update = Update.de_json(await request.json(), self._app.bot)
+        except Exception as exc:
+            logger.warning("refused a telegram webhook update (%s)", type(exc).__name__)
+            return web.json_response({"error": "bad update"}, status=400)
+        await self._app.update_queue.put(update)
+        return web.json_response({"ok": True})
+
+    # ------------------------------------------------------------------- outbound
+
+    async def send(self, message: OutboundMessage) -> SentMessage:
+        sent = await self._sender.send(
+            message.chat_id,
+            message.text,
+            thread_id=message.thread_id,
+            reply_to=message.reply_to_message_id,
+        )
+        return SentMessage(str(sent.chat.id), str(sent.message_id), message.thread_id)
+
+    async def edit(self, sent: SentMessage, text: str) -> None:
+        await self._sender.edit(sent.chat_id, sent.message_id, text)
+
+    async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
+        await self._sender.typing(chat_id, thread_id)
+
+    async def publish_commands(
+        self, commands: Sequence[CommandInfo], admin_ids: Sequence[str]
+    ) -> None:
+        """User commands for everyone; every command in each admin's private chat."""
+        listed = [c for c in commands if _COMMAND_NAME.fullmatch(c.name)]
+        everyone = [BotCommand(c.name, c.description[:256]) for c in listed if not c.admin_only]
+        admins = [BotCommand(c.name, c.description[:256]) for c in listed]
+        bot = self._app.bot
+        try:
+            await bot.set_my_commands(everyone)
+        except TelegramError as exc:
+            logger.warning("telegram: publishing commands failed (%s)", type(exc).__name__)
+        if len(admins) == len(everyone):
+            return
+        for admin in admin_ids:
+            if not admin.lstrip("-").isdigit():
+                continue
+            try:
+                await bot.set_my_commands(admins, scope=BotCommandScopeChat(int(admin)))
+            except TelegramError as exc:
+                # usually: this admin has not started a chat with the bot yet
+                logger.info(
+                    "telegram: admin commands for %s not published (%s)", admin, type(exc).__name__
+                )

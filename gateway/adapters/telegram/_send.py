@@ -1,0 +1,160 @@
+"""Sending and editing Telegram messages: paced, retried, formatted with a plain fallback.
+
+Every request for a chat takes that chat's turn and budget (``ChatPacer``), so the
+messages of one chat leave in order and within the flood limits together.
+``RetryAfter`` blocks the chat for the time Telegram asks and the same request is
+tried again; network errors are retried with backoff a bounded number of times.
+A request that Telegram answered is never repeated, so a message goes out once;
+only a connection lost after Telegram received a send but before it answered can
+make the retry a second copy, and long timeouts keep that window small.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import warnings
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import TypeVar
+
+from telegram import Bot, Message, ReplyParameters
+from telegram.constants import ChatAction
+from telegram.error import BadRequest, ChatMigrated, NetworkError, RetryAfter, TelegramError
+from telegram.warnings import PTBDeprecationWarning
+
+from gateway.adapters.telegram._format import (
+    Rendered,
+    is_format_error,
+    is_not_modified,
+    plain,
+    render,
+)
+from gateway.adapters.telegram._pacing import ChatPacer
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+MAX_FLOOD_WAIT = 600.0
+"""Seconds of ``RetryAfter`` one message waits out in total before it gives up."""
+MAX_NETWORK_RETRIES = 5
+BACKOFF_FIRST = 1.0
+BACKOFF_MAX = 30.0
+
+Request = Callable[[str, Rendered], Awaitable[T]]
+"""One Bot API call for (chat id, text): the chat id can change when a group migrates."""
+
+
+def retry_seconds(exc: RetryAfter) -> float:
+    """``exc.retry_after`` in seconds, whichever type this version of the SDK returns."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PTBDeprecationWarning)
+        value = exc.retry_after
+    return value.total_seconds() if isinstance(value, timedelta) else float(value)
+
+
+class TelegramSender:
+    """``send``/``edit``/``typing`` for the adapter, through one ``ChatPacer``."""
+
+    def __init__(
+        self,
+        bot: Bot,
+        pacer: ChatPacer,
+        *,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self._bot = bot
+        self._pacer = pacer
+        self._sleep = sleep
+
+    async def send(
+        self, chat_id: str, markdown: str, *, thread_id: str | None, reply_to: str | None
+    ) -> Message:
+        """Send one message (within Telegram's limit) and return it."""
+        thread = int(thread_id) if thread_id else None
+        reply = (
+            ReplyParameters(int(reply_to), allow_sending_without_reply=True) if reply_to else None
+        )
+
+        async def call(chat: str, text: Rendered) -> Message:
+            return await self._bot.send_message(
+                chat,
+                text.text,
+                entities=text.entities or None,
+                message_thread_id=thread,
+                reply_parameters=reply,
+            )
+
+        return await self._deliver(chat_id, markdown, call)
+
+    async def edit(self, chat_id: str, message_id: str, markdown: str) -> None:
+        """Replace a sent message's text; an edit to the same text is a success."""
+
+        async def call(chat: str, text: Rendered) -> None:
+            try:
+                await self._bot.edit_message_text(
+                    text.text,
+                    chat_id=chat,
+                    message_id=int(message_id),
+                    entities=text.entities or None,
+                )
+            except BadRequest as exc:
+                if not is_not_modified(exc):
+                    raise
+
+        await self._deliver(chat_id, markdown, call)
+
+    async def typing(self, chat_id: str, thread_id: str | None) -> None:
+        """Show "typing…"; skipped while the chat is flood-blocked, never retried."""
+        if self._pacer.blocked_for(chat_id) > 0:
+            return
+        try:
+            await self._bot.send_chat_action(
+                chat_id, ChatAction.TYPING, message_thread_id=int(thread_id) if thread_id else None
+            )
+        except RetryAfter as exc:
+            self._pacer.block(chat_id, retry_seconds(exc))
+        except TelegramError as exc:
+            logger.debug("typing in telegram chat %s failed (%s)", chat_id, type(exc).__name__)
+
+    async def _deliver(self, chat_id: str, markdown: str, call: Request[T]) -> T:
+        text = render(markdown)
+        chat = chat_id
+        flood_waited = 0.0
+        failures = 0
+        async with self._pacer.turn(chat_id):
+            while True:
+                await self._pacer.acquire(chat)
+                try:
+                    return await call(chat, text)
+                except RetryAfter as exc:
+                    seconds = retry_seconds(exc)
+                    if flood_waited + seconds > MAX_FLOOD_WAIT:
+                        raise
+                    flood_waited += seconds
+                    self._pacer.block(chat, seconds)
+                    logger.warning(
+                        "telegram flood control in chat %s: waiting %.0fs", chat, seconds
+                    )
+                except ChatMigrated as exc:
+                    logger.info("telegram chat %s became %s", chat, exc.new_chat_id)
+                    chat = str(exc.new_chat_id)
+                except BadRequest as exc:
+                    if not (text.formatted and is_format_error(exc)):
+                        raise
+                    logger.info("telegram rejected the formatting in chat %s; sending plain", chat)
+                    text = plain(markdown)
+                except NetworkError as exc:
+                    failures += 1
+                    if failures > MAX_NETWORK_RETRIES:
+                        raise
+                    delay = min(BACKOFF_FIRST * 2 ** (failures - 1), BACKOFF_MAX)
+                    logger.warning(
+                        "telegram request for chat %s failed (%s); retry %d in %.0fs",
+                        chat,
+                        type(exc).__name__,
+                        failures,
+                        delay,
+                    )
+                    await self._sleep(delay)

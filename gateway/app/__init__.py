@@ -1,0 +1,24 @@
+"""The processes chorus runs, wired from settings: gateway, worker, console."""
+
+from gateway.app._agents import AgentFactory, require_llm_endpoint
+from gateway.app._background import Background, job_context, make_queue, start_background
+from gateway.app._console import run_console
+from gateway.app._service import enabled_adapters, run_gateway, serve
+from gateway.app._stack import GatewayStack, open_stack
+from gateway.app._worker import run_worker
+
+__all__ = [
+    "AgentFactory",
+    "Background",
+    "GatewayStack",
+    "enabled_adapters",
+    "job_context",
+    "make_queue",
+    "open_stack",
+    "require_llm_endpoint",
+    "run_console",
+    "run_gateway",
+    "run_worker",
+    "serve",
+    "start_background",
+]

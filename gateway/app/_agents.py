@@ -1,0 +1,130 @@
+"""Builds agents from the settings in effect: the one place that wires the layers together."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+
+from agent.agent import Agent
+from agent.context import SessionContext
+from agent.job_context import ProviderLoader, build_manager
+from agent.llm import LLMClient
+from agent.scheduler import JobScheduler
+from agent.shared_writes import SharedWriteGate
+from agent.tools.registry import ToolRegistry
+from gateway.access import admin_checker
+from gateway.app._background import agent_config
+from gateway.config import LiveSettings, Settings
+from gateway.errors import ConfigError
+from memory.paths import ChorusPaths, UserKey
+from memory.providers import BuiltinMemoryProvider, MemoryManager
+from memory.store import MemoryStore, StagedWrites
+from memory.transcripts import AsyncSessionDB
+
+
+def require_llm_endpoint(settings: Settings) -> None:
+    """Refuse to start a chat without anywhere to send it."""
+    if settings.llm.base_url is None and settings.llm.api_key is None:
+        raise ConfigError(
+            "no LLM endpoint configured: set OPENAI_BASE_URL to an OpenAI-compatible "
+            "server (and OPENAI_API_KEY if it needs one)"
+        )
+
+
+def new_session_id() -> str:
+    return uuid.uuid4().hex
+
+
+class AgentFactory:
+    """Agents for any user, sharing one LLM client, one database and one tool registry.
+
+    Every agent is built from ``live.current``: memory limits, persona, compression
+    and the memory policy of a reload reach every session started after it, and
+    the shared-memory gate asks the current admins and policy at every write.
+    """
+
+    def __init__(
+        self,
+        live: LiveSettings,
+        *,
+        db: AsyncSessionDB,
+        llm: LLMClient | None = None,
+        tools: ToolRegistry | None = None,
+        scheduler: JobScheduler | None = None,
+        load_provider: ProviderLoader | None = None,
+        now: Callable[[], float] = time.time,
+        staging: StagedWrites | None = None,
+    ) -> None:
+        self.live = live
+        self.paths = ChorusPaths(live.current.home)
+        self.db = db
+        self.llm = llm or LLMClient(live.current.llm)
+        self.tools = tools or ToolRegistry()
+        self.scheduler = scheduler
+        self.load_provider = load_provider
+        self.now = now
+        self.staging = staging
+        self._admins: tuple[list[str], Callable[[str], bool]] | None = None
+
+    @property
+    def settings(self) -> Settings:
+        return self.live.current
+
+    def is_admin(self, user_key: str) -> bool:
+        """Whether ``user_key`` is an admin under the settings in effect now."""
+        admins = self.settings.auth.admins
+        if self._admins is None or self._admins[0] is not admins:
+            self._admins = (admins, admin_checker(admins))
+        return self._admins[1](user_key)
+
+    def store_for(self, user: UserKey | None) -> MemoryStore:
+        """The shared MEMORY.md plus this one user's USER.md (None: MEMORY.md only)."""
+        memory = self.settings.memory
+        return MemoryStore(
+            self.paths.memory_file,
+            self.paths.user_file(user) if user is not None else self.paths.no_user_file,
+            memory_char_limit=memory.memory_char_limit,
+            user_char_limit=memory.user_char_limit,
+        )
+
+    def manager_for(self, session: SessionContext, store: MemoryStore) -> MemoryManager | None:
+        """The session's MemoryManager (built-in + external provider), if one is configured."""
+        if self.load_provider is None:
+            return None
+        return build_manager(
+            self.load_provider,
+            session_id=session.session_id,
+            chorus_home=self.settings.home,
+            platform=session.platform,
+            user_key=session.user_key,
+            agent_context="primary",
+            builtin=BuiltinMemoryProvider(store),
+        )
+
+    def agent_for(self, session: SessionContext, *, handoff_summary: str | None = None) -> Agent:
+        """A new agent for ``session``; call ``start()`` on it (off the hot path of others)."""
+        store = self.store_for(UserKey.parse(session.user_key))
+        user_key = session.user_key
+        return Agent(
+            session,
+            llm=self.llm,
+            store=store,
+            db=self.db,
+            config=agent_config(self.settings),
+            tools=self.tools,
+            handoff_summary=handoff_summary,
+            memory=self.manager_for(session, store),
+            scheduler=self.scheduler,
+            now=self.now,
+            shared_writes=SharedWriteGate(
+                policy=lambda: self.settings.memory.shared_writes,
+                is_admin=lambda: self.is_admin(user_key),
+                staging=self.staging,
+                session_id=session.session_id,
+                user_key=user_key,
+            ),
+        )
+
+    async def aclose(self) -> None:
+        await self.llm.aclose()

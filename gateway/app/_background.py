@@ -1,0 +1,122 @@
+"""Wires background work from settings: the queue, the job context, the scheduler.
+
+With ``redis.url`` jobs go to Redis and ``chorus worker`` processes run them;
+without it the same job functions run on an in-process worker thread. Either
+way this process configures ``agent.jobs`` so in-process jobs find their context.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from agent import jobs
+from agent.context import AgentConfig
+from agent.job_context import JobContext, ProviderLoader
+from agent.scheduler import JobScheduler
+from gateway.access import admin_checker
+from gateway.config import LiveSettings, Settings
+from memory.jobs import BackgroundQueue, InProcessQueue, JobState, Outbox
+from memory.paths import ChorusPaths
+from memory.providers import MemoryProvider
+from plugins.memory import load_memory_provider
+
+logger = logging.getLogger(__name__)
+
+
+def agent_config(settings: Settings) -> AgentConfig:
+    return AgentConfig(
+        llm=settings.llm,
+        agent=settings.agent,
+        compression=settings.compression,
+        memory=settings.memory,
+    )
+
+
+def provider_loader(settings: Settings) -> ProviderLoader | None:
+    """A loader of the configured external provider, or None for built-in memory only."""
+    name = settings.memory.provider
+    if not name:
+        return None
+    home = settings.home
+
+    def load() -> MemoryProvider:
+        return load_memory_provider(name, home)
+
+    return load
+
+
+def job_context(settings: Settings) -> JobContext:
+    return JobContext(
+        settings.home,
+        agent_config(settings),
+        provider_loader(settings),
+        handoff=settings.sessions.handoff,
+        is_admin=admin_checker(settings.auth.admins),
+    )
+
+
+def update_job_context(context: JobContext, settings: Settings) -> None:
+    """Hand reloaded settings to the job functions of this process."""
+    context.update(
+        agent_config(settings),
+        handoff=settings.sessions.handoff,
+        is_admin=admin_checker(settings.auth.admins),
+    )
+
+
+def make_queue(settings: Settings, *, start_drainer: bool = True) -> BackgroundQueue:
+    """The queue ``settings`` ask for; rq and redis are imported only with ``redis.url``."""
+    redis = settings.redis
+    if redis.url is None:
+        return InProcessQueue(retries=redis.job_retries)
+    from memory.jobs import RQQueue
+
+    queue = RQQueue(
+        redis.url.get_secret_value(),
+        outbox=Outbox(ChorusPaths(settings.home).state_db),
+        queue_name=redis.queue_name,
+        retries=redis.job_retries,
+        retry_intervals=redis.retry_intervals,
+        job_timeout=redis.job_timeout,
+    )
+    if start_drainer:
+        queue.start_drainer()
+    return queue
+
+
+@dataclass
+class Background:
+    queue: BackgroundQueue
+    state: JobState
+    scheduler: JobScheduler
+    context: JobContext
+    load_provider: ProviderLoader | None
+
+    def close(self, timeout: float) -> None:
+        """Let queued work finish (bounded), then release everything."""
+        if not self.queue.flush(timeout):
+            logger.warning("background jobs still pending after %.0fs", timeout)
+        self.queue.close(timeout)
+        self.state.close()
+        self.context.close()
+
+
+def start_background(
+    live: LiveSettings, *, queue_factory: Callable[[Settings], BackgroundQueue] = make_queue
+) -> Background:
+    """Queue, job state and scheduler for a gateway or console process."""
+    settings = live.current
+    context = job_context(settings)
+    live.subscribe(lambda fresh: update_job_context(context, fresh))
+    jobs.configure(context)
+    state = JobState(ChorusPaths(settings.home).state_db)
+    queue = queue_factory(settings)
+    return Background(
+        queue=queue,
+        state=state,
+        scheduler=JobScheduler(queue, state),
+        context=context,
+        load_provider=context.load_provider,
+    )

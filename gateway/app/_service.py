@@ -1,0 +1,78 @@
+"""``chorus gateway``: the long-running service.
+
+All enabled platform adapters, the runner, the session reaper and one HTTP
+server (health, readiness, metrics, and the adapters' webhook routes). SIGTERM
+or SIGINT: stop taking messages, let running turns finish
+(``gateway.shutdown_timeout``), end every session (reason ``shutdown``), drain
+the queue, exit 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+
+from gateway.adapters import BaseAdapter, PlatformContext, enable_hints
+from gateway.adapters import enabled_adapters as build_enabled
+from gateway.app._stack import open_stack
+from gateway.config import Settings
+from gateway.errors import ConfigError
+from gateway.ops import HTTPServer
+
+logger = logging.getLogger(__name__)
+
+NO_PLATFORMS = (
+    "no chat platform is enabled: set {hints} (see README, 'Connecting platforms'); "
+    "to chat in this terminal, run `chorus console`"
+)
+
+
+def enabled_adapters(settings: Settings) -> list[BaseAdapter]:
+    """Adapters for every platform whose settings enable it (see ``gateway.adapters``)."""
+    context = PlatformContext(vision=settings.llm.vision)
+    return build_enabled(lambda spec: spec.section_of(settings), context)
+
+
+async def serve(settings: Settings, adapters: list[BaseAdapter], stop: asyncio.Event) -> None:
+    """Run until ``stop`` is set, then shut down in order."""
+    stack = await open_stack(settings, adapters=adapters)
+    http = HTTPServer(
+        settings.gateway.http.host,
+        settings.gateway.http.port,
+        metrics=stack.metrics,
+        readiness=stack.readiness,
+    )
+    for adapter in adapters:
+        for method, path, handler in adapter.http_routes():
+            http.add_route(method, path, handler)
+    try:
+        await stack.runner.start()
+        await http.start()
+        logger.info("gateway up: %s; http on %s", ", ".join(a.name for a in adapters), http.url)
+        await stop.wait()
+        logger.info("shutting down")
+        await stack.runner.shutdown()
+    finally:
+        await http.stop()
+        await stack.close()
+
+
+async def run_gateway(settings: Settings, *, adapters: list[BaseAdapter] | None = None) -> int:
+    chosen = enabled_adapters(settings) if adapters is None else adapters
+    if not chosen:
+        raise ConfigError(NO_PLATFORMS.format(hints=enable_hints()))
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    signals = (signal.SIGTERM, signal.SIGINT)
+    for sig in signals:
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        await serve(settings, chosen, stop)
+    finally:
+        for sig in signals:
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(sig)
+    return 0

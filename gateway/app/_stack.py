@@ -1,0 +1,153 @@
+"""Builds the gateway's parts from settings, for `chorus gateway`, `chorus console` and tests."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+from agent.llm import LLMClient
+from gateway.access import Authorizer, Deduplicator, GatewayDB, RateLimiter
+from gateway.adapters import BaseAdapter
+from gateway.app._agents import AgentFactory
+from gateway.app._background import Background, start_background
+from gateway.app._services import GatewayServices
+from gateway.clock import Clock, SystemClock
+from gateway.commands import CommandRegistry, register_admin_commands, register_user_commands
+from gateway.config import LiveSettings, Settings
+from gateway.ops import Activity, Metrics
+from gateway.runner import GatewayRunner
+from gateway.sessions import SessionManager
+from memory.paths import ChorusPaths
+from memory.store import StagedWrites
+from memory.transcripts import AsyncSessionDB
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class GatewayStack:
+    live: LiveSettings
+    db: AsyncSessionDB
+    background: Background
+    factory: AgentFactory
+    gateway_db: GatewayDB
+    metrics: Metrics
+    services: GatewayServices
+    runner: GatewayRunner
+
+    @property
+    def settings(self) -> Settings:
+        return self.live.current
+
+    async def readiness(self) -> dict[str, bool]:
+        checks = {f"adapter:{n}": a.is_connected() for n, a in self.runner.adapters.items()}
+        checks["session_db"] = await asyncio.to_thread(self._db_writable)
+        if self.settings.redis.url is not None:
+            status = await asyncio.to_thread(self.background.queue.status)
+            checks["redis"] = status.reachable
+        return checks
+
+    def _db_writable(self) -> bool:
+        try:
+            self.db.db.set_title("__readiness_probe__", None)
+        except Exception:
+            return False
+        return True
+
+    async def close(self) -> None:
+        timeout = self.settings.gateway.shutdown_timeout
+        await asyncio.to_thread(self.background.close, timeout)
+        await self.factory.aclose()
+        await self.db.aclose()
+        await asyncio.to_thread(self.gateway_db.close)
+        if self.factory.staging is not None:
+            await asyncio.to_thread(self.factory.staging.close)
+
+
+def command_registry() -> CommandRegistry:
+    """Every built-in command."""
+    registry = CommandRegistry()
+    register_user_commands(registry)
+    register_admin_commands(registry)
+    return registry
+
+
+async def open_stack(
+    settings: Settings,
+    *,
+    clock: Clock | None = None,
+    llm: LLMClient | None = None,
+    adapters: list[BaseAdapter] | None = None,
+) -> GatewayStack:
+    live = LiveSettings(settings, keep=("telegram", "discord", "slack"))
+    paths = ChorusPaths(settings.home)
+    clock = clock or SystemClock()
+    db = await AsyncSessionDB.open(paths.state_db)
+    background = await asyncio.to_thread(start_background, live)
+    gateway_db = await asyncio.to_thread(GatewayDB, paths.state_db)
+    staging = await asyncio.to_thread(StagedWrites, paths.state_db)
+    factory = AgentFactory(
+        live,
+        db=db,
+        llm=llm,
+        scheduler=background.scheduler,
+        load_provider=background.load_provider,
+        now=clock.time,
+        staging=staging,
+    )
+    metrics = Metrics()
+    activity = Activity(clock)
+    auth = Authorizer(settings.auth, gateway_db, clock)
+    rate = RateLimiter(settings.auth.rate_limit_per_minute, clock)
+    sessions = SessionManager(
+        settings.sessions,
+        builder=factory,
+        db=db,
+        scheduler=background.scheduler,
+        clock=clock,
+        on_end=metrics.session_ended,
+    )
+    live.subscribe(lambda fresh: auth.reload(fresh.auth))
+    live.subscribe(lambda fresh: rate.reconfigure(fresh.auth.rate_limit_per_minute))
+    live.subscribe(lambda fresh: sessions.reconfigure(fresh.sessions))
+    services = GatewayServices(
+        live=live,
+        clock=clock,
+        sessions=sessions,
+        access=auth,
+        rate=rate,
+        factory=factory,
+        queue=background.queue,
+        gateway_db=gateway_db,
+        metrics=metrics,
+        activity=activity,
+    )
+    runner = GatewayRunner(
+        live,
+        sessions=sessions,
+        auth=auth,
+        rate=rate,
+        dedupe=Deduplicator(clock),
+        commands=command_registry(),
+        services=services,
+        clock=clock,
+        metrics=metrics,
+        activity=activity,
+        adapters=adapters,
+    )
+
+    def queue_numbers() -> tuple[int, int, int]:
+        status = background.queue.status()
+        return status.queued + status.deferred + status.scheduled, status.failed, status.outbox
+
+    metrics.set_sources(queue_status=queue_numbers)
+
+    def observe_llm(seconds: float, failed: bool) -> None:
+        if failed:
+            metrics.llm_error()
+        else:
+            metrics.observe_llm(seconds)
+
+    factory.llm.observers.append(observe_llm)
+    return GatewayStack(live, db, background, factory, gateway_db, metrics, services, runner)

@@ -1,0 +1,43 @@
+"""``chorus worker``: the rq worker that runs chorus's background jobs.
+
+It loads settings once, hands them to the job functions' context, and runs an
+rq ``Worker`` (with its scheduler, for retry backoff) on chorus's queue. rq
+handles SIGTERM as a warm shutdown: the current job finishes, then it exits.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from agent import jobs
+from gateway.app._background import job_context
+from gateway.config import Settings
+from gateway.errors import ConfigError
+from memory.jobs import Outbox, mask_url
+from memory.paths import ChorusPaths
+
+logger = logging.getLogger(__name__)
+
+
+def run_worker(settings: Settings, *, burst: bool = False) -> None:
+    redis = settings.redis
+    if redis.url is None:
+        raise ConfigError(
+            "chorus worker needs redis.url (CHORUS_REDIS__URL); without Redis, background "
+            "jobs run inside the gateway and console processes"
+        )
+    from memory.jobs import RQQueue
+
+    jobs.configure(job_context(settings))
+    url = redis.url.get_secret_value()
+    queue = RQQueue(
+        url,
+        outbox=Outbox(ChorusPaths(settings.home).state_db),
+        queue_name=redis.queue_name,
+        retries=redis.job_retries,
+        retry_intervals=redis.retry_intervals,
+        job_timeout=redis.job_timeout,
+    )
+    logger.info("worker on %s, queue %s", mask_url(url), redis.queue_name)
+    queue.drain_outbox()
+    queue.run_worker(burst=burst, with_scheduler=True)

@@ -1,0 +1,75 @@
+"""The ``chorus`` command line: one typer app, a module per command group.
+
+Every command loads settings through ``gateway.config``; any expected failure
+prints one line to stderr and exits non-zero, never a traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from importlib.metadata import PackageNotFoundError, version
+from typing import Annotated
+
+import typer
+
+from gateway import logs
+from gateway.cli._memory import memory_app
+from gateway.cli._queue import queue_app
+from gateway.cli._run import console_command, doctor_command, gateway_command, worker_command
+from gateway.cli._sessions import sessions_app
+from gateway.cli._users import users_app
+
+app = typer.Typer(
+    name="chorus",
+    help="A chat gateway for LLM agents with per-user memory.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(memory_app, name="memory")
+app.add_typer(sessions_app, name="sessions")
+app.add_typer(queue_app, name="queue")
+app.add_typer(users_app, name="users")
+app.command("console")(console_command)
+app.command("gateway")(gateway_command)
+app.command("worker")(worker_command)
+app.command("doctor")(doctor_command)
+
+
+def _version() -> str:
+    try:
+        return version("chorus")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"chorus {_version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    show_version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Show the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """chorus: talk to an LLM agent on Telegram, Discord, Slack and the terminal."""
+
+
+def main() -> None:
+    """Console-script entry point: logging to stderr, then the typer app."""
+    level = os.environ.get("CHORUS_LOG_LEVEL", "WARNING").upper()
+    logging.basicConfig(
+        level=getattr(logging, level, logging.WARNING),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    logs.install()
+    app()

@@ -1,0 +1,175 @@
+"""``chorus doctor``: checks an operator can run before starting the service.
+
+Each check returns a ``CheckResult``; none raises. Later layers add their own
+checks (LLM endpoint, Redis, platforms) to ``CHECKS``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sqlite3
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agent.errors import LLMError
+from agent.llm import LLMClient
+from gateway.adapters import PLATFORMS, PlatformSpec
+from gateway.app import make_queue
+from gateway.config import Settings, load_settings, resolve_home
+from gateway.errors import ConfigError
+from memory.errors import SessionDBError
+from memory.paths import ChorusPaths
+from memory.transcripts import SessionDB, fts5_available
+from plugins.memory import discover_memory_providers
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    name: str
+    ok: bool
+    detail: str
+
+
+def run_checks(environ: Mapping[str, str] | None = None) -> list[CheckResult]:
+    """Run every check in order; later checks are skipped when config is invalid."""
+    env = dict(os.environ if environ is None else environ)
+    home = resolve_home(env)
+    try:
+        settings = load_settings(home, env)
+    except ConfigError as exc:
+        return [CheckResult("config", False, str(exc))]
+    results = [CheckResult("config", True, _config_detail(settings))]
+    for check in CHECKS:
+        results.append(check(settings))
+    return results
+
+
+def _config_detail(settings: Settings) -> str:
+    source = settings.config_path if settings.config_path.exists() else "defaults (no config.yaml)"
+    return f"valid, from {source}"
+
+
+def check_home_writable(settings: Settings) -> CheckResult:
+    home = settings.home
+    try:
+        with tempfile.NamedTemporaryFile(dir=home, prefix=".doctor_", delete=True) as handle:
+            handle.write(b"ok")
+            handle.flush()
+    except OSError as exc:
+        return CheckResult("home", False, f"{home} is not writable: {exc.strerror}")
+    mode = home.stat().st_mode & 0o777
+    if mode & 0o077:
+        return CheckResult("home", False, f"{home} is mode {mode:o}; run: chmod 700 {home}")
+    return CheckResult("home", True, f"{home} writable, mode {mode:o}")
+
+
+def check_sqlite(settings: Settings) -> CheckResult:
+    version = sqlite3.sqlite_version
+    if not fts5_available():
+        return CheckResult("sqlite", False, f"SQLite {version} lacks FTS5; session search needs it")
+    path = ChorusPaths(settings.home).state_db
+    try:
+        db = SessionDB(path)
+    except SessionDBError as exc:
+        return CheckResult("sqlite", False, str(exc))
+    try:
+        count = len(db.list_sessions(limit=1_000_000))
+    finally:
+        db.close()
+    return CheckResult("sqlite", True, f"SQLite {version} with FTS5; {path.name}: {count} sessions")
+
+
+def check_memory_files(settings: Settings) -> CheckResult:
+    paths = ChorusPaths(settings.home)
+    shared = paths.memory_file
+    size = len(shared.read_text(encoding="utf-8")) if shared.exists() else 0
+    limit = settings.memory.memory_char_limit
+    users = sum(1 for _ in paths.users_dir.glob("*/*/USER.md")) if paths.users_dir.exists() else 0
+    return CheckResult("memory", True, f"MEMORY.md {size:,}/{limit:,} chars; {users} user profiles")
+
+
+def check_platforms(settings: Settings) -> CheckResult:
+    enabled = [spec.name for spec in PLATFORMS if spec.enabled(spec.section_of(settings))]
+    detail = ", ".join(enabled) if enabled else "none configured (console only)"
+    return CheckResult("platforms", True, detail)
+
+
+def platform_check(spec: PlatformSpec[Any]) -> Callable[[Settings], CheckResult]:
+    """Ask the platform who the bot is (``spec.describe``); never prints the token."""
+
+    def check(settings: Settings) -> CheckResult:
+        section = spec.section_of(settings)
+        if not spec.is_configured(section):
+            return CheckResult(spec.name, True, "not configured")
+        ok, detail = asyncio.run(spec.describe(section))
+        return CheckResult(spec.name, bool(ok), str(detail))
+
+    check.__name__ = f"check_{spec.name}"
+    return check
+
+
+def check_llm(settings: Settings) -> CheckResult:
+    if settings.llm.base_url is None and settings.llm.api_key is None:
+        return CheckResult(
+            "llm", True, "not configured (set OPENAI_BASE_URL / OPENAI_API_KEY to chat)"
+        )
+
+    async def probe() -> str:
+        client = LLMClient(settings.llm)
+        try:
+            return await client.check()
+        finally:
+            await client.aclose()
+
+    try:
+        return CheckResult("llm", True, asyncio.run(probe()))
+    except LLMError as exc:
+        return CheckResult("llm", False, str(exc))
+
+
+def check_redis(settings: Settings) -> CheckResult:
+    if settings.redis.url is None:
+        return CheckResult("redis", True, "not configured; background jobs run in-process")
+    queue = make_queue(settings, start_drainer=False)
+    try:
+        status = queue.status()
+    finally:
+        queue.close(0)
+    if not status.reachable:
+        return CheckResult("redis", False, f"unreachable; {status.outbox} job(s) in the outbox")
+    return CheckResult(
+        "redis",
+        True,
+        f"reachable; {status.queued} queued, {status.failed} failed, {status.outbox} in outbox",
+    )
+
+
+def check_memory_provider(settings: Settings) -> CheckResult:
+    name = settings.memory.provider
+    if not name:
+        return CheckResult("provider", True, "built-in memory only")
+    infos = {i.name: i for i in discover_memory_providers(settings.home, name)}
+    info = infos.get(name)
+    if info is None:
+        return CheckResult("provider", False, f"memory provider {name!r} is not installed")
+    if not info.available:
+        return CheckResult("provider", False, f"{name}: not available ({info.error or 'check'})")
+    return CheckResult("provider", True, f"{name} available")
+
+
+CHECKS: list[Callable[[Settings], CheckResult]] = [
+    check_home_writable,
+    check_sqlite,
+    check_memory_files,
+    check_memory_provider,
+    check_llm,
+    check_redis,
+    check_platforms,
+    *(platform_check(spec) for spec in PLATFORMS),
+]

@@ -1,0 +1,113 @@
+"""``chorus memory …``: the curated files, staged shared writes, installed providers."""
+
+from __future__ import annotations
+
+import getpass
+import time
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from gateway.access import GatewayDB
+from gateway.cli._common import out, settings, user_key
+from gateway.commands import review
+from gateway.config import Settings
+from memory.paths import ChorusPaths, UserKey
+from memory.store import MemoryStore, StagedWrites
+from plugins.memory import discover_memory_providers
+
+memory_app = typer.Typer(help="Inspect curated memory files.", no_args_is_help=True)
+
+
+def _store(cfg: Settings, user: UserKey | None) -> MemoryStore:
+    paths = ChorusPaths(cfg.home)
+    return MemoryStore(
+        paths.memory_file,
+        paths.user_file(user) if user is not None else paths.no_user_file,
+        memory_char_limit=cfg.memory.memory_char_limit,
+        user_char_limit=cfg.memory.user_char_limit,
+    )
+
+
+@memory_app.command("show")
+def memory_show(
+    user: Annotated[
+        str | None,
+        typer.Option("--user", help="PLATFORM:ID — show that user's USER.md instead."),
+    ] = None,
+) -> None:
+    """Print the shared MEMORY.md, or one user's USER.md, with usage."""
+    cfg = settings()
+    ref = user_key(user) if user else None
+    store = _store(cfg, ref)
+    store.load_from_disk()
+    target = "user" if ref else "memory"
+    label = f"USER.md of {ref}" if ref else "MEMORY.md (shared)"
+    block = store.format_for_system_prompt(target)
+    if block is None:
+        out.print(f"{label}: empty")
+        return
+    out.print(block, markup=False)
+
+
+@memory_app.command("providers")
+def providers_command(
+    check: Annotated[
+        bool, typer.Option("--check/--no-check", help="Load each provider to ask if available.")
+    ] = True,
+) -> None:
+    """List memory providers: name, description, available, active."""
+    cfg = settings()
+    infos = discover_memory_providers(cfg.home, cfg.memory.provider, check_available=check)
+    if not infos:
+        out.print("no memory providers installed (built-in memory only)")
+    else:
+        table = Table("name", "description", "source", "available", "active")
+        for info in infos:
+            available = "?" if info.available is None else ("yes" if info.available else "no")
+            if info.error:
+                available += f" ({info.error})"
+            table.add_row(
+                info.name, info.description, info.source, available, "yes" if info.active else ""
+            )
+        out.print(table)
+    if cfg.memory.provider and cfg.memory.provider not in {i.name for i in infos}:
+        out.print(f"configured provider {cfg.memory.provider!r} is not installed", markup=False)
+        raise typer.Exit(1)
+
+
+def _review(action: str, target: str) -> None:
+    cfg = settings()
+    paths = ChorusPaths(cfg.home)
+    staging = StagedWrites(paths.state_db)
+    actor = f"cli:{getpass.getuser()}"
+    try:
+        out.print(review(staging, _store(cfg, None), action, target, actor), markup=False)
+        if action != "pending":
+            with GatewayDB(paths.state_db) as db:
+                db.audit(actor, f"memory {action}", target, "ok", time.time())
+    finally:
+        staging.close()
+
+
+@memory_app.command("pending")
+def memory_pending_command() -> None:
+    """List writes to the shared MEMORY.md waiting for review."""
+    _review("pending", "")
+
+
+@memory_app.command("approve")
+def memory_approve_command(
+    target: Annotated[str, typer.Argument(help="A staged write's id, or all.")],
+) -> None:
+    """Approve staged writes (threat scan and limits run again against MEMORY.md now)."""
+    _review("approve", target)
+
+
+@memory_app.command("reject")
+def memory_reject_command(
+    target: Annotated[str, typer.Argument(help="A staged write's id, or all.")],
+) -> None:
+    """Reject staged writes."""
+    _review("reject", target)

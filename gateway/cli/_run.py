@@ -1,0 +1,61 @@
+"""``chorus console``, ``chorus gateway``, ``chorus worker``, ``chorus doctor``: run or check it."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated
+
+import typer
+
+from gateway.cli._common import fail, out, settings
+from gateway.errors import GatewayError
+
+
+def console_command() -> None:
+    """Talk to the agent in this terminal (needs only an LLM endpoint)."""
+    from gateway.app import run_console
+
+    cfg = settings()
+    try:
+        asyncio.run(run_console(cfg))
+    except GatewayError as exc:
+        raise fail(str(exc), 2) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+
+
+def gateway_command() -> None:
+    """Run the service: platform adapters, sessions, background jobs, HTTP probes."""
+    from gateway.app import run_gateway
+
+    cfg = settings()
+    try:
+        code = asyncio.run(run_gateway(cfg))
+    except GatewayError as exc:
+        raise fail(str(exc), 2) from None
+    raise typer.Exit(code)
+
+
+def worker_command(
+    burst: Annotated[bool, typer.Option("--burst", help="Run what is queued, then exit.")] = False,
+) -> None:
+    """Run background jobs from Redis (needs redis.url)."""
+    from gateway.app import run_worker
+
+    cfg = settings()
+    try:
+        run_worker(cfg, burst=burst)
+    except GatewayError as exc:
+        raise fail(str(exc), 2) from None
+
+
+def doctor_command() -> None:
+    """Check configuration, CHORUS_HOME and the database."""
+    from gateway.cli._doctor import run_checks
+
+    results = run_checks()
+    for result in results:
+        mark = "ok  " if result.ok else "FAIL"
+        out.print(f"[{mark}] {result.name}: {result.detail}", markup=False)
+    if not all(result.ok for result in results):
+        raise typer.Exit(1)

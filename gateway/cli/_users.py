@@ -1,0 +1,67 @@
+"""``chorus users …``: pairing approval and access lists, audited like the admin commands."""
+
+from __future__ import annotations
+
+import getpass
+import time
+from collections.abc import Callable
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from gateway.access import Authorizer, GatewayDB
+from gateway.cli._common import out
+from gateway.cli._common import settings as _settings
+from gateway.clock import SystemClock
+from memory.paths import ChorusPaths
+
+users_app = typer.Typer(help="Who may talk to the bot.", no_args_is_help=True)
+
+
+def _authorize(command: str, argument: str, act: Callable[[Authorizer, str], str]) -> None:
+    cfg = _settings()
+    actor = f"cli:{getpass.getuser()}"
+    with GatewayDB(ChorusPaths(cfg.home).state_db) as db:
+        auth = Authorizer(cfg.auth, db, SystemClock())
+        result = act(auth, actor)
+        outcome = getattr(result, "outcome", "ok")
+        db.audit(actor, f"users {command}", argument, outcome, time.time())
+    out.print(result, markup=False)
+    if outcome != "ok":
+        raise typer.Exit(1)
+
+
+@users_app.command("approve")
+def users_approve(
+    code: Annotated[str, typer.Argument(help="The pairing code a user got.")],
+) -> None:
+    """Approve a pairing code (the same as /admin approve in a chat)."""
+    _authorize("approve", "<code>", lambda auth, actor: auth.approve_code(code, actor))
+
+
+@users_app.command("allow")
+def users_allow(user: Annotated[str, typer.Argument(help="PLATFORM:ID")]) -> None:
+    """Let a user talk to the bot."""
+    _authorize("allow", user, lambda auth, actor: auth.allow(user, actor))
+
+
+@users_app.command("deny")
+def users_deny(user: Annotated[str, typer.Argument(help="PLATFORM:ID")]) -> None:
+    """Stop a user from talking to the bot (admins from the config cannot be denied)."""
+    _authorize("deny", user, lambda auth, actor: auth.deny(user, actor))
+
+
+@users_app.command("list")
+def users_list() -> None:
+    """Admins, allowed and denied users, and where each decision came from."""
+    cfg = _settings()
+    with GatewayDB(ChorusPaths(cfg.home).state_db) as db:
+        rows = Authorizer(cfg.auth, db, SystemClock()).users()
+    if not rows:
+        out.print("no users configured or approved")
+        return
+    table = Table("user", "state", "source", "by")
+    for row in rows:
+        table.add_row(row.user_key, row.state, row.source, row.by or "")
+    out.print(table)

@@ -1,0 +1,20 @@
+"""Slash commands: one registry for every platform, user and admin commands."""
+
+from gateway.commands._admin import register_admin_commands
+from gateway.commands._registry import Command, CommandContext, CommandRegistry, parse_command
+from gateway.commands._review import review
+from gateway.commands._services import AccessControl, CommandServices, SessionControl
+from gateway.commands._user import register_user_commands
+
+__all__ = [
+    "AccessControl",
+    "Command",
+    "CommandContext",
+    "CommandRegistry",
+    "CommandServices",
+    "SessionControl",
+    "parse_command",
+    "register_admin_commands",
+    "register_user_commands",
+    "review",
+]

@@ -1,0 +1,161 @@
+"""``/admin <sub>``: operating chorus from the chat. Every call is audited."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+from gateway.commands import _texts as t
+from gateway.commands._registry import Command, CommandContext, CommandRegistry
+from gateway.commands._review import review
+from gateway.commands._user import profile_usage
+from memory.store import MemoryStore
+from plugins.memory import discover_memory_providers
+
+SubHandler = Callable[[CommandContext, str], Awaitable[str]]
+
+
+async def sessions_sub(ctx: CommandContext, _: str) -> str:
+    now = ctx.services.clock.time()
+    live = sorted(ctx.services.sessions.sessions, key=lambda s: s.last_active, reverse=True)
+    if not live:
+        return t.NO_SESSIONS
+    lines = [f"{len(live)} open session(s):"]
+    for s in live[:50]:
+        state = "busy" if s.busy else ("live" if s.agent is not None else "idle")
+        lines.append(
+            f"{s.session_id[:8]} {s.user_key} {state}, age {int(now - s.started_at) // 60}m, "
+            f"idle {int(now - s.last_active) // 60}m, {s.turns} turn(s)"
+        )
+    return "\n".join(lines)
+
+
+async def end_sub(ctx: CommandContext, target: str) -> str:
+    if not target:
+        return t.END_USAGE
+    sessions = ctx.services.sessions
+    matches = [s for s in sessions.sessions if target in (s.user_key, s.session_id)]
+    matches += [
+        s for s in sessions.sessions if s.session_id.startswith(target) and s not in matches
+    ]
+    for live in matches:
+        await sessions.end(live, "admin", notify_next=False)
+    return t.ENDED.format(n=len(matches)) if matches else t.NO_MATCH.format(target=target)
+
+
+async def users_sub(ctx: CommandContext, _: str) -> str:
+    rows = await asyncio.to_thread(ctx.services.access.users)
+    if not rows:
+        return t.NO_USERS
+    return "\n".join(str(row) for row in rows)
+
+
+async def allow_sub(ctx: CommandContext, arg: str) -> str:
+    return await asyncio.to_thread(ctx.services.access.allow, arg.strip(), ctx.user_key)
+
+
+async def deny_sub(ctx: CommandContext, arg: str) -> str:
+    return await asyncio.to_thread(ctx.services.access.deny, arg.strip(), ctx.user_key)
+
+
+async def approve_sub(ctx: CommandContext, arg: str) -> str:
+    if not arg:
+        return t.APPROVE_USAGE
+    return await asyncio.to_thread(ctx.services.access.approve_code, arg, ctx.user_key)
+
+
+def _shared_store(ctx: CommandContext) -> MemoryStore:
+    return ctx.services.store_for(None)
+
+
+async def memory_sub(ctx: CommandContext, arg: str) -> str:
+    store = _shared_store(ctx)
+    action, _, text = arg.partition(" ")
+    if action in ("pending", "approve", "reject"):
+        staging = ctx.services.staging
+        if staging is None:
+            return t.NO_STAGING
+        return await asyncio.to_thread(review, staging, store, action, text.strip(), ctx.user_key)
+    if action == "add" and text.strip():
+        result = await asyncio.to_thread(store.add, "memory", text.strip())
+        return result["message"] + f" [{result['usage']}]"
+    if action == "remove" and text.strip():
+        result = await asyncio.to_thread(store.remove, "memory", text.strip())
+        return result["message"] + f" [{result['usage']}]"
+    if action and action not in ("add", "remove"):
+        return t.MEMORY_USAGE
+    await asyncio.to_thread(store.load_from_disk)
+    if not store.memory_entries:
+        return t.SHARED_EMPTY
+    entries = "\n".join(f"• {e}" for e in store.memory_entries)
+    return f"MEMORY.md [{profile_usage(store, 'memory')}]:\n{entries}"
+
+
+async def stats_sub(ctx: CommandContext, _: str) -> str:
+    return "\n".join(await ctx.services.stats_lines())
+
+
+async def queue_sub(ctx: CommandContext, arg: str) -> str:
+    queue = ctx.services.queue
+    if arg == "retry-failed":
+        count = await asyncio.to_thread(queue.retry_failed)
+        return t.REQUEUED.format(n=count)
+    status = await asyncio.to_thread(queue.status)
+    lines = [
+        f"{status.backend}{'' if status.reachable else ' (UNREACHABLE)'}: {status.queued} queued, "
+        f"{status.started} running, {status.deferred} waiting, {status.failed} failed, "
+        f"{status.outbox} in outbox"
+    ]
+    lines += [f"✗ {j.job_id} ({j.func}): {j.error}" for j in status.failed_jobs[:10]]
+    return "\n".join(lines)
+
+
+async def provider_sub(ctx: CommandContext, _: str) -> str:
+    settings = ctx.services.settings
+    name = settings.memory.provider
+    if not name:
+        return t.BUILTIN_ONLY
+    infos = await asyncio.to_thread(discover_memory_providers, settings.home, name)
+    info = next((i for i in infos if i.name == name), None)
+    if info is None:
+        return t.PROVIDER_MISSING.format(name=name)
+    state = "available" if info.available else f"NOT available ({info.error or 'unknown'})"
+    return t.PROVIDER_STATE.format(name=name, source=info.source, state=state)
+
+
+async def reload_sub(ctx: CommandContext, _: str) -> str:
+    return await ctx.services.reload()
+
+
+SUBCOMMANDS: dict[str, SubHandler] = {
+    "sessions": sessions_sub,
+    "end": end_sub,
+    "users": users_sub,
+    "allow": allow_sub,
+    "deny": deny_sub,
+    "approve": approve_sub,
+    "memory": memory_sub,
+    "stats": stats_sub,
+    "queue": queue_sub,
+    "provider": provider_sub,
+    "reload": reload_sub,
+}
+
+
+async def admin_command(ctx: CommandContext) -> str:
+    sub, _, rest = ctx.args.partition(" ")
+    handler = SUBCOMMANDS.get(sub.lower())
+    if handler is None:
+        return f"Usage: {t.ADMIN_USAGE}"
+    return await handler(ctx, rest.strip())
+
+
+def _audit_args(args: str) -> str:
+    """Pairing codes never reach the audit table in clear."""
+    return "approve <code>" if args.lower().startswith("approve") else args
+
+
+def register_admin_commands(registry: CommandRegistry) -> None:
+    registry.register(
+        Command("admin", "operate chorus (admins only)", admin_command, audit_args=_audit_args)
+    )

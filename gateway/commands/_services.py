@@ -1,0 +1,116 @@
+"""What a command may use: a narrow interface built in the wiring, never the runner.
+
+``CommandServices`` is the whole of it. ``gateway.app`` implements it over the
+session manager, the access lists, the memory files, the staged shared-memory
+writes, the job queue, the audit table and the metrics; tests may implement it
+over anything else.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from agent.agent import Agent
+from gateway.access import AdminReply, UserAccessRow
+from gateway.clock import Clock
+from gateway.config import Settings
+from gateway.events import InboundMessage
+from gateway.sessions import LiveSession
+from memory.jobs import BackgroundQueue
+from memory.paths import UserKey
+from memory.store import MemoryStore, StagedWrites
+
+
+class SessionControl(Protocol):
+    """The part of the session manager that commands drive."""
+
+    @property
+    def sessions(self) -> list[LiveSession]:
+        """Every open session."""
+        ...
+
+    def get(self, msg: InboundMessage) -> LiveSession | None:
+        """The open session ``msg`` belongs to, if any."""
+        ...
+
+    def profile_key(self, msg: InboundMessage) -> UserKey:
+        """Whose profile the session of ``msg`` loads."""
+        ...
+
+    async def agent_for(self, live: LiveSession) -> Agent:
+        """The session's agent, built or rebuilt on demand."""
+        ...
+
+    async def submit(self, msg: InboundMessage) -> bool:
+        """Queue a message for its session."""
+        ...
+
+    async def reset(self, msg: InboundMessage) -> bool:
+        """End the sender's session now; False when there was none."""
+        ...
+
+    async def end(self, live: LiveSession, reason: str, *, notify_next: bool = True) -> None:
+        """End a session (the ending work runs as a background job)."""
+        ...
+
+
+class AccessControl(Protocol):
+    """The access lists as admins change them."""
+
+    def users(self) -> list[UserAccessRow]: ...
+
+    def allow(self, user_key: str, by: str) -> AdminReply: ...
+
+    def deny(self, user_key: str, by: str) -> AdminReply: ...
+
+    def approve_code(self, code: str, by: str) -> AdminReply: ...
+
+
+class CommandServices(Protocol):
+    """Everything commands reach; see the module docstring."""
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def settings(self) -> Settings:
+        """The settings in effect now (after any ``/admin reload``)."""
+        ...
+
+    @property
+    def sessions(self) -> SessionControl: ...
+
+    @property
+    def access(self) -> AccessControl: ...
+
+    @property
+    def staging(self) -> StagedWrites | None:
+        """Staged writes to the shared MEMORY.md, where this process has them."""
+        ...
+
+    @property
+    def queue(self) -> BackgroundQueue: ...
+
+    def store_for(self, key: UserKey | None) -> MemoryStore:
+        """The shared MEMORY.md plus ``key``'s own profile (None: MEMORY.md only)."""
+        ...
+
+    async def audit(self, actor: str, command: str, args: str, outcome: str) -> None:
+        """Append one row to the audit table."""
+        ...
+
+    def count(self, command: str, outcome: str) -> None:
+        """Count one command run in the metrics."""
+        ...
+
+    async def status_lines(self) -> list[str]:
+        """Admin lines for ``/status``: review queue, sessions, job queue."""
+        ...
+
+    async def stats_lines(self) -> list[str]:
+        """``/admin stats``: recent activity and counters since start."""
+        ...
+
+    async def reload(self) -> str:
+        """Re-read the configuration; returns what happened."""
+        ...

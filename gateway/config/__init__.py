@@ -1,0 +1,30 @@
+"""Configuration: ``CHORUS_HOME/config.yaml`` and the environment, as one ``Settings``.
+
+This package is the only code that reads configuration files and the
+environment; every other part gets its section passed in.
+"""
+
+from gateway.config._live import LiveSettings
+from gateway.config._loader import (
+    CONFIG_FILE_NAME,
+    Settings,
+    ensure_home,
+    load_settings,
+    resolve_home,
+    secret_paths,
+)
+from gateway.config._sections import AuthSettings, GatewaySettings, HTTPSettings, SessionsSettings
+
+__all__ = [
+    "CONFIG_FILE_NAME",
+    "AuthSettings",
+    "GatewaySettings",
+    "HTTPSettings",
+    "LiveSettings",
+    "SessionsSettings",
+    "Settings",
+    "ensure_home",
+    "load_settings",
+    "resolve_home",
+    "secret_paths",
+]

@@ -1,0 +1,306 @@
+"""The one place that reads configuration: ``CHORUS_HOME/config.yaml`` and the environment.
+
+Precedence, lowest first: built-in defaults, ``config.yaml``, the secrets file
+``CHORUS_HOME/.env`` (0600 only), the well-known variables (``OPENAI_API_KEY``
+and friends), then ``CHORUS_<SECTION>__<KEY>`` variables. Every lower layer
+declares its own section model; this module composes them into ``Settings``
+and hands each layer its part.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, get_args, get_origin
+
+import yaml
+from dotenv import dotenv_values
+from pydantic import BaseModel, Field, SecretStr, ValidationError, create_model
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from agent.settings import AgentSettings, CompressionSettings, LLMSettings
+from gateway.adapters import PLATFORMS
+from gateway.config._sections import AuthSettings, GatewaySettings, SessionsSettings
+from gateway.errors import ConfigError
+from gateway.logs import register_secret
+from memory.settings import MemorySettings, RedisSettings
+
+logger = logging.getLogger(__name__)
+
+CONFIG_FILE_NAME = "config.yaml"
+SECRETS_FILE_NAME = ".env"
+ENV_PREFIX = "CHORUS_"
+
+WELL_KNOWN_ENV: dict[str, tuple[str, str]] = {
+    "OPENAI_API_KEY": ("llm", "api_key"),
+    "OPENAI_BASE_URL": ("llm", "base_url"),
+    **{var: (spec.name, key) for spec in PLATFORMS for var, key in spec.env.items()},
+}
+"""Conventional variable names mapped to their setting (each platform names its own)."""
+
+NON_SETTING_ENV = frozenset({"CHORUS_HOME", "CHORUS_LOG_LEVEL"})
+"""``CHORUS_*`` variables that are read elsewhere, not settings keys."""
+
+
+class _CoreSettings(BaseSettings):
+    """Everything chorus can be configured with, one section per concern.
+
+    Each platform adds its own section (``telegram``, ``discord``, ``slack``)
+    from its ``PlatformSpec``; code reads it with ``spec.section_of(settings)``.
+    """
+
+    model_config = SettingsConfigDict(extra="forbid", validate_default=True)
+
+    home: Path
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    agent: AgentSettings = Field(default_factory=AgentSettings)
+    compression: CompressionSettings = Field(default_factory=CompressionSettings)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
+    sessions: SessionsSettings = Field(default_factory=SessionsSettings)
+    auth: AuthSettings = Field(default_factory=AuthSettings)
+    redis: RedisSettings = Field(default_factory=RedisSettings)
+    gateway: GatewaySettings = Field(default_factory=GatewaySettings)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # load_settings() merges file and environment itself, so that every
+        # error can name where the bad value came from.
+        return (init_settings,)
+
+    @property
+    def config_path(self) -> Path:
+        return self.home / CONFIG_FILE_NAME
+
+
+if TYPE_CHECKING:
+    Settings = _CoreSettings
+else:
+    Settings = create_model(
+        "Settings",
+        __base__=_CoreSettings,
+        __module__=__name__,
+        **{spec.name: (spec.settings, Field(default_factory=spec.settings)) for spec in PLATFORMS},
+    )
+
+
+def resolve_home(environ: Mapping[str, str] | None = None) -> Path:
+    """``CHORUS_HOME`` or ``~/.chorus``, made absolute."""
+    env = os.environ if environ is None else environ
+    raw = env.get("CHORUS_HOME") or "~/.chorus"
+    return Path(raw).expanduser().absolute()
+
+
+def ensure_home(home: Path) -> Path:
+    """Create CHORUS_HOME with mode 0700 if missing; refuse a path that is not a directory."""
+    if home.exists() and not home.is_dir():
+        raise ConfigError(f"CHORUS_HOME {home} exists but is not a directory")
+    try:
+        home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot create CHORUS_HOME {home}: {exc.strerror}") from exc
+    return home
+
+
+def load_settings(
+    home: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    *,
+    create_home: bool = True,
+) -> Settings:
+    """Read config.yaml and the environment into one validated ``Settings``.
+
+    Raises ``ConfigError`` with one line per problem, each naming the key,
+    where it came from and the expected type; secret values are never echoed.
+    """
+    env = dict(os.environ if environ is None else environ)
+    home = home if home is not None else resolve_home(env)
+    if create_home:
+        ensure_home(home)
+    file_tree = _read_config_file(home / CONFIG_FILE_NAME)
+    secrets_env = _read_secrets_file(home / SECRETS_FILE_NAME)
+    env_tree, origins = _environ_to_tree({**secrets_env, **env})
+    merged = _deep_merge(file_tree, env_tree)
+    merged["home"] = home
+    try:
+        settings = Settings(**merged)
+    except ValidationError as exc:
+        raise ConfigError(_format_validation_error(exc, origins)) from None
+    for path in secret_paths():
+        value = _get_path(settings.model_dump(), path)
+        if isinstance(value, SecretStr):
+            register_secret(value.get_secret_value())
+    return settings
+
+
+def _read_config_file(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = yaml.safe_load(text)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise ConfigError(f"{path}: {problem}{where}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of sections at the top level")
+    present = [p for p in secret_paths() if _get_path(data, p) not in (None, "")]
+    if present and _readable_by_others(path):
+        names = ", ".join(".".join(p) for p in present)
+        raise ConfigError(
+            f"{path} holds secrets ({names}) but is readable by other users; "
+            f"run: chmod 600 {path}  (or move them to environment variables)"
+        )
+    return data
+
+
+def _read_secrets_file(path: Path) -> dict[str, str]:
+    if not path.exists():
+        return {}
+    if _readable_by_others(path):
+        raise ConfigError(f"{path} is readable by other users; run: chmod 600 {path}")
+    return {k: v for k, v in dotenv_values(path).items() if v is not None}
+
+
+def _readable_by_others(path: Path) -> bool:
+    return bool(path.stat().st_mode & (stat.S_IRWXG | stat.S_IRWXO))
+
+
+def _environ_to_tree(
+    environ: Mapping[str, str],
+) -> tuple[dict[str, Any], dict[tuple[str, ...], str]]:
+    """Turn variables into a nested dict; also return which variable set each key."""
+    tree: dict[str, Any] = {}
+    origins: dict[tuple[str, ...], str] = {}
+    for name, known in WELL_KNOWN_ENV.items():
+        value = environ.get(name)
+        if value:
+            _set_path(tree, known, value)
+            origins[known] = name
+    for name, value in sorted(environ.items()):
+        upper = name.upper()
+        if not upper.startswith(ENV_PREFIX) or upper in NON_SETTING_ENV:
+            continue
+        path = tuple(part for part in upper[len(ENV_PREFIX) :].lower().split("__"))
+        if not all(path):
+            raise ConfigError(f"{name}: malformed setting name; use CHORUS_<SECTION>__<KEY>")
+        _set_path(tree, path, _coerce_env_value(path, value))
+        origins[path] = name
+    return tree, origins
+
+
+def _coerce_env_value(path: tuple[str, ...], value: str) -> Any:
+    """Lists may be given as JSON or comma-separated; YAML-style nulls become None."""
+    annotation = _annotation_at(path)
+    if annotation is not None and get_origin(annotation) is list:
+        stripped = value.strip()
+        if stripped.startswith("["):
+            parsed = yaml.safe_load(stripped)
+            if isinstance(parsed, list):
+                return parsed
+        return [item.strip() for item in stripped.split(",") if item.strip()]
+    if value.strip().lower() in {"", "null", "none", "~"} and _allows_none(annotation):
+        return None
+    return value
+
+
+def _annotation_at(path: tuple[str, ...]) -> Any:
+    model: type[BaseModel] = Settings
+    annotation: Any = None
+    for part in path:
+        field = model.model_fields.get(part)
+        if field is None:
+            return None
+        annotation = field.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            model = annotation
+    return annotation
+
+
+def _allows_none(annotation: Any) -> bool:
+    return annotation is not None and type(None) in get_args(annotation)
+
+
+def secret_paths(
+    model: type[BaseModel] = Settings, prefix: tuple[str, ...] = ()
+) -> Iterator[tuple[str, ...]]:
+    """Dotted paths of every SecretStr setting, e.g. ``("llm", "api_key")``."""
+    for name, field in model.model_fields.items():
+        annotation = field.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            yield from secret_paths(annotation, (*prefix, name))
+        elif annotation is SecretStr or SecretStr in get_args(annotation):
+            yield (*prefix, name)
+
+
+def _format_validation_error(exc: ValidationError, origins: dict[tuple[str, ...], str]) -> str:
+    secrets = set(secret_paths())
+    lines = []
+    for error in exc.errors():
+        path = tuple(str(part) for part in error["loc"])
+        key = ".".join(path)
+        origin = _origin_of(path, origins)
+        if error["type"] == "extra_forbidden":
+            lines.append(f"{key} ({origin}): unknown setting")
+            continue
+        detail = error["msg"]
+        if path not in secrets and "input" in error and not isinstance(error["input"], dict):
+            detail += f", got {error['input']!r}"
+        lines.append(f"{key} ({origin}): {detail}")
+    return "invalid configuration:\n  " + "\n  ".join(lines)
+
+
+def _origin_of(path: tuple[str, ...], origins: dict[tuple[str, ...], str]) -> str:
+    if path in origins:
+        return origins[path]
+    for candidate, name in origins.items():
+        if candidate[: len(path)] == path:
+            return name
+    return CONFIG_FILE_NAME
+
+
+def _set_path(tree: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    node = tree
+    for part in path[:-1]:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = {}
+            node[part] = child
+        node = child
+    node[path[-1]] = value
+
+
+def _get_path(tree: Mapping[str, Any], path: tuple[str, ...]) -> Any:
+    node: Any = tree
+    for part in path:
+        if not isinstance(node, Mapping):
+            return None
+        node = node.get(part)
+    return node
+
+
+def _deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged

@@ -1,0 +1,59 @@
+"""Settings of the gateway layer: sessions, auth and the service (platforms have their own)."""
+
+from __future__ import annotations
+
+from typing import Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SessionsSettings(_Section):
+    """The ``sessions`` section: scope, expiry and concurrency."""
+
+    idle_minutes: float = Field(240, gt=0)
+    daily_reset_hour: int | None = Field(4, ge=0, le=23)
+    timezone: str = "UTC"
+    scope: Literal["user", "chat"] = "user"
+    threads: Literal["separate", "merged"] = "separate"
+    busy: Literal["queue", "interrupt"] = "queue"
+    max_live: int = Field(1000, gt=0)
+    max_concurrent_turns: int = Field(64, gt=0)
+    handoff: bool = True
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(f"unknown time zone {value!r}") from exc
+        return value
+
+
+class AuthSettings(_Section):
+    """The ``auth`` section: deny by default."""
+
+    admins: list[str] = Field(default_factory=list, description="platform:id of each admin.")
+    allowed_users: list[str] = Field(default_factory=list)
+    policy: Literal["allowlist", "pairing", "open"] = "allowlist"
+    rate_limit_per_minute: int = Field(20, ge=0, description="Messages per user; 0 disables.")
+    pairing_code_ttl_minutes: int = Field(60, gt=0)
+    pairing_codes_per_hour: int = Field(3, gt=0, description="Codes one unknown user may ask for.")
+
+
+class HTTPSettings(_Section):
+    host: str = "127.0.0.1"
+    port: int = Field(8080, ge=0, le=65535)
+
+
+class GatewaySettings(_Section):
+    """The ``gateway`` section: the service process."""
+
+    http: HTTPSettings = Field(default_factory=HTTPSettings)
+    shutdown_timeout: float = Field(30.0, gt=0)
+    group_require_mention: bool = True

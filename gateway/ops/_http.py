@@ -1,0 +1,182 @@
+"""The gateway's HTTP server: probes, Prometheus metrics and platform webhooks.
+
+It runs on the gateway's own event loop (``web.AppRunner`` + ``web.TCPSite``).
+
+- ``GET /healthz`` — 200 while the process and its event loop are alive.
+- ``GET /readyz`` — 200 when every readiness check passes, else 503; the body
+  names each check. A check that raises or exceeds the timeout is not ready.
+- ``GET /metrics`` — the Prometheus text exposition of :class:`Metrics`.
+
+Adapters mount their webhooks (Slack events, Telegram updates) with
+:meth:`HTTPServer.add_route` before the server starts. Request bodies, query
+strings and error texts are never logged or echoed back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+from aiohttp.abc import AbstractAccessLogger
+from aiohttp.typedefs import Handler
+
+from gateway.ops._metrics import Metrics
+
+logger = logging.getLogger(__name__)
+
+READINESS_TIMEOUT = 5.0
+"""Seconds one readiness evaluation may take before it counts as not ready."""
+
+SHUTDOWN_TIMEOUT = 5.0
+"""Seconds ``stop()`` waits for requests in flight before closing connections."""
+
+Readiness = Callable[[], Awaitable[dict[str, bool]]]
+"""Returns check name -> whether that dependency is usable right now."""
+
+
+class _AccessLogger(AbstractAccessLogger):
+    """One DEBUG line per request: method, route pattern (never the raw path), status."""
+
+    def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
+        route = "-"
+        if isinstance(request, web.Request):
+            resource = request.match_info.route.resource
+            if resource is not None:
+                route = resource.canonical
+        self.logger.debug("%s %s -> %d in %.3fs", request.method, route, response.status, time)
+
+    @property
+    def enabled(self) -> bool:
+        return self.logger.isEnabledFor(logging.DEBUG)
+
+
+@web.middleware
+async def _json_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Unknown paths and methods answer in JSON, like every other route."""
+    try:
+        return await handler(request)
+    except web.HTTPMethodNotAllowed as exc:
+        return web.json_response(
+            {"error": "method not allowed"},
+            status=exc.status,
+            headers={"Allow": ", ".join(sorted(exc.allowed_methods))},
+        )
+    except web.HTTPNotFound:
+        return web.json_response({"error": "not found"}, status=404)
+
+
+class HTTPServer:
+    """Serves the probes, ``/metrics`` and any webhook routes on ``host:port``."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        metrics: Metrics,
+        readiness: Readiness,
+        readiness_timeout: float = READINESS_TIMEOUT,
+    ) -> None:
+        self._host = host
+        self._port = port
+        self._metrics = metrics
+        self._readiness = readiness
+        self._readiness_timeout = readiness_timeout
+        self._was_ready: bool | None = None
+        self._app = web.Application(middlewares=[_json_errors])
+        self._app.router.add_get("/healthz", self._healthz)
+        self._app.router.add_get("/readyz", self._readyz)
+        self._app.router.add_get("/metrics", self._metrics_route)
+        self._runner: web.AppRunner | None = None
+        self._started = False
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def add_route(self, method: str, path: str, handler: Handler) -> None:
+        """Mount ``handler`` for ``method`` on ``path``; only before :meth:`start`."""
+        if self._started:
+            raise RuntimeError(f"cannot add route {method} {path}: the HTTP server has started")
+        self._app.router.add_route(method, path, handler)
+
+    async def start(self) -> None:
+        """Bind and start serving; raises OSError when the address is unavailable."""
+        if self._started:
+            raise RuntimeError("the HTTP server was already started")
+        self._started = True
+        runner = web.AppRunner(
+            self._app,
+            access_log_class=_AccessLogger,
+            access_log=logger,
+            shutdown_timeout=SHUTDOWN_TIMEOUT,
+        )
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, self._host, self._port).start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        logger.info("HTTP server listening on %s", self.url)
+
+    async def stop(self) -> None:
+        """Stop serving; calling it again, or before start, does nothing."""
+        runner, self._runner = self._runner, None
+        if runner is None:
+            return
+        await runner.cleanup()
+        logger.info("HTTP server stopped")
+
+    @property
+    def port(self) -> int:
+        """The bound port once started (the real one when 0 was asked for)."""
+        if self._runner is not None:
+            for address in self._runner.addresses:
+                if isinstance(address, tuple):
+                    return int(address[1])
+        return self._port
+
+    @property
+    def url(self) -> str:
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        return f"http://{host}:{self.port}"
+
+    # -- routes ------------------------------------------------------------------------
+
+    async def _healthz(self, request: web.Request) -> web.Response:
+        return web.json_response({"status": "ok"})
+
+    async def _readyz(self, request: web.Request) -> web.Response:
+        checks: dict[str, bool] = {}
+        body: dict[str, Any]
+        try:
+            async with asyncio.timeout(self._readiness_timeout):
+                checks = {name: bool(ok) for name, ok in (await self._readiness()).items()}
+        except TimeoutError:
+            self._note_readiness(False, f"checks timed out after {self._readiness_timeout:g}s")
+            body = {"ready": False, "checks": checks, "error": "timeout"}
+        except Exception as exc:
+            self._note_readiness(False, f"checks raised {type(exc).__name__}")
+            body = {"ready": False, "checks": checks, "error": "check failed"}
+        else:
+            ready = all(checks.values())
+            failing = ", ".join(name for name, ok in checks.items() if not ok)
+            self._note_readiness(ready, f"failing checks: {failing}")
+            body = {"ready": ready, "checks": checks}
+        return web.json_response(body, status=200 if body["ready"] else 503)
+
+    def _note_readiness(self, ready: bool, reason: str) -> None:
+        """Log changes of readiness only, so frequent probes do not flood the log."""
+        if ready == self._was_ready:
+            return
+        self._was_ready = ready
+        if ready:
+            logger.info("gateway is ready")
+        else:
+            logger.warning("gateway is not ready: %s", reason)
+
+    async def _metrics_route(self, request: web.Request) -> web.Response:
+        body, content_type = self._metrics.render()
+        return web.Response(body=body, headers={"Content-Type": content_type})

@@ -1,0 +1,56 @@
+"""The state of one open session held by the gateway."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from agent.agent import Agent
+from gateway.events import InboundMessage, SessionKey
+
+TurnRunner = Callable[["LiveSession", list[InboundMessage]], Awaitable[None]]
+"""Runs one turn for a batch of messages and delivers the answer."""
+
+
+@dataclass
+class LiveSession:
+    key: SessionKey
+    session_id: str
+    user_key: str
+    """Whose profile the agent loads (a chat's own key in ``scope: chat`` groups)."""
+    started_at: float
+    last_active: float
+    agent: Agent | None = None
+    pending: list[InboundMessage] = field(default_factory=list)
+    worker: asyncio.Task[None] | None = None
+    turn: asyncio.Task[str] | None = None
+    turns_without_agent: int = 0
+    """Turns counted while no agent is in memory (after eviction); the agent counts them else."""
+    chat: tuple[str, str, str | None] | None = None
+    handoff: str | None = None
+    ending: bool = False
+    expire_after_turn: bool = False
+
+    @property
+    def busy(self) -> bool:
+        return self.turn is not None and not self.turn.done()
+
+    @property
+    def turns(self) -> int:
+        """Turns of this session so far (the agent's own count while it is in memory)."""
+        return self.agent.turns if self.agent is not None else self.turns_without_agent
+
+    def cancel_turn(self) -> bool:
+        """Interrupt the running turn; True if there was one."""
+        if self.busy:
+            assert self.turn is not None
+            self.turn.cancel()
+            return True
+        return False
+
+
+def merge_texts(batch: list[InboundMessage]) -> str:
+    """Messages that queued up while the agent was busy become one turn, in order."""
+    texts = [m.text.strip() for m in batch if m.text.strip()]
+    return "\n\n".join(texts)

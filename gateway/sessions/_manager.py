@@ -1,0 +1,367 @@
+"""Live sessions: one agent per SessionKey, one turn at a time per session.
+
+- Messages of one session are processed in order by that session's worker
+  task; sessions run concurrently, at most ``sessions.max_concurrent_turns``
+  turns at once.
+- A message that arrives while its session is busy is never dropped: it waits
+  and is merged into the next turn (``sessions.busy: queue``), or it interrupts
+  the running turn (``interrupt``).
+- Every open session has a deadline (idle time, daily reset) kept by the
+  reaper; expiry never tears down a running turn. Ending a session enqueues
+  the ``end_session`` job (flush, providers' ``on_session_end``, end mark).
+- At most ``sessions.max_live`` agents stay in memory (LRU); an evicted agent
+  is rebuilt from SessionDB on the next message — eviction does not end it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+from agent.agent import Agent
+from agent.context import SessionContext
+from agent.scheduler import JobScheduler
+from gateway.clock import Clock
+from gateway.config import SessionsSettings
+from gateway.events import InboundMessage, SessionKey
+from gateway.sessions._expiry import Reaper, session_deadline
+from gateway.sessions._live import LiveSession, TurnRunner
+from memory.errors import MemoryPathError
+from memory.paths import UserKey
+from memory.transcripts import AsyncSessionDB
+
+logger = logging.getLogger(__name__)
+
+RENEWED_NOTICE = {
+    "idle": "(Your previous session ended after a quiet spell; this is a fresh one.{summary})",
+    "daily_reset": "(Sessions renew daily; this is a fresh one.{summary})",
+}
+SUMMARY_NOTE = " I kept a short summary of where we were."
+TURN_FAILED = "Sorry — something went wrong on my side. Please try again."
+RESEND_LATER = "I'm restarting right now — please send that again in a minute."
+
+Notice = Callable[[InboundMessage, str], Awaitable[None]]
+
+
+class AgentBuilder(Protocol):
+    """Builds the agent of a session (``gateway.app.AgentFactory``)."""
+
+    def agent_for(self, session: SessionContext, *, handoff_summary: str | None = None) -> Agent:
+        """A new agent for ``session``; the caller runs ``start()`` on it."""
+        ...
+
+
+class SessionManager:
+    def __init__(
+        self,
+        settings: SessionsSettings,
+        *,
+        builder: AgentBuilder,
+        db: AsyncSessionDB,
+        scheduler: JobScheduler,
+        clock: Clock,
+        on_end: Callable[[str], None] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.builder = builder
+        self.db = db
+        self.scheduler = scheduler
+        self.clock = clock
+        self._run_turn: TurnRunner | None = None
+        self._notice: Notice = _no_notice
+        self._on_end = on_end
+        self._open: dict[SessionKey, LiveSession] = {}
+        self._by_id: dict[str, SessionKey] = {}
+        self._agents: OrderedDict[SessionKey, None] = OrderedDict()
+        self._renewed: dict[SessionKey, str] = {}
+        self._turns = asyncio.Semaphore(settings.max_concurrent_turns)
+        self._closing = False
+        self._ending = 0
+        self._locks: dict[SessionKey, asyncio.Lock] = {}
+        self.reaper = Reaper(clock, self._expire)
+
+    def bind(self, run_turn: TurnRunner, notice: Notice) -> None:
+        """Who runs a turn and delivers its answer, and who tells a user something (the runner)."""
+        self._run_turn = run_turn
+        self._notice = notice
+
+    def reconfigure(self, settings: SessionsSettings) -> None:
+        """Apply reloaded ``sessions`` settings: every open session's deadline is retaken."""
+        self.settings = settings
+        for live in self._open.values():
+            if not live.ending:
+                self._reschedule(live)
+
+    # ------------------------------------------------------------------ lookup
+
+    def key_for(self, msg: InboundMessage) -> SessionKey:
+        thread = msg.thread_id if self.settings.threads == "separate" else None
+        user = None if self.settings.scope == "chat" and not msg.is_direct else msg.user_id
+        return SessionKey(msg.platform, msg.chat_id, user, thread)
+
+    def profile_key(self, msg: InboundMessage) -> UserKey:
+        """Whose USER.md the session loads: the user's, or the chat's own in a shared session."""
+        if self.settings.scope == "chat" and not msg.is_direct:
+            return UserKey.for_chat(msg.platform, msg.chat_id)
+        return UserKey(msg.platform, msg.user_id)
+
+    def get(self, msg: InboundMessage) -> LiveSession | None:
+        return self._open.get(self.key_for(msg))
+
+    def by_id(self, session_id: str) -> LiveSession | None:
+        key = self._by_id.get(session_id)
+        return self._open.get(key) if key is not None else None
+
+    @property
+    def sessions(self) -> list[LiveSession]:
+        return list(self._open.values())
+
+    @property
+    def live_agents(self) -> int:
+        return len(self._agents)
+
+    # --------------------------------------------------------------- lifecycle
+
+    async def recover(self, platforms: set[str] | None = None) -> int:
+        """At start-up: end sessions past their deadline, schedule the rest. Returns ended.
+
+        Only sessions of ``platforms`` (the adapters this process runs) are
+        touched, so a console next to a running gateway leaves its sessions alone.
+        """
+        ended = 0
+        for record in await self.db.find_open_sessions():
+            if platforms is not None and record.platform not in platforms:
+                continue
+            last = record.last_active_at or record.started_at
+            deadline, reason = session_deadline(record.started_at, last, self.settings)
+            if deadline <= self.clock.time():
+                self.scheduler.end_session(record.id, reason)
+                self._ended(reason)
+                ended += 1
+                continue
+            shared = _is_chat_profile(record.user_key)
+            key = SessionKey(
+                record.platform,
+                record.chat_id or "",
+                None if shared else record.user_id,
+                record.thread_id if self.settings.threads == "separate" else None,
+            )
+            live = LiveSession(key, record.id, record.user_key, record.started_at, last)
+            live.chat = (record.platform, record.chat_id or "", record.thread_id)
+            self._register(live, deadline)
+        self.reaper.start()
+        logger.info("recovered sessions; %d ended at start-up", ended)
+        return ended
+
+    def _register(self, live: LiveSession, deadline: float | None = None) -> None:
+        self._open[live.key] = live
+        self._by_id[live.session_id] = live.key
+        self._reschedule(live, deadline)
+
+    def _reschedule(self, live: LiveSession, deadline: float | None = None) -> None:
+        if deadline is None:
+            deadline, _ = session_deadline(live.started_at, live.last_active, self.settings)
+        self.reaper.schedule(live.session_id, deadline)
+
+    def _ended(self, reason: str) -> None:
+        if self._on_end is not None:
+            self._on_end(reason)
+
+    async def submit(self, msg: InboundMessage) -> bool:
+        """Queue a message for its session; False when shutting down."""
+        if self._closing:
+            return False
+        key = self.key_for(msg)
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        async with lock:  # two messages of one key never open two sessions
+            live = await self._session_for(msg)
+            live.pending.append(msg)
+            if live.busy and self.settings.busy == "interrupt":
+                live.cancel_turn()
+            if live.worker is None or live.worker.done():
+                live.worker = asyncio.create_task(
+                    self._work(live), name=f"session-{live.session_id}"
+                )
+        if not lock.locked() and key not in self._open:
+            self._locks.pop(key, None)
+        return True
+
+    async def _session_for(self, msg: InboundMessage) -> LiveSession:
+        key = self.key_for(msg)
+        live = self._open.get(key)
+        if live is not None and not live.busy and not live.pending:
+            deadline, reason = session_deadline(live.started_at, live.last_active, self.settings)
+            if deadline <= self.clock.time():
+                await self.end(live, reason)
+                live = None
+        if live is None:
+            now = self.clock.time()
+            live = LiveSession(key, uuid.uuid4().hex, str(self.profile_key(msg)), now, now)
+            live.chat = (msg.platform, msg.chat_id, msg.thread_id)
+            self._register(live)
+            summary = await self._handoff_summary(live, msg)
+            renewed = self._renewed.pop(key, None)
+            if renewed is not None:
+                note = RENEWED_NOTICE.get(renewed, "(This is a fresh session.{summary})")
+                await self._notice(msg, note.format(summary=SUMMARY_NOTE if summary else ""))
+        return live
+
+    async def _handoff_summary(self, live: LiveSession, msg: InboundMessage) -> str | None:
+        if not self.settings.handoff:
+            return None
+        summary = await self.db.latest_summary(
+            live.user_key, msg.platform, msg.chat_id, msg.thread_id
+        )
+        live.handoff = summary
+        return summary
+
+    async def agent_for(self, live: LiveSession) -> Agent:
+        """The session's agent, built (or rebuilt from SessionDB after eviction) on demand."""
+        if live.agent is None:
+            platform, chat_id, thread_id = live.chat or (live.key.platform, live.key.chat_id, None)
+            context = SessionContext(
+                session_id=live.session_id,
+                user_key=live.user_key,
+                platform=platform,
+                chat_id=chat_id,
+                thread_id=thread_id,
+            )
+            agent = await asyncio.to_thread(
+                self.builder.agent_for, context, handoff_summary=live.handoff
+            )
+            await agent.start()
+            live.agent = agent
+        agent = live.agent
+        self._agents[live.key] = None
+        self._agents.move_to_end(live.key)
+        await self._evict(keep=live.key)
+        return agent
+
+    async def _evict(self, keep: SessionKey) -> None:
+        """Drop least recently used idle agents beyond ``max_live`` (never ``keep``'s)."""
+        while len(self._agents) > self.settings.max_live:
+            victim_key = next(
+                (
+                    k
+                    for k in self._agents
+                    if k != keep and k in self._open and not self._open[k].busy
+                ),
+                None,
+            )
+            if victim_key is None:
+                return
+            del self._agents[victim_key]
+            victim = self._open[victim_key]
+            agent, victim.agent = victim.agent, None
+            if agent is not None:
+                victim.turns_without_agent = agent.turns
+                await agent.close()
+            logger.info("evicted idle agent of session %s", victim.session_id)
+
+    async def _work(self, live: LiveSession) -> None:
+        while live.pending and not live.ending:
+            batch, live.pending = live.pending, []
+            async with self._turns:
+                try:
+                    if self._run_turn is None:
+                        raise RuntimeError("no turn runner bound to the session manager")
+                    await self._run_turn(live, batch)
+                except Exception:
+                    logger.exception("turn of session %s failed", live.session_id)
+                    with contextlib.suppress(Exception):
+                        await self._notice(batch[-1], TURN_FAILED)
+            live.last_active = self.clock.time()
+            if live.key in self._open and not live.ending:
+                self._reschedule(live)
+        if live.expire_after_turn and not live.ending:
+            await self._expire(live.session_id)
+
+    async def _expire(self, session_id: str) -> None:
+        live = self.by_id(session_id)
+        if live is None:
+            return
+        if live.busy or live.pending:
+            live.expire_after_turn = True  # never tear down a turn in progress
+            return
+        deadline, reason = session_deadline(live.started_at, live.last_active, self.settings)
+        if deadline > self.clock.time():
+            self._reschedule(live, deadline)
+            return
+        await self.end(live, reason)
+
+    async def end(self, live: LiveSession, reason: str, *, notify_next: bool = True) -> None:
+        """End a session on any path; the ending work runs as a durable background job."""
+        if live.ending:
+            return
+        live.ending = True
+        self._ending += 1
+        try:
+            await self._end(live, reason, notify_next=notify_next)
+        finally:
+            self._ending -= 1
+
+    @property
+    def quiet(self) -> bool:
+        """No turn running or waiting and no session being ended."""
+        return self._ending == 0 and not any(s.busy or s.pending for s in self._open.values())
+
+    async def _end(self, live: LiveSession, reason: str, *, notify_next: bool) -> None:
+        live.cancel_turn()
+        if live.worker is not None and live.worker is not asyncio.current_task():
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(asyncio.shield(live.worker), 30)
+        leftover, live.pending = live.pending, []
+        self._open.pop(live.key, None)
+        self._by_id.pop(live.session_id, None)
+        lock = self._locks.get(live.key)
+        if lock is not None and not lock.locked():
+            del self._locks[live.key]
+        self._agents.pop(live.key, None)
+        self.reaper.cancel(live.session_id)
+        if live.agent is not None:
+            await live.agent.close()
+            live.agent = None
+        self.scheduler.end_session(live.session_id, reason)
+        self._ended(reason)
+        if notify_next and reason in RENEWED_NOTICE:
+            self._renewed[live.key] = reason
+        logger.info("session %s ending (%s)", live.session_id, reason)
+        for msg in leftover:  # never drop a message: it opens the next session
+            if not await self.submit(msg):
+                await self._notice(msg, RESEND_LATER)
+
+    async def reset(self, msg: InboundMessage) -> bool:
+        """``/new``: end the sender's session now (a running turn is stopped first)."""
+        live = self.get(msg)
+        if live is None:
+            return False
+        await self.end(live, "new", notify_next=False)
+        return True
+
+    async def shutdown(self, timeout: float) -> None:
+        """Stop taking messages, let running turns finish (bounded), end every open session."""
+        self._closing = True
+        await self.reaper.stop()
+        workers = [s.worker for s in self._open.values() if s.worker and not s.worker.done()]
+        if workers:
+            _, still = await asyncio.wait(workers, timeout=timeout)
+            for task in still:
+                task.cancel()
+        for live in list(self._open.values()):
+            await self.end(live, "shutdown", notify_next=False)
+
+
+async def _no_notice(msg: InboundMessage, text: str) -> None:
+    logger.warning("a notice for %s was dropped: no runner is bound", msg.platform)
+
+
+def _is_chat_profile(user_key: str) -> bool:
+    try:
+        return UserKey.parse(user_key).chat
+    except MemoryPathError:
+        return False
