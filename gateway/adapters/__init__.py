@@ -18,13 +18,16 @@ from gateway.adapters._delivery import WITHDRAWN_TEXT, ReplyStream, send_text
 from gateway.adapters._memory import Delivered, MemoryAdapter
 from gateway.adapters._registry import PLATFORMS, enable_hints, enabled_adapters, platform_spec
 from gateway.adapters._spec import PlatformContext, PlatformSpec
+from gateway.adapters._support import Backoff, ChatLanes, SeenSet, retrying
 from gateway.adapters._text_split import Length, split_text, utf16_length
 
 __all__ = [
     "PLATFORMS",
     "WITHDRAWN_TEXT",
     "AdapterCapabilities",
+    "Backoff",
     "BaseAdapter",
+    "ChatLanes",
     "CommandInfo",
     "ConsoleAdapter",
     "Delivered",
@@ -35,9 +38,11 @@ __all__ = [
     "PlatformSpec",
     "ReplyStream",
     "RouteHandler",
+    "SeenSet",
     "enable_hints",
     "enabled_adapters",
     "platform_spec",
+    "retrying",
     "send_text",
     "split_text",
     "utf16_length",

@@ -1,8 +1,30 @@
-"""Helpers every platform adapter needs, written once."""
+"""Helpers every platform adapter needs, written once.
+
+- ``ChatLanes``: work in order within a chat, concurrently across chats.
+- ``Backoff`` and ``retrying``: waits that grow, on the clock the adapter was given.
+- ``SeenSet``: a bounded memory of ids (retried events, replayed messages).
+- ``secret_value`` / ``has_secret``: a token from the settings, or a clear error.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
+from collections import OrderedDict, deque
+from collections.abc import Awaitable, Callable, Hashable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
 from pydantic import SecretStr
+
+from gateway.clock import Clock, SystemClock
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+Work = Callable[[], Awaitable[None]]
 
 
 def secret_value(value: SecretStr | None, name: str) -> str:
@@ -15,3 +37,157 @@ def secret_value(value: SecretStr | None, name: str) -> str:
 
 def has_secret(value: SecretStr | None) -> bool:
     return value is not None and bool(value.get_secret_value())
+
+
+@dataclass(slots=True)
+class _Lane:
+    work: deque[Work] = field(default_factory=deque)
+    task: asyncio.Task[None] | None = None
+
+
+class ChatLanes:
+    """Runs submitted work in order per chat; different chats never wait for each other.
+
+    ``submit`` never blocks. A chat's lane (a task) exists only while it has
+    work; a failing piece of work is logged and the lane goes on.
+    """
+
+    def __init__(self, what: str) -> None:
+        self._what = what
+        self._lanes: dict[str, _Lane] = {}
+
+    def __len__(self) -> int:
+        return len(self._lanes)
+
+    def submit(self, chat_id: str, work: Work) -> None:
+        lane = self._lanes.get(chat_id)
+        if lane is None:
+            lane = _Lane()
+            self._lanes[chat_id] = lane
+        lane.work.append(work)
+        if lane.task is None:
+            lane.task = asyncio.create_task(self._run(chat_id, lane), name=f"{self._what}-lane")
+
+    async def _run(self, chat_id: str, lane: _Lane) -> None:
+        try:
+            while lane.work:
+                work = lane.work.popleft()
+                try:
+                    await work()
+                except Exception:
+                    logger.exception("%s: handing over a message failed", self._what)
+        finally:
+            if self._lanes.get(chat_id) is lane:
+                del self._lanes[chat_id]
+
+    async def drain(self, timeout: float) -> int:
+        """Wait (at most ``timeout`` seconds) for every lane; returns the lanes cut short."""
+        tasks = [lane.task for lane in self._lanes.values() if lane.task is not None]
+        if not tasks:
+            return 0
+        _, pending = await asyncio.wait(tasks, timeout=timeout)
+        for task in pending:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if pending:
+            logger.warning(
+                "%s: %d chat(s) still had messages when stopped", self._what, len(pending)
+            )
+        return len(pending)
+
+
+class Backoff:
+    """Delays of ``first``, ``first * factor``, … up to ``cap`` seconds, slept by ``sleep``.
+
+    Adapters pass their clock's ``sleep``, so tests move time instead of waiting.
+    """
+
+    def __init__(
+        self,
+        *,
+        first: float = 1.0,
+        factor: float = 2.0,
+        cap: float = 60.0,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self._first = first
+        self._factor = factor
+        self._cap = cap
+        self._sleep = sleep
+        self._delay = first
+
+    @property
+    def delay(self) -> float:
+        """What the next ``wait`` sleeps."""
+        return self._delay
+
+    async def wait(self) -> None:
+        delay = self._delay
+        self._delay = min(self._delay * self._factor, self._cap)
+        await self._sleep(delay)
+
+    def reset(self) -> None:
+        self._delay = self._first
+
+
+async def retrying(
+    action: Callable[[], Awaitable[T]],
+    *,
+    attempts: int,
+    retry_on: tuple[type[BaseException], ...],
+    backoff: Backoff,
+    give_up_on: tuple[type[BaseException], ...] = (),
+    on_retry: Callable[[BaseException, float], None] | None = None,
+) -> T:
+    """``action()``, tried again after ``backoff`` on ``retry_on`` errors; the last one raises.
+
+    An error of ``give_up_on`` raises at once, even when it is also a ``retry_on`` kind.
+    """
+    for attempt in range(1, attempts + 1):
+        try:
+            return await action()
+        except retry_on as exc:
+            if attempt == attempts or isinstance(exc, give_up_on):
+                raise
+            if on_retry is not None:
+                on_retry(exc, backoff.delay)
+            await backoff.wait()
+    raise AssertionError("attempts must be at least 1")
+
+
+class SeenSet:
+    """Remembers the newest ``capacity`` keys, each for ``ttl`` seconds when one is given."""
+
+    def __init__(self, capacity: int, *, ttl: float | None = None, clock: Clock | None = None):
+        if capacity <= 0:
+            raise ValueError("capacity must be positive")
+        self._capacity = capacity
+        self._ttl = ttl
+        self._clock = clock or SystemClock()
+        self._seen: OrderedDict[Hashable, float] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._seen)
+
+    def add(self, key: Hashable) -> bool:
+        """Remember ``key``; False when it was seen already (and is still remembered)."""
+        now = self._clock.time()
+        self._forget_expired(now)
+        if key in self._seen:
+            if self._ttl is None:
+                self._seen.move_to_end(key)  # kept longest: what keeps coming back
+            return False
+        self._seen[key] = now
+        while len(self._seen) > self._capacity:
+            self._seen.popitem(last=False)
+        return True
+
+    def _forget_expired(self, now: float) -> None:
+        if self._ttl is None:
+            return
+        while self._seen:
+            oldest = next(iter(self._seen.values()))
+            if now - oldest < self._ttl:
+                return
+            self._seen.popitem(last=False)

@@ -7,6 +7,7 @@ import asyncio
 from gateway.adapters.telegram._intake import PASTE_THRESHOLD, Intake
 from gateway.adapters.telegram._pacing import ChatPacer
 from gateway.events import InboundMessage
+from tests.fakes import FakeClock
 
 LONG = "a" * PASTE_THRESHOLD
 
@@ -23,53 +24,87 @@ class Recorder:
         self.got.append(message)
 
 
-async def _quiet(intake: Intake, recorder: Recorder, count: int) -> None:
-    for _ in range(300):
-        if len(recorder.got) >= count:
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"only {len(recorder.got)} of {count} delivered")
+async def _settle() -> None:
+    for _ in range(20):
+        await asyncio.sleep(0)
 
 
 async def test_a_paste_split_in_three_is_one_message() -> None:
-    recorder = Recorder()
-    intake = Intake(recorder, window=0.3)
+    recorder, clock = Recorder(), FakeClock()
+    intake = Intake(recorder, window=0.3, clock=clock)
     intake.put(msg(LONG, n=1))
     intake.put(msg(LONG, n=2))
     intake.put(msg("the end", n=3))
-    await _quiet(intake, recorder, 1)
+    await _settle()
     [merged] = recorder.got
     assert merged.text == f"{LONG}\n{LONG}\nthe end"
     assert merged.message_id == "1"
 
 
-async def test_a_lone_long_message_is_delivered_after_the_window() -> None:
-    recorder = Recorder()
-    intake = Intake(recorder, window=0.1)
+async def test_a_lone_long_message_is_delivered_when_its_window_ends() -> None:
+    recorder, clock = Recorder(), FakeClock()
+    intake = Intake(recorder, window=1.5, clock=clock)
     intake.put(msg(LONG))
-    await asyncio.sleep(0.02)
+    await _settle()
+    await clock.advance(1.4)
     assert recorder.got == []
-    await _quiet(intake, recorder, 1)
-    assert recorder.got[0].text == LONG
+    await clock.advance(0.1)
+    await _settle()
+    assert [m.text for m in recorder.got] == [LONG]
+
+
+async def test_a_long_continuation_restarts_the_window() -> None:
+    recorder, clock = Recorder(), FakeClock()
+    intake = Intake(recorder, window=1.0, clock=clock)
+    intake.put(msg(LONG, n=1))
+    await _settle()
+    await clock.advance(0.9)
+    intake.put(msg(LONG, n=2))
+    await _settle()
+    await clock.advance(0.9)
+    assert recorder.got == []
+    await clock.advance(0.1)
+    await _settle()
+    assert [m.text for m in recorder.got] == [f"{LONG}\n{LONG}"]
 
 
 async def test_other_people_and_commands_keep_their_order() -> None:
-    recorder = Recorder()
-    intake = Intake(recorder, window=5.0)
+    recorder, clock = Recorder(), FakeClock()
+    intake = Intake(recorder, window=5.0, clock=clock)
     intake.put(msg(LONG, user="1", chat="-5", n=1))
     intake.put(msg("hello from someone else", user="2", chat="-5", n=2))
     intake.put(msg("/stop", user="1", chat="-5", n=3))
-    await _quiet(intake, recorder, 3)
+    await _settle()
     assert [m.message_id for m in recorder.got] == ["2", "1", "3"]
 
 
 async def test_drain_delivers_what_is_held() -> None:
-    recorder = Recorder()
-    intake = Intake(recorder, window=60.0)
+    recorder, clock = Recorder(), FakeClock()
+    intake = Intake(recorder, window=60.0, clock=clock)
     intake.put(msg(LONG, chat="7", user="7"))
     intake.put(msg("short", chat="8", user="8"))
     await intake.drain(5)
     assert sorted(m.chat_id for m in recorder.got) == ["7", "8"]
+
+
+async def test_a_slow_chat_does_not_hold_up_another() -> None:
+    release = asyncio.Event()
+    got: list[str] = []
+
+    async def deliver(message: InboundMessage) -> None:
+        if message.chat_id == "slow":
+            await release.wait()
+        got.append(message.message_id)
+
+    intake = Intake(deliver, window=0, clock=FakeClock())
+    intake.put(msg("one", chat="slow", user="slow", n=1))
+    intake.put(msg("two", chat="slow", user="slow", n=2))
+    intake.put(msg("three", chat="fast", user="fast", n=3))
+    await _settle()
+    assert got == ["3"]
+    release.set()
+    await _settle()
+    assert got == ["3", "1", "2"]
 
 
 async def test_chats_share_nothing_but_each_chat_has_one_budget() -> None:

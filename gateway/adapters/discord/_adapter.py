@@ -24,13 +24,14 @@ import logging
 import math
 import secrets
 import time
-import weakref
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
 import discord
 
 from gateway.adapters._base import AdapterCapabilities, BaseAdapter
+from gateway.adapters._support import Backoff, ChatLanes, retrying
 from gateway.adapters.discord._client import (
     GUILD_READY_TIMEOUT,
     HEARTBEAT_TIMEOUT,
@@ -39,6 +40,7 @@ from gateway.adapters.discord._client import (
 )
 from gateway.adapters.discord._events import inbound_from
 from gateway.adapters.discord._settings import DiscordSettings
+from gateway.clock import Clock, SystemClock
 from gateway.errors import ConfigError
 from gateway.events import OutboundMessage, SentMessage
 
@@ -73,6 +75,7 @@ class DiscordAdapter(BaseAdapter):
         heartbeat_timeout: float = HEARTBEAT_TIMEOUT,
         retry_delay: float = RETRY_DELAY,
         guild_ready_timeout: float = GUILD_READY_TIMEOUT,
+        clock: Clock | None = None,
     ) -> None:
         super().__init__()
         try:
@@ -84,12 +87,11 @@ class DiscordAdapter(BaseAdapter):
         self._heartbeat_timeout = heartbeat_timeout
         self._retry_delay = retry_delay
         self._guild_ready_timeout = guild_ready_timeout
+        self._clock = clock or SystemClock()
         self._client: ChorusClient | None = None
         self._runner: asyncio.Task[None] | None = None
         self._live = asyncio.Event()
-        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
-            weakref.WeakValueDictionary()
-        )  # one per chat while messages of that chat are in flight
+        self._lanes = ChatLanes("discord")
         self._started = False
 
     # ------------------------------------------------------------------ lifecycle
@@ -112,7 +114,7 @@ class DiscordAdapter(BaseAdapter):
             logger.warning("discord: not connected yet; still trying in the background")
 
     async def _run(self, client: ChorusClient) -> None:
-        delay = LOGIN_BACKOFF
+        backoff = Backoff(first=LOGIN_BACKOFF, cap=MAX_BACKOFF, sleep=self._clock.sleep)
         while True:
             try:
                 await client.login(self._token)
@@ -123,10 +125,9 @@ class DiscordAdapter(BaseAdapter):
                 return
             except Exception as exc:
                 name = type(exc).__name__
-                logger.warning("discord: login failed (%s); retrying in %.1fs", name, delay)
+                logger.warning("discord: login failed (%s); retrying in %.1fs", name, backoff.delay)
             await client.http.close()
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, MAX_BACKOFF)
+            await backoff.wait()
         try:
             await client.connect(reconnect=True)
         except discord.PrivilegedIntentsRequired:
@@ -194,11 +195,7 @@ class DiscordAdapter(BaseAdapter):
             if inbound is None:
                 return
             logger.debug("discord message %s in %s", inbound.message_id, inbound.chat_id)
-            lock = self._locks.get(inbound.chat_id) or self._locks.setdefault(
-                inbound.chat_id, asyncio.Lock()
-            )
-            async with lock:
-                await self.deliver(inbound)
+            self._lanes.submit(inbound.chat_id, lambda: self.deliver(inbound))
         except Exception:
             logger.exception("a discord message could not be handled")
 
@@ -236,18 +233,16 @@ class DiscordAdapter(BaseAdapter):
 
         await self._retrying("edit", attempt)
 
-    async def _retrying(self, what: str, call: Any) -> discord.Message:
-        for number in range(1, SEND_ATTEMPTS + 1):
-            try:
-                result: discord.Message = await call()
-                return result
-            except _NETWORK_ERRORS as exc:
-                if number == SEND_ATTEMPTS:
-                    raise
-                name = type(exc).__name__
-                logger.warning("discord: %s failed (%s); trying again", what, name)
-                await asyncio.sleep(self._retry_delay * number)
-        raise AssertionError("unreachable")
+    async def _retrying(
+        self, what: str, call: Callable[[], Awaitable[discord.Message]]
+    ) -> discord.Message:
+        def note(exc: BaseException, delay: float) -> None:
+            logger.warning("discord: %s failed (%s); trying again", what, type(exc).__name__)
+
+        backoff = Backoff(first=self._retry_delay, factor=2.0, cap=30.0, sleep=self._clock.sleep)
+        return await retrying(
+            call, attempts=SEND_ATTEMPTS, retry_on=_NETWORK_ERRORS, backoff=backoff, on_retry=note
+        )
 
     async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
         try:

@@ -23,6 +23,7 @@ from discord.gateway import DiscordWebSocket
 from discord.http import HTTPClient, Route
 from discord.state import ConnectionState
 
+from gateway.adapters._support import secret_value
 from gateway.adapters.discord._settings import DiscordSettings
 
 logger = logging.getLogger(__name__)
@@ -35,10 +36,7 @@ DEFAULT_BASE = Route.BASE
 
 
 def token_of(settings: DiscordSettings) -> str:
-    token = settings.token.get_secret_value() if settings.token else ""
-    if not token:
-        raise ValueError("discord.token is not set (DISCORD_BOT_TOKEN)")
-    return token
+    return secret_value(settings.token, "discord.token (DISCORD_BOT_TOKEN)")
 
 
 def intents() -> discord.Intents:

@@ -23,9 +23,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import weakref
-from collections import OrderedDict
-from collections.abc import Hashable
 from dataclasses import replace
 from typing import Any
 
@@ -36,6 +33,7 @@ from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.errors import SlackApiError
 
 from gateway.adapters._base import AdapterCapabilities, BaseAdapter, RouteHandler
+from gateway.adapters._support import Backoff, ChatLanes, SeenSet
 from gateway.adapters.slack._client import (
     BAD_TOKEN_ERRORS,
     build_client,
@@ -47,6 +45,7 @@ from gateway.adapters.slack._client import (
 from gateway.adapters.slack._events import BotIdentity, inbound_from, thread_context
 from gateway.adapters.slack._format import to_mrkdwn
 from gateway.adapters.slack._settings import SlackSettings
+from gateway.clock import Clock, SystemClock
 from gateway.errors import ConfigError
 from gateway.events import InboundMessage, OutboundMessage, SentMessage
 
@@ -84,6 +83,7 @@ class SlackAdapter(BaseAdapter):
         start_backoff: float = START_BACKOFF,
         start_wait: float = START_WAIT,
         context_messages: int = THREAD_CONTEXT_MESSAGES,
+        clock: Clock | None = None,
     ) -> None:
         """``bot_user_id`` given: the adapter trusts it and skips ``auth.test``."""
         super().__init__()
@@ -97,6 +97,7 @@ class SlackAdapter(BaseAdapter):
         self._start_backoff = start_backoff
         self._start_wait = start_wait
         self._context_messages = context_messages
+        self._clock = clock or SystemClock()
 
         # Bolt authorizes each request from the identity found at start-up (no
         # auth.test of its own on the request path), so its client has no token.
@@ -116,12 +117,10 @@ class SlackAdapter(BaseAdapter):
         self._app.event("message")(on_event)
         self._app.event("app_mention")(on_event)
         self._me = BotIdentity(bot_user_id) if bot_user_id else None
-        self._event_ids: OrderedDict[Hashable, None] = OrderedDict()
-        self._message_ids: OrderedDict[Hashable, None] = OrderedDict()
-        self._threads: OrderedDict[Hashable, None] = OrderedDict()
-        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
-            weakref.WeakValueDictionary()
-        )  # one per chat while messages of that chat are in flight
+        self._event_ids = SeenSet(REMEMBERED)
+        self._message_ids = SeenSet(REMEMBERED)
+        self._threads = SeenSet(REMEMBERED)
+        self._lanes = ChatLanes("slack")
         self._connector: asyncio.Task[None] | None = None
         self._started = False
 
@@ -141,7 +140,7 @@ class SlackAdapter(BaseAdapter):
 
     async def _connect(self) -> None:
         """``auth.test`` until it works; backs off on errors, gives up only on a bad token."""
-        delay = self._start_backoff
+        backoff = Backoff(first=self._start_backoff, cap=MAX_BACKOFF, sleep=self._clock.sleep)
         while self._me is None:
             try:
                 me = await who_am_i(self._client)
@@ -150,16 +149,19 @@ class SlackAdapter(BaseAdapter):
                 if code in BAD_TOKEN_ERRORS:
                     logger.error("Slack rejected the bot token (%s); check SLACK_BOT_TOKEN", code)
                     return
-                logger.warning("slack: auth.test failed (%s); retrying in %.1fs", code, delay)
+                logger.warning(
+                    "slack: auth.test failed (%s); retrying in %.1fs", code, backoff.delay
+                )
             except (ClientError, TimeoutError, OSError) as exc:
                 name = type(exc).__name__
-                logger.warning("slack: auth.test failed (%s); retrying in %.1fs", name, delay)
+                logger.warning(
+                    "slack: auth.test failed (%s); retrying in %.1fs", name, backoff.delay
+                )
             else:
                 self._me = me
                 logger.info("slack connected as @%s (%s)", me.name, me.user_id)
                 return
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, MAX_BACKOFF)
+            await backoff.wait()
 
     async def stop(self) -> None:
         if not self._started:
@@ -217,20 +219,20 @@ class SlackAdapter(BaseAdapter):
         if me is None:
             return
         event_id = str(body.get("event_id") or "")
-        if event_id and not _remember(self._event_ids, event_id):
+        if event_id and not self._event_ids.add(event_id):
             logger.debug("slack: dropped a repeated delivery of event %s", event_id)
             return
         message = inbound_from(event, me)
         if message is None:
             return
-        if not _remember(self._message_ids, (message.chat_id, message.message_id)):
+        if not self._message_ids.add((message.chat_id, message.message_id)):
             return
         logger.debug("slack message %s in %s", message.message_id, message.chat_id)
-        lock = self._locks.get(message.chat_id) or self._locks.setdefault(
-            message.chat_id, asyncio.Lock()
-        )
-        async with lock:
+
+        async def hand_over() -> None:
             await self.deliver(await self._with_thread_context(message, me))
+
+        self._lanes.submit(message.chat_id, hand_over)
 
     async def _with_thread_context(
         self, message: InboundMessage, me: BotIdentity
@@ -239,7 +241,7 @@ class SlackAdapter(BaseAdapter):
         thread = message.thread_id
         if thread is None or not (message.is_direct or message.mentions_bot):
             return message
-        if not _remember(self._threads, (message.chat_id, thread)) or thread == message.message_id:
+        if not self._threads.add((message.chat_id, thread)) or thread == message.message_id:
             return message
         replies: list[dict[str, Any]] = []
         cursor: str | None = None
@@ -275,14 +277,3 @@ class SlackAdapter(BaseAdapter):
         await self._client.chat_update(
             channel=sent.chat_id, ts=sent.message_id, text=to_mrkdwn(text)
         )
-
-
-def _remember(seen: OrderedDict[Hashable, None], key: Hashable) -> bool:
-    """Add ``key``; False when it was already there. Keeps the newest ``REMEMBERED``."""
-    if key in seen:
-        seen.move_to_end(key)
-        return False
-    seen[key] = None
-    if len(seen) > REMEMBERED:
-        seen.popitem(last=False)
-    return True

@@ -19,6 +19,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
+from gateway.adapters._support import secret_value
 from gateway.adapters.slack._events import BotIdentity
 from gateway.adapters.slack._settings import SlackSettings
 
@@ -34,17 +35,11 @@ BAD_TOKEN_ERRORS = frozenset(
 
 
 def token_of(settings: SlackSettings) -> str:
-    token = settings.bot_token.get_secret_value() if settings.bot_token else ""
-    if not token:
-        raise ValueError("slack.bot_token is not set (SLACK_BOT_TOKEN)")
-    return token
+    return secret_value(settings.bot_token, "slack.bot_token (SLACK_BOT_TOKEN)")
 
 
 def signing_secret_of(settings: SlackSettings) -> str:
-    secret = settings.signing_secret.get_secret_value() if settings.signing_secret else ""
-    if not secret:
-        raise ValueError("slack.signing_secret is not set (SLACK_SIGNING_SECRET)")
-    return secret
+    return secret_value(settings.signing_secret, "slack.signing_secret (SLACK_SIGNING_SECRET)")
 
 
 def api_url(settings: SlackSettings) -> str:

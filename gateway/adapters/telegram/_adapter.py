@@ -14,7 +14,6 @@ plain text. The adapter never logs the token or message text above DEBUG.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import hmac
 import logging
@@ -29,6 +28,7 @@ from telegram.error import BadRequest, Conflict, InvalidToken, NetworkError, Tel
 from telegram.ext import TypeHandler
 
 from gateway.adapters._base import AdapterCapabilities, BaseAdapter, CommandInfo, RouteHandler
+from gateway.adapters._support import Backoff, retrying
 from gateway.adapters._text_split import utf16_length
 from gateway.adapters.telegram._bot import build_application, token_of
 from gateway.adapters.telegram._intake import Intake
@@ -42,6 +42,7 @@ from gateway.adapters.telegram._updates import (
     photo_to_fetch,
     with_image,
 )
+from gateway.clock import Clock, SystemClock
 from gateway.errors import ConfigError, GatewayError
 from gateway.events import OutboundMessage, SentMessage
 
@@ -57,6 +58,7 @@ POLL_TIMEOUT = 10.0
 START_ATTEMPTS = 4
 """Tries to reach Telegram at start-up (network errors only), with backoff."""
 DRAIN_TIMEOUT = 10.0
+BAD_TOKEN = "Telegram rejected the bot token (check TELEGRAM_BOT_TOKEN)"
 _COMMAND_NAME = re.compile(r"[a-z0-9_]{1,32}")
 
 
@@ -78,6 +80,7 @@ class TelegramAdapter(BaseAdapter):
         *,
         vision: bool = False,
         poll_timeout: float = POLL_TIMEOUT,
+        clock: Clock | None = None,
     ) -> None:
         super().__init__()
         try:
@@ -87,10 +90,11 @@ class TelegramAdapter(BaseAdapter):
         self._settings = settings
         self._vision = vision
         self._poll_timeout = poll_timeout
+        self._clock = clock or SystemClock()
         self._app = build_application(settings, on_poll=self._note_poll)
         self._app.add_handler(TypeHandler(Update, self._on_update))
         self._sender = TelegramSender(self._app.bot, ChatPacer())
-        self._intake = Intake(self.deliver, window=settings.merge_window_seconds)
+        self._intake = Intake(self.deliver, window=settings.merge_window_seconds, clock=self._clock)
         self._me: BotIdentity | None = None
         self._started = False
         self._online = False
@@ -166,23 +170,26 @@ class TelegramAdapter(BaseAdapter):
         return self._started and self._online
 
     async def _retrying(self, what: str, action: Callable[[], Awaitable[T]]) -> T:
-        delay = 1.0
-        for attempt in range(1, START_ATTEMPTS + 1):
-            try:
-                return await action()
-            except InvalidToken:
-                raise ConfigError(
-                    "Telegram rejected the bot token (check TELEGRAM_BOT_TOKEN)"
-                ) from None
-            except BadRequest as exc:
-                raise ConfigError(f"telegram: {what} failed: {exc.message}") from None
-            except NetworkError as exc:
-                if attempt == START_ATTEMPTS:
-                    raise GatewayError(f"telegram: {what} failed ({type(exc).__name__})") from None
-                logger.warning("telegram: %s failed (%s); retrying", what, type(exc).__name__)
-                await asyncio.sleep(delay)
-                delay *= 2
-        raise AssertionError("unreachable")
+        def note(exc: BaseException, delay: float) -> None:
+            logger.warning("telegram: %s failed (%s); retrying", what, type(exc).__name__)
+
+        try:
+            return await retrying(
+                action,
+                attempts=START_ATTEMPTS,
+                retry_on=(NetworkError,),
+                give_up_on=(BadRequest, InvalidToken),
+                backoff=Backoff(first=1.0, sleep=self._clock.sleep),
+                on_retry=note,
+            )
+        except InvalidToken:
+            raise ConfigError(
+                "Telegram rejected the bot token (check TELEGRAM_BOT_TOKEN)"
+            ) from None
+        except BadRequest as exc:
+            raise ConfigError(f"telegram: {what} failed: {exc.message}") from None
+        except NetworkError as exc:
+            raise GatewayError(f"telegram: {what} failed ({type(exc).__name__})") from None
 
     # -------------------------------------------------------------------- inbound
 

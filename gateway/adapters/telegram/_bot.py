@@ -17,6 +17,7 @@ from telegram.error import InvalidToken, TelegramError
 from telegram.ext import Application, ApplicationBuilder
 from telegram.request import HTTPXRequest
 
+from gateway.adapters._support import secret_value
 from gateway.adapters.telegram._settings import TelegramSettings
 
 logger = logging.getLogger(__name__)
@@ -61,10 +62,7 @@ class PollRequest(HTTPXRequest):
 
 
 def token_of(settings: TelegramSettings) -> str:
-    token = settings.token.get_secret_value() if settings.token is not None else ""
-    if not token:
-        raise ValueError("telegram.token (TELEGRAM_BOT_TOKEN) is not set")
-    return token
+    return secret_value(settings.token, "telegram.token (TELEGRAM_BOT_TOKEN)")
 
 
 def build_application(

@@ -23,6 +23,7 @@ from telegram.constants import ChatAction
 from telegram.error import BadRequest, ChatMigrated, NetworkError, RetryAfter, TelegramError
 from telegram.warnings import PTBDeprecationWarning
 
+from gateway.adapters._support import Backoff
 from gateway.adapters.telegram._format import (
     Rendered,
     is_format_error,
@@ -123,6 +124,7 @@ class TelegramSender:
         chat = chat_id
         flood_waited = 0.0
         failures = 0
+        backoff = Backoff(first=BACKOFF_FIRST, cap=BACKOFF_MAX, sleep=self._sleep)
         async with self._pacer.turn(chat_id):
             while True:
                 await self._pacer.acquire(chat)
@@ -149,12 +151,11 @@ class TelegramSender:
                     failures += 1
                     if failures > MAX_NETWORK_RETRIES:
                         raise
-                    delay = min(BACKOFF_FIRST * 2 ** (failures - 1), BACKOFF_MAX)
                     logger.warning(
                         "telegram request for chat %s failed (%s); retry %d in %.0fs",
                         chat,
                         type(exc).__name__,
                         failures,
-                        delay,
+                        backoff.delay,
                     )
-                    await self._sleep(delay)
+                    await backoff.wait()
