@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from agent.agent import Agent
@@ -32,17 +33,28 @@ from memory.transcripts import AsyncSessionDB, SessionRecord
 logger = logging.getLogger(__name__)
 
 _context: JobContext | None = None
+_refresh: Callable[[], object] | None = None
 
 
-def configure(context: JobContext) -> None:
-    """Install the context job functions in this process use."""
-    global _context
+def configure(context: JobContext, *, refresh: Callable[[], object] | None = None) -> None:
+    """Install the context job functions in this process use.
+
+    ``refresh`` runs before every job: a worker passes what re-reads changed
+    settings into ``context``, so a reload reaches jobs without a restart.
+    """
+    global _context, _refresh
     _context = context
+    _refresh = refresh
 
 
 def context() -> JobContext:
     if _context is None:
         raise AgentError("background jobs are not configured in this process")
+    if _refresh is not None:
+        try:
+            _refresh()
+        except Exception:
+            logger.exception("refreshing the job settings failed; using the ones in effect")
     return _context
 
 

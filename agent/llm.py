@@ -11,6 +11,7 @@ when retries run out, ``LLMUnavailable`` is raised. A refused request (400,
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import logging
@@ -18,6 +19,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 import openai
@@ -263,16 +265,29 @@ def _usage_of(usage: Any) -> Usage:
     )
 
 
-def _retry_after(response: Any) -> float | None:
-    """Seconds from a ``Retry-After`` header, capped; None when absent or unusable."""
+def _retry_after(response: Any, now: float | None = None) -> float | None:
+    """Seconds the server asks to wait, capped; None when it does not say (or says nonsense).
+
+    ``retry-after-ms`` (OpenAI's) wins over ``Retry-After``, which may be seconds
+    or an HTTP date.
+    """
     if response is None:
         return None
-    value = response.headers.get("retry-after")
-    try:
-        seconds = float(value) if value is not None else None
-    except ValueError:
-        return None
-    if seconds is None or seconds < 0:
+    headers = response.headers
+    seconds: float | None = None
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        with contextlib.suppress(ValueError):
+            seconds = float(millis) / 1000
+    value = headers.get("retry-after")
+    if seconds is None and value is not None:
+        try:
+            seconds = float(value)
+        except ValueError:
+            with contextlib.suppress(TypeError, ValueError, IndexError):
+                when = parsedate_to_datetime(value)
+                seconds = when.timestamp() - (time.time() if now is None else now)
+    if seconds is None or seconds != seconds or seconds < 0:
         return None
     return min(seconds, BACKOFF_MAX_SECONDS)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 AttachmentKind = Literal["image", "voice", "audio", "video", "document", "sticker", "other"]
@@ -34,7 +34,6 @@ class InboundMessage:
     is_direct: bool = True
     mentions_bot: bool = False
     reply_to_bot: bool = False
-    timestamp: float = 0.0
 
     @property
     def user_key(self) -> str:
@@ -74,4 +73,3 @@ class SentMessage:
     chat_id: str
     message_id: str
     thread_id: str | None = None
-    extra: dict[str, str] = field(default_factory=dict)

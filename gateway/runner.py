@@ -26,6 +26,7 @@ from gateway.config import LiveSettings, Settings
 from gateway.events import Attachment, InboundMessage, OutboundMessage
 from gateway.ops import Activity, Metrics
 from gateway.sessions import LiveSession, SessionManager, merge_texts
+from memory.paths import UserKey
 
 logger = logging.getLogger(__name__)
 
@@ -85,9 +86,12 @@ class GatewayRunner:
     async def _publish_commands(self, adapter: BaseAdapter) -> None:
         """Give the platform's command menu every command; admin ones for admins only."""
         commands = [CommandInfo(c.name, c.help, c.admin_only) for c in self.commands.visible(True)]
-        prefix = f"{adapter.name}:"
-        keys = (normalize_user_key(entry) or "" for entry in self.settings.auth.admins)
-        admins = [key[len(prefix) :] for key in keys if key.startswith(prefix)]
+        keys = (normalize_user_key(entry) for entry in self.settings.auth.admins)
+        admins = [
+            UserKey.parse(key).id
+            for key in keys
+            if key is not None and UserKey.parse(key).platform == adapter.name
+        ]
         try:
             await adapter.publish_commands(commands, admins)
         except Exception as exc:

@@ -30,11 +30,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, Self
 
+from gateway.access import _texts as t
 from gateway.access._ratelimit import NoticeThrottle
 from gateway.access._tables import GatewayDB, PairingCode
 from gateway.clock import Clock
 from gateway.config import AuthSettings
 from gateway.events import InboundMessage
+from memory.errors import MemoryPathError
+from memory.paths import UserKey
 
 __all__ = [
     "CODE_ALPHABET",
@@ -61,25 +64,6 @@ NOTICE_INTERVAL = 3600.0
 
 CONSOLE_PLATFORM = "console"
 """The local terminal: its user owns the machine and counts as an admin."""
-
-NEW_CODE_COMMAND = "/pair"
-"""What an unknown user sends to get a new code while an older one is still valid."""
-
-USER_KEY_HELP = "A user is written platform:id, for example telegram:123456789."
-MSG_PRIVATE = "This bot is private; ask an admin to add you (your id is {user_key})."
-MSG_DENIED = "You are not allowed to use this bot."
-MSG_CODE = (
-    "This bot is private. To get access, send this pairing code to an admin: {code}\n"
-    "It expires in {minutes} minutes."
-)
-MSG_CODE_PENDING = (
-    "Your pairing code is waiting for an admin's approval. "
-    f"Send {NEW_CODE_COMMAND} if you need a new one."
-)
-MSG_CODE_LIMIT = "You have asked for too many pairing codes; please try again in an hour."
-
-_PLATFORM = re.compile(r"[a-z0-9_.-]+")
-_WHITESPACE = re.compile(r"\s")
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,14 +110,15 @@ class AdminReply(str):
 
 
 def normalize_user_key(text: str) -> str | None:
-    """``platform:id`` with the platform lower-cased, or None if ``text`` is not one."""
-    platform, sep, user_id = text.strip().partition(":")
-    platform = platform.lower()
-    if not sep or not _PLATFORM.fullmatch(platform) or not user_id:
+    """``platform:id`` with the platform lower-cased, or None if ``text`` is not a person's key.
+
+    A chat's shared profile key (``telegram#chat:…``) is no person and never matches.
+    """
+    try:
+        key = UserKey.parse(text)
+    except MemoryPathError:
         return None
-    if _WHITESPACE.search(user_id):
-        return None
-    return f"{platform}:{user_id}"
+    return None if key.chat else str(key)
 
 
 def _config_keys(entries: list[str], where: str) -> frozenset[str]:
@@ -198,14 +183,14 @@ class Authorizer:
             return AuthDecision(True, None, "admin")
         record = self._db.get_access(key)
         if record is not None and record.state == "denied":
-            return self._refuse(msg, key, "denied", MSG_DENIED)
+            return self._refuse(msg, key, "denied", t.DENIED_NOTICE)
         if config.settings.policy == "open":
             return AuthDecision(True, None, "open")
         if key in config.allowed or record is not None:
             return AuthDecision(True, None, "allowed")
         if config.settings.policy == "pairing" and msg.is_direct:
             return self._pair(msg, key, config.settings)
-        return self._refuse(msg, key, "not_allowed", MSG_PRIVATE.format(user_key=key))
+        return self._refuse(msg, key, "not_allowed", t.PRIVATE.format(user_key=key))
 
     def _refuse(self, msg: InboundMessage, key: str, reason: str, text: str) -> AuthDecision:
         return AuthDecision(False, self._notice(msg, key, reason, text), reason)
@@ -220,13 +205,13 @@ class Authorizer:
         now = self._clock.time()
         if not _asks_for_code(msg.text) and self._db.pending_code(key, now) is not None:
             reason = "pairing_pending"
-            return AuthDecision(False, self._notice(msg, key, reason, MSG_CODE_PENDING), reason)
+            return AuthDecision(False, self._notice(msg, key, reason, t.CODE_PENDING), reason)
         if not self._db.take_pairing_quota(
             key, now, PAIRING_WINDOW, settings.pairing_codes_per_hour
         ):
             logger.debug("pairing code refused to %s: hourly limit reached", key)
             reason = "pairing_limited"
-            return AuthDecision(False, self._notice(msg, key, reason, MSG_CODE_LIMIT), reason)
+            return AuthDecision(False, self._notice(msg, key, reason, t.CODE_LIMIT), reason)
         code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
         ttl = settings.pairing_code_ttl_minutes
         self._db.add_pairing_code(
@@ -240,7 +225,7 @@ class Authorizer:
             )
         )
         logger.info("pairing code issued to %s", key)
-        return AuthDecision(False, MSG_CODE.format(code=code, minutes=ttl), "pairing_code_issued")
+        return AuthDecision(False, t.CODE.format(code=code, minutes=ttl), "pairing_code_issued")
 
     def _hash(self, code: str) -> str:
         with self._salt_lock:
@@ -253,57 +238,42 @@ class Authorizer:
         """Allow the user who was given ``code``; the reply says who, or why not."""
         normalized = re.sub(r"[\s-]", "", code).upper()
         if len(normalized) != CODE_LENGTH or set(normalized) - set(CODE_ALPHABET):
-            return AdminReply(
-                f"That is not a pairing code: codes have {CODE_LENGTH} letters and digits.",
-                ok=False,
-            )
+            return AdminReply(t.NOT_A_CODE.format(length=CODE_LENGTH), ok=False)
         status, found = self._db.redeem_pairing_code(self._hash(normalized), by, self._clock.time())
         if status == "ok" and found is not None:
             logger.info("%s approved the pairing of %s", by, found.user_key)
             return AdminReply(
-                f"Approved {found.user_key}.",
+                t.APPROVED.format(user_key=found.user_key),
                 ok=True,
                 subject=found.user_key,
                 chat_id=found.chat_id,
             )
         subject = found.user_key if found is not None else None
-        texts = {
-            "unknown": "No pairing code matches that; check it, or ask the user for a new one.",
-            "expired": "That pairing code has expired or was replaced by a newer one; "
-            f"ask the user for a new one (they can send {NEW_CODE_COMMAND}).",
-            "used": "That pairing code was already used.",
-        }
+        texts = {"unknown": t.CODE_UNKNOWN, "expired": t.CODE_EXPIRED, "used": t.CODE_USED}
         return AdminReply(texts[status], ok=False, subject=subject)
 
     def allow(self, user_key: str, by: str) -> AdminReply:
         key = normalize_user_key(user_key)
         if key is None:
-            return AdminReply(USER_KEY_HELP, ok=False)
+            return AdminReply(t.USER_KEY_HELP, ok=False)
         if self.is_admin(key):
-            return AdminReply(f"{key} is an admin already.", ok=True, subject=key)
+            return AdminReply(t.ALREADY_ADMIN.format(key=key), ok=True, subject=key)
         self._db.set_access(key, "allowed", by, self._clock.time())
         logger.info("%s allowed %s", by, key)
-        return AdminReply(f"Allowed {key}.", ok=True, subject=key)
+        return AdminReply(t.ALLOWED.format(key=key), ok=True, subject=key)
 
     def deny(self, user_key: str, by: str) -> AdminReply:
         key = normalize_user_key(user_key)
         if key is None:
-            return AdminReply(USER_KEY_HELP, ok=False)
+            return AdminReply(t.USER_KEY_HELP, ok=False)
         if key.startswith(f"{CONSOLE_PLATFORM}:"):
-            return AdminReply(
-                f"{key} is the local console user and cannot be denied.", ok=False, subject=key
-            )
+            return AdminReply(t.CONSOLE_NOT_DENIED.format(key=key), ok=False, subject=key)
         if self.is_admin(key):
-            return AdminReply(
-                f"{key} is an admin in the configuration and cannot be denied; "
-                "remove them from auth.admins first.",
-                ok=False,
-                subject=key,
-            )
+            return AdminReply(t.ADMIN_NOT_DENIED.format(key=key), ok=False, subject=key)
         self._db.set_access(key, "denied", by, self._clock.time())
         logger.info("%s denied %s", by, key)
-        note = " (this overrides auth.allowed_users)" if key in self._config.allowed else ""
-        return AdminReply(f"Denied {key}{note}.", ok=True, subject=key)
+        note = t.OVERRIDES_ALLOWED if key in self._config.allowed else ""
+        return AdminReply(t.DENIED.format(key=key, note=note), ok=True, subject=key)
 
     def users(self) -> list[UserAccessRow]:
         """Every user the config or an admin named, with the state in effect."""
@@ -326,7 +296,7 @@ def _is_admin(key: str, config: _Config) -> bool:
 
 def _asks_for_code(text: str) -> bool:
     words = text.split(maxsplit=1)
-    return bool(words) and words[0].split("@", 1)[0].lower() == NEW_CODE_COMMAND
+    return bool(words) and words[0].split("@", 1)[0].lower() == t.NEW_CODE_COMMAND
 
 
 def admin_checker(admins: list[str]) -> Callable[[str], bool]:

@@ -24,9 +24,6 @@ class AdapterCapabilities:
 
     max_text_length: int = 4000
     edits: bool = False
-    threads: bool = False
-    markup: str = "plain"
-    """``plain``, ``markdown`` (the adapter converts the model's Markdown itself), …"""
     typing: bool = False
     min_edit_interval: float = 1.0
     """Seconds between two edits of one streamed message."""

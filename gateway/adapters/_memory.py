@@ -38,7 +38,7 @@ class MemoryAdapter(BaseAdapter):
         super().__init__()
         self.name = name
         self.capabilities = capabilities or AdapterCapabilities(
-            max_text_length=4000, edits=True, threads=True, typing=True, min_edit_interval=0.0
+            max_text_length=4000, edits=True, typing=True, min_edit_interval=0.0
         )
         self.sent: list[Delivered] = []
         self.typing_calls: list[str] = []
@@ -69,7 +69,6 @@ class MemoryAdapter(BaseAdapter):
         mentions_bot: bool = False,
         reply_to_bot: bool = False,
         message_id: str | None = None,
-        timestamp: float = 0.0,
     ) -> InboundMessage:
         """Deliver a message as if a person sent it; returns what the runner got."""
         chat = chat_id if chat_id is not None else f"dm-{user_id}"
@@ -84,7 +83,6 @@ class MemoryAdapter(BaseAdapter):
             is_direct=is_direct if is_direct is not None else chat_id is None,
             mentions_bot=mentions_bot,
             reply_to_bot=reply_to_bot,
-            timestamp=timestamp,
         )
         await self.deliver(message)
         return message

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from gateway.access import Authorizer, GatewayDB, RateLimiter
+from gateway.app import _texts as t
 from gateway.app._agents import AgentFactory
 from gateway.clock import Clock
-from gateway.config import LiveSettings, Settings, load_settings
+from gateway.config import LiveSettings, Settings
 from gateway.errors import GatewayError
 from gateway.ops import Activity, Metrics
 from gateway.sessions import SessionManager
@@ -18,10 +20,6 @@ from memory.paths import UserKey
 from memory.store import MemoryStore, StagedWrites
 
 logger = logging.getLogger(__name__)
-
-RELOADED = "Configuration reloaded."
-RELOAD_FAILED = "Reload failed, nothing changed: {error}"
-RELOAD_PENDING = " These need a restart to change: {keys}."
 
 
 @dataclass
@@ -36,6 +34,8 @@ class GatewayServices:
     gateway_db: GatewayDB
     metrics: Metrics
     activity: Activity
+    load: Callable[[], Settings]
+    """Reads the configuration again, from the same environment as at start-up."""
 
     @property
     def settings(self) -> Settings:
@@ -61,29 +61,28 @@ class GatewayServices:
         staging = self.staging
         pending = await asyncio.to_thread(staging.count_pending) if staging else 0
         return [
-            f"Shared-memory writes waiting for review: {pending}.",
-            f"Open sessions: {len(self.sessions.sessions)} "
-            f"({self.sessions.live_agents} in memory).",
-            f"Queue: {status.queued} queued, {status.failed} failed, {status.outbox} in outbox.",
+            t.STATUS_REVIEW.format(n=pending),
+            t.STATUS_SESSIONS.format(n=len(self.sessions.sessions), live=self.sessions.live_agents),
+            t.STATUS_QUEUE.format(q=status.queued, f=status.failed, o=status.outbox),
         ]
 
     async def stats_lines(self) -> list[str]:
         messages, turns = self.activity.per_minute()
         recent = [
-            f"Last minute: {messages} message(s) in, {turns} turn(s).",
-            f"Tokens today (UTC): {self.activity.tokens_today():,}.",
+            t.STATS_MINUTE.format(messages=messages, turns=turns),
+            t.STATS_TOKENS.format(n=self.activity.tokens_today()),
         ]
         snap = self.metrics.snapshot()
         totals = [f"{name}: {value:g}" for name, value in sorted(snap.items())]
-        return [*recent, *await self.status_lines(), "Since start:", *totals]
+        return [*recent, *await self.status_lines(), t.STATS_SINCE_START, *totals]
 
     async def reload(self) -> str:
         """Re-read config.yaml and the environment; apply what can change while running."""
         try:
-            fresh = await asyncio.to_thread(load_settings, self.settings.home)
+            fresh = await asyncio.to_thread(self.load)
         except GatewayError as exc:
-            return RELOAD_FAILED.format(error=exc)
+            return t.RELOAD_FAILED.format(error=exc)
         pending = self.live.replace(fresh)
         if pending:
             logger.info("configuration reloaded; restart needed for %s", ", ".join(pending))
-        return RELOADED + (RELOAD_PENDING.format(keys=", ".join(pending)) if pending else "")
+        return t.RELOADED + (t.RELOAD_PENDING.format(keys=", ".join(pending)) if pending else "")

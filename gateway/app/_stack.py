@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from agent.llm import LLMClient
@@ -14,7 +15,7 @@ from gateway.app._background import Background, start_background
 from gateway.app._services import GatewayServices
 from gateway.clock import Clock, SystemClock
 from gateway.commands import CommandRegistry, register_admin_commands, register_user_commands
-from gateway.config import LiveSettings, Settings
+from gateway.config import LiveSettings, Settings, load_settings
 from gateway.ops import Activity, Metrics
 from gateway.runner import GatewayRunner
 from gateway.sessions import SessionManager
@@ -79,8 +80,10 @@ async def open_stack(
     clock: Clock | None = None,
     llm: LLMClient | None = None,
     adapters: list[BaseAdapter] | None = None,
+    load: Callable[[], Settings] | None = None,
 ) -> GatewayStack:
-    live = LiveSettings(settings, keep=("telegram", "discord", "slack"))
+    """Every part of a gateway or console process; ``load`` re-reads settings for a reload."""
+    live = LiveSettings(settings)
     paths = ChorusPaths(settings.home)
     clock = clock or SystemClock()
     db = await AsyncSessionDB.open(paths.state_db)
@@ -122,6 +125,7 @@ async def open_stack(
         gateway_db=gateway_db,
         metrics=metrics,
         activity=activity,
+        load=load or (lambda: load_settings(settings.home)),
     )
     runner = GatewayRunner(
         live,

@@ -10,8 +10,8 @@ from __future__ import annotations
 import logging
 
 from agent import jobs
-from gateway.app._background import job_context
-from gateway.config import Settings
+from gateway.app._background import job_context, update_job_context
+from gateway.config import ConfigWatcher, LiveSettings, Settings, load_settings
 from gateway.errors import ConfigError
 from memory.jobs import Outbox, mask_url
 from memory.paths import ChorusPaths
@@ -28,7 +28,11 @@ def run_worker(settings: Settings, *, burst: bool = False) -> None:
         )
     from memory.jobs import RQQueue
 
-    jobs.configure(job_context(settings))
+    live = LiveSettings(settings)
+    context = job_context(settings)
+    live.subscribe(lambda fresh: update_job_context(context, fresh))
+    watcher = ConfigWatcher(live, lambda: load_settings(settings.home))
+    jobs.configure(context, refresh=watcher.check)
     url = redis.url.get_secret_value()
     queue = RQQueue(
         url,

@@ -4,7 +4,7 @@ This package is the only code that reads configuration files and the
 environment; every other part gets its section passed in.
 """
 
-from gateway.config._live import LiveSettings
+from gateway.config._live import ConfigWatcher, LiveSettings
 from gateway.config._loader import (
     CONFIG_FILE_NAME,
     Settings,
@@ -18,6 +18,7 @@ from gateway.config._sections import AuthSettings, GatewaySettings, HTTPSettings
 __all__ = [
     "CONFIG_FILE_NAME",
     "AuthSettings",
+    "ConfigWatcher",
     "GatewaySettings",
     "HTTPSettings",
     "LiveSettings",

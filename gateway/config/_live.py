@@ -11,12 +11,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from gateway.config._loader import Settings
+from gateway.adapters import PLATFORMS
+from gateway.config._loader import CONFIG_FILE_NAME, SECRETS_FILE_NAME, Settings
+from gateway.errors import GatewayError
 
 logger = logging.getLogger(__name__)
 
-RESTART_ONLY_SECTIONS = ("llm", "redis")
-"""Whole sections a running process keeps from start-up."""
+RESTART_ONLY_SECTIONS = ("llm", "redis", *(spec.name for spec in PLATFORMS))
+"""Whole sections a running process keeps from start-up (every platform's among them)."""
 
 RESTART_ONLY_KEYS = (
     ("memory", "provider"),
@@ -33,9 +35,8 @@ Listener = Callable[[Settings], None]
 class LiveSettings:
     """Holds the current ``Settings``; ``replace`` applies a reload and tells the listeners."""
 
-    def __init__(self, settings: Settings, *, keep: tuple[str, ...] = ()) -> None:
+    def __init__(self, settings: Settings) -> None:
         self._current = settings
-        self._keep = (*RESTART_ONLY_SECTIONS, *keep)
         self._listeners: list[Listener] = []
 
     @property
@@ -51,7 +52,7 @@ class LiveSettings:
         old = self._current
         kept: dict[str, object] = {}
         pending: list[str] = []
-        for section in self._keep:
+        for section in RESTART_ONLY_SECTIONS:
             if getattr(fresh, section) != getattr(old, section):
                 pending.append(section)
             kept[section] = getattr(old, section)
@@ -69,3 +70,47 @@ class LiveSettings:
             except Exception:
                 logger.exception("applying reloaded settings failed in %r", listener)
         return pending
+
+
+class ConfigWatcher:
+    """Applies edits of ``config.yaml`` and ``.env`` to ``live`` when ``check()`` finds them.
+
+    For processes that no ``/admin reload`` reaches (``chorus worker``): the job
+    functions call ``check()`` before each job, which costs two ``stat`` calls. A
+    file that cannot be read or validated is reported and the settings stay.
+    """
+
+    def __init__(self, live: LiveSettings, load: Callable[[], Settings]) -> None:
+        self._live = live
+        self._load = load
+        home = live.current.home
+        self._files = (home / CONFIG_FILE_NAME, home / SECRETS_FILE_NAME)
+        self._stamp = self._read_stamp()
+
+    def _read_stamp(self) -> tuple[tuple[int, int] | None, ...]:
+        stamps: list[tuple[int, int] | None] = []
+        for path in self._files:
+            try:
+                stat = path.stat()
+            except OSError:
+                stamps.append(None)
+            else:
+                stamps.append((stat.st_mtime_ns, stat.st_size))
+        return tuple(stamps)
+
+    def check(self) -> bool:
+        """Reload when a file changed; True when new settings were applied."""
+        stamp = self._read_stamp()
+        if stamp == self._stamp:
+            return False
+        self._stamp = stamp
+        try:
+            fresh = self._load()
+        except GatewayError as exc:
+            logger.error(
+                "the configuration changed but cannot be used; it stays as it was: %s", exc
+            )
+            return False
+        pending = self._live.replace(fresh)
+        logger.info("configuration reloaded; restart needed for: %s", ", ".join(pending) or "-")
+        return True

@@ -29,6 +29,7 @@ from agent.scheduler import JobScheduler
 from gateway.clock import Clock
 from gateway.config import SessionsSettings
 from gateway.events import InboundMessage, SessionKey
+from gateway.sessions import _texts as t
 from gateway.sessions._expiry import Reaper, session_deadline
 from gateway.sessions._live import LiveSession, TurnRunner
 from memory.errors import MemoryPathError
@@ -36,14 +37,6 @@ from memory.paths import UserKey
 from memory.transcripts import AsyncSessionDB
 
 logger = logging.getLogger(__name__)
-
-RENEWED_NOTICE = {
-    "idle": "(Your previous session ended after a quiet spell; this is a fresh one.{summary})",
-    "daily_reset": "(Sessions renew daily; this is a fresh one.{summary})",
-}
-SUMMARY_NOTE = " I kept a short summary of where we were."
-TURN_FAILED = "Sorry — something went wrong on my side. Please try again."
-RESEND_LATER = "I'm restarting right now — please send that again in a minute."
 
 Notice = Callable[[InboundMessage, str], Awaitable[None]]
 
@@ -207,8 +200,8 @@ class SessionManager:
             summary = await self._handoff_summary(live, msg)
             renewed = self._renewed.pop(key, None)
             if renewed is not None:
-                note = RENEWED_NOTICE.get(renewed, "(This is a fresh session.{summary})")
-                await self._notice(msg, note.format(summary=SUMMARY_NOTE if summary else ""))
+                note = t.RENEWED_NOTICE.get(renewed, "(This is a fresh session.{summary})")
+                await self._notice(msg, note.format(summary=t.SUMMARY_NOTE if summary else ""))
         return live
 
     async def _handoff_summary(self, live: LiveSession, msg: InboundMessage) -> str | None:
@@ -274,7 +267,7 @@ class SessionManager:
                 except Exception:
                     logger.exception("turn of session %s failed", live.session_id)
                     with contextlib.suppress(Exception):
-                        await self._notice(batch[-1], TURN_FAILED)
+                        await self._notice(batch[-1], t.TURN_FAILED)
             live.last_active = self.clock.time()
             if live.key in self._open and not live.ending:
                 self._reschedule(live)
@@ -328,12 +321,12 @@ class SessionManager:
             live.agent = None
         self.scheduler.end_session(live.session_id, reason)
         self._ended(reason)
-        if notify_next and reason in RENEWED_NOTICE:
+        if notify_next and reason in t.RENEWED_NOTICE:
             self._renewed[live.key] = reason
         logger.info("session %s ending (%s)", live.session_id, reason)
         for msg in leftover:  # never drop a message: it opens the next session
             if not await self.submit(msg):
-                await self._notice(msg, RESEND_LATER)
+                await self._notice(msg, t.RESEND_LATER)
 
     async def reset(self, msg: InboundMessage) -> bool:
         """``/new``: end the sender's session now (a running turn is stopped first)."""

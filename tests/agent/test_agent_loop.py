@@ -67,21 +67,44 @@ async def test_server_error_is_retried(
     assert len(sleeps.delays) == 1
 
 
+@pytest.mark.parametrize(
+    ("header", "low", "high"),
+    [("retry-after", 7.0, 7.0), ("retry-after-ms", 7.0, 7.0), ("retry-after-date", 5.0, 7.0)],
+)
 async def test_rate_limit_honours_retry_after(
+    server: FakeOpenAI,
+    make_agent: MakeAgent,
+    sleeps: Sleeps,
+    header: str,
+    low: float,
+    high: float,
+) -> None:
+    """A 429 waits what the server asks: Retry-After in seconds or as a date, or retry-after-ms."""
+    agent = await make_agent()
+    server.error(429, retry_after=7, retry_header=header)
+    server.reply("fine")
+    assert await agent.run_turn("hello") == "fine"
+    assert len(server.requests) == 2
+    [delay] = sleeps.delays
+    assert low <= delay <= high
+
+
+async def test_rate_limit_without_retry_after_backs_off(
     server: FakeOpenAI, make_agent: MakeAgent, sleeps: Sleeps
 ) -> None:
     agent = await make_agent()
     server.error(429, retry_after=None)
     server.reply("fine")
     assert await agent.run_turn("hello") == "fine"
-    assert len(server.requests) == 2
+    [delay] = sleeps.delays
+    assert 0 < delay < 7
 
 
 async def test_endpoint_down_gives_apology_and_keeps_the_message(
     server: FakeOpenAI, make_agent: MakeAgent, db: AsyncSessionDB, sleeps: Sleeps
 ) -> None:
     agent = await make_agent(session_id="down")
-    server.error(503, times=3)
+    server.error(503, times=3, retry_after=None)
     assert await agent.run_turn("are you there?") == APOLOGY
     assert len(server.requests) == 3  # one try + max_retries=2
     assert len(sleeps.delays) == 2 and sleeps.delays[1] > sleeps.delays[0] * 1.5

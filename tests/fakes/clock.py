@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import math
 from datetime import UTC, datetime
 
 
@@ -44,3 +45,27 @@ class FakeClock:
     @property
     def sleepers(self) -> int:
         return sum(1 for _, _, f in self._sleepers if not f.done())
+
+
+class JumpClock:
+    """Virtual time that jumps: ``sleep(s)`` moves the clock ``s`` ahead and returns at once.
+
+    For code whose waits must be honoured in *its* time (flood blocks, pacing)
+    without the test waiting them out: what happened when is read off ``time()``.
+    """
+
+    def __init__(self, start: float = 1_000.0) -> None:
+        self._now = start
+        self.slept: list[float] = []
+
+    def time(self) -> float:
+        return self._now
+
+    def now(self) -> datetime:
+        return datetime.fromtimestamp(self._now, UTC)
+
+    async def sleep(self, seconds: float) -> None:
+        if seconds > 0:
+            self.slept.append(seconds)
+            self._now = max(self._now + seconds, math.nextafter(self._now, math.inf))
+        await asyncio.sleep(0)

@@ -28,6 +28,8 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 from typing import Any, Literal
 
 from aiohttp import web
@@ -82,6 +84,9 @@ class Reply:
     error_type: str | None = None
     error_code: str | None = None
     retry_after: float | None = None
+    retry_header: str = "retry-after-ms"
+    """How ``retry_after`` is sent: ``retry-after-ms``, ``retry-after`` (seconds) or
+    ``retry-after-date`` (a ``Retry-After`` HTTP date)."""
     delay: float = 0.0
 
     @classmethod
@@ -116,6 +121,7 @@ class Reply:
         error_type: str | None = None,
         code: str | None = None,
         retry_after: float | None = 0.01,
+        retry_header: str = "retry-after-ms",
     ) -> Reply:
         return cls(
             "error",
@@ -124,6 +130,7 @@ class Reply:
             error_type=error_type,
             error_code=code,
             retry_after=retry_after,
+            retry_header=retry_header,
         )
 
     @classmethod
@@ -308,14 +315,20 @@ class FakeOpenAI(LoopThread):
         error_type: str | None = None,
         code: str | None = None,
         retry_after: float | None = 0.01,
+        retry_header: str = "retry-after-ms",
     ) -> None:
         """Queue ``times`` HTTP errors.
 
-        ``retry_after`` (seconds) is sent as ``retry-after-ms`` so client retries are
-        quick; ``None`` leaves the header out.
+        ``retry_after`` (seconds) is sent as ``retry_header`` (``retry-after-ms`` by
+        default, so client retries are quick); ``None`` leaves the header out.
         """
         reply = Reply.of_error(
-            status, message, error_type=error_type, code=code, retry_after=retry_after
+            status,
+            message,
+            error_type=error_type,
+            code=code,
+            retry_after=retry_after,
+            retry_header=retry_header,
         )
         self.push(*(replace(reply) for _ in range(times)))
 
@@ -376,10 +389,17 @@ class FakeOpenAI(LoopThread):
         code: str | None = None,
         param: str | None = None,
         retry_after: float | None = None,
+        retry_header: str = "retry-after-ms",
     ) -> web.Response:
         headers = self._headers()
         if retry_after is not None:
-            headers["retry-after-ms"] = str(max(1, round(retry_after * 1000)))
+            if retry_header == "retry-after-ms":
+                headers["retry-after-ms"] = str(max(1, round(retry_after * 1000)))
+            elif retry_header == "retry-after":
+                headers["Retry-After"] = f"{retry_after:g}"
+            else:
+                when = datetime.now(UTC) + timedelta(seconds=retry_after)
+                headers["Retry-After"] = format_datetime(when, usegmt=True)
         return web.json_response(
             _error_body(status, message, error_type, code, param), status=status, headers=headers
         )
@@ -463,6 +483,7 @@ class FakeOpenAI(LoopThread):
                 error_type=reply.error_type,
                 code=reply.error_code,
                 retry_after=reply.retry_after,
+                retry_header=reply.retry_header,
             )
         if reply.kind == "hang":  # a responder asked to hang: answer with the default
             reply = Reply.of_text(self.default_reply)

@@ -22,6 +22,7 @@ import contextlib
 import itertools
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,6 +84,8 @@ class FakeTelegram(LoopThread):
         self.webhook: dict[str, Any] | None = None
         self.webhook_deliveries: list[tuple[int, int]] = []
         self.down = False
+        self.now: Callable[[], float] = time.monotonic
+        """Stamps each call (``Call.at``); a test may hand in the gateway's own clock."""
         self._pending: list[dict[str, Any]] = []
         self._update_ids = itertools.count(1)
         self._user_message_ids = itertools.count(1)
@@ -235,7 +238,7 @@ class FakeTelegram(LoopThread):
                 {"ok": False, "error_code": 401, "description": "Unauthorized"}, status=401
             )
         params = await parse_params(request)
-        call = Call(method, params, time.monotonic())
+        call = Call(method, params, self.now())
         with self._lock:
             self.calls.append(call)
         try:

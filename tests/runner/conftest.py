@@ -24,8 +24,9 @@ async def _no_sleep(_: float) -> None:
     return None
 
 
-def gateway_settings(home: Path, server: FakeOpenAI, **env: str) -> Settings:
-    environ = {
+def gateway_settings(home: Path, server: FakeOpenAI, **env: str | None) -> Settings:
+    """Settings from these variables (a None value leaves a default one out) and config.yaml."""
+    chosen = {
         "CHORUS_HOME": str(home),
         "OPENAI_BASE_URL": server.base_url,
         "OPENAI_API_KEY": "sk-test",
@@ -35,7 +36,7 @@ def gateway_settings(home: Path, server: FakeOpenAI, **env: str) -> Settings:
         "CHORUS_SESSIONS__DAILY_RESET_HOUR": "null",
         **env,
     }
-    return load_settings(home, environ)
+    return load_settings(home, {k: v for k, v in chosen.items() if v is not None})
 
 
 @dataclass
@@ -73,7 +74,7 @@ GatewayFactory = Callable[..., Awaitable[Gateway]]
 async def make_gateway(chorus_home: Path, server: FakeOpenAI) -> AsyncIterator[GatewayFactory]:
     opened: list[Gateway] = []
 
-    async def build(clock: FakeClock | None = None, **env: str) -> Gateway:
+    async def build(clock: FakeClock | None = None, **env: str | None) -> Gateway:
         chorus_home.mkdir(mode=0o700, exist_ok=True)
         settings = gateway_settings(chorus_home, server, **env)
         adapter = MemoryAdapter()
@@ -83,6 +84,7 @@ async def make_gateway(chorus_home: Path, server: FakeOpenAI) -> AsyncIterator[G
             clock=fake_clock,
             llm=LLMClient(settings.llm, sleep=_no_sleep),
             adapters=[adapter],
+            load=lambda: gateway_settings(chorus_home, server, **env),
         )
         await stack.runner.start()
         gateway = Gateway(stack, adapter, fake_clock, server)

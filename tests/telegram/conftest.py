@@ -16,6 +16,7 @@ import pytest
 from agent.llm import LLMClient
 from gateway.adapters.telegram import TelegramAdapter
 from gateway.app import GatewayStack, open_stack
+from gateway.clock import Clock
 from gateway.config import Settings
 from tests.fakes import FakeOpenAI
 from tests.fakes.telegram_api import FakeTelegram
@@ -77,9 +78,14 @@ async def make_gateway(
 ) -> AsyncIterator[GatewayFactory]:
     opened: list[TelegramGateway] = []
 
-    async def build(*, vision: bool = False, **env: str) -> TelegramGateway:
+    async def build(
+        *, vision: bool = False, clock: Clock | None = None, **env: str
+    ) -> TelegramGateway:
+        """``clock`` paces the adapter's sends and stamps the fake's calls."""
         settings = telegram_settings(chorus_home, server, telegram, **env)
-        adapter = TelegramAdapter(settings.telegram, vision=vision, poll_timeout=2.0)
+        if clock is not None:
+            telegram.now = clock.time
+        adapter = TelegramAdapter(settings.telegram, vision=vision, poll_timeout=2.0, clock=clock)
         stack = await open_stack(
             settings, llm=LLMClient(settings.llm, sleep=_no_sleep), adapters=[adapter]
         )

@@ -61,8 +61,6 @@ class DiscordAdapter(BaseAdapter):
     capabilities = AdapterCapabilities(
         max_text_length=2000,
         edits=True,
-        threads=True,
-        markup="markdown",
         typing=True,
         min_edit_interval=1.0,
     )

@@ -70,7 +70,6 @@ def inbound_from(message: discord.Message, bot_id: int) -> InboundMessage | None
         is_direct=direct,
         mentions_bot=mentioned and not direct,
         reply_to_bot=replies_to(message, bot_id) and not direct,
-        timestamp=message.created_at.timestamp(),
     )
 
 

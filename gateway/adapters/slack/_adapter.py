@@ -69,8 +69,6 @@ class SlackAdapter(BaseAdapter):
     capabilities = AdapterCapabilities(
         max_text_length=3500,
         edits=True,
-        threads=True,
-        markup="markdown",
         typing=False,
         min_edit_interval=1.0,
     )

@@ -77,7 +77,6 @@ def inbound_from(event: Mapping[str, Any], me: BotIdentity) -> InboundMessage | 
         attachments=tuple(_attachment(f) for f in event.get("files") or () if isinstance(f, dict)),
         is_direct=direct,
         mentions_bot=mentioned and not direct,
-        timestamp=_seconds(ts),
     )
 
 

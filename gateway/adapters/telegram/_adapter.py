@@ -67,8 +67,6 @@ class TelegramAdapter(BaseAdapter):
     capabilities = AdapterCapabilities(
         max_text_length=4096,
         edits=True,
-        threads=True,
-        markup="markdown",
         typing=True,
         min_edit_interval=1.0,
         length=utf16_length,
@@ -93,7 +91,11 @@ class TelegramAdapter(BaseAdapter):
         self._clock = clock or SystemClock()
         self._app = build_application(settings, on_poll=self._note_poll)
         self._app.add_handler(TypeHandler(Update, self._on_update))
-        self._sender = TelegramSender(self._app.bot, ChatPacer())
+        self._sender = TelegramSender(
+            self._app.bot,
+            ChatPacer(now=self._clock.time, sleep=self._clock.sleep),
+            sleep=self._clock.sleep,
+        )
         self._intake = Intake(self.deliver, window=settings.merge_window_seconds, clock=self._clock)
         self._me: BotIdentity | None = None
         self._started = False

@@ -25,6 +25,8 @@ GLOBAL_RATE = 30.0
 """About 30 messages a second across all chats."""
 GLOBAL_BURST = 30.0
 MAX_IDLE_CHATS = 10_000
+_EPSILON = 1e-9
+"""A token short of one by rounding alone counts as one (no waits of 1e-16 s)."""
 """Budgets kept for chats at rest before they are forgotten (they would be full anyway)."""
 
 
@@ -45,7 +47,7 @@ class _Bucket:
         """Seconds until one message may go out."""
         self.refill(now)
         blocked = self.blocked_until - now
-        short = (1.0 - self.tokens) / self.rate if self.tokens < 1.0 else 0.0
+        short = (1.0 - self.tokens) / self.rate if self.tokens < 1.0 - _EPSILON else 0.0
         return max(blocked, short, 0.0)
 
     def resting(self, now: float) -> bool:

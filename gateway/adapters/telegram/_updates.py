@@ -87,7 +87,6 @@ def inbound_from(update: Update, me: BotIdentity) -> InboundMessage | None:
         is_direct=message.chat.type == ChatType.PRIVATE,
         mentions_bot=mentions,
         reply_to_bot=_replies_to_bot(message, me),
-        timestamp=message.date.timestamp(),
     )
 
 

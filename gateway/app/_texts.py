@@ -1,0 +1,11 @@
+"""What the wiring says to admins and operators, in one place."""
+
+RELOADED = "Configuration reloaded."
+RELOAD_FAILED = "Reload failed, nothing changed: {error}"
+RELOAD_PENDING = " These need a restart to change: {keys}."
+STATUS_REVIEW = "Shared-memory writes waiting for review: {n}."
+STATUS_SESSIONS = "Open sessions: {n} ({live} in memory)."
+STATUS_QUEUE = "Queue: {q} queued, {f} failed, {o} in outbox."
+STATS_MINUTE = "Last minute: {messages} message(s) in, {turns} turn(s)."
+STATS_TOKENS = "Tokens today (UTC): {n:,}."
+STATS_SINCE_START = "Since start:"
