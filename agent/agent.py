@@ -135,7 +135,7 @@ class Agent:
             blocks = await asyncio.to_thread(self.memory.build_system_prompt_blocks)
         self._system_prompt = build_system_prompt(
             self.store,
-            platform=self.session.platform,
+            platform_hint=self.session.platform_hint,
             persona=self.config.agent.persona,
             handoff_summary=self.handoff_summary,
             extra_blocks=blocks,

@@ -34,6 +34,8 @@ class SessionContext:
     platform: str
     chat_id: str | None = None
     thread_id: str | None = None
+    platform_hint: str | None = None
+    """A line for the system prompt about the platform (its formatting, its habits)."""
 
 
 @dataclass

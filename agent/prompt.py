@@ -35,13 +35,6 @@ SESSION_SEARCH_GUIDANCE = (
     "that are not in memory, call session_search before answering rather than guessing."
 )
 
-PLATFORM_HINTS = {
-    "console": "You are talking in a terminal. Plain text or light Markdown works best.",
-    "telegram": "You are talking on Telegram. Keep messages short; simple Markdown works.",
-    "discord": "You are talking on Discord. Discord Markdown works; keep answers compact.",
-    "slack": "You are talking on Slack. Use Slack mrkdwn sparingly; keep answers compact.",
-}
-
 HANDOFF_HEADER = (
     "SUMMARY OF YOUR PREVIOUS CONVERSATION WITH THIS USER (the session was renewed; "
     "use it to keep the thread, do not repeat it back)"
@@ -51,16 +44,15 @@ HANDOFF_HEADER = (
 def build_system_prompt(
     store: MemoryStore,
     *,
-    platform: str,
+    platform_hint: str | None = None,
     persona: str | None = None,
     handoff_summary: str | None = None,
     extra_blocks: Sequence[str] = (),
 ) -> str:
     """Assemble the prompt from the store's frozen snapshot (never its live entries)."""
     parts = [(persona or DEFAULT_PERSONA).strip(), MEMORY_GUIDANCE, SESSION_SEARCH_GUIDANCE]
-    hint = PLATFORM_HINTS.get(platform)
-    if hint:
-        parts.append(hint)
+    if platform_hint:
+        parts.append(platform_hint.strip())
     for block in (store.format_for_system_prompt("memory"), store.format_for_system_prompt("user")):
         if block:
             parts.append(block)

@@ -76,6 +76,8 @@ class GatewayRunner:
     def add_adapter(self, adapter: BaseAdapter) -> None:
         adapter.set_handler(self.handle)
         self.adapters[adapter.name] = adapter
+        if adapter.prompt_hint:
+            self.sessions.platform_hints[adapter.name] = adapter.prompt_hint
 
     async def start(self) -> None:
         await self.sessions.recover(set(self.adapters))

@@ -45,6 +45,8 @@ class BaseAdapter(ABC):
 
     name: str = "base"
     capabilities: AdapterCapabilities = AdapterCapabilities()
+    prompt_hint: str = ""
+    """One line for the agent's system prompt about this platform (formatting, habits)."""
 
     def __init__(self) -> None:
         self._on_message: MessageHandler | None = None

@@ -30,6 +30,7 @@ IDLE_POLL_SECONDS = 0.02
 
 class ConsoleAdapter(BaseAdapter):
     name = PLATFORM
+    prompt_hint = "You are talking in a terminal. Plain text or light Markdown works best."
     capabilities = AdapterCapabilities(
         max_text_length=100_000, edits=True, typing=False, min_edit_interval=0.0
     )

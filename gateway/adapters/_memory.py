@@ -34,9 +34,11 @@ class MemoryAdapter(BaseAdapter):
         name: str = "memory",
         *,
         capabilities: AdapterCapabilities | None = None,
+        prompt_hint: str = "",
     ) -> None:
         super().__init__()
         self.name = name
+        self.prompt_hint = prompt_hint
         self.capabilities = capabilities or AdapterCapabilities(
             max_text_length=4000, edits=True, typing=True, min_edit_interval=0.0
         )

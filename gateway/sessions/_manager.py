@@ -65,6 +65,8 @@ class SessionManager:
         self.db = db
         self.scheduler = scheduler
         self.clock = clock
+        self.platform_hints: dict[str, str] = {}
+        """Each platform's line for the system prompt, from its adapter (set by the runner)."""
         self._run_turn: TurnRunner | None = None
         self._notice: Notice = _no_notice
         self._on_end = on_end
@@ -218,6 +220,7 @@ class SessionManager:
         if live.agent is None:
             platform, chat_id, thread_id = live.chat or (live.key.platform, live.key.chat_id, None)
             context = SessionContext(
+                platform_hint=self.platform_hints.get(platform),
                 session_id=live.session_id,
                 user_key=live.user_key,
                 platform=platform,

@@ -90,6 +90,7 @@ async def make_agent(
             user_key=user_key,
             platform=user_key.partition(":")[0],
             chat_id="chat-" + user_key,
+            platform_hint=f"You are talking on {user_key.partition(':')[0].title()}.",
         )
         built = Agent(session, llm=client, store=store, db=db, config=config)
         if start:

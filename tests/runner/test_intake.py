@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
+from agent.llm import LLMClient
 from gateway._texts import EMPTY, TOO_LONG
+from gateway.adapters import MemoryAdapter
+from gateway.app import open_stack
 from tests.fakes import FakeOpenAI, Reply
-from tests.runner.conftest import GatewayFactory
+from tests.runner.conftest import GatewayFactory, gateway_settings
 
 
 def profile_writer(body: dict) -> Reply | str:
@@ -182,3 +186,20 @@ async def test_a_turn_failing_mid_way_gets_an_apology(
     reply = await gw.ask("second", user="2")
     assert reply.text == "Sorry — something went wrong on my side. Please try again."
     assert "turn of session" in caplog.text
+
+
+async def test_the_platforms_prompt_hint_reaches_the_system_prompt(
+    chorus_home: Path, server: FakeOpenAI
+) -> None:
+    chorus_home.mkdir(mode=0o700)
+    settings = gateway_settings(chorus_home, server)
+    adapter = MemoryAdapter(prompt_hint="You are talking on Pigeon Post. Be brief.")
+    stack = await open_stack(settings, llm=LLMClient(settings.llm), adapters=[adapter])
+    try:
+        await stack.runner.start()
+        await adapter.push("hello", user_id="2")
+        await adapter.pop(20)
+        assert "Pigeon Post" in server.last_request["messages"][0]["content"]
+    finally:
+        await stack.runner.shutdown(5)
+        await stack.close()

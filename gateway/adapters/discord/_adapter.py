@@ -58,6 +58,7 @@ _NETWORK_ERRORS = (aiohttp.ClientConnectionError, asyncio.TimeoutError, Connecti
 
 class DiscordAdapter(BaseAdapter):
     name = "discord"
+    prompt_hint = "You are talking on Discord. Discord Markdown works; keep answers compact."
     capabilities = AdapterCapabilities(
         max_text_length=2000,
         edits=True,

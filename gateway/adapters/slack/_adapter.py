@@ -66,6 +66,7 @@ REMEMBERED = 10_000
 
 class SlackAdapter(BaseAdapter):
     name = "slack"
+    prompt_hint = "You are talking on Slack. Use Slack mrkdwn sparingly; keep answers compact."
     capabilities = AdapterCapabilities(
         max_text_length=3500,
         edits=True,

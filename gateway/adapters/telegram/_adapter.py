@@ -64,6 +64,7 @@ _COMMAND_NAME = re.compile(r"[a-z0-9_]{1,32}")
 
 class TelegramAdapter(BaseAdapter):
     name = "telegram"
+    prompt_hint = "You are talking on Telegram. Keep messages short; simple Markdown works."
     capabilities = AdapterCapabilities(
         max_text_length=4096,
         edits=True,
