@@ -5,14 +5,16 @@ A platform is its package under ``gateway/adapters/<name>/`` plus one entry in
 (the ``<name>:`` section of config.yaml), the conventional environment
 variables that fill it, when it is enabled, how to build its adapter and how
 ``chorus doctor`` checks it. The SDK is imported by ``build`` and ``describe``
-only, so reading the settings never loads it.
+only (``adapter`` and ``describe_bot`` are import paths), so reading the
+settings never loads it.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from pydantic import BaseModel
 
@@ -34,6 +36,23 @@ def _always(section: object, msg: InboundMessage) -> bool:
     return True
 
 
+def load(path: str) -> Any:
+    """``package.module:name`` imported on demand."""
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def lazy_exports(package: str, exports: Mapping[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` that imports ``exports[name]`` (``module:name``) when asked."""
+
+    def __getattr__(name: str) -> Any:
+        if name in exports:
+            return load(exports[name])
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    return __getattr__
+
+
 @dataclass(frozen=True)
 class PlatformSpec(Generic[S]):
     name: str
@@ -41,9 +60,10 @@ class PlatformSpec(Generic[S]):
     settings: type[S]
     enabled: Callable[[S], bool]
     """Whether the gateway runs this platform (its token is set, typically)."""
-    build: Callable[[S, PlatformContext], BaseAdapter]
-    describe: Callable[[S], Coroutine[Any, Any, tuple[bool, str]]]
-    """For ``chorus doctor``: ask the platform who the bot is; (ok, what to tell)."""
+    adapter: str
+    """``module:Class`` of the adapter, built as ``Class(section, vision=…)``."""
+    describe_bot: str
+    """``module:function``, ``async (section) -> (ok, what to tell)``, for ``chorus doctor``."""
     enable_hint: str
     """What an operator sets to enable it, for the "no platform is enabled" error."""
     env: Mapping[str, str] = field(default_factory=dict)
@@ -58,6 +78,17 @@ class PlatformSpec(Generic[S]):
 
     def is_configured(self, section: S) -> bool:
         return (self.configured or self.enabled)(section)
+
+    def build(self, section: S, context: PlatformContext) -> BaseAdapter:
+        """The adapter, its SDK imported now."""
+        return cast(BaseAdapter, load(self.adapter)(section, vision=context.vision))
+
+    def describe(self, section: S) -> Coroutine[Any, Any, tuple[bool, str]]:
+        """Ask the platform who the bot is (``chorus doctor``); never shows the token."""
+        describe = cast(
+            Callable[[S], Coroutine[Any, Any, tuple[bool, str]]], load(self.describe_bot)
+        )
+        return describe(section)
 
     def section_of(self, settings: object) -> S:
         """This platform's section of the composed ``Settings``."""

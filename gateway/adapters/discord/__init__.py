@@ -6,10 +6,9 @@ asked for): importing this package for its settings or its spec does not load it
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from gateway.adapters._base import BaseAdapter
-from gateway.adapters._spec import PlatformContext, PlatformSpec
+from gateway.adapters._spec import PlatformSpec, lazy_exports
 from gateway.adapters._support import has_secret
 from gateway.adapters.discord._settings import DiscordSettings
 
@@ -18,34 +17,15 @@ if TYPE_CHECKING:
 
 __all__ = ["SPEC", "DiscordAdapter", "DiscordSettings"]
 
-
-def _build(settings: DiscordSettings, context: PlatformContext) -> BaseAdapter:
-    from gateway.adapters.discord._adapter import DiscordAdapter
-
-    return DiscordAdapter(settings)
-
-
-async def _describe(settings: DiscordSettings) -> tuple[bool, str]:
-    from gateway.adapters.discord._client import describe_bot
-
-    return await describe_bot(settings)
-
-
 SPEC = PlatformSpec(
     name="discord",
     settings=DiscordSettings,
     enabled=lambda s: has_secret(s.token),
-    build=_build,
-    describe=_describe,
+    adapter="gateway.adapters.discord._adapter:DiscordAdapter",
+    describe_bot="gateway.adapters.discord._client:describe_bot",
     enable_hint="DISCORD_BOT_TOKEN",
     env={"DISCORD_BOT_TOKEN": "token"},
     sdk=("discord",),
 )
 
-
-def __getattr__(name: str) -> Any:
-    if name == "DiscordAdapter":
-        from gateway.adapters.discord._adapter import DiscordAdapter
-
-        return DiscordAdapter
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, {"DiscordAdapter": SPEC.adapter})

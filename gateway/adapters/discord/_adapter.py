@@ -70,6 +70,7 @@ class DiscordAdapter(BaseAdapter):
         self,
         settings: DiscordSettings,
         *,
+        vision: bool = False,
         start_wait: float = START_WAIT,
         heartbeat_timeout: float = HEARTBEAT_TIMEOUT,
         retry_delay: float = RETRY_DELAY,
@@ -82,6 +83,7 @@ class DiscordAdapter(BaseAdapter):
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
         self._settings = settings
+        self._vision = vision
         self._start_wait = start_wait
         self._heartbeat_timeout = heartbeat_timeout
         self._retry_delay = retry_delay

@@ -78,6 +78,7 @@ class SlackAdapter(BaseAdapter):
         self,
         settings: SlackSettings,
         *,
+        vision: bool = False,
         bot_user_id: str | None = None,
         start_backoff: float = START_BACKOFF,
         start_wait: float = START_WAIT,
@@ -92,6 +93,7 @@ class SlackAdapter(BaseAdapter):
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
         self._settings = settings
+        self._vision = vision
         self._client = build_client(settings)
         self._start_backoff = start_backoff
         self._start_wait = start_wait

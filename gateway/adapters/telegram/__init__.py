@@ -6,10 +6,9 @@ asked for): importing this package for its settings or its spec does not load it
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from gateway.adapters._base import BaseAdapter
-from gateway.adapters._spec import PlatformContext, PlatformSpec
+from gateway.adapters._spec import PlatformSpec, lazy_exports
 from gateway.adapters._support import has_secret
 from gateway.adapters.telegram._settings import TelegramSettings
 from gateway.events import InboundMessage
@@ -18,18 +17,6 @@ if TYPE_CHECKING:
     from gateway.adapters.telegram._adapter import TelegramAdapter
 
 __all__ = ["SPEC", "TelegramAdapter", "TelegramSettings"]
-
-
-def _build(settings: TelegramSettings, context: PlatformContext) -> BaseAdapter:
-    from gateway.adapters.telegram._adapter import TelegramAdapter
-
-    return TelegramAdapter(settings, vision=context.vision)
-
-
-async def _describe(settings: TelegramSettings) -> tuple[bool, str]:
-    from gateway.adapters.telegram._bot import describe_bot
-
-    return await describe_bot(settings)
 
 
 def _streams(settings: TelegramSettings, msg: InboundMessage) -> bool:
@@ -41,18 +28,12 @@ SPEC = PlatformSpec(
     name="telegram",
     settings=TelegramSettings,
     enabled=lambda s: has_secret(s.token),
-    build=_build,
-    describe=_describe,
+    adapter="gateway.adapters.telegram._adapter:TelegramAdapter",
+    describe_bot="gateway.adapters.telegram._bot:describe_bot",
     enable_hint="TELEGRAM_BOT_TOKEN",
     env={"TELEGRAM_BOT_TOKEN": "token"},
     sdk=("telegram",),
     streams=_streams,
 )
 
-
-def __getattr__(name: str) -> Any:
-    if name == "TelegramAdapter":
-        from gateway.adapters.telegram._adapter import TelegramAdapter
-
-        return TelegramAdapter
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, {"TelegramAdapter": SPEC.adapter})
