@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 AttachmentKind = Literal["image", "voice", "audio", "video", "document", "sticker", "other"]
@@ -38,6 +38,26 @@ class InboundMessage:
     @property
     def user_key(self) -> str:
         return f"{self.platform}:{self.user_id}"
+
+
+def clean_text(text: str) -> str:
+    """``text`` safe to store and send: lone surrogates become U+FFFD, NUL is dropped.
+
+    A lone surrogate (``\\ud800``) cannot be encoded as UTF-8, so it would break
+    every later write of the session (transcript, LLM request) until ``/new``.
+    """
+    if text.isascii():
+        return text.replace("\x00", "")
+    fixed = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return fixed.replace("\x00", "")
+
+
+def cleaned(message: InboundMessage) -> InboundMessage:
+    """``message`` with every text field through ``clean_text``."""
+    text, name = clean_text(message.text), clean_text(message.user_name)
+    if text == message.text and name == message.user_name:
+        return message
+    return replace(message, text=text, user_name=name)
 
 
 @dataclass(frozen=True, slots=True)

@@ -67,6 +67,11 @@ class GatewayRunner:
         self.metrics.set_sources(
             live_sessions=lambda: len(self.sessions.sessions),
             adapters=lambda: {name: a.is_connected() for name, a in self.adapters.items()},
+            adapter_events=lambda: {
+                (name, event): count
+                for name, adapter in self.adapters.items()
+                for event, count in adapter.counters.items()
+            },
         )
 
     @property

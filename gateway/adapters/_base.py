@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from aiohttp import web
 
 from gateway.adapters._text_split import Length
-from gateway.events import InboundMessage, OutboundMessage, SentMessage
+from gateway.events import InboundMessage, OutboundMessage, SentMessage, cleaned
 
 MessageHandler = Callable[[InboundMessage], Awaitable[None]]
 """The runner's intake: fast, never raises, only enqueues."""
@@ -50,6 +51,8 @@ class BaseAdapter(ABC):
 
     def __init__(self) -> None:
         self._on_message: MessageHandler | None = None
+        self.counters: Counter[str] = Counter()
+        """Events of note (``skipped_updates``, …), exported as ``chorus_adapter_events_total``."""
 
     def set_handler(self, on_message: MessageHandler) -> None:
         self._on_message = on_message
@@ -58,7 +61,7 @@ class BaseAdapter(ABC):
         """Hand an inbound message to the runner (adapters call this)."""
         if self._on_message is None:
             raise RuntimeError(f"{self.name} adapter has no message handler")
-        await self._on_message(message)
+        await self._on_message(cleaned(message))
 
     @abstractmethod
     async def start(self) -> None:

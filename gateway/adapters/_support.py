@@ -3,6 +3,7 @@
 - ``ChatLanes``: work in order within a chat, concurrently across chats.
 - ``Backoff`` and ``retrying``: waits that grow, on the clock the adapter was given.
 - ``SeenSet``: a bounded memory of ids (retried events, replayed messages).
+- ``Sometimes``: at most one log line per interval, however often something happens.
 - ``secret_value`` / ``has_secret``: a token from the settings, or a clear error.
 """
 
@@ -154,6 +155,31 @@ async def retrying(
                 on_retry(exc, backoff.delay)
             await backoff.wait()
     raise AssertionError("attempts must be at least 1")
+
+
+class Sometimes:
+    """``due()`` is True at most once per ``interval`` seconds: for log lines a flood could repeat.
+
+    ``missed`` counts the calls that were not due since the last due one.
+    """
+
+    def __init__(self, interval: float, clock: Clock | None = None) -> None:
+        self._interval = interval
+        self._clock = clock or SystemClock()
+        self._last: float | None = None
+        self.missed = 0
+
+    def due(self) -> bool:
+        now = self._clock.time()
+        if self._last is not None and now - self._last < self._interval:
+            self.missed += 1
+            return False
+        self._last = now
+        return True
+
+    def take_missed(self) -> int:
+        missed, self.missed = self.missed, 0
+        return missed
 
 
 class SeenSet:

@@ -24,7 +24,7 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
-from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 logger = logging.getLogger(__name__)
@@ -40,6 +40,8 @@ QueueStatusSource = Callable[[], tuple[int, int, int]]
 """Returns (queue depth, failed jobs, outbox jobs)."""
 AdaptersSource = Callable[[], dict[str, bool]]
 """Returns platform name -> whether its adapter is connected right now."""
+AdapterEventsSource = Callable[[], dict[tuple[str, str], int]]
+"""Returns (platform, event) -> how often it happened since start (skipped updates, …)."""
 
 _T = TypeVar("_T")
 
@@ -51,6 +53,7 @@ class _LiveStateCollector(Collector):
         self.live_sessions: LiveSessionsSource | None = None
         self.queue_status: QueueStatusSource | None = None
         self.adapters: AdaptersSource | None = None
+        self.adapter_events: AdapterEventsSource | None = None
         self._failing: set[str] = set()
 
     def collect(self) -> Iterable[Metric]:
@@ -76,6 +79,16 @@ class _LiveStateCollector(Collector):
             for platform, up in sorted(adapters.items()):
                 family.add_metric([platform], 1.0 if up else 0.0)
             yield family
+        events = self._read("adapter_events", self.adapter_events)
+        if events is not None:
+            counters = CounterMetricFamily(
+                "chorus_adapter_events",
+                "Events of note in the platform adapters (skipped updates, …).",
+                labels=["platform", "event"],
+            )
+            for (platform, event), count in sorted(events.items()):
+                counters.add_metric([platform, event], float(count))
+            yield counters
 
     def _read(self, name: str, source: Callable[[], _T] | None) -> _T | None:
         if source is None:
@@ -171,6 +184,7 @@ class Metrics:
         live_sessions: LiveSessionsSource | None = None,
         queue_status: QueueStatusSource | None = None,
         adapters: AdaptersSource | None = None,
+        adapter_events: AdapterEventsSource | None = None,
     ) -> None:
         """Set the callbacks read at scrape time; a source passed as None is left as it was."""
         if live_sessions is not None:
@@ -179,6 +193,8 @@ class Metrics:
             self._live.queue_status = queue_status
         if adapters is not None:
             self._live.adapters = adapters
+        if adapter_events is not None:
+            self._live.adapter_events = adapter_events
 
     # -- events ------------------------------------------------------------------------
 

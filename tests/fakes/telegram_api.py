@@ -84,6 +84,12 @@ class FakeTelegram(LoopThread):
         self.webhook: dict[str, Any] | None = None
         self.webhook_deliveries: list[tuple[int, int]] = []
         self.down = False
+        self.delays: dict[str, float] = {}
+        """Seconds the fake takes to answer a method (``sendChatAction``: 2.0, say)."""
+        self.in_flight = 0
+        self.in_flight_max = 0
+        self.close_connections = False
+        """Close every connection after its answer, as a proxy or a busy server may."""
         self.now: Callable[[], float] = time.monotonic
         """Stamps each call (``Call.at``); a test may hand in the gateway's own clock."""
         self._pending: list[dict[str, Any]] = []
@@ -246,11 +252,23 @@ class FakeTelegram(LoopThread):
             if handler is None:
                 raise ApiError(404, "Not Found")
             self._scripted_failure(method, params)
-            result = await handler(params)
+            if method != "getUpdates":
+                self.in_flight += 1
+                self.in_flight_max = max(self.in_flight_max, self.in_flight)
+            try:
+                if self.delays.get(method):
+                    await asyncio.sleep(self.delays[method])
+                result = await handler(params)
+            finally:
+                if method != "getUpdates":
+                    self.in_flight -= 1
         except ApiError as exc:
             call.status = exc.code
             return web.json_response(exc.body(), status=exc.code)
-        return web.json_response({"ok": True, "result": result})
+        response = web.json_response({"ok": True, "result": result})
+        if self.close_connections:
+            response.force_close()
+        return response
 
     def _scripted_failure(self, method: str, params: dict[str, Any]) -> None:
         with self._lock:

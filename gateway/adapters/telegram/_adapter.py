@@ -14,6 +14,7 @@ plain text. The adapter never logs the token or message text above DEBUG.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hmac
 import logging
@@ -25,12 +26,12 @@ from typing import Any, TypeVar
 from aiohttp import web
 from telegram import BotCommand, BotCommandScopeChat, Update
 from telegram.error import BadRequest, Conflict, InvalidToken, NetworkError, TelegramError
-from telegram.ext import TypeHandler
 
 from gateway.adapters._base import AdapterCapabilities, BaseAdapter, CommandInfo, RouteHandler
-from gateway.adapters._support import Backoff, retrying
+from gateway.adapters._support import Backoff, Sometimes, retrying
 from gateway.adapters._text_split import utf16_length
 from gateway.adapters.telegram._bot import build_application, token_of
+from gateway.adapters.telegram._guard import readable
 from gateway.adapters.telegram._intake import Intake
 from gateway.adapters.telegram._pacing import ChatPacer
 from gateway.adapters.telegram._send import TelegramSender
@@ -58,6 +59,8 @@ POLL_TIMEOUT = 10.0
 START_ATTEMPTS = 4
 """Tries to reach Telegram at start-up (network errors only), with backoff."""
 DRAIN_TIMEOUT = 10.0
+SKIP_LOG_INTERVAL = 60.0
+"""Seconds between two log lines about skipped updates, however many there are."""
 BAD_TOKEN = "Telegram rejected the bot token (check TELEGRAM_BOT_TOKEN)"
 _COMMAND_NAME = re.compile(r"[a-z0-9_]{1,32}")
 
@@ -90,12 +93,16 @@ class TelegramAdapter(BaseAdapter):
         self._vision = vision
         self._poll_timeout = poll_timeout
         self._clock = clock or SystemClock()
-        self._app = build_application(settings, on_poll=self._note_poll)
-        self._app.add_handler(TypeHandler(Update, self._on_update))
+        self._app = build_application(
+            settings, on_poll=self._note_poll, on_skipped=self._note_skipped
+        )
+        self._consumer: asyncio.Task[None] | None = None
+        self._skip_log = Sometimes(SKIP_LOG_INTERVAL, self._clock)
         self._sender = TelegramSender(
             self._app.bot,
             ChatPacer(now=self._clock.time, sleep=self._clock.sleep),
             sleep=self._clock.sleep,
+            now=self._clock.time,
         )
         self._intake = Intake(self.deliver, window=settings.merge_window_seconds, clock=self._clock)
         self._me: BotIdentity | None = None
@@ -147,7 +154,7 @@ class TelegramAdapter(BaseAdapter):
                 drop_pending_updates=settings.drop_pending_updates,
                 error_callback=self._on_poll_error,
             )
-        await app.start()
+        self._consumer = asyncio.create_task(self._consume(), name="telegram-updates")
 
     async def stop(self) -> None:
         if not self._started:
@@ -157,8 +164,7 @@ class TelegramAdapter(BaseAdapter):
         steps: list[tuple[str, Callable[[], Awaitable[Any]]]] = []
         if app.updater is not None and app.updater.running:
             steps.append(("stopping polling", app.updater.stop))
-        if app.running:
-            steps.append(("finishing queued updates", app.stop))
+        steps.append(("finishing queued updates", self._finish_queue))
         steps.append(("delivering held messages", lambda: self._intake.drain(DRAIN_TIMEOUT)))
         steps.append(("closing the connection", app.shutdown))
         for what, step in steps:
@@ -170,7 +176,9 @@ class TelegramAdapter(BaseAdapter):
         logger.info("telegram stopped")
 
     def is_connected(self) -> bool:
-        return self._started and self._online
+        """Polling (or the webhook) works, updates are being processed, sends are not stuck."""
+        consuming = self._consumer is not None and not self._consumer.done()
+        return self._started and self._online and consuming and self._sender.healthy()
 
     async def _retrying(self, what: str, action: Callable[[], Awaitable[T]]) -> T:
         def note(exc: BaseException, delay: float) -> None:
@@ -196,15 +204,46 @@ class TelegramAdapter(BaseAdapter):
 
     # -------------------------------------------------------------------- inbound
 
-    async def _on_update(self, update: Update, context: Any) -> None:
-        try:
-            await self._take(update)
-        except Exception:
-            logger.exception("a telegram update could not be read")
+    async def _consume(self) -> None:
+        """Take every update the poller (or the webhook) queued; nothing it meets stops it."""
+        queue = self._app.update_queue
+        while True:
+            update = await queue.get()
+            try:
+                await self._take(update)
+            except Exception as exc:
+                self.counters["unhandled_updates"] += 1
+                logger.warning(
+                    "a telegram update could not be handled (%s)", type(exc).__name__, exc_info=True
+                )
+            finally:
+                queue.task_done()
 
-    async def _take(self, update: Update) -> None:
+    async def _finish_queue(self) -> None:
+        """Let the consumer take what is queued (bounded), then stop it."""
+        consumer, self._consumer = self._consumer, None
+        if consumer is None:
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._app.update_queue.join(), DRAIN_TIMEOUT)
+        consumer.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await consumer
+
+    def _note_skipped(self, count: int) -> None:
+        self.counters["skipped_updates"] += count
+        if self._skip_log.due():
+            missed = self._skip_log.take_missed()
+            logger.warning(
+                "telegram: skipped %d update(s) that could not be read (and %d batch(es) "
+                "like it since the last line); they are confirmed and dropped",
+                count,
+                missed,
+            )
+
+    async def _take(self, update: object) -> None:
         me = self._me
-        if me is None:
+        if me is None or not isinstance(update, Update):
             return
         message = inbound_from(update, me)
         if message is None:
@@ -221,10 +260,10 @@ class TelegramAdapter(BaseAdapter):
     async def _fetch(self, file_id: str) -> bytes | None:
         """A photo's bytes (sizes checked before downloading), or None."""
         try:
-            file = await self._app.bot.get_file(file_id)
+            file = await self._sender.request(self._app.bot.get_file(file_id))
             if file.file_size is None or file.file_size > MAX_IMAGE_BYTES:
                 return None
-            return bytes(await file.download_as_bytearray())
+            return bytes(await self._sender.request(file.download_as_bytearray()))
         except TelegramError as exc:
             logger.warning("fetching a telegram photo failed (%s)", type(exc).__name__)
             return None
@@ -261,11 +300,14 @@ class TelegramAdapter(BaseAdapter):
         if not self._started:
             return web.json_response({"error": "not ready"}, status=503)
         try:
-            update = Update.de_json(await request.json(), self._app.bot)
+            data = await request.json()
         except Exception as exc:
-            logger.warning("refused a telegram webhook update (%s)", type(exc).__name__)
+            logger.warning("refused a telegram webhook request (%s)", type(exc).__name__)
             return web.json_response({"error": "bad update"}, status=400)
-        await self._app.update_queue.put(update)
+        if not readable(data):
+            self._note_skipped(1)
+            return web.json_response({"ok": True})  # confirmed: Telegram must not resend it
+        await self._app.update_queue.put(Update.de_json(data, self._app.bot))
         return web.json_response({"ok": True})
 
     # ------------------------------------------------------------------- outbound

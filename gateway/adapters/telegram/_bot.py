@@ -18,6 +18,7 @@ from telegram.ext import Application, ApplicationBuilder
 from telegram.request import HTTPXRequest
 
 from gateway.adapters._support import secret_value
+from gateway.adapters.telegram._guard import screen_batch
 from gateway.adapters.telegram._settings import TelegramSettings
 
 logger = logging.getLogger(__name__)
@@ -39,9 +40,15 @@ Application_ = Application[Any, Any, Any, Any, Any, Any]
 
 
 class PollRequest(HTTPXRequest):
-    """The long-poll connection; reports each ``getUpdates`` outcome to ``on_result``."""
+    """The long-poll connection; reports each ``getUpdates`` outcome to ``on_result``.
 
-    def __init__(self, on_result: Callable[[bool], None]) -> None:
+    Each answer is screened (``screen_batch``) before the library parses it, and
+    ``on_skipped`` hears how many updates were unreadable.
+    """
+
+    def __init__(
+        self, on_result: Callable[[bool], None], on_skipped: Callable[[int], None]
+    ) -> None:
         super().__init__(
             connection_pool_size=2,
             read_timeout=READ_TIMEOUT,
@@ -50,6 +57,7 @@ class PollRequest(HTTPXRequest):
             pool_timeout=POOL_TIMEOUT,
         )
         self._on_result = on_result
+        self._on_skipped = on_skipped
 
     async def do_request(self, *args: Any, **kwargs: Any) -> tuple[int, bytes]:
         try:
@@ -58,6 +66,10 @@ class PollRequest(HTTPXRequest):
             self._on_result(False)
             raise
         self._on_result(status == 200)
+        if status == 200:
+            payload, skipped = screen_batch(payload)
+            if skipped:
+                self._on_skipped(skipped)
         return status, payload
 
 
@@ -66,7 +78,10 @@ def token_of(settings: TelegramSettings) -> str:
 
 
 def build_application(
-    settings: TelegramSettings, *, on_poll: Callable[[bool], None]
+    settings: TelegramSettings,
+    *,
+    on_poll: Callable[[bool], None],
+    on_skipped: Callable[[int], None],
 ) -> Application_:
     """An Application for this token, polling (``on_poll`` hears each poll) or webhook-fed."""
     builder: ApplicationBuilder[Any, Any, Any, Any, Any, Any] = (
@@ -89,7 +104,7 @@ def build_application(
     if settings.webhook_url:
         builder = builder.updater(None)
     else:
-        builder = builder.get_updates_request(PollRequest(on_poll))
+        builder = builder.get_updates_request(PollRequest(on_poll, on_skipped))
     return builder.build()
 
 

@@ -12,15 +12,24 @@ make the retry a second copy, and long timeouts keep that window small.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
+import time
 import warnings
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from telegram import Bot, Message, ReplyParameters
 from telegram.constants import ChatAction
-from telegram.error import BadRequest, ChatMigrated, NetworkError, RetryAfter, TelegramError
+from telegram.error import (
+    BadRequest,
+    ChatMigrated,
+    NetworkError,
+    RetryAfter,
+    TelegramError,
+    TimedOut,
+)
 from telegram.warnings import PTBDeprecationWarning
 
 from gateway.adapters._support import Backoff
@@ -37,6 +46,10 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+STUCK_AFTER = 90.0
+"""Seconds a Bot API request may be in flight before the send path counts as stuck."""
+POOL_FAILURES = 3
+"""Consecutive "all connections are occupied" failures that make the send path unhealthy."""
 MAX_FLOOD_WAIT = 600.0
 """Seconds of ``RetryAfter`` one message waits out in total before it gives up."""
 MAX_NETWORK_RETRIES = 5
@@ -64,10 +77,47 @@ class TelegramSender:
         pacer: ChatPacer,
         *,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        now: Callable[[], float] = time.monotonic,
     ) -> None:
         self._bot = bot
         self._pacer = pacer
         self._sleep = sleep
+        self._now = now
+        self._in_flight: dict[int, float] = {}
+        self._requests = itertools.count()
+        self._pool_failures = 0
+
+    def healthy(self) -> bool:
+        """No request stuck in flight and the connection pool not exhausted."""
+        now = self._now()
+        stuck = any(now - started > STUCK_AFTER for started in self._in_flight.values())
+        return not stuck and self._pool_failures < POOL_FAILURES
+
+    async def request(self, request: Awaitable[T]) -> T:
+        """One Bot API request, run to its end even if the caller is cancelled.
+
+        httpcore loses a connection-pool slot for every request cancelled while it
+        waits for or holds a connection (encode/httpcore#1093); enough of them and
+        the pool is full for good ("Pool timeout: all connections in the connection
+        pool are occupied"). Finishing each request in the background avoids that.
+        """
+        number = next(self._requests)
+        self._in_flight[number] = self._now()
+        task = asyncio.ensure_future(request)
+        _keep(task)
+        try:
+            result = await asyncio.shield(task)
+        except TimedOut as exc:
+            if "pool" in str(exc).lower():
+                self._pool_failures += 1
+            raise
+        finally:
+            if task.done():
+                self._in_flight.pop(number, None)
+            else:
+                task.add_done_callback(lambda _: self._in_flight.pop(number, None))
+        self._pool_failures = 0
+        return result
 
     async def send(
         self, chat_id: str, markdown: str, *, thread_id: str | None, reply_to: str | None
@@ -79,12 +129,14 @@ class TelegramSender:
         )
 
         async def call(chat: str, text: Rendered) -> Message:
-            return await self._bot.send_message(
-                chat,
-                text.text,
-                entities=text.entities or None,
-                message_thread_id=thread,
-                reply_parameters=reply,
+            return await self.request(
+                self._bot.send_message(
+                    chat,
+                    text.text,
+                    entities=text.entities or None,
+                    message_thread_id=thread,
+                    reply_parameters=reply,
+                )
             )
 
         return await self._deliver(chat_id, markdown, call)
@@ -94,11 +146,13 @@ class TelegramSender:
 
         async def call(chat: str, text: Rendered) -> None:
             try:
-                await self._bot.edit_message_text(
-                    text.text,
-                    chat_id=chat,
-                    message_id=int(message_id),
-                    entities=text.entities or None,
+                await self.request(
+                    self._bot.edit_message_text(
+                        text.text,
+                        chat_id=chat,
+                        message_id=int(message_id),
+                        entities=text.entities or None,
+                    )
                 )
             except BadRequest as exc:
                 if not is_not_modified(exc):
@@ -111,8 +165,12 @@ class TelegramSender:
         if self._pacer.blocked_for(chat_id) > 0:
             return
         try:
-            await self._bot.send_chat_action(
-                chat_id, ChatAction.TYPING, message_thread_id=int(thread_id) if thread_id else None
+            await self.request(
+                self._bot.send_chat_action(
+                    chat_id,
+                    ChatAction.TYPING,
+                    message_thread_id=int(thread_id) if thread_id else None,
+                )
             )
         except RetryAfter as exc:
             self._pacer.block(chat_id, retry_seconds(exc))
@@ -159,3 +217,18 @@ class TelegramSender:
                         backoff.delay,
                     )
                     await backoff.wait()
+
+
+_background: set[asyncio.Future[Any]] = set()
+
+
+def _keep(task: asyncio.Future[Any]) -> None:
+    """Hold a request that may outlive its caller, and read its outcome when it ends."""
+    _background.add(task)
+
+    def done(finished: asyncio.Future[Any]) -> None:
+        _background.discard(finished)
+        if not finished.cancelled():
+            finished.exception()
+
+    task.add_done_callback(done)
