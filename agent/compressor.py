@@ -29,6 +29,7 @@ from typing import Any
 from agent.errors import LLMError
 from agent.llm import LLMClient
 from agent.settings import CompressionSettings
+from memory.log_content import loggable
 
 logger = logging.getLogger(__name__)
 
@@ -306,5 +307,5 @@ class ContextCompressor:
         if not summary:
             logger.warning("Context summary came back empty, keeping history")
             return None
-        logger.debug("Context summary (%d chars): %s", len(summary), summary)
+        logger.debug("Context summary (%d chars): %s", len(summary), loggable(summary))
         return summary

@@ -1,8 +1,9 @@
-"""Keeps secrets out of logs, whatever library writes the line.
+"""Keeps secrets and people's text out of logs, whatever library writes the line.
 
 ``load_settings`` registers every secret it reads; the filter that ``chorus``
 installs on the root handlers replaces them with ``***`` in each record
-before it is written (message, arguments and exception text).
+before it is written (message, arguments and exception text). Library lines
+known to print message bodies get ``WithholdText`` on their logger.
 """
 
 from __future__ import annotations
@@ -48,6 +49,26 @@ class SecretFilter(logging.Filter):
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
             record.exc_text = redact(record.exc_text)
+        return True
+
+
+class WithholdText(logging.Filter):
+    """For a library logger: a record whose message starts with one of ``prefixes`` keeps
+    only that prefix, so the request body or update it would print never reaches a log."""
+
+    def __init__(self, *prefixes: str) -> None:
+        super().__init__()
+        self._prefixes = prefixes
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:
+            return True
+        for prefix in self._prefixes:
+            if message.startswith(prefix):
+                record.msg, record.args = f"{prefix} (content withheld)", ()
+                record.exc_info, record.exc_text = None, None
         return True
 
 

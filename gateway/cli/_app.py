@@ -20,6 +20,7 @@ from gateway.cli._queue import queue_app
 from gateway.cli._run import console_command, doctor_command, gateway_command, worker_command
 from gateway.cli._sessions import sessions_app
 from gateway.cli._users import users_app
+from memory import log_content
 
 app = typer.Typer(
     name="chorus",
@@ -65,11 +66,14 @@ def _root(
 
 def main() -> None:
     """Console-script entry point: logging to stderr, then the typer app."""
-    level = os.environ.get("CHORUS_LOG_LEVEL", "WARNING").upper()
+    level = getattr(logging, os.environ.get("CHORUS_LOG_LEVEL", "WARNING").upper(), None)
+    level = level if isinstance(level, int) else logging.WARNING
     logging.basicConfig(
-        level=getattr(logging, level, logging.WARNING),
+        level=level,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
     logs.install()
+    # people's text is logged at DEBUG only, and only when asked for
+    log_content.enable(level <= logging.DEBUG and os.environ.get("CHORUS_LOG_CONTENT") == "1")
     app()

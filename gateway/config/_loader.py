@@ -41,7 +41,9 @@ WELL_KNOWN_ENV: dict[str, tuple[str, str]] = {
 }
 """Conventional variable names mapped to their setting (each platform names its own)."""
 
-NON_SETTING_ENV = frozenset({"CHORUS_HOME", "CHORUS_LOG_LEVEL"})
+NON_SETTING_ENV = frozenset(
+    {"CHORUS_HOME", "CHORUS_LOG_LEVEL", "CHORUS_LOG_CONTENT", "CHORUS_LOG_FORMAT"}
+)
 """``CHORUS_*`` variables that are read elsewhere, not settings keys."""
 
 

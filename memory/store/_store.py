@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TypedDict
 
 from memory.errors import MemoryStoreError
+from memory.log_content import loggable
 from memory.settings import DEFAULT_MEMORY_CHAR_LIMIT, DEFAULT_USER_CHAR_LIMIT
 from memory.store._threats import scan_memory_content
 
@@ -329,5 +330,7 @@ class MemoryStore:
             logger.info("memory %s on %s, usage %s", action, target, self._usage(target, new))
             removed = [entry for entry in current if entry not in new]
             added = [entry for entry in new if entry not in current]
-            logger.debug("memory %s on %s: -%r +%r", action, target, removed, added)
+            logger.debug(
+                "memory %s on %s: -%s +%s", action, target, loggable(removed), loggable(added)
+            )
         return self._result(target, True, message)

@@ -240,10 +240,11 @@ async def post_event(
     *,
     secret: str = SIGNING_SECRET,
     retry_num: int | None = None,
+    timestamp: str | None = None,
 ) -> tuple[int, str]:
     """POST ``payload`` to ``url`` signed with ``secret``; returns (status, body)."""
     body = json.dumps(payload)
-    timestamp = str(int(time.time()))
+    timestamp = str(int(time.time())) if timestamp is None else timestamp
     headers = {
         "Content-Type": "application/json",
         "X-Slack-Request-Timestamp": timestamp,

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from memory import log_content
 from memory.store import ENTRY_DELIMITER, MemoryStore, parse_entries
 
 SEP = "═" * 46
@@ -430,4 +431,13 @@ def test_logs_hide_content_below_debug(
     caplog.clear()
     with caplog.at_level(logging.DEBUG, logger="memory.store"):
         store.replace("user", "secret-ish", "another detail")
-    assert "another detail" in caplog.text
+    assert "another detail" not in caplog.text  # not even at DEBUG, unless asked for
+    assert "chars>" in caplog.text
+    caplog.clear()
+    log_content.enable(True)
+    try:
+        with caplog.at_level(logging.DEBUG, logger="memory.store"):
+            store.replace("user", "another detail", "a third detail")
+    finally:
+        log_content.enable(False)
+    assert "a third detail" in caplog.text

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import logging
+
+import pytest
 
 from tests.fakes.slack_api import BOT_USER_ID, event_callback, post_event
 from tests.slack.conftest import ANN, BOB, CHANNEL, DM_ANN, GatewayFactory, user_texts
@@ -25,6 +28,30 @@ async def test_a_bad_signature_is_refused_and_nothing_is_answered(
     assert status == 401
     await gw.settle()
     assert gw.server.requests == [] and gw.slack.calls_of("chat.postMessage") == []
+
+
+@pytest.mark.parametrize("timestamp", ["soon", "", "١٢٣", "12.5", "-1e9"])
+async def test_a_malformed_timestamp_is_refused_like_a_bad_signature(
+    make_gateway: GatewayFactory, timestamp: str
+) -> None:
+    gw = await make_gateway()
+    event = gw.slack.person("hi", user=ANN, channel=DM_ANN)
+    status, _ = await post_event(gw.events_url, event_callback(event), timestamp=timestamp)
+    assert status == 401
+    await gw.settle()
+    assert gw.server.requests == []
+
+
+async def test_a_bad_signature_never_puts_the_body_in_the_log(
+    make_gateway: GatewayFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    gw = await make_gateway()
+    event = gw.slack.person("my bank pin is 4711", user=ANN, channel=DM_ANN)
+    status, _ = await post_event(gw.events_url, event_callback(event), secret="wrong")
+    assert status == 401
+    assert "4711" not in caplog.text
+    assert "Invalid request signature detected" in caplog.text
 
 
 async def test_dm_conversation(make_gateway: GatewayFactory) -> None:

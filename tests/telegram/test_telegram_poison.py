@@ -199,3 +199,15 @@ async def test_a_stuck_or_exhausted_send_path_is_not_healthy() -> None:
 
     assert await sender.request(fine()) == 1
     assert sender.healthy()
+
+
+def test_the_librarys_dump_of_a_bad_batch_is_withheld(caplog: pytest.LogCaptureFixture) -> None:
+    import gateway.adapters.telegram._bot  # noqa: F401  (installs the filters)
+
+    caplog.set_level(logging.INFO)
+    batch = [{"update_id": 1, "message": {"text": PRIVATE_TEXT}}]
+    logging.getLogger("telegram.Bot").critical(
+        "Error while parsing updates! Received data was %r", batch
+    )
+    assert "Error while parsing updates!" in caplog.text
+    assert PRIVATE_TEXT not in caplog.text

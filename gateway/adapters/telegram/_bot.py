@@ -20,6 +20,7 @@ from telegram.request import HTTPXRequest
 from gateway.adapters._support import secret_value
 from gateway.adapters.telegram._guard import screen_batch
 from gateway.adapters.telegram._settings import TelegramSettings
+from gateway.logs import WithholdText
 
 logger = logging.getLogger(__name__)
 
@@ -28,6 +29,11 @@ logger = logging.getLogger(__name__)
 logging.getLogger("httpx").setLevel(logging.WARNING)
 logging.getLogger("httpcore").setLevel(logging.WARNING)
 logging.getLogger("telegram").setLevel(logging.INFO)
+# A batch it cannot parse is printed whole (other people's messages); keep only the line.
+logging.getLogger("telegram.Bot").addFilter(WithholdText("Error while parsing updates!"))
+logging.getLogger("telegram.ext.Updater").addFilter(
+    WithholdText("Something went wrong processing the data received from Telegram")
+)
 
 CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 30.0
