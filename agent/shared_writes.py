@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from agent.tools.memory_tool import MemoryCall
-from memory.store import MemoryStore, StagedWrites, scan_memory_content
+from memory.store import MemoryStore, StagedWrites, StagingRefused, scan_memory_content
 
 logger = logging.getLogger(__name__)
 
@@ -70,14 +70,18 @@ class SharedWriteGate:
             call.action != "add" and not old_text
         ):
             return self._result(store, False, _MISSING[call.action])
-        staged_id = await asyncio.to_thread(
-            self.staging.stage,
-            user_key=self.user_key,
-            session_id=self.session_id,
-            action=call.action,
-            content=content,
-            old_text=old_text,
-        )
+        try:
+            staged_id = await asyncio.to_thread(
+                self.staging.stage,
+                user_key=self.user_key,
+                session_id=self.session_id,
+                action=call.action,
+                content=content,
+                old_text=old_text,
+                max_chars=store.memory_char_limit,
+            )
+        except StagingRefused as refused:
+            return self._result(store, False, str(refused))
         return self._result(store, True, STAGED.format(id=staged_id), staged=True)
 
     @staticmethod

@@ -9,6 +9,7 @@ processes — creates its own tables if missing, and goes through ``_locked()``.
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -23,6 +24,30 @@ logger = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 5000
 """How long a statement waits for another connection's lock before failing."""
+
+
+def private_database(path: Path) -> None:
+    """Make sure ``path`` (and its WAL and SHM files) can be read by this user only.
+
+    A new file is created empty with mode 0600 before SQLite opens it; SQLite
+    gives the WAL and SHM files the database's mode. An existing file that
+    others could read is closed to them.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        pass
+    else:
+        os.close(fd)
+    for one in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        try:
+            mode = one.stat().st_mode & 0o777
+            if mode & 0o077:
+                one.chmod(mode & 0o700)
+                logger.info("%s was readable by others; now %o", one.name, mode & 0o700)
+        except FileNotFoundError:
+            continue
 
 
 class SQLiteTables:
@@ -40,7 +65,7 @@ class SQLiteTables:
     def _open(self, path: Path) -> sqlite3.Connection:
         """Connect in WAL mode and create this component's tables if missing."""
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            private_database(path)
             conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         except (OSError, sqlite3.Error) as exc:
             raise self.ERROR(f"cannot open {self.WHAT} in {path}: {exc}") from exc

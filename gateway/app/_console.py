@@ -19,7 +19,7 @@ from typing import TextIO
 from gateway.adapters import ConsoleAdapter
 from gateway.app._agents import require_llm_endpoint
 from gateway.app._stack import open_stack
-from gateway.config import Settings
+from gateway.config import Settings, require_private_home
 from memory.paths import UserKey
 
 logger = logging.getLogger(__name__)
@@ -39,6 +39,7 @@ async def run_console(
     settings: Settings, *, stdin: TextIO | None = None, out: TextIO | None = None
 ) -> None:
     require_llm_endpoint(settings)
+    require_private_home(settings.home)
     user = console_user()
     adapter = ConsoleAdapter(user.id, stdin=stdin, out=out or sys.stdout)
     stack = await open_stack(settings, adapters=[adapter])

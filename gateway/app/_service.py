@@ -17,7 +17,7 @@ import signal
 from gateway.adapters import BaseAdapter, PlatformContext, enable_hints
 from gateway.adapters import enabled_adapters as build_enabled
 from gateway.app._stack import open_stack
-from gateway.config import Settings
+from gateway.config import Settings, require_private_home
 from gateway.errors import ConfigError
 from gateway.ops import HTTPServer
 
@@ -60,6 +60,7 @@ async def serve(settings: Settings, adapters: list[BaseAdapter], stop: asyncio.E
 
 
 async def run_gateway(settings: Settings, *, adapters: list[BaseAdapter] | None = None) -> int:
+    require_private_home(settings.home)
     chosen = enabled_adapters(settings) if adapters is None else adapters
     if not chosen:
         raise ConfigError(NO_PLATFORMS.format(hints=enable_hints()))

@@ -11,7 +11,13 @@ import logging
 
 from agent import jobs
 from gateway.app._background import job_context, update_job_context
-from gateway.config import ConfigWatcher, LiveSettings, Settings, load_settings
+from gateway.config import (
+    ConfigWatcher,
+    LiveSettings,
+    Settings,
+    load_settings,
+    require_private_home,
+)
 from gateway.errors import ConfigError
 from memory.jobs import Outbox, mask_url
 from memory.paths import ChorusPaths
@@ -26,6 +32,7 @@ def run_worker(settings: Settings, *, burst: bool = False) -> None:
             "chorus worker needs redis.url (CHORUS_REDIS__URL); without Redis, background "
             "jobs run inside the gateway and console processes"
         )
+    require_private_home(settings.home)
     from memory.jobs import RQQueue
 
     live = LiveSettings(settings)

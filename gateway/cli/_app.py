@@ -74,6 +74,7 @@ def main() -> None:
         stream=sys.stderr,
     )
     logs.install()
+    os.umask(0o077)  # every file chorus creates (state.db, memory files) is its user's only
     # people's text is logged at DEBUG only, and only when asked for
     log_content.enable(level <= logging.DEBUG and os.environ.get("CHORUS_LOG_CONTENT") == "1")
     app()

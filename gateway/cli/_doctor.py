@@ -19,7 +19,7 @@ from agent.errors import LLMError
 from agent.llm import LLMClient
 from gateway.adapters import PLATFORMS, PlatformSpec
 from gateway.app import make_queue
-from gateway.config import Settings, load_settings, resolve_home
+from gateway.config import Settings, load_settings, require_private_home, resolve_home
 from gateway.errors import ConfigError
 from memory.errors import SessionDBError
 from memory.paths import ChorusPaths
@@ -63,10 +63,11 @@ def check_home_writable(settings: Settings) -> CheckResult:
             handle.flush()
     except OSError as exc:
         return CheckResult("home", False, f"{home} is not writable: {exc.strerror}")
-    mode = home.stat().st_mode & 0o777
-    if mode & 0o077:
-        return CheckResult("home", False, f"{home} is mode {mode:o}; run: chmod 700 {home}")
-    return CheckResult("home", True, f"{home} writable, mode {mode:o}")
+    try:
+        require_private_home(home)
+    except ConfigError as exc:
+        return CheckResult("home", False, str(exc))
+    return CheckResult("home", True, f"{home} writable, mode {home.stat().st_mode & 0o777:o}")
 
 
 def check_sqlite(settings: Settings) -> CheckResult:

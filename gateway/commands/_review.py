@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from memory.store import MemoryStore, StagedWrites
 
+PENDING_SHOWN = 20
+"""Staged writes listed at once; the rest after these are decided."""
+
 
 def review(staging: StagedWrites, store: MemoryStore, action: str, target: str, by: str) -> str:
     """``pending`` lists; ``approve``/``reject`` take an id or ``all``. Returns what happened."""
@@ -11,9 +14,11 @@ def review(staging: StagedWrites, store: MemoryStore, action: str, target: str, 
         pending = staging.pending()
         if not pending:
             return "No writes waiting for review."
-        return "\n".join(
-            [f"{len(pending)} write(s) waiting for review:", *(w.describe() for w in pending)]
-        )
+        lines = [f"{len(pending)} write(s) waiting for review:"]
+        lines += [w.describe() for w in pending[:PENDING_SHOWN]]
+        if len(pending) > PENDING_SHOWN:
+            lines.append(f"… and {len(pending) - PENDING_SHOWN} more (decide these first).")
+        return "\n".join(lines)
     if not target:
         return f"Usage: {action} <id>|all"
     if target.lower() == "all":

@@ -10,6 +10,7 @@ from gateway.config._loader import (
     Settings,
     ensure_home,
     load_settings,
+    require_private_home,
     resolve_home,
     secret_paths,
 )
@@ -26,6 +27,7 @@ __all__ = [
     "Settings",
     "ensure_home",
     "load_settings",
+    "require_private_home",
     "resolve_home",
     "secret_paths",
 ]

@@ -113,6 +113,19 @@ def ensure_home(home: Path) -> Path:
     return home
 
 
+def require_private_home(home: Path) -> None:
+    """Refuse a CHORUS_HOME that other users can read or enter: it holds every transcript."""
+    try:
+        mode = home.stat().st_mode & 0o777
+    except OSError as exc:
+        raise ConfigError(f"cannot read CHORUS_HOME {home}: {exc.strerror}") from exc
+    if mode & 0o077:
+        raise ConfigError(
+            f"CHORUS_HOME {home} is mode {mode:o}, so other users could read every transcript "
+            f"and profile in it; run: chmod 700 {home}"
+        )
+
+
 def load_settings(
     home: Path | None = None,
     environ: Mapping[str, str] | None = None,

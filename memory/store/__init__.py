@@ -7,7 +7,7 @@
   waiting for an admin's review (``memory.shared_writes: review``).
 """
 
-from memory.store._staged import StagedWrite, StagedWrites
+from memory.store._staged import StagedWrite, StagedWrites, StagingRefused
 from memory.store._store import ENTRY_DELIMITER, TARGETS, MemoryResult, MemoryStore, parse_entries
 from memory.store._threats import scan_memory_content
 
@@ -18,6 +18,7 @@ __all__ = [
     "MemoryStore",
     "StagedWrite",
     "StagedWrites",
+    "StagingRefused",
     "parse_entries",
     "scan_memory_content",
 ]

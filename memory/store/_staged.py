@@ -16,10 +16,18 @@ from typing import Literal
 
 from memory.sqlite_tables import SQLiteTables
 from memory.store._store import MemoryResult, MemoryStore
+from memory.store._threats import make_visible
 
 logger = logging.getLogger(__name__)
 
 Status = Literal["pending", "approved", "rejected", "failed"]
+
+MAX_STAGED_CHARS = 2_200
+"""Longest text one staged write may carry (the shared MEMORY.md's default size)."""
+MAX_PENDING_PER_USER = 10
+"""Writes one user may have waiting for review at a time."""
+DESCRIBE_CHARS = 300
+"""Characters of a staged text a reviewer sees in the list (the rest by id)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS staged_memory_writes (
@@ -52,11 +60,24 @@ class StagedWrite:
     decided_at: float | None
     result: str | None
 
-    def describe(self) -> str:
-        what = self.content if self.action == "add" else f"{self.old_text!r} → {self.content!r}"
+    def describe(self, limit: int = DESCRIBE_CHARS) -> str:
+        """One line for a reviewer: hidden characters shown, long text cut (with its length)."""
+        content, old = _shown(self.content, limit), _shown(self.old_text, limit)
+        what = content if self.action == "add" else f"{old} → {content}"
         if self.action == "remove":
-            what = repr(self.old_text)
+            what = old
         return f"#{self.id} {self.action} by {self.user_key}: {what}"
+
+
+def _shown(text: str, limit: int) -> str:
+    visible = make_visible(text)
+    if len(visible) <= limit:
+        return visible
+    return f"{visible[:limit]}… ({len(text):,} characters)"
+
+
+class StagingRefused(ValueError):
+    """A write that cannot be staged; the message says why, for the model."""
 
 
 class StagedWrites(SQLiteTables):
@@ -72,8 +93,27 @@ class StagedWrites(SQLiteTables):
         content: str = "",
         old_text: str = "",
         at: float | None = None,
+        max_chars: int = MAX_STAGED_CHARS,
+        max_pending: int = MAX_PENDING_PER_USER,
     ) -> int:
-        with self._locked() as conn:
+        """Stage one write; ``StagingRefused`` when it is too long or the user has too many."""
+        longest = max(len(content), len(old_text))
+        if longest > max_chars:
+            raise StagingRefused(
+                f"That is {longest:,} characters; the shared memory holds {max_chars:,} in all. "
+                "Save a short note instead."
+            )
+        with self._locked(write=True) as conn:
+            (waiting,) = conn.execute(
+                "SELECT COUNT(*) FROM staged_memory_writes"
+                " WHERE user_key = ? AND status = 'pending'",
+                (user_key,),
+            ).fetchone()
+            if waiting >= max_pending:
+                raise StagingRefused(
+                    f"{waiting} notes from this user already wait for an admin's review; "
+                    "no more can be staged until they are decided."
+                )
             cursor = conn.execute(
                 "INSERT INTO staged_memory_writes"
                 " (user_key, session_id, action, content, old_text, created_at)"

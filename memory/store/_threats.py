@@ -2,9 +2,29 @@
 
 Memory entries are injected into every later system prompt, so a saved entry
 is a privileged attack surface: an instruction smuggled into MEMORY.md would be
-obeyed in every following session. ``scan_memory_content`` refuses prompt
-injection, secret exfiltration, SSH persistence and invisible unicode before
-anything reaches the disk.
+obeyed in every following session. ``scan_memory_content`` refuses, before
+anything reaches the disk:
+
+- **hidden characters**: every format character (Unicode category Cf: zero-width
+  spaces and joiners, bidirectional marks, invisible operators, tag characters),
+  variation selectors, the combining grapheme joiner and the Hangul fillers —
+  except where emoji really use them (a joiner or a variation selector after an
+  emoji, the tag letters of a subdivision flag);
+- **instructions to the model** (prompt injection, role hijack, hiding things
+  from the user, bypassing its rules), matched on the *intent*: the text is first
+  folded (NFKC, look-alike letters from other scripts to Latin, hidden
+  characters dropped, case and spacing ignored), then matched against word
+  patterns with room for filler words ("ignore all of the previous instructions");
+- **exfiltration of secrets**: environment dumps and secret files sent with curl
+  or wget, command substitution of ``printenv``, ``/proc/*/environ``, a Python
+  one-liner reading ``os.environ``, reading credential files;
+- **persistence**: SSH keys and ``authorized_keys``, chorus's own ``.env``.
+
+What it does not promise: it is a tripwire for known shapes of attack, not an
+understanding of text — a determined attacker can phrase an instruction no
+pattern knows, and a plain false statement ("the office wifi password is at
+evil.example") is no pattern at all. That is why non-admin writes to the shared
+MEMORY.md wait for an admin's review (``memory.shared_writes``).
 """
 
 from __future__ import annotations
@@ -15,66 +35,195 @@ import unicodedata
 
 logger = logging.getLogger(__name__)
 
-_SECRET_WORDS = r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL|API)"
+_SECRET = r"(key|token|secret|passw(or)?d|credential|api)"
+_SECRET_FILES = (
+    r"(\.env\b|environ\b|credentials|\.netrc|\.pgpass|\.npmrc|\.pypirc|\.ssh|id_rsa|id_ed25519)"
+)
 
-_RAW_PATTERNS: tuple[tuple[str, str], ...] = (
-    # Prompt injection
-    (r"ignore\s+(previous|all|above|prior)\s+instructions", "prompt_injection"),
-    (r"you\s+are\s+now\s+", "role_hijack"),
-    (r"do\s+not\s+tell\s+the\s+user", "deception_hide"),
-    (r"system\s+prompt\s+override", "sys_prompt_override"),
-    (r"disregard\s+(your|all|any)\s+(instructions|rules|guidelines)", "disregard_rules"),
+_FILLER = (
+    r"(?: (all|any|every|each|of|the|your|my|our|their|these|those|this|that|previous|prior|"
+    r"earlier|above|preceding|former|existing|original|initial|old|past|current|given|other|"
+    r"system|developer|safety|security|standing|default|hidden))"
+)
+_WORD_PATTERNS: tuple[tuple[str, str], ...] = (
     (
-        r"act\s+as\s+(if|though)\s+you\s+(have\s+no|don't\s+have)\s+(restrictions|limits|rules)",
+        r"\b(ignore|disregard|forget|override|bypass|abandon|discard|skip|drop)\b"
+        + _FILLER
+        + r"{0,5} (instructions?|rules|guidelines|guidance|directions|directives|prompts?|"
+        r"programming|guardrails|constraints|safeguards|policies|policy|context|commands|"
+        r"orders|training)\b",
+        "prompt_injection",
+    ),
+    (r"\byou are now\b|\bfrom now on you (are|will|must|shall)\b", "role_hijack"),
+    (r"\bpretend (to be|you are)\b|\bact as (a |an )?(unrestricted|jailbroken)\b", "role_hijack"),
+    (
+        r"\b(do not|don t|dont|never) (tell|inform|let|show|mention)\b(?: \w+){0,2}? "
+        r"(the )?users?\b|\bwithout (telling|informing) the users?\b",
+        "deception_hide",
+    ),
+    (
+        r"\b(system prompt override|override (the |your )?system prompt|"
+        r"(reveal|print|show|repeat|leak) (the |your )?(system prompt|hidden instructions))\b",
+        "sys_prompt_override",
+    ),
+    (
+        r"\b(act|behave) as (if|though) you (have no|don t have|had no|have zero)\b"
+        r"(?: \w+){0,2}? (restrictions|limits|rules|filters|guidelines)\b|"
+        r"\b(jailbreak|developer mode|dan mode)\b",
         "bypass_restrictions",
     ),
-    # Exfiltration of secrets through curl / wget / cat
-    (r"curl\s+[^\n]*\$\{?\w*" + _SECRET_WORDS, "exfil_curl"),
-    (r"wget\s+[^\n]*\$\{?\w*" + _SECRET_WORDS, "exfil_wget"),
-    (r"cat\s+[^\n]*(\.env|credentials|\.netrc|\.pgpass|\.npmrc|\.pypirc)", "read_secrets"),
-    # Persistence and access through SSH
-    (r"authorized_keys", "ssh_backdoor"),
-    (r"\$\{?HOME\}?/\.ssh|~/\.ssh", "ssh_access"),
-    # Our own secrets file
+)
+
+_SHELL_PATTERNS: tuple[tuple[str, str], ...] = (
+    (r"(curl|wget)[^\n]*\$\{?\w*" + _SECRET, "exfil_env"),
     (
-        r"\$\{?HOME\}?/\.chorus/\.env|~/\.chorus/\.env|\$(CHORUS_HOME|\{CHORUS_HOME\})/\.env",
+        r"(curl|wget)[^\n]*(@|--post-file[= ]|--upload-file[= ]|--body-file[= ]|-t ?)[^\s]*"
+        + _SECRET_FILES,
+        "exfil_file",
+    ),
+    (r"(\$\(|`)\s*(printenv|env|set|export)\b", "exfil_env"),
+    (r"\b(printenv|env)\b\s*(\||>)", "exfil_env"),
+    (r"\becho\s+[^\n]*\$\{?\w*" + _SECRET, "exfil_env"),
+    (r"/proc/(self|\d+|\$\$)/environ", "read_secrets"),
+    (r"python[0-9.]*\s+-c[^\n]*\bos\.(environ|getenv)", "exfil_env"),
+    (r"\bos\.environ\b[^\n]*\b(requests|urllib|http|socket|urlopen)\b", "exfil_env"),
+    (r"\b(cat|less|more|head|tail|base64)\s+[^\n]*" + _SECRET_FILES, "read_secrets"),
+    (r"authorized_keys", "ssh_backdoor"),
+    (r"\$\{?home\}?/\.ssh|~/\.ssh", "ssh_access"),
+    (
+        r"\$\{?home\}?/\.chorus/\.env|~/\.chorus/\.env|\$(chorus_home|\{chorus_home\})/\.env",
         "chorus_env",
     ),
 )
 
 THREAT_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(pattern, re.IGNORECASE), name) for pattern, name in _RAW_PATTERNS
+    (re.compile(pattern), name) for pattern, name in (*_WORD_PATTERNS, *_SHELL_PATTERNS)
 )
-"""Compiled ``(pattern, threat name)`` pairs, checked case-insensitively in order."""
+"""Compiled ``(pattern, threat name)`` pairs, matched against the folded text in order."""
 
-_INVISIBLE_CODEPOINTS: tuple[int, ...] = (
-    0x200B,  # zero width space
-    0x200C,  # zero width non-joiner
-    0x200D,  # zero width joiner
-    0x2060,  # word joiner
-    0xFEFF,  # zero width no-break space (byte order mark)
-    *range(0x202A, 0x202F),  # bidirectional embeddings and overrides
-    *range(0x2066, 0x206A),  # bidirectional isolates
-    0x00AD,  # soft hyphen
-)
+_WORD_COUNT = len(_WORD_PATTERNS)
 
-INVISIBLE_CHARS: dict[str, str] = {
-    chr(codepoint): unicodedata.name(chr(codepoint)) for codepoint in _INVISIBLE_CODEPOINTS
-}
-"""Invisible or text-direction characters refused in memory, mapped to their unicode name."""
+_CONFUSABLES = str.maketrans(
+    {
+        # Cyrillic look-alikes
+        "а": "a", "в": "b", "е": "e", "ё": "e", "к": "k", "м": "m", "н": "h", "о": "o",
+        "р": "p", "с": "c", "т": "t", "у": "y", "х": "x", "і": "i", "ї": "i", "ј": "j",
+        "ѕ": "s", "ԁ": "d", "ԛ": "q", "ԝ": "w", "һ": "h", "ӏ": "l", "ɡ": "g",
+        # Greek look-alikes
+        "α": "a", "β": "b", "ε": "e", "η": "n", "ι": "i", "κ": "k", "ν": "v", "ο": "o",
+        "ρ": "p", "τ": "t", "υ": "u", "χ": "x", "ϲ": "c", "ϳ": "j",
+        # Latin and other look-alikes
+        "ı": "i", "ł": "l", "ø": "o", "ß": "ss", "ſ": "s", "ꞵ": "b",
+    }
+)  # fmt: skip
+"""Letters of other scripts that pass for Latin ones, folded for scanning only."""
+
+_HANGUL_FILLERS = frozenset({0x115F, 0x1160, 0x3164, 0xFFA0})
+_EMOJI_JOINERS = frozenset({0x200D, 0xFE0E, 0xFE0F, 0x20E3})
+_TAG_BASE = 0x1F3F4  # waving black flag: tags after it spell a subdivision flag
+
+
+def _is_variation_selector(code: int) -> bool:
+    return 0xFE00 <= code <= 0xFE0F or 0xE0100 <= code <= 0xE01EF
+
+
+def _is_tag(code: int) -> bool:
+    return 0xE0000 <= code <= 0xE007F
+
+
+def _is_emoji_base(char: str) -> bool:
+    code = ord(char)
+    return (
+        unicodedata.category(char) == "So"
+        or 0x1F000 <= code <= 0x1FAFF
+        or 0x2600 <= code <= 0x27BF
+        or char in "#*0123456789"
+        or code in _EMOJI_JOINERS
+    )
+
+
+def _hidden(text: str) -> list[tuple[int, str]]:
+    """Positions and characters that hide text or structure (see the module docstring)."""
+    found: list[tuple[int, str]] = []
+    in_flag = False
+    for index, char in enumerate(text):
+        code = ord(char)
+        previous = text[index - 1] if index else ""
+        if code == _TAG_BASE:
+            in_flag = True
+            continue
+        if _is_tag(code):
+            if not in_flag:
+                found.append((index, char))
+            if code == 0xE007F:
+                in_flag = False
+            continue
+        in_flag = False
+        invisible = (
+            unicodedata.category(char) == "Cf"
+            or _is_variation_selector(code)
+            or code == 0x034F
+            or code in _HANGUL_FILLERS
+        )
+        if not invisible:
+            continue
+        emoji_use = code in _EMOJI_JOINERS and previous and _is_emoji_base(previous)
+        if not emoji_use:
+            found.append((index, char))
+    return found
+
+
+def _name(char: str) -> str:
+    return unicodedata.name(char, f"U+{ord(char):04X}")
+
+
+def fold(text: str) -> str:
+    """The text as the scan reads it: NFKC, hidden characters dropped, look-alikes folded."""
+    kept = "".join(
+        char
+        for char in text
+        if not (
+            unicodedata.category(char) in ("Cf", "Mn", "Me")
+            or _is_tag(ord(char))
+            or ord(char) in _HANGUL_FILLERS
+        )
+    )
+    normal = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", kept))
+    normal = "".join(c for c in normal if unicodedata.category(c) not in ("Mn", "Me"))
+    return normal.casefold().translate(_CONFUSABLES)
+
+
+def _word_forms(folded: str) -> tuple[str, str]:
+    """The words, with punctuation and symbols as separators; and with symbols inside
+    a word dropped (``ig😀nore`` reads ``ignore``)."""
+    spaced = " ".join(re.findall(r"[^\W_]+", folded))
+    joined = " ".join(re.findall(r"[^\W_]+", re.sub(r"(?<=\w)[^\w\s]+(?=\w)", "", folded)))
+    return spaced, joined
+
+
+def make_visible(text: str) -> str:
+    """``text`` with every hidden character shown as ``⟦U+200B ZERO WIDTH SPACE⟧``."""
+    hidden = dict(_hidden(text))
+    if not hidden:
+        return text
+    return "".join(
+        f"⟦U+{ord(char):04X} {_name(char)}⟧" if index in hidden else char
+        for index, char in enumerate(text)
+    )
 
 
 def scan_memory_content(content: str) -> str | None:
     """Return None when ``content`` is safe to save, else a short refusal naming the threat."""
-    for char in content:
-        name = INVISIBLE_CHARS.get(char)
-        if name is not None:
-            logger.warning("memory content refused: invisible character U+%04X", ord(char))
-            return (
-                f"Refused: content contains invisible unicode character U+{ord(char):04X} ({name})"
-            )
-    for pattern, threat in THREAT_PATTERNS:
-        if pattern.search(content):
+    hidden = _hidden(content)
+    if hidden:
+        _, char = hidden[0]
+        logger.warning("memory content refused: hidden character U+%04X", ord(char))
+        return f"Refused: content contains an invisible character U+{ord(char):04X} ({_name(char)})"
+    folded = fold(content)
+    word_forms = _word_forms(folded)
+    shell = (re.sub(r"\s+", " ", folded),)
+    for number, (pattern, threat) in enumerate(THREAT_PATTERNS):
+        if any(pattern.search(form) for form in (word_forms if number < _WORD_COUNT else shell)):
             logger.warning("memory content refused: threat pattern %s", threat)
             return f"Refused: content matches threat pattern '{threat}'"
     return None

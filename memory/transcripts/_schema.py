@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 from memory.errors import SessionDBError
+from memory.sqlite_tables import private_database
 
 __all__ = [
     "MIGRATIONS",
@@ -172,7 +173,7 @@ def open_connection(path: Path) -> sqlite3.Connection:
             "the SQLite library Python uses lacks FTS5, which the session database needs"
         )
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_database(path)
         conn = sqlite3.connect(
             str(path),
             timeout=BUSY_TIMEOUT_MS / 1000,

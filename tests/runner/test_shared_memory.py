@@ -13,6 +13,7 @@ import pytest
 
 from memory.paths import ChorusPaths
 from memory.store import StagedWrites
+from memory.store._staged import MAX_PENDING_PER_USER
 from tests.fakes import FakeOpenAI
 from tests.runner.conftest import Gateway, GatewayFactory
 
@@ -197,3 +198,51 @@ async def test_no_target_form_bypasses_review(
         assert result["success"] is False
         assert "unknown target" in result["error"]
         assert staging.count_pending() == 0
+
+
+async def test_an_oversized_staged_write_is_refused_at_staging(
+    make_gateway: GatewayFactory,
+) -> None:
+    gw = await make_gateway()
+    gw.server.tool_call(
+        "memory", {"action": "add", "target": "memory", "content": "spam " * 60_000}
+    )
+    gw.server.reply("done")
+    await gw.ask("remember this for everyone", user="2")
+    result = last_tool_result(gw.server)
+    assert result["success"] is False and "299,999 characters" in result["message"]
+    staging = gw.stack.factory.staging
+    assert staging is not None and staging.count_pending() == 0
+
+
+async def test_one_user_cannot_flood_the_review_queue(make_gateway: GatewayFactory) -> None:
+    gw = await make_gateway()
+    for n in range(MAX_PENDING_PER_USER):
+        assert (await write_shared(gw, user="2", content=f"Note number {n}"))["staged"]
+    refused = await write_shared(gw, user="2", content="One note too many")
+    assert refused["success"] is False and "already wait" in refused["message"]
+    assert (await write_shared(gw, user="3", content="Another user's note"))["staged"]
+
+
+async def test_long_pending_writes_are_listed_cut_with_their_id(
+    make_gateway: GatewayFactory,
+) -> None:
+    gw = await make_gateway()
+    long_note = "The build server is in room 4. " * 60
+    await write_shared(gw, user="2", content=long_note.strip())
+    pending = (await gw.ask("/admin memory pending", user="1")).text
+    assert "#1 add by memory:2" in pending
+    assert f"({len(long_note.strip()):,} characters)" in pending
+    assert len(pending) < 600
+
+
+def test_a_staged_write_shows_hidden_characters(chorus_home: Path) -> None:
+    chorus_home.mkdir(mode=0o700)
+    staging = StagedWrites(ChorusPaths(chorus_home).state_db)
+    staged = staging.stage(
+        user_key="telegram:5", session_id="s", action="add", content="Wifi\u200b: Nimbus"
+    )
+    write = staging.get(staged)
+    assert write is not None
+    assert "Wifi⟦U+200B ZERO WIDTH SPACE⟧: Nimbus" in write.describe()
+    staging.close()
