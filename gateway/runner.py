@@ -19,7 +19,14 @@ import time
 from agent.context import ImageInput
 from gateway import _texts as t
 from gateway.access import Authorizer, Deduplicator, RateLimiter, normalize_user_key
-from gateway.adapters import BaseAdapter, CommandInfo, ReplyStream, platform_spec, send_text
+from gateway.adapters import (
+    BaseAdapter,
+    CommandInfo,
+    ReplyStream,
+    SeenSet,
+    platform_spec,
+    send_text,
+)
 from gateway.clock import Clock
 from gateway.commands import CommandContext, CommandRegistry, CommandServices, parse_command
 from gateway.config import LiveSettings, Settings
@@ -31,6 +38,9 @@ from memory.paths import UserKey
 logger = logging.getLogger(__name__)
 
 MAX_INBOUND_CHARS = 32_000
+REFUSAL_AUDIT_INTERVAL = 60.0
+"""Seconds within which one stranger's repeats of one admin command are audited once."""
+REFUSALS_REMEMBERED = 10_000
 TYPING_INTERVAL = 4.0
 
 
@@ -61,6 +71,7 @@ class GatewayRunner:
         self.metrics = metrics
         self.activity = activity
         self.adapters: dict[str, BaseAdapter] = {}
+        self._refusals = SeenSet(REFUSALS_REMEMBERED, ttl=REFUSAL_AUDIT_INTERVAL, clock=clock)
         sessions.bind(self._run_turn, self.notice)
         for adapter in adapters or []:
             self.add_adapter(adapter)
@@ -128,6 +139,9 @@ class GatewayRunner:
         decision = await asyncio.to_thread(self.auth.decide, msg)
         if not decision.allowed:
             self.metrics.rejected(decision.reason)
+            if command is not None and self._refusals.add((msg.user_key, command[0])):
+                ctx = CommandContext(msg, command[0], command[1], self.services, False)
+                await self.commands.audit_refused(ctx, decision.reason)
             if decision.reply:
                 await self.notice(msg, decision.reply)
             return

@@ -108,12 +108,25 @@ class CommandRegistry:
                 await self._audit(ctx, command, "error")
             services.count(command.name, "error")
             return COMMAND_FAILED.format(name=command.name)
+        # a reply may say how it went and whom it concerned (``AdminReply``)
+        outcome = str(getattr(reply, "outcome", "ok"))
         if command.admin_only:
-            await self._audit(ctx, command, "ok")
-        services.count(command.name, "ok")
+            await self._audit(ctx, command, outcome, getattr(reply, "subject", None))
+        services.count(command.name, outcome)
         return reply
 
+    async def audit_refused(self, ctx: CommandContext, reason: str) -> None:
+        """Audit an admin command from someone who may not use the bot at all."""
+        command = self.get(ctx.name)
+        if command is not None and command.admin_only:
+            await self._audit(ctx, command, f"refused:{reason}")
+            ctx.services.count(command.name, "refused")
+
     @staticmethod
-    async def _audit(ctx: CommandContext, command: Command, outcome: str) -> None:
-        args = command.audit_args(ctx.args)[:AUDIT_ARGS_MAX]
-        await ctx.services.audit(ctx.user_key, f"/{ctx.name}", args, outcome)
+    async def _audit(
+        ctx: CommandContext, command: Command, outcome: str, subject: object = None
+    ) -> None:
+        args = command.audit_args(ctx.args)
+        if subject and str(subject) not in args:
+            args = f"{args} → {subject}"
+        await ctx.services.audit(ctx.user_key, f"/{ctx.name}", args[:AUDIT_ARGS_MAX], outcome)

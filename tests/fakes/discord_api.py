@@ -137,6 +137,10 @@ class FakeDiscord(LoopThread):
         self._call(self._record_and_send("MESSAGE_CREATE", data))
         return data
 
+    def dispatch(self, event: str, data: Any) -> None:
+        """Send any gateway event as it is (for fuzzing the client with odd payloads)."""
+        self._call(self._record_and_send(event, data))
+
     def drop(self) -> None:
         """Cut the gateway connection the way a network loss does (no close frame)."""
         self._call(self._drop())

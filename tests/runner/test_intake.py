@@ -128,6 +128,30 @@ async def test_pairing_flow(make_gateway: GatewayFactory) -> None:
     answer = await gw.ask("now?", user="50")
     assert answer.text == "ok"
 
+    audit = [(e.actor, e.command, e.args, e.outcome) for e in gw.stack.gateway_db.audit_entries()]
+    assert ("memory:1", "/admin", "approve <code> → memory:50", "ok") in audit
+    assert ("memory:1", "/admin", "approve <code> → memory:50", "refused") in audit  # expired
+    assert not any(code.group(1) in str(row) or fresh.group(1) in str(row) for row in audit)
+
+
+async def test_a_strangers_admin_command_is_refused_and_audited_once(
+    make_gateway: GatewayFactory,
+) -> None:
+    gw = await make_gateway()
+    for _ in range(3):
+        await gw.say("/admin users", user="666")
+    await gw.say("/admin users", user="666", chat_id="group-9", is_direct=False)
+    audit = [(e.actor, e.command, e.args, e.outcome) for e in gw.stack.gateway_db.audit_entries()]
+    assert audit == [("memory:666", "/admin", "users", "refused:not_allowed")]
+    await gw.clock.advance(61)
+    await gw.say("/admin allow memory:666", user="666")
+    newest = gw.stack.gateway_db.audit_entries(1)[0]
+    assert (newest.actor, newest.args, newest.outcome) == (
+        "memory:666",
+        "allow memory:666",
+        "refused:not_allowed",
+    )
+
 
 async def test_rate_limit_notice_once(make_gateway: GatewayFactory, server: FakeOpenAI) -> None:
     gw = await make_gateway(CHORUS_AUTH__RATE_LIMIT_PER_MINUTE="2")
@@ -203,3 +227,19 @@ async def test_the_platforms_prompt_hint_reaches_the_system_prompt(
     finally:
         await stack.runner.shutdown(5)
         await stack.close()
+
+
+async def test_a_user_id_shaped_like_a_chat_never_gets_the_chats_profile(
+    make_gateway: GatewayFactory, server: FakeOpenAI
+) -> None:
+    gw = await make_gateway(
+        CHORUS_SESSIONS__SCOPE="chat", CHORUS_AUTH__ALLOWED_USERS="memory:2,memory:chat-g1"
+    )
+    server.tool_call("memory", {"action": "add", "target": "user", "content": "Group codeword"})
+    server.reply("noted")
+    await gw.ask("remember our codeword", user="2", chat_id="g1", mentions_bot=True)
+    await gw.ask("hello", user="chat-g1")  # a DM from a user whose id looks like the chat's key
+    system = server.last_request["messages"][0]["content"]
+    assert "Group codeword" not in system
+    keys = {live.user_key for live in gw.runner.sessions.sessions}
+    assert keys == {"memory#chat:g1", "memory:chat-g1"}

@@ -107,6 +107,7 @@ class DiscordAdapter(BaseAdapter):
             on_state=self._on_state,
             heartbeat_timeout=self._heartbeat_timeout,
             guild_ready_timeout=self._guild_ready_timeout,
+            counters=self.counters,
         )
         self._runner = asyncio.create_task(self._run(self._client), name="discord-gateway")
         with contextlib.suppress(TimeoutError):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -92,8 +93,11 @@ class ChorusClient(discord.Client):
         on_state: Notify,
         heartbeat_timeout: float = HEARTBEAT_TIMEOUT,
         guild_ready_timeout: float = GUILD_READY_TIMEOUT,
+        counters: Counter[str] | None = None,
     ) -> None:
         self._api_url = settings.api_url
+        self.counters: Counter[str] = counters if counters is not None else Counter()
+        """Where skipped events are counted (the adapter's ``counters``)."""
         self._message_listener = on_message
         self._notify = on_state
         super().__init__(
@@ -108,7 +112,30 @@ class ChorusClient(discord.Client):
     def _get_state(self, **options: Any) -> ConnectionState[Any]:
         # discord.Client builds its HTTP client just before its state: swap it here.
         self.http = RoutedHTTPClient(self.loop, api_url=self._api_url)
-        return super()._get_state(**options)
+        state = super()._get_state(**options)
+        for event, parser in list(state.parsers.items()):
+            state.parsers[event] = self._guarded(event, parser)
+        return state
+
+    def _guarded(self, event: str, parser: Callable[[Any], None]) -> Callable[[Any], None]:
+        """A gateway event discord.py cannot parse is skipped, not fatal to the connection.
+
+        Unguarded, one malformed event raises out of discord.py's receive loop and
+        takes the connection down with it.
+        """
+
+        def parse(data: Any) -> None:
+            try:
+                parser(data)
+            except Exception as exc:
+                self.counters["skipped_events"] += 1
+                logger.warning(
+                    "discord: skipped a %s event that could not be read (%s)",
+                    event,
+                    type(exc).__name__,
+                )
+
+        return parse
 
     @property
     def routed_http(self) -> RoutedHTTPClient:

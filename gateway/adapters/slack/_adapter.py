@@ -31,6 +31,7 @@ from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.errors import SlackApiError
+from slack_sdk.signature import SignatureVerifier
 
 from gateway.adapters._base import AdapterCapabilities, BaseAdapter, RouteHandler
 from gateway.adapters._support import Backoff, ChatLanes, SeenSet
@@ -42,7 +43,7 @@ from gateway.adapters.slack._client import (
     token_of,
     who_am_i,
 )
-from gateway.adapters.slack._events import BotIdentity, inbound_from, thread_context
+from gateway.adapters.slack._events import BotIdentity, inbound_from, thread_context, well_formed
 from gateway.adapters.slack._format import to_mrkdwn
 from gateway.adapters.slack._settings import SlackSettings
 from gateway.clock import Clock, SystemClock
@@ -123,6 +124,7 @@ class SlackAdapter(BaseAdapter):
         async def on_event(body: dict[str, Any], event: dict[str, Any]) -> None:
             await self._on_event(body, event)
 
+        self._verifier = SignatureVerifier(secret)
         self._app = AsyncApp(
             client=build_client(settings, with_token=False),
             signing_secret=secret,
@@ -213,6 +215,13 @@ class SlackAdapter(BaseAdapter):
             # bolt would fail on int() of it and answer 500; it is simply not signed right
             logger.warning("slack: refused a request without a valid signature timestamp")
             return web.json_response({"error": "invalid request"}, status=401)
+        body = await request.read()
+        signature = request.headers.get("X-Slack-Signature", "")
+        if self._verifier.is_valid(body, timestamp, signature) and not well_formed(body):
+            # signed, but of a shape bolt's own checks would fail on (answering 500 forever)
+            self.counters["unreadable_requests"] += 1
+            logger.warning("slack: a signed request of an unexpected shape was refused")
+            return web.json_response({"error": "bad request"}, status=400)
         response = await self._app.async_dispatch(await to_bolt_request(request))
         return await to_aiohttp_response(response)
 

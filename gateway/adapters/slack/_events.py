@@ -13,6 +13,7 @@ Pure functions over the event dicts Slack sends; the adapter does the I/O.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +42,36 @@ class BotIdentity:
     name: str = ""
     bot_id: str = ""
     team_id: str = ""
+
+
+def well_formed(body: bytes) -> bool:
+    """Whether a request body has the shape slack-bolt's own checks assume.
+
+    Form bodies (slash commands, interactivity) and non-event JSON pass; an
+    ``event_callback`` needs its event and each authorization to be objects.
+    """
+    try:
+        payload = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return True  # a form body, or nothing bolt parses as JSON
+    if not isinstance(payload, dict):
+        return False
+    if "event" in payload and not isinstance(payload["event"], dict):
+        return False
+    authorizations = payload.get("authorizations")
+    if authorizations is not None and not (
+        isinstance(authorizations, list) and all(isinstance(a, dict) for a in authorizations)
+    ):
+        return False
+    for key in ("type", "team_id", "api_app_id", "enterprise_id", "event_id"):
+        if payload.get(key) is not None and not isinstance(payload[key], str):
+            return False
+    event = payload.get("event")
+    if isinstance(event, dict) and event.get("type") in ("message", "app_mention"):
+        for key in ("type", "subtype", "channel", "user", "ts", "thread_ts", "text", "team"):
+            if event.get(key) is not None and not isinstance(event[key], str):
+                return False
+    return True
 
 
 def is_from_person(event: Mapping[str, Any], me: BotIdentity) -> bool:
