@@ -1,10 +1,10 @@
 """Job functions the queue tests enqueue by dotted path (``tests.queue_jobs.<name>``).
 
-They run in the test process (in-process queue) or in forked rq work horses, so
-they take plain arguments and leave their traces in files: every run appends one
+They run in the test process (in-process queue) or in worker processes, so they
+take plain arguments and leave their traces in files: every run appends one
 JSON line ``{"session", "n", "pid", "ppid", "key"}`` to a record file, under an
 ``fcntl`` lock with ``O_APPEND`` so concurrent workers never interleave lines.
-``ppid`` is the rq worker that forked the work horse.
+``pid`` is the worker that ran the job (workers never fork per job).
 """
 
 from __future__ import annotations

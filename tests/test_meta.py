@@ -30,8 +30,8 @@ MAX_LINES = 600
 RESTRICTED: dict[str, tuple[str, ...]] = {
     **{sdk: (f"gateway/adapters/{spec.name}/",) for spec in PLATFORMS for sdk in spec.sdk},
     "openai": ("agent/llm.py",),
-    "redis": ("memory/jobs/_rq.py", "gateway/app/_worker.py"),
-    "rq": ("memory/jobs/_rq.py", "gateway/app/_worker.py"),
+    "redis": ("memory/jobs/_rq", "gateway/app/_worker.py"),
+    "rq": ("memory/jobs/_rq", "gateway/app/_worker.py"),
 }
 
 # package -> packages it must never import

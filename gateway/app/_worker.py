@@ -25,7 +25,7 @@ from memory.paths import ChorusPaths
 logger = logging.getLogger(__name__)
 
 
-def run_worker(settings: Settings, *, burst: bool = False) -> None:
+def run_worker(settings: Settings, *, burst: bool = False, concurrency: int = 1) -> None:
     redis = settings.redis
     if redis.url is None:
         raise ConfigError(
@@ -51,4 +51,4 @@ def run_worker(settings: Settings, *, burst: bool = False) -> None:
     )
     logger.info("worker on %s, queue %s", mask_url(url), redis.queue_name)
     queue.drain_outbox()
-    queue.run_worker(burst=burst, with_scheduler=True)
+    queue.run_worker(burst=burst, concurrency=concurrency)

@@ -38,13 +38,16 @@ def gateway_command() -> None:
 
 def worker_command(
     burst: Annotated[bool, typer.Option("--burst", help="Run what is queued, then exit.")] = False,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", min=1, help="Worker processes to run at once.")
+    ] = 1,
 ) -> None:
     """Run background jobs from Redis (needs redis.url)."""
     from gateway.app import run_worker
 
     cfg = settings()
     try:
-        run_worker(cfg, burst=burst)
+        run_worker(cfg, burst=burst, concurrency=concurrency)
     except GatewayError as exc:
         raise fail(str(exc), 2) from None
 

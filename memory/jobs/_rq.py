@@ -14,18 +14,17 @@ asked for, so a process without Redis never loads them.
 from __future__ import annotations
 
 import logging
-import signal
-import threading
 from collections.abc import Sequence
 
 import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry as RedisRetry
-from rq import Queue, Retry, Worker
+from rq import Queue, Retry
 from rq.exceptions import InvalidJobOperation, NoSuchJobError
 from rq.job import Dependency, Job, JobStatus
 
 from memory.jobs._outbox import Outbox, OutboxRelay
+from memory.jobs._rq_worker import LIVENESS_TTL, liveness_key, supervise
 from memory.jobs._types import (
     BackgroundQueue,
     FailedJob,
@@ -155,67 +154,58 @@ class RQQueue(BackgroundQueue):
             logger.warning("retry_failed: Redis at %s: %s", mask_url(self._url), type(exc).__name__)
         return count
 
+    @property
+    def url(self) -> str:
+        return self._url
+
+    @property
+    def name(self) -> str:
+        return self._queue_name
+
     def recover_abandoned(self, now: float | None = None) -> int:
         """Retry (or fail, when no retries are left) jobs of workers that died mid-job.
 
-        Runs ``StartedJobRegistry.cleanup``: a started job whose worker stopped
-        sending heartbeats is retried when ``retries_left > 0``, otherwise moved
-        to the FailedJobRegistry, and its dependents are released. rq workers do
-        this themselves during maintenance (every 10 minutes). ``now`` moves the
-        clock forward in tests; in production a future ``now`` would also catch
-        jobs that are still running.
+        A started job is abandoned when its worker's liveness key is gone (chorus
+        workers refresh theirs every second; see ``_rq_worker``) or when rq's own
+        lease on it ran out. Its entry is expired and ``StartedJobRegistry.cleanup``
+        does the rest as rq would: retry it when ``retries_left > 0``, else move it
+        to the FailedJobRegistry, and release its dependents either way. ``now``
+        moves rq's clock forward (tests).
         """
         registry = self._queue.started_job_registry
         try:
+            dead = self._entries_of_dead_workers(registry.key)
+            if dead:
+                self._conn.zadd(registry.key, dict.fromkeys(dead, 1))
             expired = registry.get_expired_job_ids(now)
             registry.cleanup(timestamp=now)
         except redis.RedisError as exc:
             logger.warning("recover: Redis at %s: %s", mask_url(self._url), type(exc).__name__)
             return 0
         if expired:
-            logger.warning("recovered %d background jobs of dead workers", len(expired))
+            logger.warning("recovered %d background job(s) of dead workers", len(expired))
         return len(expired)
 
-    def make_worker(self, name: str | None = None) -> Worker:
-        """A regular forking rq ``Worker`` on this queue.
+    def _entries_of_dead_workers(self, key: str) -> list[str]:
+        dead: list[str] = []
+        for member in self._conn.zrange(key, 0, -1):
+            raw = member.decode() if isinstance(member, bytes) else str(member)
+            job = self._fetch(raw.split(":", 1)[0])
+            worker = job.worker_name if job is not None else None
+            if worker and not self._conn.exists(liveness_key(worker)):
+                dead.append(raw)
+        return dead
 
-        It gets its own connection to the same URL: rq raises the socket timeout
-        of the connection it is given (for its blocking dequeue) and keeps the
-        client's default retries, which the short timeouts of ``enqueue`` avoid.
+    def run_worker(
+        self, *, burst: bool = False, concurrency: int = 1, liveness_ttl: float = LIVENESS_TTL
+    ) -> None:
+        """Work the queue until SIGTERM (or until it is empty with ``burst``): see ``_rq_worker``.
+
+        SIGTERM is a warm shutdown: the current job finishes, then the process
+        exits; a second signal stops at once (the job is then recovered as
+        abandoned by the next worker within ``liveness_ttl`` seconds).
         """
-        conn = redis.Redis.from_url(self._url)
-        return Worker([self._queue_name], connection=conn, name=name)
-
-    def run_worker(self, *, burst: bool = False, with_scheduler: bool = True) -> None:
-        """Work the queue until stopped (or until it is empty with ``burst``).
-
-        rq's worker handles SIGTERM/SIGINT as a warm shutdown: ``request_stop``
-        lets the work horse finish the current job, then exits; a second signal
-        is a cold shutdown that kills the horse (the job is then recovered as
-        abandoned). The horse runs in its own process group, so only a signal to
-        the worker's pid (or a cgroup-wide kill) reaches it. The scheduler
-        (``with_scheduler``) moves retries with a delay back to the queue.
-
-        rq's ``work()`` quits on an unexpected error such as a lost Redis
-        connection; then a new worker starts as soon as Redis answers again
-        (backoff up to ``WORKER_RESTART_MAX_SECONDS``), so a Redis restart never
-        leaves the queue without workers. SIGTERM while waiting exits cleanly.
-        """
-        delay = 1.0
-        while True:
-            worker = self.make_worker()
-            logger.info(
-                "worker %s on queue %s at %s", worker.name, self._queue_name, mask_url(self._url)
-            )
-            worker.work(burst=burst, with_scheduler=with_scheduler)
-            if burst or getattr(worker, "_shutdown_requested_date", None) is not None:
-                return
-            logger.warning(
-                "worker %s stopped unexpectedly; restarting when Redis answers", worker.name
-            )
-            if _wait_for_redis(self._url, delay):
-                return
-            delay = min(delay * 2, WORKER_RESTART_MAX_SECONDS)
+        supervise(self, concurrency=concurrency, burst=burst, liveness_ttl=liveness_ttl)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until the outbox is empty (jobs handed to Redis, not necessarily run)."""
@@ -278,29 +268,3 @@ def _describe_failed(job: Job) -> FailedJob:
         error=error,
         failed_at=ended.timestamp() if ended is not None else None,
     )
-
-
-WORKER_RESTART_MAX_SECONDS = 30.0
-"""Longest wait between two attempts to restart a worker that lost Redis."""
-
-
-def _wait_for_redis(url: str, delay: float) -> bool:
-    """Sleep ``delay`` then until Redis answers PING; True if SIGTERM/SIGINT came meanwhile."""
-    stopped = threading.Event()
-    previous = {
-        sig: signal.signal(sig, lambda *_: stopped.set()) for sig in (signal.SIGTERM, signal.SIGINT)
-    }
-    try:
-        if stopped.wait(delay):
-            return True
-        while not stopped.is_set():
-            try:
-                redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=2).ping()
-                return False
-            except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
-                if stopped.wait(min(delay, WORKER_RESTART_MAX_SECONDS)):
-                    return True
-        return True
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)

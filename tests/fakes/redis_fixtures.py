@@ -31,9 +31,9 @@ from pathlib import Path
 from memory.jobs import Outbox
 from memory.jobs import RQQueue
 logging.basicConfig(level=logging.INFO)
-url, name, outbox, burst = sys.argv[1:5]
+url, name, outbox, burst, concurrency, ttl = sys.argv[1:7]
 queue = RQQueue(url, outbox=Outbox(Path(outbox)), queue_name=name)
-queue.run_worker(burst=burst == "1", with_scheduler=True)
+queue.run_worker(burst=burst == "1", concurrency=int(concurrency), liveness_ttl=float(ttl))
 """
 """A ``chorus worker`` stand-in: ``RQQueue.run_worker`` in a fresh interpreter."""
 
@@ -58,12 +58,25 @@ class WorkerProcesses:
         self.procs: list[subprocess.Popen[bytes]] = []
 
     def start(
-        self, url: str, queue_name: str = "chorus", *, burst: bool = False
+        self,
+        url: str,
+        queue_name: str = "chorus",
+        *,
+        burst: bool = False,
+        concurrency: int = 1,
+        liveness_ttl: float = 2.0,
     ) -> subprocess.Popen[bytes]:
         n = len(self.procs)
         log = (self._dir / f"worker-{n}.log").open("wb")
         env = dict(os.environ, PYTHONPATH=str(ROOT))
-        args = [url, queue_name, str(self._dir / f"outbox-{n}.db"), "1" if burst else "0"]
+        args = [
+            url,
+            queue_name,
+            str(self._dir / f"outbox-{n}.db"),
+            "1" if burst else "0",
+            str(concurrency),
+            str(liveness_ttl),
+        ]
         proc = subprocess.Popen(
             [sys.executable, "-c", WORKER_CODE, *args],
             cwd=ROOT,

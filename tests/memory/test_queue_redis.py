@@ -74,42 +74,80 @@ def make_rq(redis_server: RedisServer, tmp_path: Path) -> Iterator[Callable[...,
 
 
 @pytest.mark.parametrize("retries", [2, 0])
-def test_worker_killed_mid_job_is_recovered(
+def test_worker_killed_mid_job_is_recovered_by_another_within_seconds(
     make_rq: Callable[..., RQQueue],
     redis_server: RedisServer,
     rq_workers: WorkerProcesses,
     tmp_path: Path,
     retries: int,
 ) -> None:
+    """kill -9 of a worker mid-job: a worker that is running picks the job and its session's
+    later jobs up as soon as the dead one's liveness expires — in order, each once."""
     queue = make_rq(retries=retries)
     records, marker = str(tmp_path / "records"), tmp_path / "marker"
     queue.enqueue(spec("block_then_record", records, str(marker), 1, session="s", job_id="s-1"))
     queue.enqueue(spec("record", records, "s", 2, session="s", job_id="s-2"))
-    worker = rq_workers.start(redis_server.url)
+    queue.enqueue(spec("record", records, "s", 3, session="s", job_id="s-3"))
+    doomed = rq_workers.start(redis_server.url)
     wait_for(lambda: marker.exists() and marker.read_text() != "", what="the job to start")
-    horse = int(marker.read_text())
-    rq_workers.kill(worker)  # the worker first, so it cannot report its horse's death
-    os.kill(horse, signal.SIGKILL)
-    wait_for(lambda: not alive(horse), what="the work horse to die")
-
-    status = queue.status()
-    assert (status.started, status.deferred) == (1, 1)
-    assert queue.recover_abandoned() == 0  # its heartbeat has not expired yet
-    assert queue.recover_abandoned(now=time.time() + 3600) == 1
-
+    assert int(marker.read_text()) == doomed.pid  # no work horse: the job runs in the worker
+    survivor = rq_workers.start(redis_server.url)
+    rq_workers.kill(doomed)
     Path(f"{marker}.release").touch()
-    rerun = rq_workers.start(redis_server.url, burst=True)
-    assert rerun.wait(timeout=30) == 0, rq_workers.log(rerun)
-    status = queue.status()
-    assert (status.started, status.deferred, status.queued) == (0, 0, 0)
-    if retries:  # retried once, recorded once, and its session went on after it
-        assert sessions_of(read_records(records)) == [("blocked", 1), ("s", 2)]
-        assert status.failed == 0
-    else:  # no retries left: failed for good, and the session is not blocked
-        assert sessions_of(read_records(records)) == [("s", 2)]
-        [failed] = status.failed_jobs
-        assert failed.job_id == "s-1"
-        assert "AbandonedJobError" in failed.error
+
+    if retries:  # run again by the survivor, then the rest of the session in order
+        wait_for(lambda: len(read_records(records)) == 3, timeout=60, what="the session's jobs")
+        assert sessions_of(read_records(records)) == [("blocked", 1), ("s", 2), ("s", 3)]
+        assert queue.status().failed == 0
+    else:  # no retries left: failed for good, and the session is not blocked by it
+        wait_for(lambda: len(read_records(records)) == 2, timeout=60, what="the later jobs")
+        assert sessions_of(read_records(records)) == [("s", 2), ("s", 3)]
+        [failed] = queue.status().failed_jobs
+        assert failed.job_id == "s-1" and "AbandonedJobError" in failed.error
+    assert survivor.poll() is None
+
+
+def test_a_live_workers_running_job_is_never_taken_as_abandoned(
+    make_rq: Callable[..., RQQueue],
+    redis_server: RedisServer,
+    rq_workers: WorkerProcesses,
+    tmp_path: Path,
+) -> None:
+    queue = make_rq(retries=2)
+    records, marker = str(tmp_path / "records"), tmp_path / "marker"
+    queue.enqueue(spec("block_then_record", records, str(marker), 1, session="s", job_id="s-1"))
+    rq_workers.start(redis_server.url, liveness_ttl=1.0)
+    wait_for(marker.exists, what="the job to start")
+    for _ in range(5):  # well past the liveness TTL: the worker keeps saying it is alive
+        assert queue.recover_abandoned() == 0
+        time.sleep(0.5)
+    Path(f"{marker}.release").touch()
+    wait_for(lambda: len(read_records(records)) == 1, what="the job")
+    assert sessions_of(read_records(records)) == [("blocked", 1)]
+
+
+def test_killing_the_supervisor_takes_its_workers_and_scheduler_with_it(
+    make_rq: Callable[..., RQQueue],
+    redis_server: RedisServer,
+    rq_workers: WorkerProcesses,
+    tmp_path: Path,
+) -> None:
+    """kill -9 of ``chorus worker --concurrency 2``'s main process: its workers stop, and a
+    new worker takes over the scheduler lock, so delayed retries still run."""
+    queue = make_rq(retries=1, retry_intervals=(1,))
+    conn = redis.Redis.from_url(redis_server.url)
+    main = rq_workers.start(redis_server.url, concurrency=2)
+    wait_for(lambda: len(Worker.all(connection=conn)) == 2, what="two workers")
+    children = [w.pid for w in Worker.all(connection=conn)]
+    wait_for(lambda: conn.exists("rq:scheduler-lock:chorus") == 1, what="the scheduler lock")
+    os.kill(main.pid, signal.SIGKILL)  # the main process alone, as a crash would
+    main.wait(timeout=10)
+    wait_for(lambda: not any(alive(pid) for pid in children), what="the workers to stop")
+
+    records = str(tmp_path / "records")
+    queue.enqueue(spec("fail_times", records, "k", 1, session="s", job_id="f"))
+    rq_workers.start(redis_server.url)
+    wait_for(lambda: len(read_records(records)) == 1, timeout=60, what="the delayed retry")
 
 
 def test_sigterm_lets_the_current_job_finish(

@@ -1,0 +1,243 @@
+"""``chorus worker``'s engine: rq workers that never fork per job, and their upkeep.
+
+- **No fork per job.** Each worker is an rq ``SimpleWorker``: a job runs in the
+  worker process itself, so a provider, a database connection or a cache lives
+  from one job to the next, and one worker runs hundreds of short jobs a second
+  instead of a handful. ``concurrency`` > 1 runs that many worker processes
+  under one supervisor, each started with a parent-death signal so none outlives
+  it.
+- **Upkeep thread.** Every process with a worker keeps a liveness key in Redis
+  (``chorus:worker:<name>``, refreshed every second, expiring after
+  ``liveness_ttl``). A started job whose worker's key is gone was abandoned by a
+  dead worker: it is retried (or failed, with no retries left) within seconds,
+  and its session's later jobs go on after it — rq alone would wait up to ten
+  minutes. The supervisor's thread also runs rq's scheduler (retries with a
+  delay) in-process, taking over a scheduler lock whose holder has no live key.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import logging
+import multiprocessing
+import os
+import signal
+import threading
+import time
+import uuid
+from typing import TYPE_CHECKING
+
+import redis
+from rq import SimpleWorker
+from rq.scheduler import RQScheduler
+
+if TYPE_CHECKING:
+    from memory.jobs._rq import RQQueue
+
+logger = logging.getLogger(__name__)
+
+LIVENESS_KEY = "chorus:worker:{}"
+LIVENESS_TTL = 10.0
+"""Seconds after a worker's last sign of life when its started jobs count as abandoned."""
+UPKEEP_INTERVAL = 1.0
+RECOVER_EVERY = 2.0
+"""Seconds between two searches for abandoned jobs."""
+RESTART_MAX_SECONDS = 30.0
+"""Longest wait between two attempts to restart a worker that lost Redis."""
+_PR_SET_PDEATHSIG = 1
+
+
+def liveness_key(name: str) -> str:
+    return LIVENESS_KEY.format(name)
+
+
+class Upkeep(threading.Thread):
+    """Keeps ``name`` alive in Redis, recovers abandoned jobs and (optionally) schedules."""
+
+    def __init__(
+        self,
+        queue: RQQueue,
+        name: str,
+        *,
+        schedule: bool,
+        liveness_ttl: float = LIVENESS_TTL,
+    ) -> None:
+        super().__init__(name=f"chorus-upkeep-{name[:8]}", daemon=True)
+        self._queue = queue
+        self._name = name
+        self._ttl = liveness_ttl
+        self._stop_event = threading.Event()
+        self._conn = redis.Redis.from_url(queue.url, socket_timeout=5, socket_connect_timeout=5)
+        self._scheduler = (
+            RQScheduler([queue.name], connection=self._conn, interval=1, name=name)
+            if schedule
+            else None
+        )
+        self._last_recover = 0.0
+
+    def beat(self) -> None:
+        self._conn.set(liveness_key(self._name), str(os.getpid()), px=int(self._ttl * 1000))
+
+    def run(self) -> None:
+        while not self._stop_event.is_set():
+            try:
+                self.tick()
+            except redis.RedisError as exc:
+                logger.warning("worker upkeep: Redis unavailable (%s)", type(exc).__name__)
+            except Exception:
+                logger.exception("worker upkeep failed")
+            self._stop_event.wait(UPKEEP_INTERVAL)
+
+    def tick(self) -> None:
+        self.beat()
+        if self._scheduler is not None:
+            self._schedule(self._scheduler)
+        now = time.monotonic()
+        if now - self._last_recover >= RECOVER_EVERY:
+            self._last_recover = now
+            self._queue.recover_abandoned()
+
+    def _schedule(self, scheduler: RQScheduler) -> None:
+        if not scheduler.acquired_locks:
+            self._take_over_stale_lock()
+            scheduler.acquire_locks()  # type: ignore[no-untyped-call]
+        else:
+            scheduler.heartbeat()  # type: ignore[no-untyped-call]
+        if scheduler.acquired_locks:
+            scheduler.enqueue_scheduled_jobs()  # type: ignore[no-untyped-call]
+
+    def _take_over_stale_lock(self) -> None:
+        """A scheduler lock whose holder shows no sign of life is released for us."""
+        key = RQScheduler.get_locking_key(self._queue.name)
+        holder = self._conn.get(key)
+        if holder is None:
+            return
+        name = holder.decode() if isinstance(holder, bytes) else str(holder)
+        stale = name != self._name and not self._conn.exists(liveness_key(name))
+        if stale and self._conn.eval(_DELETE_IF, 1, key, name):
+            logger.warning("took over the scheduler lock of dead worker %s", name[:8])
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join(5)
+        with contextlib.suppress(redis.RedisError):
+            if self._scheduler is not None and self._scheduler.acquired_locks:
+                self._scheduler.release_locks()  # type: ignore[no-untyped-call]
+            self._conn.delete(liveness_key(self._name))
+        self._conn.close()
+
+
+_DELETE_IF = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end"
+
+
+def _die_with_parent() -> None:
+    """Linux: SIGTERM this process when its parent dies (a warm stop after the current job)."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def work(queue: RQQueue, *, burst: bool, schedule: bool, liveness_ttl: float) -> None:
+    """One ``SimpleWorker`` in this process, restarted when Redis comes back after a loss."""
+    delay = 1.0
+    while True:
+        name = uuid.uuid4().hex
+        upkeep = Upkeep(queue, name, schedule=schedule, liveness_ttl=liveness_ttl)
+        worker = SimpleWorker([queue.name], connection=redis.Redis.from_url(queue.url), name=name)
+        logger.info("worker %s on queue %s", name[:8], queue.name)
+        upkeep.beat()
+        queue.recover_abandoned()
+        upkeep.start()
+        try:
+            worker.work(burst=burst, with_scheduler=False)
+        finally:
+            upkeep.stop()
+        if burst or getattr(worker, "_shutdown_requested_date", None) is not None:
+            return
+        logger.warning("worker %s stopped unexpectedly; restarting when Redis answers", name[:8])
+        if wait_for_redis(queue.url, delay):
+            return
+        delay = min(delay * 2, RESTART_MAX_SECONDS)
+
+
+def _child(queue: RQQueue, burst: bool, liveness_ttl: float) -> None:
+    _die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    work(queue, burst=burst, schedule=False, liveness_ttl=liveness_ttl)
+
+
+def supervise(
+    queue: RQQueue, *, concurrency: int, burst: bool, liveness_ttl: float = LIVENESS_TTL
+) -> None:
+    """``concurrency`` worker processes and the scheduler; SIGTERM stops them all warmly."""
+    if concurrency <= 1:
+        work(queue, burst=burst, schedule=True, liveness_ttl=liveness_ttl)
+        return
+    context = multiprocessing.get_context("fork")
+    stopping = threading.Event()
+    name = uuid.uuid4().hex
+    upkeep = Upkeep(queue, name, schedule=True, liveness_ttl=liveness_ttl)
+    children = [
+        context.Process(target=_child, args=(queue, burst, liveness_ttl), daemon=False)
+        for _ in range(concurrency)
+    ]
+
+    def stop(signum: int, frame: object) -> None:
+        stopping.set()
+        for child in children:
+            if child.pid is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(child.pid, signal.SIGTERM)
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        for child in children:
+            child.start()  # before any thread of ours exists: a clean fork
+        upkeep.beat()
+        upkeep.start()
+        logger.info("worker supervisor: %d workers on queue %s", concurrency, queue.name)
+        while not stopping.is_set():
+            for index, child in enumerate(children):
+                child.join(timeout=0.2)
+                if child.is_alive() or stopping.is_set():
+                    continue
+                if burst:
+                    continue
+                logger.warning(
+                    "a worker process exited (code %s); starting another", child.exitcode
+                )
+                children[index] = context.Process(
+                    target=_child, args=(queue, burst, liveness_ttl), daemon=False
+                )
+                children[index].start()
+            if burst and not any(child.is_alive() for child in children):
+                break
+        for child in children:
+            child.join()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        upkeep.stop()
+
+
+def wait_for_redis(url: str, delay: float) -> bool:
+    """Sleep ``delay`` then until Redis answers PING; True if SIGTERM/SIGINT came meanwhile."""
+    stopped = threading.Event()
+    previous = {
+        sig: signal.signal(sig, lambda *_: stopped.set()) for sig in (signal.SIGTERM, signal.SIGINT)
+    }
+    try:
+        if stopped.wait(delay):
+            return True
+        while not stopped.is_set():
+            try:
+                redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=2).ping()
+                return False
+            except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+                if stopped.wait(min(delay, RESTART_MAX_SECONDS)):
+                    return True
+        return True
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
