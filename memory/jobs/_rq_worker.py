@@ -26,14 +26,11 @@ import signal
 import threading
 import time
 import uuid
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import redis
 from rq import SimpleWorker
 from rq.scheduler import RQScheduler
-
-if TYPE_CHECKING:
-    from memory.jobs._rq import RQQueue
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +45,18 @@ RESTART_MAX_SECONDS = 30.0
 _PR_SET_PDEATHSIG = 1
 
 
+class WorkedQueue(Protocol):
+    """What the worker needs of the queue (``RQQueue``)."""
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    def recover_abandoned(self, now: float | None = None) -> int: ...
+
+
 def liveness_key(name: str) -> str:
     return LIVENESS_KEY.format(name)
 
@@ -57,7 +66,7 @@ class Upkeep(threading.Thread):
 
     def __init__(
         self,
-        queue: RQQueue,
+        queue: WorkedQueue,
         name: str,
         *,
         schedule: bool,
@@ -138,7 +147,7 @@ def _die_with_parent() -> None:
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def work(queue: RQQueue, *, burst: bool, schedule: bool, liveness_ttl: float) -> None:
+def work(queue: WorkedQueue, *, burst: bool, schedule: bool, liveness_ttl: float) -> None:
     """One ``SimpleWorker`` in this process, restarted when Redis comes back after a loss."""
     delay = 1.0
     while True:
@@ -161,14 +170,14 @@ def work(queue: RQQueue, *, burst: bool, schedule: bool, liveness_ttl: float) ->
         delay = min(delay * 2, RESTART_MAX_SECONDS)
 
 
-def _child(queue: RQQueue, burst: bool, liveness_ttl: float) -> None:
+def _child(queue: WorkedQueue, burst: bool, liveness_ttl: float) -> None:
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     work(queue, burst=burst, schedule=False, liveness_ttl=liveness_ttl)
 
 
 def supervise(
-    queue: RQQueue, *, concurrency: int, burst: bool, liveness_ttl: float = LIVENESS_TTL
+    queue: WorkedQueue, *, concurrency: int, burst: bool, liveness_ttl: float = LIVENESS_TTL
 ) -> None:
     """``concurrency`` worker processes and the scheduler; SIGTERM stops them all warmly."""
     if concurrency <= 1:

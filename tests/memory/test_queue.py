@@ -130,7 +130,7 @@ def test_each_session_runs_in_order(harness: Harness, request: pytest.FixtureReq
     for s in range(sessions):
         assert [r["n"] for r in records if r["session"] == f"s{s}"] == list(range(per_session))
     if worker_pids:
-        assert {r["ppid"] for r in records} == worker_pids  # both workers took jobs
+        assert {r["pid"] for r in records} == worker_pids  # both workers took jobs
 
 
 def test_failing_job_is_retried_then_succeeds(harness: Harness) -> None:
