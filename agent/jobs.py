@@ -28,6 +28,7 @@ from agent.errors import AgentError
 from agent.job_context import JobContext
 from agent.llm import LLMClient
 from memory.paths import UserKey
+from memory.store import scan_memory_content
 from memory.transcripts import AsyncSessionDB, SessionRecord
 
 logger = logging.getLogger(__name__)
@@ -151,6 +152,8 @@ async def _flush(ctx: JobContext, record: SessionRecord) -> None:
         await llm.aclose()
 
 
+HANDOFF_SUMMARY_MAX = 1_200
+"""Characters of a handoff summary kept for the next session's system prompt."""
 HANDOFF_PROMPT = (
     "Summarise this conversation for yourself, to pick it up again in a new session: "
     "at most five short bullet points — the topic, what was decided or answered, what "
@@ -180,7 +183,23 @@ async def summarize_for_handoff(ctx: JobContext, messages: list[dict[str, Any]])
         return None
     finally:
         await llm.aclose()
-    return response.content.strip() or None
+    return checked_summary(response.content)
+
+
+def checked_summary(text: str) -> str | None:
+    """A summary fit to open the next system prompt: capped, and refused like a memory
+    write when it carries an instruction or hidden characters (it was written by the
+    model from what a user said, so it is untrusted text)."""
+    summary = text.strip()
+    if len(summary) > HANDOFF_SUMMARY_MAX:
+        summary = summary[:HANDOFF_SUMMARY_MAX].rsplit(" ", 1)[0] + " …"
+    if not summary:
+        return None
+    threat = scan_memory_content(summary)
+    if threat is not None:
+        logger.warning("handoff summary dropped: %s", threat)
+        return None
+    return summary
 
 
 def turn_messages(messages: list[dict[str, Any]], turn_index: int) -> list[dict[str, Any]]:

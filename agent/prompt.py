@@ -35,6 +35,8 @@ SESSION_SEARCH_GUIDANCE = (
     "that are not in memory, call session_search before answering rather than guessing."
 )
 
+HANDOFF_PROMPT_MAX = 1_500
+"""Characters of a stored handoff summary that reach a system prompt, whatever is stored."""
 HANDOFF_HEADER = (
     "SUMMARY OF YOUR PREVIOUS CONVERSATION WITH THIS USER (the session was renewed; "
     "use it to keep the thread, do not repeat it back)"
@@ -58,5 +60,5 @@ def build_system_prompt(
             parts.append(block)
     parts.extend(block.strip() for block in extra_blocks if block and block.strip())
     if handoff_summary and handoff_summary.strip():
-        parts.append(f"{HANDOFF_HEADER}:\n{handoff_summary.strip()}")
+        parts.append(f"{HANDOFF_HEADER}:\n{handoff_summary.strip()[:HANDOFF_PROMPT_MAX]}")
     return "\n\n".join(parts)

@@ -268,9 +268,22 @@ class GatewayRunner:
     # ---------------------------------------------------------------- shutdown
 
     async def shutdown(self, timeout: float | None = None) -> None:
-        """Stop taking messages, finish running turns (bounded), end every session."""
+        """Stop taking updates, finish running turns, end every session, disconnect.
+
+        All within ``timeout`` (``gateway.shutdown_timeout``) seconds in total. The
+        platforms stop delivering first, so what people send meanwhile waits at the
+        platform (or in the durable inbox) for the next start instead of being
+        answered "send that again".
+        """
         limit = self.settings.gateway.shutdown_timeout if timeout is None else timeout
-        await self.sessions.shutdown(limit)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + limit
+        for adapter in self.adapters.values():
+            try:
+                await asyncio.wait_for(adapter.pause(), max(0.1, deadline - loop.time()))
+            except Exception as exc:
+                logger.warning("pausing %s failed (%s)", adapter.name, type(exc).__name__)
+        await self.sessions.shutdown(max(0.1, deadline - loop.time()))
         for adapter in self.adapters.values():
             with contextlib.suppress(Exception):
-                await adapter.stop()
+                await asyncio.wait_for(adapter.stop(), max(1.0, deadline - loop.time()))

@@ -71,6 +71,14 @@ class BaseAdapter(ABC):
     async def stop(self) -> None:
         """Disconnect; safe to call twice."""
 
+    async def pause(self) -> None:
+        """Stop taking new messages (shutdown begins), while replies can still be sent.
+
+        What people send from now on should stay with the platform, to be
+        delivered after the restart (Telegram: stop polling; Slack: answer 503).
+        """
+        return None
+
     @abstractmethod
     async def send(self, message: OutboundMessage) -> SentMessage:
         """Send one message (already within ``max_text_length``)."""

@@ -8,6 +8,7 @@ way this process configures ``agent.jobs`` so in-process jobs find their context
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -95,10 +96,16 @@ class Background:
     load_provider: ProviderLoader | None
 
     def close(self, timeout: float) -> None:
-        """Let queued work finish (bounded), then release everything."""
+        """Let queued work finish and release everything, within ``timeout`` in total.
+
+        What is left then is not lost: sessions whose end was requested end at the
+        next start (their reason is recorded), and jobs bound for Redis wait in the
+        outbox.
+        """
+        deadline = time.monotonic() + timeout
         if not self.queue.flush(timeout):
             logger.warning("background jobs still pending after %.0fs", timeout)
-        self.queue.close(timeout)
+        self.queue.close(max(0.1, deadline - time.monotonic()))
         self.state.close()
         self.context.close()
 

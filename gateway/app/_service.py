@@ -47,16 +47,21 @@ async def serve(settings: Settings, adapters: list[BaseAdapter], stop: asyncio.E
     for adapter in adapters:
         for method, path, handler in adapter.http_routes():
             http.add_route(method, path, handler)
+    loop = asyncio.get_running_loop()
+    deadline: float | None = None
     try:
+        await http.start()  # /healthz answers while the platforms are still connecting
         await stack.runner.start()
-        await http.start()
         logger.info("gateway up: %s; http on %s", ", ".join(a.name for a in adapters), http.url)
         await stop.wait()
-        logger.info("shutting down")
-        await stack.runner.shutdown()
+        timeout = stack.settings.gateway.shutdown_timeout
+        deadline = loop.time() + timeout
+        logger.info("shutting down (within %.0fs)", timeout)
+        stack.closing = True  # /readyz fails from now on
+        await stack.runner.shutdown(timeout)
     finally:
         await http.stop()
-        await stack.close()
+        await stack.close(None if deadline is None else max(0.5, deadline - loop.time()))
 
 
 async def run_gateway(settings: Settings, *, adapters: list[BaseAdapter] | None = None) -> int:

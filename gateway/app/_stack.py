@@ -36,13 +36,15 @@ class GatewayStack:
     metrics: Metrics
     services: GatewayServices
     runner: GatewayRunner
+    closing: bool = False
 
     @property
     def settings(self) -> Settings:
         return self.live.current
 
     async def readiness(self) -> dict[str, bool]:
-        checks = {f"adapter:{n}": a.is_connected() for n, a in self.runner.adapters.items()}
+        checks = {"accepting": not self.closing}
+        checks |= {f"adapter:{n}": a.is_connected() for n, a in self.runner.adapters.items()}
         checks["session_db"] = await asyncio.to_thread(self._db_writable)
         if self.settings.redis.url is not None:
             status = await asyncio.to_thread(self.background.queue.status)
@@ -56,8 +58,9 @@ class GatewayStack:
             return False
         return True
 
-    async def close(self) -> None:
-        timeout = self.settings.gateway.shutdown_timeout
+    async def close(self, timeout: float | None = None) -> None:
+        """Hand queued jobs over (bounded by ``timeout``) and release everything."""
+        timeout = self.settings.gateway.shutdown_timeout if timeout is None else timeout
         await asyncio.to_thread(self.background.close, timeout)
         await self.factory.aclose()
         await self.db.aclose()

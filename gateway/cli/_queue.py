@@ -19,7 +19,7 @@ def queue_status() -> None:
     try:
         status = queue.status()
     finally:
-        queue.close(0)
+        queue.close(0, drain=False)
     reach = "reachable" if status.reachable else "UNREACHABLE"
     out.print(f"backend: {status.backend} ({reach})", markup=False)
     for name in ("queued", "started", "deferred", "scheduled", "failed", "outbox"):
@@ -41,5 +41,5 @@ def queue_retry_failed() -> None:
     try:
         count = queue.retry_failed()
     finally:
-        queue.close(0)
+        queue.close(0, drain=False)
     out.print(f"requeued {count} failed job(s)")

@@ -38,6 +38,9 @@ from memory.transcripts import AsyncSessionDB
 
 logger = logging.getLogger(__name__)
 
+END_RESERVE = 5.0
+"""Seconds of a shutdown kept for ending sessions after the turns (at most a third of it)."""
+
 Notice = Callable[[InboundMessage, str], Awaitable[None]]
 
 
@@ -134,6 +137,8 @@ class SessionManager:
                 continue
             last = record.last_active_at or record.started_at
             deadline, reason = session_deadline(record.started_at, last, self.settings)
+            if record.end_reason:  # its end was requested before the process stopped
+                deadline, reason = self.clock.time(), record.end_reason
             if deadline <= self.clock.time():
                 self.scheduler.end_session(record.id, reason)
                 self._ended(reason)
@@ -322,6 +327,7 @@ class SessionManager:
         if live.agent is not None:
             await live.agent.close()
             live.agent = None
+        await self.db.request_end(live.session_id, reason)
         self.scheduler.end_session(live.session_id, reason)
         self._ended(reason)
         if notify_next and reason in t.RENEWED_NOTICE:
@@ -340,16 +346,33 @@ class SessionManager:
         return True
 
     async def shutdown(self, timeout: float) -> None:
-        """Stop taking messages, let running turns finish (bounded), end every open session."""
+        """Stop taking messages, let running turns finish, end every open session: all of it
+        within ``timeout`` seconds. Turns still running then are stopped; a session whose
+        ending could not be handed over in time ends at the next start, with reason
+        ``shutdown`` (it is recorded first)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
         self._closing = True
         await self.reaper.stop()
         workers = [s.worker for s in self._open.values() if s.worker and not s.worker.done()]
         if workers:
-            _, still = await asyncio.wait(workers, timeout=timeout)
+            turns_until = deadline - min(END_RESERVE, timeout / 3)
+            _, still = await asyncio.wait(workers, timeout=max(0.0, turns_until - loop.time()))
             for task in still:
                 task.cancel()
-        for live in list(self._open.values()):
-            await self.end(live, "shutdown", notify_next=False)
+            if still:
+                logger.warning("%d answer(s) still running at shutdown were stopped", len(still))
+        sessions = list(self._open.values())
+        for live in sessions:  # recorded at once, so recovery knows why they end
+            await self.db.request_end(live.session_id, "shutdown")
+        ending = [
+            asyncio.create_task(self.end(live, "shutdown", notify_next=False))
+            for live in sessions
+        ]
+        if ending:
+            _, late = await asyncio.wait(ending, timeout=max(0.1, deadline - loop.time()))
+            if late:
+                logger.warning("%d session(s) end at the next start (reason shutdown)", len(late))
 
 
 async def _no_notice(msg: InboundMessage, text: str) -> None:

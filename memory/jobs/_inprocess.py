@@ -106,7 +106,7 @@ class InProcessQueue(BackgroundQueue):
                 self._cond.wait(wait)
         return True
 
-    def close(self, timeout: float = 5.0) -> None:
+    def close(self, timeout: float = 5.0, *, drain: bool = True) -> None:
         with self._cond:
             self._closed = True
             self._cond.notify_all()

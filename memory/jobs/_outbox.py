@@ -207,11 +207,12 @@ class OutboxRelay:
             time.sleep(0.1)
         return False
 
-    def close(self, timeout: float = 5.0) -> None:
-        """One last drain attempt, stop the drainer, close the outbox; rows stay on disk."""
+    def close(self, timeout: float = 5.0, *, drain: bool = True) -> None:
+        """One last drain attempt (unless ``drain`` is False: a process that only looks),
+        stop the drainer, close the outbox; rows stay on disk."""
         if self._closed.is_set():
             return
-        if self.pending():
+        if drain and self.pending():
             with self._lock:
                 self._drain_batch()
         self._closed.set()

@@ -211,9 +211,12 @@ class RQQueue(BackgroundQueue):
         """Wait until the outbox is empty (jobs handed to Redis, not necessarily run)."""
         return self._relay.flush(timeout)
 
-    def close(self, timeout: float = 5.0) -> None:
-        """Stop taking jobs and try one last drain; rows left stay for the next start."""
-        self._relay.close(timeout)
+    def close(self, timeout: float = 5.0, *, drain: bool = True) -> None:
+        """Stop taking jobs and try one last drain; rows left stay for the next start.
+
+        ``drain=False`` leaves the outbox to the process that owns it (``chorus queue
+        status`` and ``chorus doctor`` only look)."""
+        self._relay.close(timeout, drain=drain)
         self._conn.close()
 
     # -- internals ----------------------------------------------------------------------

@@ -100,7 +100,7 @@ class BackgroundQueue(ABC):
         """
 
     @abstractmethod
-    def close(self, timeout: float = 5.0) -> None:
+    def close(self, timeout: float = 5.0, *, drain: bool = True) -> None:
         """Stop taking jobs and drain what is pending for at most ``timeout`` seconds."""
 
 

@@ -94,6 +94,9 @@ class AsyncSessionDB:
     ) -> bool:
         return await self._run(self._db.end_session, session_id, reason, ended_at)
 
+    async def request_end(self, session_id: str, reason: str) -> bool:
+        return await self._run(self._db.request_end, session_id, reason)
+
     async def append_message(
         self,
         session_id: str,

@@ -108,6 +108,20 @@ class SessionDB(SQLiteTables):
             logger.debug("session %s ended (%s)", session_id, reason)
         return changed
 
+    def request_end(self, session_id: str, reason: str) -> bool:
+        """Record why an open session is being ended, before the ending work runs.
+
+        The first reason stays. A session found open at start-up with a reason
+        is ended with that reason, not as if it had expired.
+        """
+        with self._write() as conn:
+            cur = conn.execute(
+                "UPDATE sessions SET end_reason = ?"
+                " WHERE id = ? AND ended_at IS NULL AND end_reason IS NULL",
+                (reason, session_id),
+            )
+        return cur.rowcount == 1
+
     def get_session(self, session_id: str) -> SessionRecord | None:
         with self._read() as conn:
             row = conn.execute(

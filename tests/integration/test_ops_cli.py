@@ -7,6 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import redis
+
+from memory.jobs import JobSpec, Outbox
+from memory.paths import ChorusPaths
 from tests.fakes import RedisServer
 from tests.integration.recorder_plugin import install_recorder
 
@@ -73,3 +77,21 @@ def test_doctor_fails_on_unreachable_redis(chorus_home: Path) -> None:
     assert status.returncode == 1
     assert "UNREACHABLE" in status.stdout
     assert "hunter2" not in status.stdout + status.stderr
+
+
+def test_queue_status_and_doctor_only_look_at_the_outbox(
+    chorus_home: Path, redis_server: RedisServer
+) -> None:
+    """Jobs waiting in the gateway's outbox stay there: only the gateway moves them."""
+    chorus_home.mkdir(mode=0o700)
+    outbox = Outbox(ChorusPaths(chorus_home).state_db)
+    outbox.put(JobSpec("tests.queue_jobs.record", ("x", "s", 1), "s", "waiting-1"))
+    outbox.close()
+    for args in (("queue", "status"), ("queue", "retry-failed"), ("doctor",)):
+        result = run(chorus_home, *args, CHORUS_REDIS__URL=redis_server.url)
+        assert "Traceback" not in result.stderr
+    status = run(chorus_home, "queue", "status", CHORUS_REDIS__URL=redis_server.url)
+    assert "outbox: 1" in status.stdout
+    with Outbox(ChorusPaths(chorus_home).state_db) as still:
+        assert still.count() == 1
+    assert redis.Redis.from_url(redis_server.url).llen("rq:queue:chorus") == 0

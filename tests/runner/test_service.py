@@ -31,7 +31,11 @@ async def test_health_readiness_and_metrics(make_gateway: GatewayFactory) -> Non
             async with client.get(f"{http.url}/readyz") as response:
                 body = await response.json()
                 assert response.status == 200, body
-                assert body["checks"] == {"adapter:memory": True, "session_db": True}
+                assert body["checks"] == {
+                    "accepting": True,
+                    "adapter:memory": True,
+                    "session_db": True,
+                }
             async with client.get(f"{http.url}/metrics") as response:
                 text = await response.text()
             assert 'chorus_messages_in_total{platform="memory"} 2.0' in text

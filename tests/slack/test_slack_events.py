@@ -155,3 +155,15 @@ async def test_bot_messages_and_edits_are_ignored(make_gateway: GatewayFactory) 
         assert (await gw.event(event))[0] == 200
     await gw.settle()
     assert llm.requests == [] and slack.calls_of("chat.postMessage") == []
+
+
+async def test_events_during_shutdown_get_503_so_slack_sends_them_again(
+    make_gateway: GatewayFactory,
+) -> None:
+    gw = await make_gateway()
+    await gw.adapter.pause()
+    event = gw.slack.person("hello?", user=ANN, channel=DM_ANN)
+    status, _ = await post_event(gw.events_url, event_callback(event))
+    assert status == 503
+    await gw.settle()
+    assert gw.server.requests == []

@@ -167,3 +167,20 @@ async def test_the_token_is_not_in_the_webhook_path(
     [(method, path, _)] = TelegramAdapter(settings.telegram).http_routes()
     assert (method, path) == ("POST", "/telegram/webhook")
     assert telegram.token not in caplog.text
+
+
+async def test_messages_sent_once_shutdown_began_wait_at_telegram_for_the_next_start(
+    make_gateway: GatewayFactory, telegram: FakeTelegram
+) -> None:
+    gw = await make_gateway()
+    telegram.message("before", user_id=ANN)
+    await telegram.wait_messages(ANN, 1)
+    await gw.adapter.pause()  # what a shutdown does first
+    telegram.message("during the shutdown", user_id=ANN)
+    await gw.close()
+    assert [u["message"]["text"] for u in telegram.pending()] == ["during the shutdown"]
+    assert len(telegram.in_chat(ANN)) == 1  # not answered "send that again"
+
+    await make_gateway()
+    answers = await telegram.wait_messages(ANN, 2)
+    assert answers[1].text == "ok"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from memory.paths import ChorusPaths
 from memory.transcripts import SessionDB
-from tests.fakes import FakeOpenAI
+from tests.fakes import FakeOpenAI, Reply
 from tests.fakes.telegram_api import FakeTelegram
 from tests.telegram.conftest import ANN
 
@@ -88,3 +88,85 @@ async def test_gateway_process_serves_probes_and_stops_on_sigterm(
     with SessionDB(ChorusPaths(chorus_home).state_db) as db:
         [record] = db.list_sessions(limit=5)
     assert record.end_reason == "shutdown"
+
+
+def gateway_env(
+    home: Path, server: FakeOpenAI, telegram: FakeTelegram, port: int
+) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CHORUS_", "OPENAI_"))}
+    env.update(
+        {
+            "CHORUS_HOME": str(home),
+            "OPENAI_BASE_URL": server.base_url,
+            "TELEGRAM_BOT_TOKEN": telegram.token,
+            "CHORUS_TELEGRAM__BASE_URL": telegram.base_url,
+            "CHORUS_TELEGRAM__BASE_FILE_URL": telegram.base_file_url,
+            "CHORUS_AUTH__POLICY": "open",
+            "CHORUS_GATEWAY__HTTP__PORT": str(port),
+            "CHORUS_MEMORY__FLUSH_MIN_TURNS": "1",
+            "PTB_TIMEDELTA": "1",
+        }
+    )
+    return env
+
+
+async def wait_ready(port: int) -> None:
+    for _ in range(400):
+        await asyncio.sleep(0.05)
+        try:
+            status, _ = await asyncio.to_thread(get, f"http://127.0.0.1:{port}/readyz")
+        except OSError:
+            continue
+        if status == 200:
+            return
+    raise AssertionError("the gateway never became ready")
+
+
+async def test_sigterm_with_busy_sessions_exits_within_the_bound_and_ends_each_once(
+    chorus_home: Path, server: FakeOpenAI, telegram: FakeTelegram
+) -> None:
+    """8 answers in progress against a slow LLM: SIGTERM exits within
+    ``gateway.shutdown_timeout`` (plus process start-up margins), and every session
+    ends exactly once with reason ``shutdown`` — now, or at the next start."""
+    chorus_home.mkdir(mode=0o700)
+    port = free_port()
+    env = gateway_env(chorus_home, server, telegram, port)
+    env["CHORUS_GATEWAY__SHUTDOWN_TIMEOUT"] = "3"
+    server.responder(lambda body: Reply.of_text("a slow answer", delay=20))
+    proc = subprocess.Popen([str(CHORUS), "gateway"], env=env, stderr=subprocess.PIPE)
+    try:
+        await wait_ready(port)
+        users = [7000 + n for n in range(8)]
+        for user in users:
+            telegram.message(f"take your time, {user}", user_id=user)
+        await telegram.wait_for(lambda: server.in_flight == 8, what="8 answers in progress")
+        proc.send_signal(signal.SIGTERM)
+        _, err = await asyncio.to_thread(proc.communicate, timeout=3 + 12)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err.decode(errors="replace")[-2000:]
+    with SessionDB(ChorusPaths(chorus_home).state_db) as db:
+        records = db.list_sessions(limit=50)
+    assert len(records) == 8
+    assert {r.end_reason for r in records} == {"shutdown"}  # recorded, ended or not yet
+
+    server.responder(lambda body: Reply.of_text("summary", delay=0))
+    again = subprocess.Popen([str(CHORUS), "gateway"], env=env, stderr=subprocess.PIPE)
+    try:
+        await wait_ready(port)
+        for _ in range(200):
+            with SessionDB(ChorusPaths(chorus_home).state_db) as db:
+                records = db.list_sessions(limit=50)
+            if all(r.ended_at is not None for r in records):
+                break
+            await asyncio.sleep(0.1)
+        again.send_signal(signal.SIGTERM)
+        await asyncio.to_thread(again.communicate, timeout=30)
+    finally:
+        if again.poll() is None:
+            again.kill()
+            again.wait()
+    assert len(records) == 8
+    assert all(r.ended_at is not None and r.end_reason == "shutdown" for r in records)

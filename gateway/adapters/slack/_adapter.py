@@ -140,6 +140,7 @@ class SlackAdapter(BaseAdapter):
         self._lanes = ChatLanes("slack")
         self._connector: asyncio.Task[None] | None = None
         self._started = False
+        self._paused = False
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -180,6 +181,10 @@ class SlackAdapter(BaseAdapter):
                 return
             await backoff.wait()
 
+    async def pause(self) -> None:
+        """Answer new events 503 from now on: Slack sends them again later."""
+        self._paused = True
+
     async def stop(self) -> None:
         if not self._started:
             return
@@ -208,7 +213,7 @@ class SlackAdapter(BaseAdapter):
         return [("POST", self.events_path, self._events)]
 
     async def _events(self, request: web.Request) -> web.StreamResponse:
-        if not self.is_connected():
+        if not self.is_connected() or self._paused:
             return web.json_response({"error": "not ready"}, status=503)
         timestamp = request.headers.get("X-Slack-Request-Timestamp", "")
         if not (timestamp.isascii() and timestamp.isdigit()):

@@ -108,6 +108,7 @@ class TelegramAdapter(BaseAdapter):
         self._me: BotIdentity | None = None
         self._started = False
         self._online = False
+        self._paused = False
         self._warned_conflict = False
 
     # ------------------------------------------------------------------ lifecycle
@@ -155,6 +156,16 @@ class TelegramAdapter(BaseAdapter):
                 error_callback=self._on_poll_error,
             )
         self._consumer = asyncio.create_task(self._consume(), name="telegram-updates")
+
+    async def pause(self) -> None:
+        """Stop fetching updates (webhook: answer 503), so new ones wait at Telegram."""
+        self._paused = True
+        updater = self._app.updater
+        if updater is not None and updater.running:
+            try:
+                await updater.stop()
+            except Exception as exc:
+                logger.warning("telegram: stopping polling failed (%s)", type(exc).__name__)
 
     async def stop(self) -> None:
         if not self._started:
@@ -297,7 +308,7 @@ class TelegramAdapter(BaseAdapter):
         if not expected or not hmac.compare_digest(given, expected):
             logger.warning("refused a telegram webhook request: wrong secret token")
             return web.json_response({"error": "forbidden"}, status=403)
-        if not self._started:
+        if not self._started or self._paused:
             return web.json_response({"error": "not ready"}, status=503)
         try:
             data = await request.json()
