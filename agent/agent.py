@@ -171,9 +171,11 @@ class Agent:
         """
         if self._system_prompt is None:
             await self.start()
-        await self._maybe_compress(text)
-        self.turns += 1
-        self.turns_since_memory += 1
+        resuming = self._unanswered(text)
+        if not resuming:
+            await self._maybe_compress(text)
+            self.turns += 1
+            self.turns_since_memory += 1
         content = text + await self._recalled_context(text)
         interval = self.config.memory.nudge_interval
         if interval and self.turns_since_memory >= interval:
@@ -184,9 +186,12 @@ class Agent:
         if images:
             user_content = [{"type": "text", "text": content}, *(i.part() for i in images)]
             stored = f"{text}\n[{len(images)} image(s)]".strip()
-        await self._append(
-            {"role": "user", "content": user_content, "_raw": text}, stored_content=stored
-        )
+        if resuming:  # asked before a restart cut the answer: answer it, don't ask it twice
+            self.history[-1] = {"role": "user", "content": user_content, "_raw": text}
+        else:
+            await self._append(
+                {"role": "user", "content": user_content, "_raw": text}, stored_content=stored
+            )
         try:
             answer = await self._loop(on_delta)
             self._after_turn(text)
@@ -197,6 +202,13 @@ class Agent:
         except LLMError as exc:
             logger.warning("turn failed in session %s: %s", self.session.session_id, exc)
             return APOLOGY
+
+    def _unanswered(self, text: str) -> bool:
+        """The history ends with this very message and no answer to it (a restart cut it)."""
+        if not self.history:
+            return False
+        last = self.history[-1]
+        return last.get("role") == "user" and last.get("_raw", last.get("content")) == text
 
     async def _recalled_context(self, text: str) -> str:
         """Provider hooks at turn start, and context prefetched in the background, fenced."""

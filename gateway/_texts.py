@@ -11,3 +11,4 @@ TOO_LONG = (
 SHUTTING_DOWN = "I'm restarting right now — please send that again in a minute."
 RATE_LIMITED = "You're sending messages faster than I can answer. I'll pick up again shortly."
 STOPPED_NOTE = "\n\n(stopped)"
+RESTARTED_UNANSWERED = "I was restarted and could not answer that — please ask again."

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import json
+from dataclasses import asdict, dataclass, replace
 from typing import Literal
 
 AttachmentKind = Literal["image", "voice", "audio", "video", "document", "sticker", "other"]
@@ -34,10 +35,34 @@ class InboundMessage:
     is_direct: bool = True
     mentions_bot: bool = False
     reply_to_bot: bool = False
+    receipts: tuple[str, ...] = ()
+    """The platform deliveries this message came in, as recorded in the durable inbox
+    (none for platforms without one): the turn is done when all of them are."""
+    resume: tuple[str, ...] = ()
+    """Messages of an answer that was being streamed when the process died; the new
+    answer is edited into them (set when a pending turn is taken up after a restart)."""
 
     @property
     def user_key(self) -> str:
         return f"{self.platform}:{self.user_id}"
+
+
+def message_to_json(message: InboundMessage) -> str:
+    """``message`` as JSON for the durable inbox (attachment bytes are left out)."""
+    data = asdict(message)
+    data["attachments"] = [{**a, "data": None} for a in data["attachments"]]
+    data.pop("resume", None)
+    return json.dumps(data, ensure_ascii=False)
+
+
+def message_from_json(text: str) -> InboundMessage:
+    """The inverse of ``message_to_json``; ``ValueError`` or ``TypeError`` when unreadable."""
+    data = json.loads(text)
+    if not isinstance(data, dict):
+        raise ValueError("not a message")
+    attachments = tuple(Attachment(**a) for a in data.pop("attachments", []))
+    receipts = tuple(str(r) for r in data.pop("receipts", []))
+    return InboundMessage(**data, attachments=attachments, receipts=receipts)
 
 
 def clean_text(text: str) -> str:

@@ -15,6 +15,8 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
 
 from agent.context import ImageInput
 from gateway import _texts as t
@@ -30,9 +32,9 @@ from gateway.adapters import (
 from gateway.clock import Clock
 from gateway.commands import CommandContext, CommandRegistry, CommandServices, parse_command
 from gateway.config import LiveSettings, Settings
-from gateway.events import Attachment, InboundMessage, OutboundMessage
+from gateway.events import Attachment, InboundMessage, OutboundMessage, SentMessage
 from gateway.ops import Activity, Metrics
-from gateway.sessions import LiveSession, SessionManager, merge_texts
+from gateway.sessions import Inbox, LiveSession, SessionManager, merge_texts
 from memory.paths import UserKey
 
 logger = logging.getLogger(__name__)
@@ -59,8 +61,12 @@ class GatewayRunner:
         metrics: Metrics,
         activity: Activity,
         adapters: list[BaseAdapter] | None = None,
+        inbox: Inbox | None = None,
     ) -> None:
         self.live = live
+        self.inbox = inbox
+        self._resumed = asyncio.Event()
+        self._settling: set[asyncio.Task[None]] = set()
         self.sessions = sessions
         self.auth = auth
         self.rate = rate
@@ -91,6 +97,8 @@ class GatewayRunner:
 
     def add_adapter(self, adapter: BaseAdapter) -> None:
         adapter.set_handler(self.handle)
+        if self.inbox is not None:
+            adapter.set_inbox(self.inbox)
         self.adapters[adapter.name] = adapter
         if adapter.prompt_hint:
             self.sessions.platform_hints[adapter.name] = adapter.prompt_hint
@@ -100,6 +108,7 @@ class GatewayRunner:
         for adapter in self.adapters.values():
             await adapter.start()
             await self._publish_commands(adapter)
+        await self._resume()
 
     async def _publish_commands(self, adapter: BaseAdapter) -> None:
         """Give the platform's command menu every command; admin ones for admins only."""
@@ -118,24 +127,36 @@ class GatewayRunner:
     # ------------------------------------------------------------------ intake
 
     async def handle(self, msg: InboundMessage) -> None:
-        """Take one inbound message. Never raises."""
+        """Take one inbound message. Never raises.
+
+        After a restart, new messages wait until the ones left pending have been
+        taken up, so each person's messages keep their order.
+        """
+        await self._resumed.wait()
+        await self._take(msg)
+
+    async def _take(self, msg: InboundMessage) -> None:
+        settle = True
         try:
-            await self._handle(msg)
+            settle = await self._handle(msg)
         except Exception:
             logger.exception("handling a %s message failed", msg.platform)
             with contextlib.suppress(Exception):
                 await self.notice(msg, t.APOLOGY, kind="error")
+        if settle:
+            await self._settle([msg])
 
-    async def _handle(self, msg: InboundMessage) -> None:
+    async def _handle(self, msg: InboundMessage) -> bool:
+        """True when nothing is left to do for ``msg``; False when a turn will answer it."""
         self.metrics.message_in(msg.platform)
         self.activity.message()
         if self.dedupe.seen(msg.platform, msg.chat_id, msg.message_id):
             self.metrics.rejected("duplicate")
-            return
+            return True
         command = parse_command(msg.text)
         addressed = msg.is_direct or msg.mentions_bot or msg.reply_to_bot or command is not None
         if not addressed and self.settings.gateway.group_require_mention:
-            return
+            return True
         decision = await asyncio.to_thread(self.auth.decide, msg)
         if not decision.allowed:
             self.metrics.rejected(decision.reason)
@@ -144,28 +165,78 @@ class GatewayRunner:
                 await self.commands.audit_refused(ctx, decision.reason)
             if decision.reply:
                 await self.notice(msg, decision.reply)
-            return
+            return True
         rate = self.rate.check(msg.user_key)
         if not rate.allowed:
             self.metrics.rejected("rate_limited")
             if rate.notify:
                 await self.notice(msg, t.RATE_LIMITED)
-            return
+            return True
         images = self._images(msg)
         if not msg.text.strip() and not images:
             await self.notice(msg, t.ATTACHMENTS_ONLY if msg.attachments else t.EMPTY)
-            return
+            return True
         if len(images) < len(msg.attachments):
             await self.notice(msg, t.ATTACHMENTS_SKIPPED)
         if len(msg.text) > MAX_INBOUND_CHARS:
             self.metrics.rejected("too_long")
             await self.notice(msg, t.TOO_LONG.format(n=len(msg.text), limit=MAX_INBOUND_CHARS))
-            return
+            return True
         if command is not None:
             await self._command(msg, *command)
+            return True
+        if await self.sessions.submit(msg):
+            return False
+        if msg.receipts:
+            return False  # shutting down: it stays in the inbox and is answered after the restart
+        await self.notice(msg, t.SHUTTING_DOWN)
+        return True
+
+    async def _settle(self, batch: list[InboundMessage]) -> None:
+        """Cross the messages' deliveries off the inbox: nothing more is owed for them."""
+        if self.inbox is None:
             return
-        if not await self.sessions.submit(msg):
-            await self.notice(msg, t.SHUTTING_DOWN)
+        for platform in {m.platform for m in batch}:
+            receipts = [r for m in batch if m.platform == platform for r in m.receipts]
+            if receipts:
+                try:
+                    await asyncio.to_thread(self.inbox.done, platform, receipts)
+                except Exception as exc:
+                    logger.warning("the inbox could not be updated (%s)", type(exc).__name__)
+
+    async def _resume(self) -> None:
+        """Take up what a restart left unanswered: answer it, or say it cannot be."""
+        try:
+            if self.inbox is not None:
+                await asyncio.to_thread(self.inbox.prune)
+                for adapter in self.adapters.values():
+                    await self._resume_platform(adapter)
+        except Exception:
+            logger.exception("taking up messages left by a restart failed")
+        finally:
+            self._resumed.set()
+
+    async def _resume_platform(self, adapter: BaseAdapter) -> None:
+        assert self.inbox is not None
+        limit = self.settings.sessions.resume_pending_minutes * 60
+        for row in await asyncio.to_thread(self.inbox.pending, adapter.name):
+            try:
+                read = await adapter.read_again(row.payload)
+            except Exception as exc:
+                logger.warning("a pending %s message is unreadable (%s)", adapter.name, exc)
+                read = None
+            if read is None:
+                await asyncio.to_thread(self.inbox.done, adapter.name, [row.receipt])
+                continue
+            msg = replace(read, receipts=(row.receipt,), resume=row.shown)
+            if self.clock.time() - row.received_at > limit:
+                logger.info("a %s message left by a restart is too old to answer", adapter.name)
+                with contextlib.suppress(Exception):
+                    await self.notice(msg, t.RESTARTED_UNANSWERED)
+                await self._settle([msg])
+                continue
+            logger.info("answering a %s message left by a restart", adapter.name)
+            await self._take(msg)
 
     async def _command(self, msg: InboundMessage, name: str, args: str) -> None:
         ctx = CommandContext(msg, name, args, self.services, self.auth.is_admin(msg.user_key))
@@ -192,10 +263,27 @@ class GatewayRunner:
         self.metrics.message_out(msg.platform)
 
     async def _run_turn(self, live: LiveSession, batch: list[InboundMessage]) -> None:
+        """One turn; its messages are settled once the answer is delivered (or has failed
+        with an apology). A turn cut by a shutdown leaves them pending for the restart."""
+        try:
+            await self._answer(live, batch)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            logger.exception("turn of session %s failed", live.session_id)
+            with contextlib.suppress(Exception):
+                await self.notice(batch[-1], t.APOLOGY, kind="error")
+        # off the turn's path: the session counts as active from the answer, not the bookkeeping
+        task = asyncio.create_task(self._settle(batch))
+        self._settling.add(task)
+        task.add_done_callback(self._settling.discard)
+
+    async def _answer(self, live: LiveSession, batch: list[InboundMessage]) -> None:
         text = merge_texts(batch)
         last = batch[-1]
         adapter = self.adapters[last.platform]
         agent = await self.sessions.agent_for(live)
+        receipts = [r for m in batch for r in m.receipts]
         stream = ReplyStream(
             adapter,
             platform=last.platform,
@@ -204,6 +292,8 @@ class GatewayRunner:
             reply_to=None if last.is_direct else last.message_id,
             clock=self.clock,
             streaming=self._streaming(adapter, last),
+            resume=[SentMessage(last.chat_id, m, last.thread_id) for m in last.resume],
+            on_shown=self._noting_shown(last.platform, receipts),
         )
         typing = asyncio.create_task(self._keep_typing(adapter, last))
         before = agent.usage
@@ -245,6 +335,23 @@ class GatewayRunner:
             if n:
                 self.metrics.tokens(kind, n)
 
+    def _noting_shown(
+        self, platform: str, receipts: list[str]
+    ) -> Callable[[list[SentMessage]], Awaitable[None]] | None:
+        """What a stream calls with its messages so far, so a restart can finish them."""
+        inbox = self.inbox
+        if inbox is None or not receipts:
+            return None
+
+        async def note(shown: list[SentMessage]) -> None:
+            ids = [m.message_id for m in shown]
+            try:
+                await asyncio.to_thread(inbox.shown, platform, receipts, ids)
+            except Exception as exc:
+                logger.warning("the inbox could not be updated (%s)", type(exc).__name__)
+
+        return note
+
     def _images(self, msg: InboundMessage) -> list[Attachment]:
         """Images the model can see: fetched ones, when ``llm.vision`` is on."""
         if not self.settings.llm.vision:
@@ -284,6 +391,8 @@ class GatewayRunner:
             except Exception as exc:
                 logger.warning("pausing %s failed (%s)", adapter.name, type(exc).__name__)
         await self.sessions.shutdown(max(0.1, deadline - loop.time()))
+        if self._settling:
+            await asyncio.wait(list(self._settling), timeout=max(0.1, deadline - loop.time()))
         for adapter in self.adapters.values():
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(adapter.stop(), max(1.0, deadline - loop.time()))

@@ -2,15 +2,30 @@
 
 from __future__ import annotations
 
+import asyncio
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from aiohttp import web
 
 from gateway.adapters._text_split import Length
 from gateway.events import InboundMessage, OutboundMessage, SentMessage, cleaned
+
+
+class Inbox(Protocol):
+    """The durable record of what a platform delivered (``gateway.sessions.Inbox``)."""
+
+    def take(self, platform: str, receipt: str, payload: str) -> bool:
+        """Record a delivery before the platform is told it arrived; False if known already."""
+        ...
+
+    def done(self, platform: str, receipts: Sequence[str]) -> None:
+        """Nothing is left to do for these deliveries."""
+        ...
+
 
 MessageHandler = Callable[[InboundMessage], Awaitable[None]]
 """The runner's intake: fast, never raises, only enqueues."""
@@ -51,11 +66,35 @@ class BaseAdapter(ABC):
 
     def __init__(self) -> None:
         self._on_message: MessageHandler | None = None
+        self._inbox: Inbox | None = None
         self.counters: Counter[str] = Counter()
         """Events of note (``skipped_updates``, …), exported as ``chorus_adapter_events_total``."""
 
     def set_handler(self, on_message: MessageHandler) -> None:
         self._on_message = on_message
+
+    def set_inbox(self, inbox: Inbox) -> None:
+        """Where deliveries are recorded before they are acknowledged (durable turns)."""
+        self._inbox = inbox
+
+    async def record(self, receipt: str, payload: str) -> bool:
+        """Record a delivery (sync storage, off the loop); False when it was seen before,
+        so a redelivery is acknowledged but not handled again."""
+        if self._inbox is None:
+            return True
+        return await asyncio.to_thread(self._inbox.take, self.name, receipt, payload)
+
+    async def settled(self, receipts: Sequence[str]) -> None:
+        """Deliveries that need nothing more (ignored, refused, answered)."""
+        if self._inbox is not None and receipts:
+            await asyncio.to_thread(self._inbox.done, self.name, receipts)
+
+    async def read_again(self, payload: str) -> InboundMessage | None:
+        """The message a recorded delivery holds, after a restart (None: nothing to answer).
+
+        Adapters that ``record`` deliveries read their own payloads back here.
+        """
+        return None
 
     async def deliver(self, message: InboundMessage) -> None:
         """Hand an inbound message to the runner (adapters call this)."""

@@ -12,6 +12,7 @@ that the final text no longer needs is edited to ``WITHDRAWN_TEXT``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 
 from gateway.adapters._base import BaseAdapter
@@ -81,7 +82,12 @@ class ReplyStream:
         clock: Clock,
         streaming: bool = True,
         length: Length | None = None,
+        resume: Sequence[SentMessage] = (),
+        on_shown: Callable[[list[SentMessage]], Awaitable[None]] | None = None,
     ) -> None:
+        """``resume``: messages a previous attempt at this answer had shown (it was cut by
+        a restart); the final answer is edited into them. ``on_shown`` hears the
+        messages shown so far each time one is added."""
         self._adapter = adapter
         self._platform = platform
         self._chat_id = chat_id
@@ -101,6 +107,11 @@ class ReplyStream:
         self._last = clock.time()
         self._sent_any = False
         self._closed = False
+        self._on_shown = on_shown
+        if resume and capabilities.edits:
+            self._live = False  # the answer lands once, in the messages already there
+            self._done = [_Shown(sent, "", 0, 0, 0.0) for sent in resume]
+            self._sent_any = True
 
     @property
     def text(self) -> str:
@@ -236,4 +247,13 @@ class ReplyStream:
         )
         sent = await self._adapter.send(outbound)
         self._sent_any = True
-        return _Shown(sent, part.text, part.start, part.end, self._clock.time())
+        shown = _Shown(sent, part.text, part.start, part.end, self._clock.time())
+        if self._on_shown is not None:
+            earlier = [m.sent for m in self._done]
+            if self._current is not None:
+                earlier.append(self._current.sent)
+            try:
+                await self._on_shown([*earlier, sent])
+            except Exception as exc:
+                logger.warning("noting a shown message failed (%s)", type(exc).__name__)
+        return shown

@@ -8,10 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from dataclasses import dataclass, field
+import uuid
+from dataclasses import dataclass, field, replace
 
 from gateway.adapters._base import AdapterCapabilities, BaseAdapter
-from gateway.events import InboundMessage, OutboundMessage, SentMessage
+from gateway.events import (
+    InboundMessage,
+    OutboundMessage,
+    SentMessage,
+    message_from_json,
+    message_to_json,
+)
 
 
 @dataclass
@@ -26,6 +33,7 @@ class Delivered:
     kind: str = "reply"
     edits: int = 0
     history: list[str] = field(default_factory=list)
+    done: bool = False
 
 
 class MemoryAdapter(BaseAdapter):
@@ -47,6 +55,7 @@ class MemoryAdapter(BaseAdapter):
         self._outbox: asyncio.Queue[Delivered] = asyncio.Queue()
         self._ids = itertools.count(1)
         self._message_ids = itertools.count(1)
+        self._run = uuid.uuid4().hex[:6]  # ids differ from another run's, like a platform's
         self.started = False
         self.connected = True
 
@@ -80,14 +89,21 @@ class MemoryAdapter(BaseAdapter):
             user_id=user_id,
             user_name=user_name or f"user{user_id}",
             text=text,
-            message_id=message_id or f"m{next(self._message_ids)}",
+            message_id=message_id or f"m{next(self._message_ids)}-{self._run}",
             thread_id=thread_id,
             is_direct=is_direct if is_direct is not None else chat_id is None,
             mentions_bot=mentions_bot,
             reply_to_bot=reply_to_bot,
         )
+        receipt = f"{chat}/{message.message_id}"
+        if not await self.record(receipt, message_to_json(message)):
+            return message  # delivered before: a platform's redelivery
+        message = replace(message, receipts=(receipt,))
         await self.deliver(message)
         return message
+
+    async def read_again(self, payload: str) -> InboundMessage | None:
+        return message_from_json(payload)
 
     async def send(self, message: OutboundMessage) -> SentMessage:
         delivered = Delivered(
@@ -117,6 +133,7 @@ class MemoryAdapter(BaseAdapter):
     async def message_done(self, sent: SentMessage) -> None:
         for delivered in self.sent:
             if delivered.message_id == sent.message_id:
+                delivered.done = True
                 self._outbox.put_nowait(delivered)
 
     async def pop(self, timeout: float = 10.0) -> Delivered:
@@ -125,3 +142,7 @@ class MemoryAdapter(BaseAdapter):
 
     def texts(self, chat_id: str | None = None) -> list[str]:
         return [d.text for d in self.sent if chat_id is None or d.chat_id == chat_id]
+
+    def done_texts(self, chat_id: str | None = None) -> list[str]:
+        """Texts of the messages that hold their final text (streaming is over)."""
+        return [d.text for d in self.sent if d.done and (chat_id is None or d.chat_id == chat_id)]

@@ -18,7 +18,7 @@ from gateway.commands import CommandRegistry, register_admin_commands, register_
 from gateway.config import LiveSettings, Settings, load_settings
 from gateway.ops import Activity, Metrics
 from gateway.runner import GatewayRunner
-from gateway.sessions import SessionManager
+from gateway.sessions import Inbox, SessionManager
 from memory.paths import ChorusPaths
 from memory.store import StagedWrites
 from memory.transcripts import AsyncSessionDB
@@ -36,6 +36,7 @@ class GatewayStack:
     metrics: Metrics
     services: GatewayServices
     runner: GatewayRunner
+    inbox: Inbox
     closing: bool = False
 
     @property
@@ -65,6 +66,7 @@ class GatewayStack:
         await self.factory.aclose()
         await self.db.aclose()
         await asyncio.to_thread(self.gateway_db.close)
+        await asyncio.to_thread(self.inbox.close)
         if self.factory.staging is not None:
             await asyncio.to_thread(self.factory.staging.close)
 
@@ -93,6 +95,7 @@ async def open_stack(
     background = await asyncio.to_thread(start_background, live)
     gateway_db = await asyncio.to_thread(GatewayDB, paths.state_db)
     staging = await asyncio.to_thread(StagedWrites, paths.state_db)
+    inbox = await asyncio.to_thread(Inbox, paths.state_db, clock)
     factory = AgentFactory(
         live,
         db=db,
@@ -142,6 +145,7 @@ async def open_stack(
         metrics=metrics,
         activity=activity,
         adapters=adapters,
+        inbox=inbox,
     )
 
     def queue_numbers() -> tuple[int, int, int]:
@@ -157,4 +161,4 @@ async def open_stack(
             metrics.observe_llm(seconds)
 
     factory.llm.observers.append(observe_llm)
-    return GatewayStack(live, db, background, factory, gateway_db, metrics, services, runner)
+    return GatewayStack(live, db, background, factory, gateway_db, metrics, services, runner, inbox)

@@ -24,6 +24,12 @@ class SessionsSettings(_Section):
     max_live: int = Field(1000, gt=0)
     max_concurrent_turns: int = Field(64, gt=0)
     handoff: bool = True
+    resume_pending_minutes: float = Field(
+        10,
+        ge=0,
+        description="Messages left unanswered by a restart younger than this are "
+        "answered after it; older ones get a short notice instead.",
+    )
 
     @field_validator("timezone")
     @classmethod

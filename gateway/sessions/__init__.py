@@ -1,12 +1,16 @@
 """Live sessions: one agent per ``SessionKey``, one turn at a time per session, expiry."""
 
 from gateway.sessions._expiry import Reaper, next_reset_after, session_deadline
+from gateway.sessions._inbox import Inbox, InboxError, PendingDelivery
 from gateway.sessions._live import LiveSession, TurnRunner, merge_texts
 from gateway.sessions._manager import AgentBuilder, SessionManager
 
 __all__ = [
     "AgentBuilder",
+    "Inbox",
+    "InboxError",
     "LiveSession",
+    "PendingDelivery",
     "Reaper",
     "SessionManager",
     "TurnRunner",

@@ -334,8 +334,8 @@ class SessionManager:
             self._renewed[live.key] = reason
         logger.info("session %s ending (%s)", live.session_id, reason)
         for msg in leftover:  # never drop a message: it opens the next session
-            if not await self.submit(msg):
-                await self._notice(msg, t.RESEND_LATER)
+            if not await self.submit(msg) and not msg.receipts:
+                await self._notice(msg, t.RESEND_LATER)  # (a recorded one waits in the inbox)
 
     async def reset(self, msg: InboundMessage) -> bool:
         """``/new``: end the sender's session now (a running turn is stopped first)."""
@@ -366,8 +366,7 @@ class SessionManager:
         for live in sessions:  # recorded at once, so recovery knows why they end
             await self.db.request_end(live.session_id, "shutdown")
         ending = [
-            asyncio.create_task(self.end(live, "shutdown", notify_next=False))
-            for live in sessions
+            asyncio.create_task(self.end(live, "shutdown", notify_next=False)) for live in sessions
         ]
         if ending:
             _, late = await asyncio.wait(ending, timeout=max(0.1, deadline - loop.time()))

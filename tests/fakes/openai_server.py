@@ -84,6 +84,9 @@ class Reply:
     error_type: str | None = None
     error_code: str | None = None
     retry_after: float | None = None
+    stall_after: int | None = None
+    """Stream this many pieces of the text, then stall for ``stall`` seconds (a stuck answer)."""
+    stall: float = 0.0
     retry_header: str = "retry-after-ms"
     """How ``retry_after`` is sent: ``retry-after-ms``, ``retry-after`` (seconds) or
     ``retry-after-date`` (a ``Retry-After`` HTTP date)."""
@@ -97,8 +100,18 @@ class Reply:
         usage: dict[str, Any] | None = None,
         finish_reason: str | None = None,
         delay: float = 0.0,
+        stall_after: int | None = None,
+        stall: float = 0.0,
     ) -> Reply:
-        return cls("text", text=text, usage=usage, finish_reason=finish_reason, delay=delay)
+        return cls(
+            "text",
+            text=text,
+            usage=usage,
+            finish_reason=finish_reason,
+            delay=delay,
+            stall_after=stall_after,
+            stall=stall,
+        )
 
     @classmethod
     def of_tool_calls(
@@ -511,7 +524,13 @@ class FakeOpenAI(LoopThread):
             options = body.get("stream_options") or {}
             include_usage = bool(isinstance(options, dict) and options.get("include_usage"))
             return await self._stream(
-                request, common, reply.text, calls, finish, usage if include_usage else None
+                request,
+                common,
+                reply.text,
+                calls,
+                finish,
+                usage if include_usage else None,
+                reply,
             )
 
         message: dict[str, Any] = {
@@ -547,6 +566,7 @@ class FakeOpenAI(LoopThread):
         calls: list[ToolCall],
         finish: str,
         usage: dict[str, Any] | None,
+        reply: Reply,
     ) -> web.StreamResponse:
         response = web.StreamResponse(
             status=200,
@@ -558,7 +578,7 @@ class FakeOpenAI(LoopThread):
         )
         await response.prepare(request)
         try:
-            async for chunk in self._chunks(common, text, calls, finish, usage):
+            async for chunk in self._chunks(common, text, calls, finish, usage, reply):
                 await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
             await response.write(b"data: [DONE]\n\n")
             await response.write_eof()
@@ -573,6 +593,7 @@ class FakeOpenAI(LoopThread):
         calls: list[ToolCall],
         finish: str,
         usage: dict[str, Any] | None,
+        reply: Reply,
     ) -> AsyncIterator[dict[str, Any]]:
         def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
             data: dict[str, Any] = {
@@ -592,7 +613,9 @@ class FakeOpenAI(LoopThread):
             return data
 
         yield chunk({"role": "assistant", "content": "", "refusal": None})
-        for piece in _split_words(text or ""):
+        for number, piece in enumerate(_split_words(text or "")):
+            if reply.stall_after is not None and number == reply.stall_after:
+                await asyncio.sleep(reply.stall)
             if self.stream_piece_delay:
                 await asyncio.sleep(self.stream_piece_delay)
             yield chunk({"content": piece})

@@ -99,8 +99,17 @@ async def make_gateway(chorus_home: Path, server: FakeOpenAI) -> AsyncIterator[G
 
 
 async def close_without_ending(gateway: Gateway) -> None:
-    """Simulate a crash: drop the process state without ending any session."""
-    await gateway.runner.sessions.reaper.stop()
+    """Simulate a crash: drop the process state without ending any session.
+
+    Running turns stop where they are, as they would in a killed process: nothing
+    is answered, settled or ended on the way out.
+    """
+    sessions = gateway.runner.sessions
+    await sessions.reaper.stop()
+    workers = [s.worker for s in sessions.sessions if s.worker and not s.worker.done()]
+    for worker in workers:
+        worker.cancel()
+    await asyncio.gather(*workers, return_exceptions=True)
     await gateway.stack.close()
 
 

@@ -1,0 +1,118 @@
+"""A message that reached chorus is answered, or its sender told it was not — across a crash.
+
+A crash here is the process state dropped without any shutdown work
+(``close_without_ending``); the next gateway on the same home finds the durable
+inbox. The real-process version (kill -9 of ``chorus gateway``) is in
+tests/telegram/test_telegram_crash.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from tests.fakes import FakeClock, FakeOpenAI, Reply
+from tests.runner.conftest import START, GatewayFactory, close_without_ending, user_messages
+
+
+async def in_flight(server: FakeOpenAI, count: int = 1) -> None:
+    while server.in_flight < count:
+        await asyncio.sleep(0.005)
+
+
+async def test_a_turn_cut_by_a_crash_is_answered_once_after_the_restart(
+    make_gateway: GatewayFactory, server: FakeOpenAI
+) -> None:
+    gw = await make_gateway()
+    server.reply("never delivered", delay=30)
+    await gw.say("what is the capital of Peru?", user="2")
+    await in_flight(server)
+    await close_without_ending(gw)
+
+    server.reply("Lima.")
+    again = await make_gateway()
+    answer = await again.adapter.pop(20)
+    assert answer.text == "Lima." and answer.chat_id == "dm-2"
+    await again.settle()
+    assert again.adapter.texts("dm-2") == ["Lima."]
+    assert user_messages(server.last_request) == ["what is the capital of Peru?"]  # asked once
+    [session] = again.stack.db.db.list_sessions(limit=5)
+    stored = [m.content for m in again.stack.db.db.get_messages(session.id) if m.role == "user"]
+    assert stored == ["what is the capital of Peru?"]
+
+    third = await make_gateway()  # and only once: a later restart finds nothing pending
+    await third.settle()
+    assert third.adapter.sent == []
+
+
+async def test_a_half_streamed_answer_is_finished_in_the_same_message(
+    make_gateway: GatewayFactory, server: FakeOpenAI
+) -> None:
+    gw = await make_gateway()
+    server.push(Reply.of_text("The answer is forty two, of course.", stall_after=3, stall=60))
+    await gw.say("the answer?", user="2")
+    while not gw.adapter.sent or not gw.adapter.sent[0].text.startswith("The answer is"):
+        await asyncio.sleep(0.005)
+    frozen = gw.adapter.sent[0]
+    await close_without_ending(gw)
+
+    server.reply("The answer is 42.")
+    again = await make_gateway()
+    again.adapter.sent.append(frozen)  # the chat still shows the frozen message
+    finished = await again.adapter.pop(20)
+    assert finished.message_id == frozen.message_id
+    assert finished.text == "The answer is 42."
+    assert [d.message_id for d in again.adapter.sent] == [frozen.message_id]
+
+
+async def test_past_the_resume_age_the_sender_is_told_once(
+    make_gateway: GatewayFactory, server: FakeOpenAI
+) -> None:
+    gw = await make_gateway()
+    server.reply("too late", delay=30)
+    await gw.say("are you there?", user="2")
+    await in_flight(server)
+    await close_without_ending(gw)
+
+    requests = len(server.requests)
+    again = await make_gateway(FakeClock(START + 11 * 60))
+    notice = await again.adapter.pop(20)
+    assert "restarted" in notice.text and "ask again" in notice.text
+    await again.settle()
+    assert len(server.requests) == requests  # not answered
+    third = await make_gateway(FakeClock(START + 12 * 60))
+    await third.settle()
+    assert third.adapter.sent == []  # told once
+
+
+async def test_messages_waiting_behind_a_busy_turn_survive_the_crash_in_order(
+    make_gateway: GatewayFactory, server: FakeOpenAI
+) -> None:
+    gw = await make_gateway()
+    server.reply("first, never delivered", delay=30)
+    await gw.say("one", user="2")
+    await in_flight(server)
+    await gw.say("two", user="2")
+    await gw.say("three", user="2")
+    await close_without_ending(gw)
+
+    server.responder(lambda body: Reply.of_text(f"echo {user_messages(body)[-1]}"))
+    again = await make_gateway()
+    answers = [(await again.adapter.pop(20)).text for _ in range(2)]
+    assert answers == ["echo one", "echo two\n\nthree"]  # merged, as they would have been
+
+
+async def test_what_needs_no_answer_is_not_taken_up_again(
+    make_gateway: GatewayFactory, server: FakeOpenAI
+) -> None:
+    gw = await make_gateway()
+    await gw.ask("/whoami", user="2")
+    await gw.say("chatter", user="2", chat_id="g1", is_direct=False)  # not addressed
+    await gw.ask("hello?", user="99")  # a stranger, refused
+    await gw.ask("hi", user="2")
+    await gw.settle()
+    await close_without_ending(gw)
+
+    requests = len(server.requests)
+    again = await make_gateway()
+    await again.settle()
+    assert again.adapter.sent == [] and len(server.requests) == requests
