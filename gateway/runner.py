@@ -15,11 +15,10 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import replace
 
 from agent.context import ImageInput
 from gateway import _texts as t
+from gateway._inbox_keeper import InboxKeeper
 from gateway.access import Authorizer, Deduplicator, RateLimiter, normalize_user_key
 from gateway.adapters import (
     BaseAdapter,
@@ -64,7 +63,7 @@ class GatewayRunner:
         inbox: Inbox | None = None,
     ) -> None:
         self.live = live
-        self.inbox = inbox
+        self.inbox = InboxKeeper(inbox, clock, lambda: self.settings) if inbox else None
         self._resumed = asyncio.Event()
         self._settling: set[asyncio.Task[None]] = set()
         self.sessions = sessions
@@ -98,7 +97,7 @@ class GatewayRunner:
     def add_adapter(self, adapter: BaseAdapter) -> None:
         adapter.set_handler(self.handle)
         if self.inbox is not None:
-            adapter.set_inbox(self.inbox)
+            adapter.set_inbox(self.inbox.inbox)
         self.adapters[adapter.name] = adapter
         if adapter.prompt_hint:
             self.sessions.platform_hints[adapter.name] = adapter.prompt_hint
@@ -108,7 +107,9 @@ class GatewayRunner:
         for adapter in self.adapters.values():
             await adapter.start()
             await self._publish_commands(adapter)
-        await self._resume()
+        if self.inbox is not None:
+            await self.inbox.resume(self.adapters.values(), self._take, self.notice)
+        self._resumed.set()
 
     async def _publish_commands(self, adapter: BaseAdapter) -> None:
         """Give the platform's command menu every command; admin ones for admins only."""
@@ -193,50 +194,8 @@ class GatewayRunner:
         return True
 
     async def _settle(self, batch: list[InboundMessage]) -> None:
-        """Cross the messages' deliveries off the inbox: nothing more is owed for them."""
-        if self.inbox is None:
-            return
-        for platform in {m.platform for m in batch}:
-            receipts = [r for m in batch if m.platform == platform for r in m.receipts]
-            if receipts:
-                try:
-                    await asyncio.to_thread(self.inbox.done, platform, receipts)
-                except Exception as exc:
-                    logger.warning("the inbox could not be updated (%s)", type(exc).__name__)
-
-    async def _resume(self) -> None:
-        """Take up what a restart left unanswered: answer it, or say it cannot be."""
-        try:
-            if self.inbox is not None:
-                await asyncio.to_thread(self.inbox.prune)
-                for adapter in self.adapters.values():
-                    await self._resume_platform(adapter)
-        except Exception:
-            logger.exception("taking up messages left by a restart failed")
-        finally:
-            self._resumed.set()
-
-    async def _resume_platform(self, adapter: BaseAdapter) -> None:
-        assert self.inbox is not None
-        limit = self.settings.sessions.resume_pending_minutes * 60
-        for row in await asyncio.to_thread(self.inbox.pending, adapter.name):
-            try:
-                read = await adapter.read_again(row.payload)
-            except Exception as exc:
-                logger.warning("a pending %s message is unreadable (%s)", adapter.name, exc)
-                read = None
-            if read is None:
-                await asyncio.to_thread(self.inbox.done, adapter.name, [row.receipt])
-                continue
-            msg = replace(read, receipts=(row.receipt,), resume=row.shown)
-            if self.clock.time() - row.received_at > limit:
-                logger.info("a %s message left by a restart is too old to answer", adapter.name)
-                with contextlib.suppress(Exception):
-                    await self.notice(msg, t.RESTARTED_UNANSWERED)
-                await self._settle([msg])
-                continue
-            logger.info("answering a %s message left by a restart", adapter.name)
-            await self._take(msg)
+        if self.inbox is not None:
+            await self.inbox.settle(batch)
 
     async def _command(self, msg: InboundMessage, name: str, args: str) -> None:
         ctx = CommandContext(msg, name, args, self.services, self.auth.is_admin(msg.user_key))
@@ -293,7 +252,7 @@ class GatewayRunner:
             clock=self.clock,
             streaming=self._streaming(adapter, last),
             resume=[SentMessage(last.chat_id, m, last.thread_id) for m in last.resume],
-            on_shown=self._noting_shown(last.platform, receipts),
+            on_shown=self.inbox.noting_shown(last.platform, receipts) if self.inbox else None,
         )
         typing = asyncio.create_task(self._keep_typing(adapter, last))
         before = agent.usage
@@ -334,23 +293,6 @@ class GatewayRunner:
         ):
             if n:
                 self.metrics.tokens(kind, n)
-
-    def _noting_shown(
-        self, platform: str, receipts: list[str]
-    ) -> Callable[[list[SentMessage]], Awaitable[None]] | None:
-        """What a stream calls with its messages so far, so a restart can finish them."""
-        inbox = self.inbox
-        if inbox is None or not receipts:
-            return None
-
-        async def note(shown: list[SentMessage]) -> None:
-            ids = [m.message_id for m in shown]
-            try:
-                await asyncio.to_thread(inbox.shown, platform, receipts, ids)
-            except Exception as exc:
-                logger.warning("the inbox could not be updated (%s)", type(exc).__name__)
-
-        return note
 
     def _images(self, msg: InboundMessage) -> list[Attachment]:
         """Images the model can see: fetched ones, when ``llm.vision`` is on."""

@@ -43,6 +43,18 @@ class StackHandle:
             await self.runner.shutdown(5)
             await self.stack.close()
 
+    async def crash(self) -> None:
+        """Drop everything as a killed process would: no answer, no settling, no ending."""
+        sessions = self.runner.sessions
+        await sessions.reaper.stop()
+        workers = [s.worker for s in sessions.sessions if s.worker and not s.worker.done()]
+        for worker in workers:
+            worker.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+        for adapter in self.runner.adapters.values():
+            await adapter.stop()
+        await self.stack.close()
+
     async def settle(self) -> None:
         """Let every session worker finish."""
         for _ in range(1000):

@@ -56,6 +56,7 @@ GATEWAY_LAYERS: dict[str, int] = {
     "gateway.sessions": 3,
     "gateway.commands": 4,
     "gateway.runner": 5,
+    "gateway._inbox_keeper": 4,
     "gateway.app": 6,
     "gateway.cli": 7,
 }

@@ -22,3 +22,21 @@ async def test_dm_conversation_end_to_end(make_gateway: GatewayFactory) -> None:
     users = [m["content"] for m in llm.requests[-1]["messages"] if m["role"] == "user"]
     assert users[-2:] == ["hi there", "where was I?"]
     assert gw.adapter.is_connected()
+
+
+async def test_a_message_cut_by_a_crash_is_answered_once_after_the_restart(
+    make_gateway: GatewayFactory,
+) -> None:
+    gw = await make_gateway()
+    fake, llm = gw.discord, gw.server
+    llm.reply("never delivered", delay=30)
+    fake.message("what is 6 times 7?", author=ANN, channel_id=DM_ANN)
+    await fake.wait_for(lambda: llm.in_flight == 1, what="the answer in progress")
+    await gw.crash()
+
+    llm.reply("Forty-two.")
+    again = await make_gateway()
+    [answer] = await fake.wait_posted(DM_ANN, 1)
+    assert answer.content == "Forty-two."
+    await again.settle()
+    assert [p.content for p in fake.posted_in(DM_ANN)] == ["Forty-two."]

@@ -167,3 +167,24 @@ async def test_events_during_shutdown_get_503_so_slack_sends_them_again(
     assert status == 503
     await gw.settle()
     assert gw.server.requests == []
+
+
+async def test_an_event_cut_by_a_crash_is_answered_once_after_the_restart(
+    make_gateway: GatewayFactory,
+) -> None:
+    gw = await make_gateway()
+    gw.server.reply("never delivered", delay=30)
+    event = event_callback(gw.slack.person("what is 6 times 7?", user=ANN, channel=DM_ANN))
+    status, _ = await post_event(gw.events_url, event)
+    assert status == 200  # acknowledged: Slack will not send it again by itself
+    await gw.slack.wait_for(lambda: gw.server.in_flight == 1, what="the answer in progress")
+    await gw.crash()
+
+    gw.server.reply("Forty-two.")
+    again = await make_gateway()
+    await again.slack.wait_for(lambda: again.slack.calls_of("chat.postMessage"), what="answer")
+    status, _ = await post_event(again.events_url, event, retry_num=1)  # a late retry
+    assert status == 200
+    await again.settle()
+    posted = [c.params["text"] for c in again.slack.calls_of("chat.postMessage")]
+    assert posted == ["Forty-two."]

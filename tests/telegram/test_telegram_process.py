@@ -152,21 +152,21 @@ async def test_sigterm_with_busy_sessions_exits_within_the_bound_and_ends_each_o
     assert len(records) == 8
     assert {r.end_reason for r in records} == {"shutdown"}  # recorded, ended or not yet
 
-    server.responder(lambda body: Reply.of_text("summary", delay=0))
+    server.responder(lambda body: Reply.of_text("answered after the restart", delay=0))
     again = subprocess.Popen([str(CHORUS), "gateway"], env=env, stderr=subprocess.PIPE)
     try:
         await wait_ready(port)
-        for _ in range(200):
-            with SessionDB(ChorusPaths(chorus_home).state_db) as db:
-                records = db.list_sessions(limit=50)
-            if all(r.ended_at is not None for r in records):
-                break
-            await asyncio.sleep(0.1)
+        for user in users:  # the answers cut by the shutdown are given now, once each
+            [answer] = await telegram.wait_messages(user, 1, timeout=30)
+            assert answer.text == "answered after the restart"
         again.send_signal(signal.SIGTERM)
         await asyncio.to_thread(again.communicate, timeout=30)
     finally:
         if again.poll() is None:
             again.kill()
             again.wait()
-    assert len(records) == 8
+    with SessionDB(ChorusPaths(chorus_home).state_db) as db:
+        records = db.list_sessions(limit=50)
+    assert all(len(telegram.in_chat(user)) == 1 for user in users)
+    assert len(records) == 16  # the 8 cut short, and the 8 that answered after the restart
     assert all(r.ended_at is not None and r.end_reason == "shutdown" for r in records)

@@ -25,6 +25,7 @@ import math
 import secrets
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 import aiohttp
@@ -42,7 +43,13 @@ from gateway.adapters.discord._events import inbound_from
 from gateway.adapters.discord._settings import DiscordSettings
 from gateway.clock import Clock, SystemClock
 from gateway.errors import ConfigError
-from gateway.events import OutboundMessage, SentMessage
+from gateway.events import (
+    InboundMessage,
+    OutboundMessage,
+    SentMessage,
+    message_from_json,
+    message_to_json,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -193,13 +200,21 @@ class DiscordAdapter(BaseAdapter):
         if client is None or client.user is None:
             return
         try:
-            inbound = inbound_from(message, client.user.id)
-            if inbound is None:
+            read = inbound_from(message, client.user.id)
+            if read is None:
                 return
+            receipt = read.message_id
+            if not await self.record(receipt, message_to_json(read)):
+                return  # replayed by Discord after a reconnect: handled once already
+            inbound = replace(read, receipts=(receipt,))
             logger.debug("discord message %s in %s", inbound.message_id, inbound.chat_id)
             self._lanes.submit(inbound.chat_id, lambda: self.deliver(inbound))
         except Exception:
             logger.exception("a discord message could not be handled")
+
+    async def read_again(self, payload: str) -> InboundMessage | None:
+        """A recorded message (Discord sends nothing again after a restart: it is ours)."""
+        return message_from_json(payload)
 
     # ------------------------------------------------------------------- outbound
 

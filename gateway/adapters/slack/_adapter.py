@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from dataclasses import replace
 from typing import Any
@@ -43,7 +44,13 @@ from gateway.adapters.slack._client import (
     token_of,
     who_am_i,
 )
-from gateway.adapters.slack._events import BotIdentity, inbound_from, thread_context, well_formed
+from gateway.adapters.slack._events import (
+    BotIdentity,
+    event_id_of,
+    inbound_from,
+    thread_context,
+    well_formed,
+)
 from gateway.adapters.slack._format import to_mrkdwn
 from gateway.adapters.slack._settings import SlackSettings
 from gateway.clock import Clock, SystemClock
@@ -222,11 +229,16 @@ class SlackAdapter(BaseAdapter):
             return web.json_response({"error": "invalid request"}, status=401)
         body = await request.read()
         signature = request.headers.get("X-Slack-Signature", "")
-        if self._verifier.is_valid(body, timestamp, signature) and not well_formed(body):
+        signed = self._verifier.is_valid(body, timestamp, signature)
+        if signed and not well_formed(body):
             # signed, but of a shape bolt's own checks would fail on (answering 500 forever)
             self.counters["unreadable_requests"] += 1
             logger.warning("slack: a signed request of an unexpected shape was refused")
             return web.json_response({"error": "bad request"}, status=400)
+        event_id = event_id_of(body) if signed else ""
+        if event_id and not await self.record(event_id, body.decode("utf-8", "replace")):
+            logger.debug("slack: event %s is known; acknowledged, not handled again", event_id)
+            return web.json_response({})
         response = await self._app.async_dispatch(await to_bolt_request(request))
         return await to_aiohttp_response(response)
 
@@ -253,20 +265,33 @@ class SlackAdapter(BaseAdapter):
         if me is None:
             return
         event_id = str(body.get("event_id") or "")
+        receipts = (event_id,) if event_id else ()
         if event_id and not self._event_ids.add(event_id):
             logger.debug("slack: dropped a repeated delivery of event %s", event_id)
             return
         message = inbound_from(event, me)
-        if message is None:
-            return
-        if not self._message_ids.add((message.chat_id, message.message_id)):
+        if message is None or not self._message_ids.add((message.chat_id, message.message_id)):
+            await self.settled(receipts)  # not for us, or the other event of the same message
             return
         logger.debug("slack message %s in %s", message.message_id, message.chat_id)
+        message = replace(message, receipts=receipts)
 
         async def hand_over() -> None:
             await self.deliver(await self._with_thread_context(message, me))
 
         self._lanes.submit(message.chat_id, hand_over)
+
+    async def read_again(self, payload: str) -> InboundMessage | None:
+        """A recorded event, read as if it had just arrived (for a restart)."""
+        me = self._me
+        if me is None:
+            raise RuntimeError("slack is not connected yet")
+        event = json.loads(payload).get("event")
+        message = inbound_from(event, me) if isinstance(event, dict) else None
+        if message is None:
+            return None
+        self._message_ids.add((message.chat_id, message.message_id))
+        return await self._with_thread_context(message, me)
 
     async def _with_thread_context(
         self, message: InboundMessage, me: BotIdentity

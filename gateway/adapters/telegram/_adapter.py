@@ -24,28 +24,24 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 from aiohttp import web
-from telegram import BotCommand, BotCommandScopeChat, Update
+from telegram import BotCommand, BotCommandScopeChat
 from telegram.error import BadRequest, Conflict, InvalidToken, NetworkError, TelegramError
 
 from gateway.adapters._base import AdapterCapabilities, BaseAdapter, CommandInfo, RouteHandler
 from gateway.adapters._support import Backoff, Sometimes, retrying
 from gateway.adapters._text_split import utf16_length
 from gateway.adapters.telegram._bot import build_application, token_of
-from gateway.adapters.telegram._guard import readable
+from gateway.adapters.telegram._inbound import SKIP_LOG_INTERVAL, Inbound
 from gateway.adapters.telegram._intake import Intake
 from gateway.adapters.telegram._pacing import ChatPacer
 from gateway.adapters.telegram._send import TelegramSender
 from gateway.adapters.telegram._settings import TelegramSettings
 from gateway.adapters.telegram._updates import (
-    MAX_IMAGE_BYTES,
     BotIdentity,
-    inbound_from,
-    photo_to_fetch,
-    with_image,
 )
 from gateway.clock import Clock, SystemClock
 from gateway.errors import ConfigError, GatewayError
-from gateway.events import OutboundMessage, SentMessage
+from gateway.events import InboundMessage, OutboundMessage, SentMessage
 
 logger = logging.getLogger(__name__)
 
@@ -59,8 +55,6 @@ POLL_TIMEOUT = 10.0
 START_ATTEMPTS = 4
 """Tries to reach Telegram at start-up (network errors only), with backoff."""
 DRAIN_TIMEOUT = 10.0
-SKIP_LOG_INTERVAL = 60.0
-"""Seconds between two log lines about skipped updates, however many there are."""
 BAD_TOKEN = "Telegram rejected the bot token (check TELEGRAM_BOT_TOKEN)"
 _COMMAND_NAME = re.compile(r"[a-z0-9_]{1,32}")
 
@@ -93,11 +87,8 @@ class TelegramAdapter(BaseAdapter):
         self._vision = vision
         self._poll_timeout = poll_timeout
         self._clock = clock or SystemClock()
-        self._app = build_application(
-            settings, on_poll=self._note_poll, on_skipped=self._note_skipped
-        )
+        self._app = build_application(settings, on_poll=self._note_poll, screen=self._screen)
         self._consumer: asyncio.Task[None] | None = None
-        self._skip_log = Sometimes(SKIP_LOG_INTERVAL, self._clock)
         self._sender = TelegramSender(
             self._app.bot,
             ChatPacer(now=self._clock.time, sleep=self._clock.sleep),
@@ -105,6 +96,16 @@ class TelegramAdapter(BaseAdapter):
             now=self._clock.time,
         )
         self._intake = Intake(self.deliver, window=settings.merge_window_seconds, clock=self._clock)
+        self._inbound = Inbound(
+            bot=self._app.bot,
+            sender=self._sender,
+            intake=self._intake,
+            record=self.record,
+            settled=self.settled,
+            counters=self.counters,
+            vision=vision,
+            skip_log=Sometimes(SKIP_LOG_INTERVAL, self._clock),
+        )
         self._me: BotIdentity | None = None
         self._started = False
         self._online = False
@@ -134,7 +135,7 @@ class TelegramAdapter(BaseAdapter):
         app = self._app
         await self._retrying("connecting to Telegram", app.initialize)
         me = app.bot.bot
-        self._me = BotIdentity(me.id, me.username or "")
+        self._me = self._inbound.me = BotIdentity(me.id, me.username or "")
         settings = self._settings
         if settings.webhook_url:
             secret = settings.webhook_secret.get_secret_value() if settings.webhook_secret else ""
@@ -155,7 +156,9 @@ class TelegramAdapter(BaseAdapter):
                 drop_pending_updates=settings.drop_pending_updates,
                 error_callback=self._on_poll_error,
             )
-        self._consumer = asyncio.create_task(self._consume(), name="telegram-updates")
+        self._consumer = asyncio.create_task(
+            self._inbound.consume(app.update_queue), name="telegram-updates"
+        )
 
     async def pause(self) -> None:
         """Stop fetching updates (webhook: answer 503), so new ones wait at Telegram."""
@@ -215,21 +218,6 @@ class TelegramAdapter(BaseAdapter):
 
     # -------------------------------------------------------------------- inbound
 
-    async def _consume(self) -> None:
-        """Take every update the poller (or the webhook) queued; nothing it meets stops it."""
-        queue = self._app.update_queue
-        while True:
-            update = await queue.get()
-            try:
-                await self._take(update)
-            except Exception as exc:
-                self.counters["unhandled_updates"] += 1
-                logger.warning(
-                    "a telegram update could not be handled (%s)", type(exc).__name__, exc_info=True
-                )
-            finally:
-                queue.task_done()
-
     async def _finish_queue(self) -> None:
         """Let the consumer take what is queued (bounded), then stop it."""
         consumer, self._consumer = self._consumer, None
@@ -241,43 +229,11 @@ class TelegramAdapter(BaseAdapter):
         with contextlib.suppress(asyncio.CancelledError):
             await consumer
 
-    def _note_skipped(self, count: int) -> None:
-        self.counters["skipped_updates"] += count
-        if self._skip_log.due():
-            missed = self._skip_log.take_missed()
-            logger.warning(
-                "telegram: skipped %d update(s) that could not be read (and %d batch(es) "
-                "like it since the last line); they are confirmed and dropped",
-                count,
-                missed,
-            )
+    async def _screen(self, payload: bytes) -> bytes:
+        return await self._inbound.screen(payload)
 
-    async def _take(self, update: object) -> None:
-        me = self._me
-        if me is None or not isinstance(update, Update):
-            return
-        message = inbound_from(update, me)
-        if message is None:
-            return
-        logger.debug("telegram message %s in chat %s", message.message_id, message.chat_id)
-        if self._vision and update.message is not None:
-            photo = photo_to_fetch(update.message)
-            if photo is not None:
-                data = await self._fetch(photo.file_id)
-                if data is not None:
-                    message = with_image(message, data)
-        self._intake.put(message)
-
-    async def _fetch(self, file_id: str) -> bytes | None:
-        """A photo's bytes (sizes checked before downloading), or None."""
-        try:
-            file = await self._sender.request(self._app.bot.get_file(file_id))
-            if file.file_size is None or file.file_size > MAX_IMAGE_BYTES:
-                return None
-            return bytes(await self._sender.request(file.download_as_bytearray()))
-        except TelegramError as exc:
-            logger.warning("fetching a telegram photo failed (%s)", type(exc).__name__)
-            return None
+    async def read_again(self, payload: str) -> InboundMessage | None:
+        return await self._inbound.read_again(payload)
 
     def _note_poll(self, ok: bool) -> None:
         if ok and not self._online and self._started:
@@ -315,11 +271,10 @@ class TelegramAdapter(BaseAdapter):
         except Exception as exc:
             logger.warning("refused a telegram webhook request (%s)", type(exc).__name__)
             return web.json_response({"error": "bad update"}, status=400)
-        if not readable(data):
-            self._note_skipped(1)
-            return web.json_response({"ok": True})  # confirmed: Telegram must not resend it
-        await self._app.update_queue.put(Update.de_json(data, self._app.bot))
-        return web.json_response({"ok": True})
+        update = await self._inbound.arrived_by_webhook(data)
+        if update is not None:
+            await self._app.update_queue.put(update)
+        return web.json_response({"ok": True})  # (an unreadable one too: it must not come again)
 
     # ------------------------------------------------------------------- outbound
 

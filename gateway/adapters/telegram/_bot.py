@@ -9,7 +9,7 @@ at INFO, and errors are reported by their type.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from telegram import Bot
@@ -18,7 +18,6 @@ from telegram.ext import Application, ApplicationBuilder
 from telegram.request import HTTPXRequest
 
 from gateway.adapters._support import secret_value
-from gateway.adapters.telegram._guard import screen_batch
 from gateway.adapters.telegram._settings import TelegramSettings
 from gateway.logs import WithholdText
 
@@ -48,12 +47,14 @@ Application_ = Application[Any, Any, Any, Any, Any, Any]
 class PollRequest(HTTPXRequest):
     """The long-poll connection; reports each ``getUpdates`` outcome to ``on_result``.
 
-    Each answer is screened (``screen_batch``) before the library parses it, and
-    ``on_skipped`` hears how many updates were unreadable.
+    Each answer goes through ``screen`` before the library parses it (unreadable
+    updates are dropped there and the others recorded: see ``_inbound``).
     """
 
     def __init__(
-        self, on_result: Callable[[bool], None], on_skipped: Callable[[int], None]
+        self,
+        on_result: Callable[[bool], None],
+        screen: Callable[[bytes], Awaitable[bytes]],
     ) -> None:
         super().__init__(
             connection_pool_size=2,
@@ -63,7 +64,7 @@ class PollRequest(HTTPXRequest):
             pool_timeout=POOL_TIMEOUT,
         )
         self._on_result = on_result
-        self._on_skipped = on_skipped
+        self._screen = screen
 
     async def do_request(self, *args: Any, **kwargs: Any) -> tuple[int, bytes]:
         try:
@@ -73,9 +74,7 @@ class PollRequest(HTTPXRequest):
             raise
         self._on_result(status == 200)
         if status == 200:
-            payload, skipped = screen_batch(payload)
-            if skipped:
-                self._on_skipped(skipped)
+            payload = await self._screen(payload)
         return status, payload
 
 
@@ -87,7 +86,7 @@ def build_application(
     settings: TelegramSettings,
     *,
     on_poll: Callable[[bool], None],
-    on_skipped: Callable[[int], None],
+    screen: Callable[[bytes], Awaitable[bytes]],
 ) -> Application_:
     """An Application for this token, polling (``on_poll`` hears each poll) or webhook-fed."""
     builder: ApplicationBuilder[Any, Any, Any, Any, Any, Any] = (
@@ -110,7 +109,7 @@ def build_application(
     if settings.webhook_url:
         builder = builder.updater(None)
     else:
-        builder = builder.get_updates_request(PollRequest(on_poll, on_skipped))
+        builder = builder.get_updates_request(PollRequest(on_poll, screen))
     return builder.build()
 
 

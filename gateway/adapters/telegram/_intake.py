@@ -47,6 +47,7 @@ class _Held:
             text=f"{first}{glue}{second}",
             mentions_bot=self.message.mentions_bot or more.mentions_bot,
             reply_to_bot=self.message.reply_to_bot or more.reply_to_bot,
+            receipts=(*self.message.receipts, *more.receipts),
         )
 
 

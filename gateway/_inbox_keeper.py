@@ -1,0 +1,93 @@
+"""The runner's side of the durable inbox: settle what is answered, take up what a restart left.
+
+See ``gateway.sessions.Inbox`` for the table. The runner settles a message's
+deliveries once nothing more is owed for it, notes the messages of an answer
+being streamed, and at start-up hands every pending delivery back through its
+normal intake — or, past ``sessions.resume_pending_minutes``, tells the sender
+it could not be answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import replace
+
+from gateway import _texts as t
+from gateway.adapters import BaseAdapter
+from gateway.clock import Clock
+from gateway.config import Settings
+from gateway.events import InboundMessage, SentMessage
+from gateway.sessions import Inbox
+
+logger = logging.getLogger(__name__)
+
+Take = Callable[[InboundMessage], Awaitable[None]]
+Notice = Callable[[InboundMessage, str], Awaitable[None]]
+
+
+class InboxKeeper:
+    def __init__(self, inbox: Inbox, clock: Clock, settings: Callable[[], Settings]) -> None:
+        self.inbox = inbox
+        self._clock = clock
+        self._settings = settings
+
+    async def settle(self, batch: list[InboundMessage]) -> None:
+        """Cross the messages' deliveries off: nothing more is owed for them."""
+        for platform in {m.platform for m in batch}:
+            receipts = [r for m in batch if m.platform == platform for r in m.receipts]
+            if receipts:
+                try:
+                    await asyncio.to_thread(self.inbox.done, platform, receipts)
+                except Exception as exc:
+                    logger.warning("the inbox could not be updated (%s)", type(exc).__name__)
+
+    def noting_shown(
+        self, platform: str, receipts: list[str]
+    ) -> Callable[[list[SentMessage]], Awaitable[None]] | None:
+        """What a stream calls with its messages so far, so a restart can finish them."""
+        if not receipts:
+            return None
+
+        async def note(shown: list[SentMessage]) -> None:
+            ids = [m.message_id for m in shown]
+            try:
+                await asyncio.to_thread(self.inbox.shown, platform, receipts, ids)
+            except Exception as exc:
+                logger.warning("the inbox could not be updated (%s)", type(exc).__name__)
+
+        return note
+
+    async def resume(self, adapters: Iterable[BaseAdapter], take: Take, notice: Notice) -> None:
+        """Take up what a restart left unanswered: answer it, or say it cannot be."""
+        try:
+            await asyncio.to_thread(self.inbox.prune)
+            for adapter in adapters:
+                await self._resume(adapter, take, notice)
+        except Exception:
+            logger.exception("taking up messages left by a restart failed")
+
+    async def _resume(self, adapter: BaseAdapter, take: Take, notice: Notice) -> None:
+        limit = self._settings().sessions.resume_pending_minutes * 60
+        for row in await asyncio.to_thread(self.inbox.pending, adapter.name):
+            try:
+                read = await adapter.read_again(row.payload)
+            except Exception as exc:  # left pending: the next start tries again
+                logger.warning(
+                    "a pending %s message cannot be read now (%s)", adapter.name, type(exc).__name__
+                )
+                continue
+            if read is None:
+                await asyncio.to_thread(self.inbox.done, adapter.name, [row.receipt])
+                continue
+            msg = replace(read, receipts=(row.receipt,), resume=row.shown)
+            if self._clock.time() - row.received_at > limit:
+                logger.info("a %s message left by a restart is too old to answer", adapter.name)
+                with contextlib.suppress(Exception):
+                    await notice(msg, t.RESTARTED_UNANSWERED)
+                await self.settle([msg])
+                continue
+            logger.info("answering a %s message left by a restart", adapter.name)
+            await take(msg)

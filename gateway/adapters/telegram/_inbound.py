@@ -1,0 +1,169 @@
+"""Telegram updates on their way in: screened, recorded, read, handed over.
+
+The poller confirms a batch of updates with its next ``getUpdates`` call, right
+after handing the batch over. So each batch is screened (``_guard``) and every
+update recorded in the durable inbox *before* the library sees it: a process
+killed after that still has the update, and answers it after the restart. An
+update the inbox knows already (Telegram resending one that was not confirmed)
+is confirmed and not handled again. Webhook updates are recorded before the
+request is answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from telegram import Bot, Update
+from telegram.error import TelegramError
+
+from gateway.adapters._support import Sometimes
+from gateway.adapters.telegram._guard import readable, screen_batch
+from gateway.adapters.telegram._intake import Intake
+from gateway.adapters.telegram._send import TelegramSender
+from gateway.adapters.telegram._updates import (
+    MAX_IMAGE_BYTES,
+    BotIdentity,
+    inbound_from,
+    photo_to_fetch,
+    with_image,
+)
+from gateway.events import InboundMessage
+
+logger = logging.getLogger(__name__)
+
+SKIP_LOG_INTERVAL = 60.0
+"""Seconds between two log lines about skipped updates, however many there are."""
+
+Record = Callable[[str, str], Awaitable[bool]]
+Settled = Callable[[Sequence[str]], Awaitable[None]]
+
+
+class Inbound:
+    def __init__(
+        self,
+        *,
+        bot: Bot,
+        sender: TelegramSender,
+        intake: Intake,
+        record: Record,
+        settled: Settled,
+        counters: Counter[str],
+        vision: bool,
+        skip_log: Sometimes,
+    ) -> None:
+        self._bot = bot
+        self._sender = sender
+        self._intake = intake
+        self._record = record
+        self._settled = settled
+        self._counters = counters
+        self._vision = vision
+        self._skip_log = skip_log
+        self.me: BotIdentity | None = None
+
+    # -------------------------------------------------------------- arrival
+
+    async def screen(self, payload: bytes) -> bytes:
+        """A ``getUpdates`` answer as the library may see it: unreadable updates and ones
+        already recorded reduced to their bare id, every other one recorded first."""
+        payload, skipped = screen_batch(payload)
+        if skipped:
+            self.note_skipped(skipped)
+        try:
+            answer = json.loads(payload)
+            updates = answer["result"]
+        except (ValueError, KeyError, TypeError):
+            return payload
+        if not isinstance(updates, list):
+            return payload
+        changed = False
+        for index, update in enumerate(updates):
+            if not isinstance(update, dict) or len(update) <= 1:
+                continue  # a bare id: nothing to keep
+            receipt = str(update["update_id"])
+            if not await self._record(receipt, json.dumps(update)):
+                updates[index] = {"update_id": update["update_id"]}
+                changed = True
+        return json.dumps(answer).encode() if changed else payload
+
+    async def arrived_by_webhook(self, data: object) -> Update | None:
+        """The update of a webhook request, recorded; None when there is nothing to queue."""
+        if not readable(data):
+            self.note_skipped(1)
+            return None
+        assert isinstance(data, dict)
+        if not await self._record(str(data["update_id"]), json.dumps(data)):
+            return None  # Telegram resent one we have: confirm it, do not handle it twice
+        return Update.de_json(data, self._bot)
+
+    def note_skipped(self, count: int) -> None:
+        self._counters["skipped_updates"] += count
+        if self._skip_log.due():
+            missed = self._skip_log.take_missed()
+            logger.warning(
+                "telegram: skipped %d update(s) that could not be read (and %d batch(es) "
+                "like it since the last line); they are confirmed and dropped",
+                count,
+                missed,
+            )
+
+    # ------------------------------------------------------------ hand-over
+
+    async def consume(self, queue: asyncio.Queue[Any]) -> None:
+        """Take every update the poller (or the webhook) queued; nothing it meets stops it."""
+        while True:
+            update = await queue.get()
+            try:
+                await self.take(update)
+            except Exception as exc:
+                self._counters["unhandled_updates"] += 1
+                logger.warning(
+                    "a telegram update could not be handled (%s)", type(exc).__name__, exc_info=True
+                )
+            finally:
+                queue.task_done()
+
+    async def take(self, update: object) -> None:
+        if not isinstance(update, Update):
+            return
+        receipt = str(update.update_id)
+        message = await self.read(update)
+        if message is None:
+            await self._settled([receipt])
+            return
+        logger.debug("telegram message %s in chat %s", message.message_id, message.chat_id)
+        self._intake.put(replace(message, receipts=(receipt,)))
+
+    async def read(self, update: Update) -> InboundMessage | None:
+        me = self.me
+        if me is None:
+            return None
+        message = inbound_from(update, me)
+        if message is not None and self._vision and update.message is not None:
+            photo = photo_to_fetch(update.message)
+            if photo is not None:
+                data = await self._fetch(photo.file_id)
+                if data is not None:
+                    message = with_image(message, data)
+        return message
+
+    async def read_again(self, payload: str) -> InboundMessage | None:
+        """A recorded update, read as if it had just arrived (for a restart)."""
+        return await self.read(Update.de_json(json.loads(payload), self._bot))
+
+    async def _fetch(self, file_id: str) -> bytes | None:
+        """A photo's bytes (sizes checked before downloading), or None."""
+        try:
+            file = await self._sender.request(self._bot.get_file(file_id))
+            if file.file_size is None or file.file_size > MAX_IMAGE_BYTES:
+                return None
+            return bytes(await self._sender.request(file.download_as_bytearray()))
+        except TelegramError as exc:
+            logger.warning("fetching a telegram photo failed (%s)", type(exc).__name__)
+            return None

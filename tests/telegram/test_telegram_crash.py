@@ -1,0 +1,113 @@
+"""kill -9 of a real ``chorus gateway`` mid-answer: after the restart the message is answered
+exactly once (a half-streamed answer finished in its own message), or, past
+``sessions.resume_pending_minutes``, its sender gets one short notice."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+
+from tests.fakes import FakeOpenAI, Reply
+from tests.fakes.telegram_api import FakeTelegram
+from tests.telegram.conftest import ANN
+from tests.telegram.test_telegram_process import CHORUS, free_port, gateway_env, wait_ready
+
+
+@pytest.fixture
+async def gateway(
+    chorus_home: Path, server: FakeOpenAI, telegram: FakeTelegram
+) -> AsyncIterator[Callable[..., object]]:
+    chorus_home.mkdir(mode=0o700)
+    port = free_port()
+    procs: list[subprocess.Popen[bytes]] = []
+
+    async def start(**extra: str) -> subprocess.Popen[bytes]:
+        env = {**gateway_env(chorus_home, server, telegram, port), **extra}
+        proc = subprocess.Popen(
+            [str(CHORUS), "gateway"], env=env, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL
+        )
+        procs.append(proc)
+        await wait_ready(port)
+        return proc
+
+    yield start
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+
+
+def kill(proc: subprocess.Popen[bytes]) -> None:
+    proc.kill()  # SIGKILL: no shutdown work of any kind
+    proc.wait(timeout=10)
+
+
+async def test_killed_mid_turn_the_message_is_answered_once_after_the_restart(
+    gateway: Callable[..., object], server: FakeOpenAI, telegram: FakeTelegram
+) -> None:
+    server.reply("never delivered", delay=60)
+    first = await gateway()  # type: ignore[misc]
+    telegram.message("what is 6 times 7?", user_id=ANN)
+    await telegram.wait_for(lambda: server.in_flight == 1, what="the answer in progress")
+    await telegram.wait_for(lambda: not telegram.pending(), what="the update confirmed")
+    kill(first)
+
+    server.reply("Forty-two.")
+    second = await gateway()  # type: ignore[misc]
+    [answer] = await telegram.wait_messages(ANN, 1, timeout=30)
+    assert answer.text == "Forty-two."
+    kill(second)
+    third = await gateway()  # type: ignore[misc]
+    telegram.message("thanks", user_id=ANN)
+    await telegram.wait_messages(ANN, 2, timeout=30)
+    assert len(telegram.in_chat(ANN)) == 2  # "Forty-two." once, then the answer to "thanks"
+    kill(third)
+
+
+async def test_a_half_streamed_answer_ends_with_the_final_text(
+    gateway: Callable[..., object], server: FakeOpenAI, telegram: FakeTelegram
+) -> None:
+    server.stream_piece_delay = 0.3
+    server.push(
+        Reply.of_text("Six times seven is forty two, as it always was.", stall_after=6, stall=60)
+    )
+    first = await gateway()  # type: ignore[misc]
+    telegram.message("what is 6 times 7?", user_id=ANN)
+    await telegram.wait_for(lambda: len(telegram.in_chat(ANN)) == 1, what="the streamed start")
+    frozen = telegram.in_chat(ANN)[0]
+    assert frozen.text.startswith("Six")
+    kill(first)
+
+    server.stream_piece_delay = 0.0
+    server.reply("Six times seven is 42.")
+    second = await gateway()  # type: ignore[misc]
+    await telegram.wait_for(
+        lambda: telegram.in_chat(ANN)[0].text == "Six times seven is 42.", what="the final text"
+    )
+    assert [m.message_id for m in telegram.in_chat(ANN)] == [frozen.message_id]
+    kill(second)
+
+
+async def test_past_the_resume_age_the_sender_is_told_once(
+    gateway: Callable[..., object], server: FakeOpenAI, telegram: FakeTelegram
+) -> None:
+    server.reply("never delivered", delay=60)
+    first = await gateway()  # type: ignore[misc]
+    telegram.message("are you there?", user_id=ANN)
+    await telegram.wait_for(lambda: server.in_flight == 1, what="the answer in progress")
+    kill(first)
+
+    requests = len(server.requests)
+    second = await gateway(CHORUS_SESSIONS__RESUME_PENDING_MINUTES="0")  # type: ignore[misc]
+    [notice] = await telegram.wait_messages(ANN, 1, timeout=30)
+    assert "restarted" in notice.text and "ask again" in notice.text
+    kill(second)
+    third = await gateway(CHORUS_SESSIONS__RESUME_PENDING_MINUTES="0")  # type: ignore[misc]
+    telegram.message("hello again", user_id=ANN)
+    await telegram.wait_messages(ANN, 2, timeout=30)
+    assert len(server.requests) == requests + 1  # the old one was never answered
+    assert len(telegram.in_chat(ANN)) == 2  # told once
+    kill(third)
