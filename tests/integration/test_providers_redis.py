@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -232,3 +233,41 @@ async def test_end_session_through_redis_runs_once(
     assert agent.store.user_entries == []  # the live agent's view is not reloaded
     agent.store.load_from_disk()
     assert agent.store.user_entries == ["Says hi there"]
+
+
+async def test_one_worker_keeps_up_with_twenty_busy_users(
+    redis_stack: Stack, server: FakeOpenAI, workers: ChorusWorkers
+) -> None:
+    """A soak: 20 users talking for 30 s, each about once a second (every turn a sync and
+    a prefetch job, every 5th a session end with its memory flush), on one worker. The
+    queue never builds up: it is empty seconds after the last message (figure printed)."""
+    server.responder(echo)
+    workers.start()
+    agents = {u: await redis_stack.agent(f"soak-{u}-0", user_key=f"slack:U{u}") for u in range(20)}
+    deadline = time.monotonic() + 30
+    turns = 0
+
+    async def talk(user: int) -> None:
+        nonlocal turns
+        rounds = 0
+        while time.monotonic() < deadline:
+            agent = agents[user]
+            await agent.run_turn(f"message {rounds} from {user}")
+            turns += 1
+            rounds += 1
+            if rounds % 5 == 0:
+                redis_stack.background.scheduler.end_session(agent.session.session_id, "new")
+                await agent.close()
+                agents[user] = await redis_stack.agent(
+                    f"soak-{user}-{rounds}", user_key=f"slack:U{user}"
+                )
+            await asyncio.sleep(1.0)
+
+    await asyncio.gather(*(talk(u) for u in range(20)))
+    stopped = time.monotonic()
+    await asyncio.to_thread(wait_for, lambda: idle(redis_stack), 30, "an empty queue")
+    drained = time.monotonic() - stopped
+    print(f"\nsoak: {turns} turns from 20 users; the queue was empty {drained:.1f}s after")
+    home = redis_stack.settings.home
+    assert len(entries(home, "sync_turn")) == turns  # each turn synced once
+    assert redis_stack.background.queue.status().failed == 0
