@@ -12,3 +12,5 @@ SHUTTING_DOWN = "I'm restarting right now — please send that again in a minute
 RATE_LIMITED = "You're sending messages faster than I can answer. I'll pick up again shortly."
 STOPPED_NOTE = "\n\n(stopped)"
 RESTARTED_UNANSWERED = "I was restarted and could not answer that — please ask again."
+NOT_ALLOWED = "This bot is private; ask an admin to add you (your id is {user_key})."
+COMMAND_DONE = "Done."

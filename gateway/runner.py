@@ -96,6 +96,7 @@ class GatewayRunner:
 
     def add_adapter(self, adapter: BaseAdapter) -> None:
         adapter.set_handler(self.handle)
+        adapter.set_command_handler(self.answer_command)
         if self.inbox is not None:
             adapter.set_inbox(self.inbox.inbox)
         self.adapters[adapter.name] = adapter
@@ -113,7 +114,9 @@ class GatewayRunner:
 
     async def _publish_commands(self, adapter: BaseAdapter) -> None:
         """Give the platform's command menu every command; admin ones for admins only."""
-        commands = [CommandInfo(c.name, c.help, c.admin_only) for c in self.commands.visible(True)]
+        commands = [
+            CommandInfo(c.name, c.help, c.admin_only, c.args) for c in self.commands.visible(True)
+        ]
         keys = (normalize_user_key(entry) for entry in self.settings.auth.admins)
         admins = [
             UserKey.parse(key).id
@@ -196,6 +199,37 @@ class GatewayRunner:
     async def _settle(self, batch: list[InboundMessage]) -> None:
         if self.inbox is not None:
             await self.inbox.settle(batch)
+
+    async def answer_command(self, msg: InboundMessage) -> str:
+        """A native slash command (Slack's ``/chorus``, Discord's application commands):
+        the same checks and the one dispatch path of a typed command; the answer is
+        returned for the platform to show its caller privately. Never raises."""
+        await self._resumed.wait()
+        self.metrics.message_in(msg.platform)
+        self.activity.message()
+        try:
+            return await self._answer_command(msg)
+        except Exception:
+            logger.exception("a %s slash command failed", msg.platform)
+            return t.APOLOGY
+
+    async def _answer_command(self, msg: InboundMessage) -> str:
+        name, args = parse_command(msg.text) or ("help", "")
+        decision = await asyncio.to_thread(self.auth.decide, msg)
+        if not decision.allowed:
+            self.metrics.rejected(decision.reason)
+            if self._refusals.add((msg.user_key, name)):
+                ctx = CommandContext(msg, name, args, self.services, False)
+                await self.commands.audit_refused(ctx, decision.reason)
+            return decision.reply or t.NOT_ALLOWED.format(user_key=msg.user_key)
+        if not self.rate.check(msg.user_key).allowed:
+            self.metrics.rejected("rate_limited")
+            return t.RATE_LIMITED
+        if len(msg.text) > MAX_INBOUND_CHARS:
+            self.metrics.rejected("too_long")
+            return t.TOO_LONG.format(n=len(msg.text), limit=MAX_INBOUND_CHARS)
+        ctx = CommandContext(msg, name, args, self.services, self.auth.is_admin(msg.user_key))
+        return await self.commands.dispatch(ctx) or t.COMMAND_DONE
 
     async def _command(self, msg: InboundMessage, name: str, args: str) -> None:
         ctx = CommandContext(msg, name, args, self.services, self.auth.is_admin(msg.user_key))

@@ -29,6 +29,8 @@ class Inbox(Protocol):
 
 MessageHandler = Callable[[InboundMessage], Awaitable[None]]
 """The runner's intake: fast, never raises, only enqueues."""
+CommandHandler = Callable[[InboundMessage], Awaitable[str]]
+"""The runner's answer to a native slash command: the text to show its caller privately."""
 
 RouteHandler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 """An HTTP route an adapter mounts on the gateway's server (webhooks)."""
@@ -54,6 +56,8 @@ class CommandInfo:
     name: str
     description: str
     admin_only: bool
+    args: str = ""
+    """What the command takes after its name ("" for nothing): a picker's one text option."""
 
 
 class BaseAdapter(ABC):
@@ -66,12 +70,23 @@ class BaseAdapter(ABC):
 
     def __init__(self) -> None:
         self._on_message: MessageHandler | None = None
+        self._on_command: CommandHandler | None = None
         self._inbox: Inbox | None = None
         self.counters: Counter[str] = Counter()
         """Events of note (``skipped_updates``, …), exported as ``chorus_adapter_events_total``."""
 
     def set_handler(self, on_message: MessageHandler) -> None:
         self._on_message = on_message
+
+    def set_command_handler(self, answer: CommandHandler) -> None:
+        """Who answers the platform's native slash commands (the runner)."""
+        self._on_command = answer
+
+    async def answer_command(self, message: InboundMessage) -> str:
+        """The private answer to a native command; ``message.text`` is ``/name args``."""
+        if self._on_command is None:
+            raise RuntimeError(f"{self.name} adapter has no command handler")
+        return await self._on_command(cleaned(message))
 
     def set_inbox(self, inbox: Inbox) -> None:
         """Where deliveries are recorded before they are acknowledged (durable turns)."""

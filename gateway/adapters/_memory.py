@@ -102,6 +102,29 @@ class MemoryAdapter(BaseAdapter):
         await self.deliver(message)
         return message
 
+    async def command(
+        self,
+        text: str,
+        *,
+        user_id: str = "1",
+        chat_id: str | None = None,
+        user_name: str = "",
+        is_direct: bool | None = None,
+    ) -> str:
+        """A native slash command (``text`` is ``/name args``), as a command picker sends
+        it; returns the private answer. Nothing is posted to the chat for it."""
+        chat = chat_id if chat_id is not None else f"dm-{user_id}"
+        message = InboundMessage(
+            platform=self.name,
+            chat_id=chat,
+            user_id=user_id,
+            user_name=user_name or f"user{user_id}",
+            text=text,
+            message_id=f"cmd{next(self._message_ids)}-{self._run}",
+            is_direct=is_direct if is_direct is not None else chat_id is None,
+        )
+        return await self.answer_command(message)
+
     async def read_again(self, payload: str) -> InboundMessage | None:
         return message_from_json(payload)
 

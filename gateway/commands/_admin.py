@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 
+from gateway.access import UserAccessRow
 from gateway.commands import _texts as t
 from gateway.commands._registry import Command, CommandContext, CommandRegistry
 from gateway.commands._review import review
@@ -47,7 +49,19 @@ async def users_sub(ctx: CommandContext, _: str) -> str:
     rows = await asyncio.to_thread(ctx.services.access.users)
     if not rows:
         return t.NO_USERS
-    return "\n".join(str(row) for row in rows)
+    return "\n".join(_user_line(row) for row in rows)
+
+
+def _user_line(row: UserAccessRow) -> str:
+    """``telegram:5 — allowed by telegram:1 on 2026-11-30 10:00 UTC``; config rows say so."""
+    if row.source == "config":
+        return f"{row.user_key} — {row.state} (config)"
+    line = f"{row.user_key} — {row.state}"
+    if row.by:
+        line += f" by {row.by}"
+    if row.at is not None:
+        line += " on " + datetime.fromtimestamp(row.at, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return line
 
 
 async def allow_sub(ctx: CommandContext, arg: str) -> str:
@@ -157,5 +171,11 @@ def _audit_args(args: str) -> str:
 
 def register_admin_commands(registry: CommandRegistry) -> None:
     registry.register(
-        Command("admin", "operate chorus (admins only)", admin_command, audit_args=_audit_args)
+        Command(
+            "admin",
+            "operate chorus (admins only)",
+            admin_command,
+            audit_args=_audit_args,
+            args="sessions, users, allow <user>, end <user>, stats, queue, reload, …",
+        )
     )

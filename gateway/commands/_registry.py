@@ -53,6 +53,8 @@ class Command:
     admin_only: bool = True
     audit_args: Redactor = _keep
     """What of the arguments reaches the audit table (never a pairing code)."""
+    args: str = ""
+    """What the command takes after its name, for command pickers ("" for nothing)."""
 
 
 def parse_command(text: str, bot_username: str | None = None) -> tuple[str, str] | None:
