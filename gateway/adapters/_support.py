@@ -3,6 +3,7 @@
 - ``ChatLanes``: work in order within a chat, concurrently across chats.
 - ``Backoff`` and ``retrying``: waits that grow, on the clock the adapter was given.
 - ``SeenSet``: a bounded memory of ids (retried events, replayed messages).
+- ``RecentValues``: a bounded, expiring memory of looked-up values (names, memberships).
 - ``Sometimes``: at most one log line per interval, however often something happens.
 - ``secret_value`` / ``has_secret``: a token from the settings, or a clear error.
 """
@@ -15,7 +16,7 @@ import logging
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 from pydantic import SecretStr
 
@@ -24,6 +25,10 @@ from gateway.clock import Clock, SystemClock
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+V = TypeVar("V")
+
+MAX_IMAGE_BYTES = 5 * 1024 * 1024
+"""Largest image an adapter downloads for the model (``llm.vision``)."""
 
 Work = Callable[[], Awaitable[None]]
 
@@ -217,3 +222,34 @@ class SeenSet:
             if now - oldest < self._ttl:
                 return
             self._seen.popitem(last=False)
+
+
+class RecentValues(Generic[V]):
+    """The newest ``capacity`` values looked up, each kept for ``ttl`` seconds."""
+
+    def __init__(self, capacity: int, *, ttl: float, clock: Clock | None = None) -> None:
+        if capacity <= 0:
+            raise ValueError("capacity must be positive")
+        self._capacity = capacity
+        self._ttl = ttl
+        self._clock = clock or SystemClock()
+        self._values: OrderedDict[Hashable, tuple[float, V]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def get(self, key: Hashable) -> V | None:
+        found = self._values.get(key)
+        if found is None:
+            return None
+        if self._clock.time() - found[0] >= self._ttl:
+            del self._values[key]
+            return None
+        self._values.move_to_end(key)
+        return found[1]
+
+    def put(self, key: Hashable, value: V) -> None:
+        self._values[key] = (self._clock.time(), value)
+        self._values.move_to_end(key)
+        while len(self._values) > self._capacity:
+            self._values.popitem(last=False)

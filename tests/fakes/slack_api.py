@@ -1,40 +1,41 @@
-"""A local fake of the Slack Web API, and signed Events API requests to the gateway.
+"""A local fake of the Slack Web API, Socket Mode, ``response_url`` and file downloads.
 
 ``FakeSlack`` runs an aiohttp server on 127.0.0.1 in a background thread with its
 own event loop (like ``FakeOpenAI``). Point slack_sdk at ``api_url``. It serves
-``auth.test``, ``chat.postMessage``, ``chat.update`` and ``conversations.replies``
-(with cursor paging) over one store of channel messages, checks the bearer token,
-and records every call. Tests script it: ``rate_limit()`` answers the next calls of
-a method with 429 + ``Retry-After``, ``fail()`` with a server error.
+``auth.test``, ``chat.postMessage``, ``chat.update``, ``conversations.replies``
+(with cursor paging) over one store of channel messages, ``users.info`` for the
+people a test adds, ``apps.connections.open`` and the Socket Mode websocket
+(``slack_socket``), the ``response_url`` of slash commands and private file
+downloads. It checks the bearer token (the app-level one for
+``apps.connections.open``) and records every call. Tests script it:
+``rate_limit()`` answers the next calls of a method with 429 + ``Retry-After``,
+``fail()`` with a server error.
 
 ``person()`` records a message from a person (so ``conversations.replies`` knows
-it) and returns its event; ``post_event()`` sends an ``event_callback`` to the
-gateway signed like Slack does (``v0`` HMAC-SHA256 over ``v0:{timestamp}:{body}``),
-optionally marked as a retry.
+it) and returns its event; signed HTTP requests to the gateway are in
+``slack_requests``.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
+import asyncio
 import itertools
-import json
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import aiohttp
 from aiohttp import web
 
 from .loop_thread import LoopThread
+from .slack_requests import BOT_USER_ID, SIGNING_SECRET, TEAM_ID
+from .slack_socket import APP_TOKEN, SocketModeServer
+
+__all__ = ["APP_TOKEN", "BOT_USER_ID", "SIGNING_SECRET", "TEAM_ID", "TOKEN", "FakeSlack"]
 
 TOKEN = "xoxb-fake-0000-secret-token"
-SIGNING_SECRET = "fake-signing-secret-7d1e9c"
-BOT_USER_ID = "UBOT0001"
 BOT_ID = "BBOT0001"
 BOT_NAME = "chorus"
-TEAM_ID = "TTEAM001"
 
 
 @dataclass
@@ -56,7 +57,7 @@ class Posted:
     history: list[str] = field(default_factory=list)
 
 
-class FakeSlack(LoopThread):
+class FakeSlack(SocketModeServer, LoopThread):
     thread_name = "fake-slack"
 
     def __init__(self) -> None:
@@ -65,9 +66,17 @@ class FakeSlack(LoopThread):
         self.calls: list[Call] = []
         self.posted: list[Posted] = []
         self.store: list[dict[str, Any]] = []
+        self.users: dict[str, dict[str, Any]] = {}
+        self.files: dict[str, tuple[bytes, str]] = {}
+        self.downloads: list[tuple[str, str]] = []
+        """(file id, the Authorization header it came with)."""
+        self.responses: dict[str, list[dict[str, Any]]] = {}
+        """What was posted to each ``response_url``, by its key."""
         self._ts = itertools.count(1)
+        self._keys = itertools.count(1)
         self._scripted: list[tuple[str, int, str, int]] = []
         self._lock = threading.Lock()
+        self._init_socket()
 
     @property
     def api_url(self) -> str:
@@ -78,7 +87,14 @@ class FakeSlack(LoopThread):
     async def _serve(self) -> None:
         app = web.Application()
         app.router.add_route("*", "/api/{method}", self._api)
+        app.router.add_post("/respond/{key}", self._respond)
+        app.router.add_get("/files/{id}/{name}", self._file)
+        self._socket_routes(app)
         await self._listen(app)
+
+    def _call(self, coro: Any) -> Any:
+        assert self._loop is not None, "FakeSlack is not started"
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=10)
 
     # ------------------------------------------------------------------- scripting
 
@@ -111,6 +127,49 @@ class FakeSlack(LoopThread):
         with self._lock:
             self.store.append(dict(event))
         return event
+
+    def add_user(self, user_id: str, display_name: str, real_name: str = "") -> None:
+        """A person ``users.info`` knows."""
+        profile = {"display_name": display_name, "real_name": real_name or display_name}
+        with self._lock:
+            self.users[user_id] = {
+                "id": user_id,
+                "team_id": TEAM_ID,
+                "name": display_name.lower().replace(" ", "."),
+                "real_name": profile["real_name"],
+                "profile": profile,
+            }
+
+    def add_file(self, data: bytes, *, mimetype: str, name: str = "file") -> dict[str, Any]:
+        """A file shared in Slack; returns the file object a message event carries."""
+        file_id = f"F{len(self.files) + 1:08d}"
+        with self._lock:
+            self.files[file_id] = (data, mimetype)
+        url = f"http://127.0.0.1:{self.port}/files/{file_id}/{name}"
+        return {
+            "id": file_id,
+            "name": name,
+            "mimetype": mimetype,
+            "filetype": mimetype.rpartition("/")[2],
+            "size": len(data),
+            "url_private": url,
+            "url_private_download": url + "?download=1",
+        }
+
+    def response_url(self) -> str:
+        """A fresh ``response_url`` (as a slash command carries one)."""
+        key = f"r{next(self._keys)}"
+        with self._lock:
+            self.responses[key] = []
+        return f"http://127.0.0.1:{self.port}/respond/{key}"
+
+    def responses_to(self, url: str) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self.responses.get(url.rpartition("/")[2], []))
+
+    async def wait_response(self, url: str, timeout: float = 15.0) -> dict[str, Any]:
+        await self.wait_for(lambda: bool(self.responses_to(url)), timeout, "a response_url post")
+        return self.responses_to(url)[0]
 
     def rate_limit(self, method: str, times: int, *, retry_after: int = 0) -> None:
         """The next ``times`` calls of ``method`` get 429 with ``Retry-After``."""
@@ -155,7 +214,8 @@ class FakeSlack(LoopThread):
             call.status = status
             headers = {"Retry-After": str(retry_after)} if status == 429 else {}
             return web.json_response({"ok": False, "error": error}, status=status, headers=headers)
-        if request.headers.get("Authorization") != f"Bearer {self.token}":
+        token = self.app_token if method == "apps.connections.open" else self.token
+        if request.headers.get("Authorization") != f"Bearer {token}":
             return web.json_response({"ok": False, "error": "invalid_auth"})
         handler = getattr(self, "_m_" + method.replace(".", "_"), None)
         if handler is None:
@@ -211,50 +271,30 @@ class FakeSlack(LoopThread):
         cursor = str(start + limit) if more else ""
         return {"messages": page, "has_more": more, "response_metadata": {"next_cursor": cursor}}
 
+    def _m_users_info(self, params: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            user = self.users.get(str(params.get("user")))
+        return {"user": user} if user is not None else {"error": "user_not_found"}
 
-def sign(body: str, timestamp: str, secret: str = SIGNING_SECRET) -> str:
-    base = f"v0:{timestamp}:{body}".encode()
-    return "v0=" + hmac.new(secret.encode(), base, hashlib.sha256).hexdigest()
+    async def _respond(self, request: web.Request) -> web.Response:
+        key = request.match_info["key"]
+        body = await request.json()
+        with self._lock:
+            if key not in self.responses:
+                return web.Response(status=404, text="expired_url")
+            self.responses[key].append(body)
+        return web.Response(text="ok")
 
-
-_event_ids = itertools.count(1)
-
-
-def event_callback(event: dict[str, Any], *, event_id: str | None = None) -> dict[str, Any]:
-    """``event`` wrapped as the Events API delivers it."""
-    return {
-        "token": "unused-verification-token",
-        "team_id": TEAM_ID,
-        "api_app_id": "AAPP0001",
-        "event": event,
-        "type": "event_callback",
-        "event_id": event_id or f"Ev{next(_event_ids):08d}",
-        "event_time": int(time.time()),
-        "authorizations": [{"team_id": TEAM_ID, "user_id": BOT_USER_ID, "is_bot": True}],
-    }
-
-
-async def post_event(
-    url: str,
-    payload: dict[str, Any],
-    *,
-    secret: str = SIGNING_SECRET,
-    retry_num: int | None = None,
-    timestamp: str | None = None,
-) -> tuple[int, str]:
-    """POST ``payload`` to ``url`` signed with ``secret``; returns (status, body)."""
-    body = json.dumps(payload)
-    timestamp = str(int(time.time())) if timestamp is None else timestamp
-    headers = {
-        "Content-Type": "application/json",
-        "X-Slack-Request-Timestamp": timestamp,
-        "X-Slack-Signature": sign(body, timestamp, secret),
-    }
-    if retry_num is not None:
-        headers["X-Slack-Retry-Num"] = str(retry_num)
-        headers["X-Slack-Retry-Reason"] = "http_timeout"
-    async with (
-        aiohttp.ClientSession() as session,
-        session.post(url, data=body, headers=headers) as response,
-    ):
-        return response.status, await response.text()
+    async def _file(self, request: web.Request) -> web.Response:
+        file_id = request.match_info["id"]
+        auth = request.headers.get("Authorization", "")
+        with self._lock:
+            self.downloads.append((file_id, auth))
+            found = self.files.get(file_id)
+        if found is None:
+            return web.Response(status=404)
+        if auth != f"Bearer {self.token}":
+            # Slack answers a login page, not the file
+            return web.Response(text="<html>sign in</html>", content_type="text/html")
+        data, mimetype = found
+        return web.Response(body=data, content_type=mimetype)

@@ -1,8 +1,10 @@
 """The whole gateway on Slack: real slack-bolt and slack_sdk, fake Web API, fake LLM.
 
-Events reach the gateway's own HTTP server (port 0) signed like Slack signs them.
-Runs on the real clock (the reply stream paces edits on it), so tests keep their
-waits short.
+Over HTTP, events and slash commands reach the gateway's own HTTP server (port 0)
+signed like Slack signs them; with ``socket=True`` the gateway runs in Socket Mode
+(an app-level token, no signing secret) and the fake sends envelopes over its
+websocket. Runs on the real clock (the reply stream paces edits on it), so tests
+keep their waits short.
 """
 
 from __future__ import annotations
@@ -20,7 +22,14 @@ from gateway.app import GatewayStack, open_stack
 from gateway.config import Settings
 from gateway.ops import HTTPServer
 from tests.fakes import FakeOpenAI
-from tests.fakes.slack_api import SIGNING_SECRET, FakeSlack, event_callback, post_event
+from tests.fakes.slack_api import APP_TOKEN, FakeSlack
+from tests.fakes.slack_requests import (
+    SIGNING_SECRET,
+    command_payload,
+    event_callback,
+    post_command,
+    post_event,
+)
 from tests.platform_support import StackHandle, chat_settings
 
 ADMIN = "UADMIN01"
@@ -73,6 +82,19 @@ class SlackGateway(StackHandle):
         payload = event_callback(event, event_id=event_id)
         return await post_event(self.events_url, payload, retry_num=retry_num)
 
+    @property
+    def commands_url(self) -> str:
+        return self.http.url + self.adapter.commands_path
+
+    async def command(
+        self, text: str, *, user: str, channel: str, secret: str = SIGNING_SECRET
+    ) -> tuple[int, str]:
+        """``/chorus text`` as Slack posts it over HTTP; returns (status, response_url)."""
+        url = self.slack.response_url()
+        form = command_payload(text, user=user, channel=channel, response_url=url)
+        status, _ = await post_command(self.commands_url, form, secret=secret)
+        return status, url
+
     async def close(self) -> None:
         await self.http.stop()
         await self.close_stack()
@@ -87,9 +109,20 @@ async def make_gateway(
 ) -> AsyncIterator[GatewayFactory]:
     opened: list[SlackGateway] = []
 
-    async def build(*, start_wait: float = 10.0, **env: str) -> SlackGateway:
+    async def build(
+        *, start_wait: float = 10.0, socket: bool = False, vision: bool = False, **env: str
+    ) -> SlackGateway:
+        if socket:
+            env = {
+                "SLACK_APP_TOKEN": APP_TOKEN,
+                "SLACK_SIGNING_SECRET": "",
+                "CHORUS_SLACK__SOCKET_PING_INTERVAL": "0.2",
+                **env,
+            }
         settings = slack_settings(chorus_home, server, slack, **env)
-        adapter = SlackAdapter(settings.slack, start_backoff=0.05, start_wait=start_wait)
+        adapter = SlackAdapter(
+            settings.slack, vision=vision, start_backoff=0.05, start_wait=start_wait
+        )
         stack = await open_stack(
             settings, llm=LLMClient(settings.llm, sleep=_no_sleep), adapters=[adapter]
         )

@@ -7,14 +7,8 @@ import logging
 
 import pytest
 
-from tests.fakes.slack_api import (
-    BOT_USER_ID,
-    SIGNING_SECRET,
-    TOKEN,
-    FakeSlack,
-    event_callback,
-    post_event,
-)
+from tests.fakes.slack_api import TOKEN, FakeSlack
+from tests.fakes.slack_requests import BOT_USER_ID, SIGNING_SECRET, event_callback, post_event
 from tests.slack.conftest import ANN, BOB, CHANNEL, DM_ANN, GatewayFactory, user_texts
 
 

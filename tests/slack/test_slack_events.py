@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from tests.fakes.slack_api import BOT_USER_ID, event_callback, post_event
+from tests.fakes.slack_requests import BOT_USER_ID, event_callback, post_event
 from tests.slack.conftest import ANN, BOB, CHANNEL, DM_ANN, GatewayFactory, user_texts
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from tests.fakes.slack_api import event_callback, post_event
+from tests.fakes.slack_requests import event_callback, post_event
 from tests.fuzz import bent
 from tests.slack.conftest import ANN, DM_ANN, GatewayFactory, SlackGateway
 

@@ -13,7 +13,7 @@ from gateway.app import enabled_adapters
 from gateway.cli._doctor import platform_check
 from gateway.errors import ConfigError
 from tests.fakes import FakeOpenAI
-from tests.fakes.slack_api import BOT_USER_ID, TOKEN, FakeSlack
+from tests.fakes.slack_api import APP_TOKEN, BOT_USER_ID, TOKEN, FakeSlack
 from tests.slack.conftest import slack_settings
 
 check_slack = platform_check(SPEC)
@@ -95,6 +95,7 @@ def test_doctor_names_the_bot_and_never_the_token(
     result = check_slack(slack_settings(chorus_home, server, slack))
     assert result.ok, result.detail
     assert "@chorus" in result.detail and TOKEN not in result.detail
+    assert "Events API over HTTP" in result.detail
 
     wrong = slack_settings(chorus_home, server, slack, SLACK_BOT_TOKEN="xoxb-wrong")
     result = check_slack(wrong)
@@ -111,9 +112,51 @@ def test_doctor_without_slack(chorus_home: Path, server: FakeOpenAI, slack: Fake
 
 def test_enabled_adapters(chorus_home: Path, server: FakeOpenAI, slack: FakeSlack) -> None:
     [adapter] = enabled_adapters(slack_settings(chorus_home, server, slack))
-    assert isinstance(adapter, SlackAdapter)
-    assert adapter.http_routes()[0][:2] == ("POST", "/slack/events")
-    no_secret = slack_settings(chorus_home, server, slack, SLACK_SIGNING_SECRET="")
-    assert enabled_adapters(no_secret) == []
+    assert isinstance(adapter, SlackAdapter) and not adapter.socket_mode
+    assert [r[:2] for r in adapter.http_routes()] == [
+        ("POST", "/slack/events"),
+        ("POST", "/slack/commands"),
+    ]
+    socket = slack_settings(
+        chorus_home, server, slack, SLACK_APP_TOKEN=APP_TOKEN, SLACK_SIGNING_SECRET=""
+    )
+    [adapter] = enabled_adapters(socket)
+    assert isinstance(adapter, SlackAdapter) and adapter.socket_mode
+    assert adapter.http_routes() == []
     with pytest.raises(ConfigError):
         SlackAdapter(SlackSettings())
+
+
+@pytest.mark.parametrize(
+    ("env", "names"),
+    [
+        ({"SLACK_SIGNING_SECRET": ""}, ["SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET"]),
+        ({"SLACK_BOT_TOKEN": "", "SLACK_APP_TOKEN": APP_TOKEN}, ["SLACK_BOT_TOKEN"]),
+        ({"SLACK_BOT_TOKEN": APP_TOKEN}, ["SLACK_BOT_TOKEN", "app-level token", "xoxb-"]),
+        ({"SLACK_BOT_TOKEN": "xoxp-user-token-1"}, ["SLACK_BOT_TOKEN", "xoxb-"]),
+        ({"SLACK_APP_TOKEN": TOKEN}, ["SLACK_APP_TOKEN", "bot token", "xapp-"]),
+        ({"SLACK_APP_TOKEN": "nonsense-value"}, ["SLACK_APP_TOKEN", "xapp-"]),
+    ],
+)
+def test_an_unusable_set_up_names_the_variable_at_start_and_in_doctor(
+    chorus_home: Path, server: FakeOpenAI, slack: FakeSlack, env: dict[str, str], names: list[str]
+) -> None:
+    settings = slack_settings(chorus_home, server, slack, **env)
+    with pytest.raises(ConfigError) as raised:
+        enabled_adapters(settings)
+    assert all(name in str(raised.value) for name in names), str(raised.value)
+    result = check_slack(settings)
+    assert not result.ok and all(name in result.detail for name in names)
+    for secret in (TOKEN, APP_TOKEN, "xoxp-user-token-1"):
+        assert secret not in str(raised.value) and secret not in result.detail
+
+
+def test_doctor_checks_the_app_level_token_in_socket_mode(
+    chorus_home: Path, server: FakeOpenAI, slack: FakeSlack
+) -> None:
+    good = slack_settings(chorus_home, server, slack, SLACK_APP_TOKEN=APP_TOKEN)
+    result = check_slack(good)
+    assert result.ok and "Socket Mode" in result.detail, result.detail
+    wrong = slack_settings(chorus_home, server, slack, SLACK_APP_TOKEN="xapp-1-wrong-one")
+    result = check_slack(wrong)
+    assert not result.ok and "SLACK_APP_TOKEN" in result.detail and "rejected" in result.detail

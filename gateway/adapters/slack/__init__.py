@@ -9,8 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gateway.adapters._spec import PlatformSpec, lazy_exports
-from gateway.adapters._support import has_secret
-from gateway.adapters.slack._settings import SlackSettings
+from gateway.adapters.slack._settings import SlackSettings, is_configured
 
 if TYPE_CHECKING:
     from gateway.adapters.slack._adapter import SlackAdapter
@@ -20,11 +19,10 @@ __all__ = ["SPEC", "SlackAdapter", "SlackSettings"]
 SPEC = PlatformSpec(
     name="slack",
     settings=SlackSettings,
-    enabled=lambda s: has_secret(s.bot_token) and has_secret(s.signing_secret),
-    configured=lambda s: has_secret(s.bot_token),
+    enabled=is_configured,
     adapter="gateway.adapters.slack._adapter:SlackAdapter",
     describe_bot="gateway.adapters.slack._client:describe_bot",
-    enable_hint="SLACK_BOT_TOKEN (with SLACK_SIGNING_SECRET)",
+    enable_hint="SLACK_BOT_TOKEN (with SLACK_APP_TOKEN, or SLACK_SIGNING_SECRET)",
     env={
         "SLACK_BOT_TOKEN": "bot_token",
         "SLACK_APP_TOKEN": "app_token",

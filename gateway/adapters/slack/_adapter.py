@@ -1,21 +1,23 @@
-"""Slack, through slack-bolt's ``AsyncApp`` and the Events API over HTTP.
+"""Slack, through one slack-bolt ``AsyncApp``, over Socket Mode or the Events API over HTTP.
 
-Slack posts events to ``slack.events_path`` (default ``/slack/events``) on the
-gateway's HTTP server. Bolt checks each request's signature (401 when it is
-wrong), answers ``url_verification``, and acks the event at once; the listener
-then does the work after the response has gone out. Until ``auth.test`` has
-told the adapter who the bot is, events are answered 503 so Slack sends them
-again later.
+With ``slack.app_token`` set the adapter opens a Socket Mode websocket
+(``_socket``): no public URL, no signing secret. Otherwise Slack posts events to
+``slack.events_path`` and slash commands to ``slack.commands_path`` on the
+gateway's HTTP server; bolt checks each request's signature (401 when it is
+wrong) and answers ``url_verification``. Until ``auth.test`` has told the
+adapter who the bot is, HTTP requests get 503 and the socket is not opened.
 
-Retried deliveries (``X-Slack-Retry-Num``) of an event the adapter already took
-are dropped by ``event_id``; a ``message`` and an ``app_mention`` of the same
-message become one message. The first message the adapter sees in an existing
-thread carries the thread's earlier messages as quoted context
-(``conversations.replies``), so a session that starts cold knows what was said.
+Either way a bolt middleware records each event in the durable inbox before it
+is acknowledged (a delivery seen before is acked and not handled again); while
+the gateway shuts down, events are refused (503, or no ack on the socket) so
+Slack sends them again later. ``_inbound`` turns events into messages.
+
+``/chorus …`` (``slack.slash_command``) is acked at once and answered through
+the command's ``response_url``, ephemeral: only the caller sees it.
 
 Outbound: ``chat.postMessage`` in the message's thread and ``chat.update`` for
 streamed edits, through ``slack_client`` (429s waited out and retried). The
-token and the signing secret are never logged, nor message text above DEBUG.
+tokens and the signing secret are never logged, nor message text above DEBUG.
 """
 
 from __future__ import annotations
@@ -24,35 +26,41 @@ import asyncio
 import contextlib
 import json
 import logging
-from dataclasses import replace
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 from aiohttp import ClientError, web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
+from slack_bolt.context.respond.async_respond import AsyncRespond
+from slack_bolt.response import BoltResponse
 from slack_sdk.errors import SlackApiError
 from slack_sdk.signature import SignatureVerifier
 
-from gateway.adapters._base import AdapterCapabilities, BaseAdapter, RouteHandler
-from gateway.adapters._support import Backoff, ChatLanes, SeenSet
+from gateway import _texts as gateway_texts
+from gateway.adapters._base import AdapterCapabilities, BaseAdapter, CommandInfo, RouteHandler
+from gateway.adapters._support import Backoff
 from gateway.adapters.slack._client import (
     BAD_TOKEN_ERRORS,
+    api_url,
+    app_token_of,
     build_client,
     error_code,
     signing_secret_of,
     token_of,
+    usable,
     who_am_i,
 )
-from gateway.adapters.slack._events import (
-    BotIdentity,
-    event_id_of,
-    inbound_from,
-    thread_context,
-    well_formed,
-)
+from gateway.adapters.slack._commands import answer_slash
+from gateway.adapters.slack._events import BotIdentity, well_formed
+from gateway.adapters.slack._files import FileFetcher
 from gateway.adapters.slack._format import to_mrkdwn
+from gateway.adapters.slack._inbound import THREAD_CONTEXT_MESSAGES, SlackInbound
+from gateway.adapters.slack._names import UserNames
 from gateway.adapters.slack._settings import SlackSettings
+from gateway.adapters.slack._socket import SocketConnection
 from gateway.clock import Clock, SystemClock
 from gateway.errors import ConfigError
 from gateway.events import InboundMessage, OutboundMessage, SentMessage
@@ -61,16 +69,11 @@ from gateway.logs import WithholdText
 logger = logging.getLogger(__name__)
 
 START_WAIT = 10.0
-"""Seconds ``start()`` waits for ``auth.test`` before it lets the gateway go on without it."""
+"""Seconds ``start()`` waits to be connected before it lets the gateway go on without it."""
 START_BACKOFF = 1.0
 MAX_BACKOFF = 60.0
-THREAD_CONTEXT_MESSAGES = 20
-"""Earlier messages of a thread quoted to a session that starts cold in it."""
-REPLIES_PAGE = 200
-REPLIES_PAGES = 3
-"""Pages of ``conversations.replies`` read at most for one thread's context."""
-REMEMBERED = 10_000
-"""Event ids, message ids and threads remembered (each, most recent first)."""
+COMMANDS_AT_STOP = 5.0
+"""Seconds ``stop()`` gives slash commands still being answered."""
 
 
 def _bolt_logger() -> logging.Logger:
@@ -81,6 +84,7 @@ def _bolt_logger() -> logging.Logger:
             WithholdText(
                 "Invalid request signature detected",
                 "A global middleware (",
+                "Unhandled request (",
             )
         )
     return bolt
@@ -110,17 +114,19 @@ class SlackAdapter(BaseAdapter):
         """``bot_user_id`` given: the adapter trusts it and skips ``auth.test``."""
         super().__init__()
         try:
+            usable(settings)
             self._token = token_of(settings)
             secret = signing_secret_of(settings)
+            app_token = app_token_of(settings) if settings.socket_mode else ""
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
         self._settings = settings
-        self._vision = vision
         self._client = build_client(settings)
         self._start_backoff = start_backoff
         self._start_wait = start_wait
-        self._context_messages = context_messages
         self._clock = clock or SystemClock()
+        self._command_names: list[str] = []
+        self._answering: set[asyncio.Task[None]] = set()
 
         # Bolt authorizes each request from the identity found at start-up (no
         # auth.test of its own on the request path), so its client has no token.
@@ -128,23 +134,58 @@ class SlackAdapter(BaseAdapter):
         async def authorize(enterprise_id: str | None, team_id: str | None) -> AuthorizeResult:
             return self._authorize(enterprise_id, team_id)
 
-        async def on_event(body: dict[str, Any], event: dict[str, Any]) -> None:
-            await self._on_event(body, event)
+        async def record_first(
+            body: dict[str, Any], next: Callable[[], Awaitable[None]]
+        ) -> BoltResponse | None:
+            return await self._record_first(body, next)
 
-        self._verifier = SignatureVerifier(secret)
+        async def on_event(body: dict[str, Any], event: dict[str, Any]) -> None:
+            try:
+                await self._inbound.take(body, event)
+            except Exception:
+                logger.exception("a slack event could not be handled")
+
+        async def on_command(
+            ack: Callable[[], Awaitable[None]], body: dict[str, Any], respond: AsyncRespond
+        ) -> None:
+            await ack()
+            self._spawn(self._answer_slash(body, respond))
+
+        self._verifier = SignatureVerifier(secret) if secret else None
         self._app = AsyncApp(
             client=build_client(settings, with_token=False),
             signing_secret=secret,
+            request_verification_enabled=not settings.socket_mode,
             authorize=authorize,
             logger=_bolt_logger(),
         )
+        self._app.middleware(record_first)
         self._app.event("message")(on_event)
         self._app.event("app_mention")(on_event)
-        self._me = BotIdentity(bot_user_id) if bot_user_id else None
-        self._event_ids = SeenSet(REMEMBERED)
-        self._message_ids = SeenSet(REMEMBERED)
-        self._threads = SeenSet(REMEMBERED)
-        self._lanes = ChatLanes("slack")
+        self._app.command(settings.slash_command)(on_command)
+        self._socket = (
+            SocketConnection(
+                self._app,
+                app_token=app_token,
+                web_client=self._client,
+                ping_interval=settings.socket_ping_interval,
+                clock=self._clock,
+                first_backoff=start_backoff,
+            )
+            if settings.socket_mode
+            else None
+        )
+        self._names = UserNames(self._client, clock=self._clock)
+        host = urlsplit(api_url(settings)).hostname if settings.api_url else None
+        self._inbound = SlackInbound(
+            self,
+            self._client,
+            names=self._names,
+            fetcher=FileFetcher(self._token, extra_host=host) if vision else None,
+            context_messages=context_messages,
+            clock=self._clock,
+        )
+        self._inbound.me = BotIdentity(bot_user_id) if bot_user_id else None
         self._connector: asyncio.Task[None] | None = None
         self._started = False
         self._paused = False
@@ -155,25 +196,38 @@ class SlackAdapter(BaseAdapter):
         if self._started:
             return
         self._started = True
-        if self._me is not None:
-            logger.info("slack ready as %s (events on %s)", self._me.user_id, self.events_path)
-            return
-        self._connector = asyncio.create_task(self._connect(), name="slack-auth-test")
+        self._connector = asyncio.create_task(self._connect(), name="slack-connect")
         await asyncio.wait({self._connector}, timeout=self._start_wait)
-        if self._me is None:
-            logger.warning("slack: not connected yet; events get 503 until auth.test works")
+        if not self.is_connected():
+            logger.warning("slack: not connected yet; %s", self._waiting_means())
+
+    def _waiting_means(self) -> str:
+        if self._socket is not None:
+            return "Socket Mode opens once auth.test works"
+        return "events get 503 until auth.test works"
 
     async def _connect(self) -> None:
-        """``auth.test`` until it works; backs off on errors, gives up only on a bad token."""
+        """``auth.test`` until it works (gives up only on a bad token), then the socket."""
+        if self._inbound.me is None and not await self._who_am_i():
+            return
+        me = self._inbound.me
+        assert me is not None
+        if self._socket is None:
+            logger.info("slack ready as %s (events on %s)", me.user_id, self.events_path)
+            return
+        if await self._socket.open():
+            logger.info("slack ready as %s over Socket Mode", me.user_id)
+
+    async def _who_am_i(self) -> bool:
         backoff = Backoff(first=self._start_backoff, cap=MAX_BACKOFF, sleep=self._clock.sleep)
-        while self._me is None:
+        while True:
             try:
                 me = await who_am_i(self._client)
             except SlackApiError as exc:
                 code = error_code(exc)
                 if code in BAD_TOKEN_ERRORS:
                     logger.error("Slack rejected the bot token (%s); check SLACK_BOT_TOKEN", code)
-                    return
+                    return False
                 logger.warning(
                     "slack: auth.test failed (%s); retrying in %.1fs", code, backoff.delay
                 )
@@ -183,13 +237,13 @@ class SlackAdapter(BaseAdapter):
                     "slack: auth.test failed (%s); retrying in %.1fs", name, backoff.delay
                 )
             else:
-                self._me = me
+                self._inbound.me = me
                 logger.info("slack connected as @%s (%s)", me.name, me.user_id)
-                return
+                return True
             await backoff.wait()
 
     async def pause(self) -> None:
-        """Answer new events 503 from now on: Slack sends them again later."""
+        """Refuse new events from now on (Slack sends them again later)."""
         self._paused = True
 
     async def stop(self) -> None:
@@ -201,26 +255,47 @@ class SlackAdapter(BaseAdapter):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._connector
         self._connector = None
+        if self._answering:
+            await asyncio.wait(set(self._answering), timeout=COMMANDS_AT_STOP)
+            for task in self._answering:
+                task.cancel()
+        if self._socket is not None:
+            with contextlib.suppress(Exception):
+                await self._socket.close()
         logger.info("slack stopped")
 
     def is_connected(self) -> bool:
-        return self._started and self._me is not None
+        if not self._started or self._inbound.me is None:
+            return False
+        return self._socket is None or self._socket.is_connected()
 
     @property
     def bot(self) -> BotIdentity | None:
-        return self._me
+        return self._inbound.me
+
+    @property
+    def socket_mode(self) -> bool:
+        return self._socket is not None
 
     @property
     def events_path(self) -> str:
         return self._settings.events_path
 
+    @property
+    def commands_path(self) -> str:
+        return self._settings.commands_path
+
     # -------------------------------------------------------------------- inbound
 
     def http_routes(self) -> list[tuple[str, str, RouteHandler]]:
-        return [("POST", self.events_path, self._events)]
+        if self._socket is not None:
+            return []
+        paths = dict.fromkeys((self.events_path, self.commands_path))
+        return [("POST", path, self._request) for path in paths]
 
-    async def _events(self, request: web.Request) -> web.StreamResponse:
-        if not self.is_connected() or self._paused:
+    async def _request(self, request: web.Request) -> web.StreamResponse:
+        """One request from Slack over HTTP: an event, a slash command or interactivity."""
+        if not self.is_connected():
             return web.json_response({"error": "not ready"}, status=503)
         timestamp = request.headers.get("X-Slack-Request-Timestamp", "")
         if not (timestamp.isascii() and timestamp.isdigit()):
@@ -229,21 +304,38 @@ class SlackAdapter(BaseAdapter):
             return web.json_response({"error": "invalid request"}, status=401)
         body = await request.read()
         signature = request.headers.get("X-Slack-Signature", "")
-        signed = self._verifier.is_valid(body, timestamp, signature)
+        verifier = self._verifier
+        signed = verifier is not None and verifier.is_valid(body, timestamp, signature)
         if signed and not well_formed(body):
             # signed, but of a shape bolt's own checks would fail on (answering 500 forever)
             self.counters["unreadable_requests"] += 1
             logger.warning("slack: a signed request of an unexpected shape was refused")
             return web.json_response({"error": "bad request"}, status=400)
-        event_id = event_id_of(body) if signed else ""
-        if event_id and not await self.record(event_id, body.decode("utf-8", "replace")):
-            logger.debug("slack: event %s is known; acknowledged, not handled again", event_id)
-            return web.json_response({})
         response = await self._app.async_dispatch(await to_bolt_request(request))
         return await to_aiohttp_response(response)
 
+    async def _record_first(
+        self, body: dict[str, Any], next: Callable[[], Awaitable[None]]
+    ) -> BoltResponse | None:
+        """Bolt middleware (both modes): record an event before it is acknowledged."""
+        if "command" in body:
+            if self._paused:
+                answer = {"response_type": "ephemeral", "text": gateway_texts.SHUTTING_DOWN}
+                return BoltResponse(status=200, body=answer)
+            await next()
+            return None
+        if self._paused:
+            return BoltResponse(status=503, body={"error": "shutting down"})
+        event_id = body.get("event_id") if body.get("type") == "event_callback" else None
+        payload = json.dumps(body)  # ASCII: a lone surrogate in an event stays storable
+        if isinstance(event_id, str) and event_id and not await self.record(event_id, payload):
+            logger.debug("slack: event %s is known; acknowledged, not handled again", event_id)
+            return BoltResponse(status=200, body="")
+        await next()
+        return None
+
     def _authorize(self, enterprise_id: str | None, team_id: str | None) -> AuthorizeResult:
-        me = self._me
+        me = self._inbound.me
         if me is None:
             raise RuntimeError("slack adapter is not connected yet")
         return AuthorizeResult(
@@ -254,73 +346,36 @@ class SlackAdapter(BaseAdapter):
             bot_token=self._token,
         )
 
-    async def _on_event(self, body: dict[str, Any], event: dict[str, Any]) -> None:
-        try:
-            await self._take(body, event)
-        except Exception:
-            logger.exception("a slack event could not be handled")
-
-    async def _take(self, body: dict[str, Any], event: dict[str, Any]) -> None:
-        me = self._me
-        if me is None:
-            return
-        event_id = str(body.get("event_id") or "")
-        receipts = (event_id,) if event_id else ()
-        if event_id and not self._event_ids.add(event_id):
-            logger.debug("slack: dropped a repeated delivery of event %s", event_id)
-            return
-        message = inbound_from(event, me)
-        if message is None or not self._message_ids.add((message.chat_id, message.message_id)):
-            await self.settled(receipts)  # not for us, or the other event of the same message
-            return
-        logger.debug("slack message %s in %s", message.message_id, message.chat_id)
-        message = replace(message, receipts=receipts)
-
-        async def hand_over() -> None:
-            await self.deliver(await self._with_thread_context(message, me))
-
-        self._lanes.submit(message.chat_id, hand_over)
-
     async def read_again(self, payload: str) -> InboundMessage | None:
         """A recorded event, read as if it had just arrived (for a restart)."""
-        me = self._me
-        if me is None:
-            raise RuntimeError("slack is not connected yet")
-        event = json.loads(payload).get("event")
-        message = inbound_from(event, me) if isinstance(event, dict) else None
-        if message is None:
-            return None
-        self._message_ids.add((message.chat_id, message.message_id))
-        return await self._with_thread_context(message, me)
+        return await self._inbound.read_again(payload)
 
-    async def _with_thread_context(
-        self, message: InboundMessage, me: BotIdentity
-    ) -> InboundMessage:
-        """``message`` with its thread's earlier messages when it is the first one seen there."""
-        thread = message.thread_id
-        if thread is None or not (message.is_direct or message.mentions_bot):
-            return message
-        if not self._threads.add((message.chat_id, thread)) or thread == message.message_id:
-            return message
-        replies: list[dict[str, Any]] = []
-        cursor: str | None = None
+    # ------------------------------------------------------------- slash commands
+
+    async def publish_commands(
+        self, commands: Sequence[CommandInfo], admin_ids: Sequence[str]
+    ) -> None:
+        """Slack's command lives in the app manifest; the names spell answers natively."""
+        self._command_names = [c.name for c in commands]
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work, name="slack-command")
+        self._answering.add(task)
+        task.add_done_callback(self._answering.discard)
+
+    async def _answer_slash(self, body: dict[str, Any], respond: AsyncRespond) -> None:
         try:
-            for _ in range(REPLIES_PAGES):
-                answer = await self._client.conversations_replies(
-                    channel=message.chat_id, ts=thread, limit=REPLIES_PAGE, cursor=cursor
-                )
-                replies.extend(m for m in answer.get("messages") or () if isinstance(m, dict))
-                cursor = (answer.get("response_metadata") or {}).get("next_cursor") or None
-                if not cursor:
-                    break
-        except SlackApiError as exc:
-            logger.warning("slack: reading a thread's history failed (%s)", error_code(exc))
-        except (ClientError, TimeoutError, OSError) as exc:
-            logger.warning("slack: reading a thread's history failed (%s)", type(exc).__name__)
-        context = thread_context(
-            replies, before_ts=message.message_id, me=me, limit=self._context_messages
-        )
-        return replace(message, text=context + message.text) if context else message
+            await answer_slash(
+                body,
+                respond,
+                answer=self.answer_command,
+                names=self._names,
+                command_names=self._command_names,
+                slash_command=self._settings.slash_command,
+                limit=self.capabilities.max_text_length,
+            )
+        except Exception:
+            logger.exception("a slack slash command could not be answered")
 
     # ------------------------------------------------------------------- outbound
 
@@ -330,6 +385,8 @@ class SlackAdapter(BaseAdapter):
             channel=message.chat_id, text=to_mrkdwn(message.text), thread_ts=thread
         )
         channel = str(answer.get("channel") or message.chat_id)
+        if thread:
+            self._inbound.answered_in(channel, str(thread))
         return SentMessage(channel, str(answer["ts"]), message.thread_id)
 
     async def edit(self, sent: SentMessage, text: str) -> None:

@@ -21,7 +21,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from gateway.adapters._support import secret_value
 from gateway.adapters.slack._events import BotIdentity
-from gateway.adapters.slack._settings import SlackSettings
+from gateway.adapters.slack._settings import SlackSettings, problem
 
 logger = logging.getLogger(__name__)
 
@@ -34,11 +34,25 @@ BAD_TOKEN_ERRORS = frozenset(
 )
 
 
+def usable(settings: SlackSettings) -> None:
+    """Raise ``ValueError`` naming the variable when the section cannot work."""
+    wrong = problem(settings)
+    if wrong is not None:
+        raise ValueError(wrong)
+
+
 def token_of(settings: SlackSettings) -> str:
-    return secret_value(settings.bot_token, "slack.bot_token (SLACK_BOT_TOKEN)")
+    return secret_value(settings.bot_token, "slack.bot_token (SLACK_BOT_TOKEN)").strip()
+
+
+def app_token_of(settings: SlackSettings) -> str:
+    return secret_value(settings.app_token, "slack.app_token (SLACK_APP_TOKEN)").strip()
 
 
 def signing_secret_of(settings: SlackSettings) -> str:
+    """The signing secret; "" in Socket Mode, where requests do not come over HTTP."""
+    if settings.socket_mode:
+        return ""
     return secret_value(settings.signing_secret, "slack.signing_secret (SLACK_SIGNING_SECRET)")
 
 
@@ -81,7 +95,7 @@ async def who_am_i(client: AsyncWebClient) -> BotIdentity:
 async def describe_bot(settings: SlackSettings) -> tuple[bool, str]:
     """For ``chorus doctor``: (ok, which bot the token belongs to, or what is wrong)."""
     try:
-        signing_secret_of(settings)
+        usable(settings)
         client = build_client(settings)
     except ValueError as exc:
         return False, str(exc)
@@ -94,4 +108,16 @@ async def describe_bot(settings: SlackSettings) -> tuple[bool, str]:
         return False, f"auth.test failed: {code}"
     except (ClientError, TimeoutError, OSError) as exc:
         return False, f"cannot reach the Slack API at {api_url(settings)} ({type(exc).__name__})"
-    return True, f"connected as @{me.name} ({me.user_id}) in team {me.team_id}"
+    mode = "Events API over HTTP"
+    if settings.socket_mode:
+        try:
+            await client.apps_connections_open(app_token=app_token_of(settings))
+        except SlackApiError as exc:
+            code = error_code(exc)
+            if code in BAD_TOKEN_ERRORS:
+                return False, f"Slack rejected the app-level token ({code}; check SLACK_APP_TOKEN)"
+            return False, f"apps.connections.open failed: {code}"
+        except (ClientError, TimeoutError, OSError) as exc:
+            return False, f"cannot open a Socket Mode connection ({type(exc).__name__})"
+        mode = "Socket Mode"
+    return True, f"connected as @{me.name} ({me.user_id}) in team {me.team_id}; {mode}"

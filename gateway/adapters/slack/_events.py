@@ -59,15 +59,22 @@ def event_id_of(body: bytes) -> str:
 def well_formed(body: bytes) -> bool:
     """Whether a request body has the shape slack-bolt's own checks assume.
 
-    Form bodies (slash commands, interactivity) and non-event JSON pass; an
-    ``event_callback`` needs its event and each authorization to be objects.
+    Form bodies (slash commands, interactivity) pass; JSON is checked like a
+    Socket Mode payload.
     """
     try:
         payload = json.loads(body)
     except (ValueError, UnicodeDecodeError):
         return True  # a form body, or nothing bolt parses as JSON
-    if not isinstance(payload, dict):
-        return False
+    return isinstance(payload, dict) and well_formed_payload(payload)
+
+
+_COMMAND_FIELDS = ("command", "text", "user_id", "channel_id", "response_url", "trigger_id")
+
+
+def well_formed_payload(payload: Mapping[str, Any]) -> bool:
+    """Whether a parsed payload has the shape slack-bolt assumes: an ``event_callback``
+    needs its event and each authorization to be objects, a slash command string fields."""
     if "event" in payload and not isinstance(payload["event"], dict):
         return False
     authorizations = payload.get("authorizations")
@@ -78,11 +85,18 @@ def well_formed(body: bytes) -> bool:
     for key in ("type", "team_id", "api_app_id", "enterprise_id", "event_id"):
         if payload.get(key) is not None and not isinstance(payload[key], str):
             return False
+    if "command" in payload:
+        for key in _COMMAND_FIELDS:
+            if payload.get(key) is not None and not isinstance(payload[key], str):
+                return False
     event = payload.get("event")
     if isinstance(event, dict) and event.get("type") in ("message", "app_mention"):
         for key in ("type", "subtype", "channel", "user", "ts", "thread_ts", "text", "team"):
             if event.get(key) is not None and not isinstance(event[key], str):
                 return False
+        files = event.get("files")
+        if files is not None and not isinstance(files, list):
+            return False
     return True
 
 
@@ -117,16 +131,35 @@ def inbound_from(event: Mapping[str, Any], me: BotIdentity) -> InboundMessage | 
         message_id=ts,
         user_name=_display_name(event),
         thread_id=thread,
-        attachments=tuple(_attachment(f) for f in event.get("files") or () if isinstance(f, dict)),
+        attachments=tuple(_attachment(f) for f in files_of(event)),
         is_direct=direct,
         mentions_bot=mentioned and not direct,
     )
 
 
+def files_of(event: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The files shared with a message (the readable ones, in order)."""
+    files = event.get("files")
+    return [f for f in files if isinstance(f, dict)] if isinstance(files, list) else []
+
+
+def by_bot(reply: Mapping[str, Any], me: BotIdentity) -> bool:
+    """Whether a message of a thread is one the bot posted."""
+    return reply.get("user") == me.user_id or bool(me.bot_id and reply.get("bot_id") == me.bot_id)
+
+
 def thread_context(
-    replies: Sequence[Mapping[str, Any]], *, before_ts: str, me: BotIdentity, limit: int
+    replies: Sequence[Mapping[str, Any]],
+    *,
+    before_ts: str,
+    me: BotIdentity,
+    limit: int,
+    names: Mapping[str, str] | None = None,
 ) -> str:
-    """The last ``limit`` messages of a thread before ``before_ts``, quoted; "" if none."""
+    """The last ``limit`` messages of a thread before ``before_ts``, quoted; "" if none.
+
+    Authors are named by the message's own profile, then ``names`` (user id → name).
+    """
     cutoff = _seconds(before_ts)
     earlier = [
         r
@@ -140,8 +173,9 @@ def thread_context(
     lines = [CONTEXT_HEADER]
     mention = mention_pattern(me.user_id)
     for reply in earlier:
-        ours = reply.get("user") == me.user_id or (me.bot_id and reply.get("bot_id") == me.bot_id)
-        name = (me.name or "assistant") if ours else _display_name(reply) or _author(reply)
+        known = (names or {}).get(str(reply.get("user") or ""), "")
+        name = (me.name or "assistant") if by_bot(reply, me) else _display_name(reply) or known
+        name = name or _author(reply)
         text = from_slack(mention.sub(f"@{me.name} " if me.name else "", str(reply["text"])))
         text = text.strip()
         if len(text) > MAX_CONTEXT_CHARS:

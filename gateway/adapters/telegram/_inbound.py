@@ -22,12 +22,11 @@ from typing import Any
 from telegram import Bot, Update
 from telegram.error import TelegramError
 
-from gateway.adapters._support import Sometimes
+from gateway.adapters._support import MAX_IMAGE_BYTES, Sometimes
 from gateway.adapters.telegram._guard import readable, screen_batch
 from gateway.adapters.telegram._intake import Intake
 from gateway.adapters.telegram._send import TelegramSender
 from gateway.adapters.telegram._updates import (
-    MAX_IMAGE_BYTES,
     BotIdentity,
     inbound_from,
     photo_to_fetch,

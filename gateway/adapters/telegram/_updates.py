@@ -16,12 +16,10 @@ from dataclasses import dataclass, replace
 from telegram import Message, MessageEntity, PhotoSize, Update
 from telegram.constants import ChatType
 
+from gateway.adapters._support import MAX_IMAGE_BYTES
 from gateway.events import Attachment, AttachmentKind, InboundMessage
 
 PLATFORM = "telegram"
-
-MAX_IMAGE_BYTES = 5 * 1024 * 1024
-"""The largest photo fetched for the model; larger sizes of a photo are skipped."""
 
 _COMMAND = re.compile(r"/([A-Za-z0-9_]+)@([A-Za-z0-9_]+)(?=\s|$)")
 _LEADING_PUNCTUATION = " \t\n,:;"

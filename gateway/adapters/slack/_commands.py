@@ -1,0 +1,88 @@
+"""The app's one slash command (``/chorus …``) as a chorus command, and its answer back.
+
+``/chorus whoami`` reaches the runner as ``/whoami``, ``/chorus admin sessions``
+as ``/admin sessions``; ``/chorus`` alone is ``/help``. It acts on the caller's
+session in the channel it was typed in (a DM or a channel: Slack does not say
+which thread). The answer is for the caller only, so the text the commands
+write ("send /help") is spelled the way Slack users type it ("/chorus help").
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any
+
+from slack_bolt.context.respond.async_respond import AsyncRespond
+
+from gateway.adapters._text_split import split_text
+from gateway.adapters.slack._events import PLATFORM
+from gateway.adapters.slack._format import to_mrkdwn
+from gateway.adapters.slack._names import UserNames
+from gateway.events import InboundMessage
+
+logger = logging.getLogger(__name__)
+
+MAX_ARGS_CHARS = 4000
+COMMAND_PARTS = 5
+"""Messages one command answer may take (a ``response_url`` takes five)."""
+NO_CALLER = "That command came without a user or a channel, so I cannot answer it."
+
+
+def command_message(body: Mapping[str, Any], *, user_name: str = "") -> InboundMessage | None:
+    """The command in a slash-command payload, or None when it names no user or channel."""
+    user, channel = body.get("user_id"), body.get("channel_id")
+    if not isinstance(user, str) or not user or not isinstance(channel, str) or not channel:
+        return None
+    raw = body.get("text")
+    args = raw.strip() if isinstance(raw, str) else ""
+    args = args.removeprefix("/").strip()[:MAX_ARGS_CHARS]
+    trigger = body.get("trigger_id")
+    direct = channel.startswith("D") or body.get("channel_name") == "directmessage"
+    return InboundMessage(
+        platform=PLATFORM,
+        chat_id=channel,
+        user_id=user,
+        text="/" + (args or "help"),
+        message_id=f"command:{trigger}" if isinstance(trigger, str) and trigger else "command",
+        user_name=user_name or str(body.get("user_name") or ""),
+        is_direct=direct,
+        mentions_bot=not direct,
+    )
+
+
+def native_spelling(text: str, names: Iterable[str], slash_command: str) -> str:
+    """``text`` with each ``/name`` of a chorus command written ``/chorus name``."""
+    known = sorted({n for n in names if n}, key=len, reverse=True)
+    if not known:
+        return text
+    pattern = re.compile(r"(?<![\w/<])/(" + "|".join(map(re.escape, known)) + r")\b")
+    return pattern.sub(lambda m: f"{slash_command} {m.group(1)}", text)
+
+
+async def answer_slash(
+    body: Mapping[str, Any],
+    respond: AsyncRespond,
+    *,
+    answer: Callable[[InboundMessage], Awaitable[str]],
+    names: UserNames,
+    command_names: Iterable[str],
+    slash_command: str,
+    limit: int,
+) -> None:
+    """Run the command in ``body`` and post its answer, ephemeral, to its ``response_url``."""
+    user = body.get("user_id")
+    name = await names.name(user) if isinstance(user, str) else ""
+    message = command_message(body, user_name=name)
+    if message is None:
+        logger.warning("slack: a slash command without a user or channel was refused")
+        text = NO_CALLER
+    else:
+        text = await answer(message)
+    spelled = native_spelling(text, command_names, slash_command)
+    for part in split_text(to_mrkdwn(spelled), limit)[:COMMAND_PARTS]:
+        reply = await respond(text=part, response_type="ephemeral")
+        if reply.status_code != 200:
+            logger.warning("slack: answering a command failed (HTTP %s)", reply.status_code)
+            return

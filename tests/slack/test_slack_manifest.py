@@ -1,0 +1,52 @@
+"""The app manifests in deploy/slack/ ask Slack for what the adapter uses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gateway.adapters.slack import SlackSettings
+
+ROOT = Path(__file__).resolve().parents[2]
+MANIFESTS = sorted((ROOT / "deploy" / "slack").glob("manifest*.yaml"))
+NEEDED_SCOPES = {
+    "app_mentions:read",  # app_mention events
+    "channels:history",  # message.channels and thread context
+    "groups:history",
+    "im:history",
+    "mpim:history",
+    "chat:write",  # answers and streamed edits
+    "commands",  # /chorus
+    "users:read",  # names (users.info)
+    "files:read",  # images for vision models
+}
+NEEDED_EVENTS = {"app_mention", "message.channels", "message.groups", "message.im", "message.mpim"}
+
+
+def load(path: Path) -> dict[str, Any]:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    assert isinstance(data, dict)
+    return data
+
+
+def test_there_is_one_manifest_per_mode() -> None:
+    modes = {p.name: load(p)["settings"]["socket_mode_enabled"] for p in MANIFESTS}
+    assert modes == {"manifest.yaml": True, "manifest-http.yaml": False}
+
+
+@pytest.mark.parametrize("path", MANIFESTS, ids=lambda p: p.name)
+def test_manifest_matches_the_adapter(path: Path) -> None:
+    manifest = load(path)
+    defaults = SlackSettings()
+    [command] = manifest["features"]["slash_commands"]
+    assert command["command"] == defaults.slash_command
+    assert set(manifest["oauth_config"]["scopes"]["bot"]) == NEEDED_SCOPES
+    events = manifest["settings"]["event_subscriptions"]
+    assert set(events["bot_events"]) == NEEDED_EVENTS
+    assert manifest["features"]["app_home"]["messages_tab_enabled"] is True
+    if not manifest["settings"]["socket_mode_enabled"]:
+        assert events["request_url"].endswith(defaults.events_path)
+        assert command["url"].endswith(defaults.commands_path)
