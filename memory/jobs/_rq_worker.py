@@ -1,6 +1,6 @@
 """``chorus worker``'s engine: rq workers that never fork per job, and their upkeep.
 
-- **No fork per job.** Each worker is an rq ``SimpleWorker``: a job runs in the
+- **No fork per job.** Each worker is an rq ``SimpleWorker`` (``ChorusWorker``): a job runs in the
   worker process itself, so a provider, a database connection or a cache lives
   from one job to the next, and one worker runs hundreds of short jobs a second
   instead of a handful. ``concurrency`` > 1 runs that many worker processes
@@ -42,6 +42,8 @@ RECOVER_EVERY = 2.0
 """Seconds between two searches for abandoned jobs."""
 RESTART_MAX_SECONDS = 30.0
 """Longest wait between two attempts to restart a worker that lost Redis."""
+RECONNECT_MAX_SECONDS = 5.0
+"""Longest wait between two reconnection attempts of a worker waiting for jobs (rq: 60 s)."""
 _PR_SET_PDEATHSIG = 1
 
 
@@ -55,6 +57,16 @@ class WorkedQueue(Protocol):
     def name(self) -> str: ...
 
     def recover_abandoned(self, now: float | None = None) -> int: ...
+
+
+class ChorusWorker(SimpleWorker):
+    """rq's ``SimpleWorker`` that retries a lost Redis at least every few seconds.
+
+    rq doubles its wait after each failed dequeue up to a minute, so jobs queued
+    right after an outage could sit for up to 60 s; chorus caps the wait.
+    """
+
+    max_connection_wait_time = RECONNECT_MAX_SECONDS
 
 
 def liveness_key(name: str) -> str:
@@ -153,7 +165,7 @@ def work(queue: WorkedQueue, *, burst: bool, schedule: bool, liveness_ttl: float
     while True:
         name = uuid.uuid4().hex
         upkeep = Upkeep(queue, name, schedule=schedule, liveness_ttl=liveness_ttl)
-        worker = SimpleWorker([queue.name], connection=redis.Redis.from_url(queue.url), name=name)
+        worker = ChorusWorker([queue.name], connection=redis.Redis.from_url(queue.url), name=name)
         logger.info("worker %s on queue %s", name[:8], queue.name)
         upkeep.beat()
         queue.recover_abandoned()

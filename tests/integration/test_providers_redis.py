@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 
 from memory.jobs import RQQueue
+from memory.jobs._rq_worker import RECONNECT_MAX_SECONDS
 from tests.fakes import FakeOpenAI, RedisServer
 from tests.integration.conftest import Stack, build_stack, close_stack, stack_settings
 from tests.integration.recorder_plugin import install_recorder, read_log, set_behaviour, wait_for
@@ -63,6 +65,9 @@ class ChorusWorkers:
                     self.kill(proc)
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
+        for index in range(len(self.procs)):  # shown by pytest when the test failed
+            lines = (self.home / f"worker-{index}.log").read_text(errors="replace").splitlines()
+            print(f"--- worker-{index}.log (last 40 lines)", *lines[-40:], sep="\n")
 
 
 def env_for(home: Path, server: FakeOpenAI, redis: RedisServer) -> dict[str, str]:
@@ -116,6 +121,13 @@ def entries(home: Path, hook: str) -> list[dict[str, Any]]:
 def idle(stack: Stack) -> bool:
     status = stack.background.queue.status()
     return status.reachable and status.queued + status.started + status.deferred == 0
+
+
+def reconnect_waits(home: Path) -> list[int]:
+    """The waits the worker announced after failing to reach Redis, from its log."""
+    text = (home / "worker-0.log").read_text(errors="replace")
+    found = re.findall(r"could not connect to Redis.* retrying in (\d+) seconds", text)
+    return [int(wait) for wait in found]
 
 
 def echo(body: dict[str, Any]) -> str:
@@ -194,6 +206,13 @@ async def test_redis_outage_loses_nothing(
     status = redis_stack.background.queue.status()
     assert not status.reachable
     assert status.outbox >= 3
+    # Redis stays away until rq's doubling reconnect wait (1, 2, 4, 8 … 60 s) reaches
+    # the cap: the worker then retries every RECONNECT_MAX_SECONDS, never later.
+    cap = int(RECONNECT_MAX_SECONDS)
+    await asyncio.to_thread(
+        wait_for, lambda: max(reconnect_waits(home), default=0) >= cap, 60, "a capped wait"
+    )
+    assert max(reconnect_waits(home)) == cap
 
     redis_server.start()
     queue = redis_stack.background.queue
