@@ -141,7 +141,8 @@ class Upkeep(threading.Thread):
 
     def stop(self) -> None:
         self._stop_event.set()
-        self.join(5)
+        if self.ident is not None:  # started
+            self.join(5)
         with contextlib.suppress(redis.RedisError):
             if self._scheduler is not None and self._scheduler.acquired_locks:
                 self._scheduler.release_locks()  # type: ignore[no-untyped-call]
@@ -160,31 +161,70 @@ def _die_with_parent() -> None:
 
 
 def work(queue: WorkedQueue, *, burst: bool, schedule: bool, liveness_ttl: float) -> None:
-    """One ``SimpleWorker`` in this process, restarted when Redis comes back after a loss."""
+    """One ``SimpleWorker`` in this process, restarted when Redis comes back after a loss.
+
+    rq quits its loop when Redis goes away at the wrong moment (while a job's end is
+    recorded, say) and its own teardown then fails on the same lost connection; the
+    process stays, waits for Redis and starts a fresh worker.
+    """
     delay = 1.0
     while True:
         name = uuid.uuid4().hex
-        upkeep = Upkeep(queue, name, schedule=schedule, liveness_ttl=liveness_ttl)
-        worker = ChorusWorker([queue.name], connection=redis.Redis.from_url(queue.url), name=name)
-        logger.info("worker %s on queue %s", name[:8], queue.name)
-        upkeep.beat()
-        queue.recover_abandoned()
-        upkeep.start()
         try:
-            worker.work(burst=burst, with_scheduler=False)
-        finally:
-            upkeep.stop()
-        if burst or getattr(worker, "_shutdown_requested_date", None) is not None:
-            return
-        logger.warning("worker %s stopped unexpectedly; restarting when Redis answers", name[:8])
+            if _work_once(queue, name, burst=burst, schedule=schedule, liveness_ttl=liveness_ttl):
+                return
+            logger.warning(
+                "worker %s stopped unexpectedly; restarting when Redis answers", name[:8]
+            )
+        except redis.RedisError as exc:
+            logger.warning(
+                "worker %s lost Redis (%s); restarting when Redis answers",
+                name[:8],
+                type(exc).__name__,
+            )
         if wait_for_redis(queue.url, delay):
             return
         delay = min(delay * 2, RESTART_MAX_SECONDS)
 
 
-def _child(queue: WorkedQueue, burst: bool, liveness_ttl: float) -> None:
+def _work_once(
+    queue: WorkedQueue, name: str, *, burst: bool, schedule: bool, liveness_ttl: float
+) -> bool:
+    """Run one rq worker until it stops; True when it stopped as asked (or burst ended)."""
+    upkeep = Upkeep(queue, name, schedule=schedule, liveness_ttl=liveness_ttl)
+    worker = ChorusWorker([queue.name], connection=redis.Redis.from_url(queue.url), name=name)
+    logger.info("worker %s on queue %s", name[:8], queue.name)
+    try:
+        upkeep.beat()
+        queue.recover_abandoned()
+        upkeep.start()
+        worker.work(burst=burst, with_scheduler=False)
+    finally:
+        upkeep.stop()
+        _stop_listening(worker)
+    return burst or getattr(worker, "_shutdown_requested_date", None) is not None
+
+
+def _stop_listening(worker: SimpleWorker) -> None:
+    """End rq's command listener thread, which rq leaves running when its teardown failed."""
+    thread = getattr(worker, "pubsub_thread", None)
+    if thread is not None and thread.is_alive():
+        thread.stop()
+        thread.join(timeout=3)
+    pubsub = getattr(worker, "pubsub", None)
+    if pubsub is not None:
+        with contextlib.suppress(Exception):
+            pubsub.close()
+
+
+def _child(queue: WorkedQueue, burst: bool, liveness_ttl: float, parent: int) -> None:
+    # The fork copied the supervisor's handlers; until rq installs its own, a signal
+    # must stop this process, not run the supervisor's stop() here.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, signal.SIG_DFL)
     _die_with_parent()
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    if os.getppid() != parent:  # the supervisor died before the signal was armed
+        return
     work(queue, burst=burst, schedule=False, liveness_ttl=liveness_ttl)
 
 
@@ -200,7 +240,7 @@ def supervise(
     name = uuid.uuid4().hex
     upkeep = Upkeep(queue, name, schedule=True, liveness_ttl=liveness_ttl)
     children = [
-        context.Process(target=_child, args=(queue, burst, liveness_ttl), daemon=False)
+        context.Process(target=_child, args=(queue, burst, liveness_ttl, os.getpid()), daemon=False)
         for _ in range(concurrency)
     ]
 
@@ -229,7 +269,7 @@ def supervise(
                     "a worker process exited (code %s); starting another", child.exitcode
                 )
                 children[index] = context.Process(
-                    target=_child, args=(queue, burst, liveness_ttl), daemon=False
+                    target=_child, args=(queue, burst, liveness_ttl, os.getpid()), daemon=False
                 )
                 children[index].start()
             if burst and not any(child.is_alive() for child in children):

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 
 from memory.jobs import RQQueue
 from memory.jobs._rq_worker import RECONNECT_MAX_SECONDS
@@ -123,10 +124,19 @@ def idle(stack: Stack) -> bool:
     return status.reachable and status.queued + status.started + status.deferred == 0
 
 
+def worker_log(home: Path, index: int = 0) -> str:
+    return (home / f"worker-{index}.log").read_text(errors="replace")
+
+
+def waiting_for_jobs(server: RedisServer, workers: int = 1) -> bool:
+    """True while ``workers`` workers block on the queue (between jobs, nothing half done)."""
+    clients = redis.Redis.from_url(server.url).client_list()
+    return sum(c.get("cmd") in ("blpop", "blmove") for c in clients) >= workers
+
+
 def reconnect_waits(home: Path) -> list[int]:
     """The waits the worker announced after failing to reach Redis, from its log."""
-    text = (home / "worker-0.log").read_text(errors="replace")
-    found = re.findall(r"could not connect to Redis.* retrying in (\d+) seconds", text)
+    found = re.findall(r"could not connect to Redis.* retrying in (\d+) seconds", worker_log(home))
     return [int(wait) for wait in found]
 
 
@@ -137,12 +147,15 @@ def echo(body: dict[str, Any]) -> str:
 
 
 async def test_twenty_sessions_two_workers_in_order(
-    redis_stack: Stack, server: FakeOpenAI, workers: ChorusWorkers
+    redis_stack: Stack, server: FakeOpenAI, workers: ChorusWorkers, redis_server: RedisServer
 ) -> None:
     home = redis_stack.settings.home
     server.responder(echo)
     workers.start()
     workers.start()
+    await asyncio.to_thread(
+        wait_for, lambda: waiting_for_jobs(redis_server, 2), 60, "both workers waiting"
+    )
     agents = [await redis_stack.agent(f"s{i:02d}", f"slack:U{i}") for i in range(20)]
     for turn in range(1, 4):
         for agent in agents:
@@ -199,6 +212,9 @@ async def test_redis_outage_loses_nothing(
     await agent.run_turn("before")
     await asyncio.to_thread(wait_for, lambda: entries(home, "sync_turn"), 60, "first sync")
     await asyncio.to_thread(wait_for, lambda: idle(redis_stack), 60, "an idle queue")
+    await asyncio.to_thread(
+        wait_for, lambda: waiting_for_jobs(redis_server), 60, "the worker waiting for jobs"
+    )
 
     redis_server.stop()
     for text in ("during one", "during two", "during three"):
@@ -290,3 +306,43 @@ async def test_one_worker_keeps_up_with_twenty_busy_users(
     home = redis_stack.settings.home
     assert len(entries(home, "sync_turn")) == turns  # each turn synced once
     assert redis_stack.background.queue.status().failed == 0
+
+
+async def test_redis_lost_while_a_job_ends_the_worker_lives_on(
+    redis_stack: Stack,
+    server: FakeOpenAI,
+    workers: ChorusWorkers,
+    redis_server: RedisServer,
+    tmp_path: Path,
+) -> None:
+    """rq quits its loop when recording a job's end fails; the worker process does not."""
+    home = redis_stack.settings.home
+    gate = tmp_path / "gate"
+    set_behaviour(home, block_sync_until=str(gate))
+    server.responder(echo)
+    worker = workers.start()
+    agent = await redis_stack.agent("midjob")
+    await agent.run_turn("first")
+    await asyncio.to_thread(wait_for, lambda: entries(home, "sync_start"), 60, "sync start")
+    redis_server.stop()
+    gate.touch()  # the job ends while Redis is away: rq cannot record its end
+    await asyncio.to_thread(wait_for, lambda: entries(home, "sync_turn"), 60, "the sync's end")
+    await asyncio.to_thread(
+        wait_for, lambda: "lost Redis" in worker_log(home), 60, "the worker noticing"
+    )
+    assert worker.poll() is None
+    redis_server.start()
+    assert await agent.run_turn("second") == "answer to second"
+    await asyncio.to_thread(
+        wait_for, lambda: len(entries(home, "sync_turn")) >= 2, 60, "a sync after Redis is back"
+    )
+    assert worker.poll() is None
+    assert entries(home, "sync_turn")[-1]["user"] == "second"
+    assert {e["pid"] for e in entries(home, "sync_turn")} == {worker.pid}
+    # the quit worker's command listener is gone: it does not reconnect beside the new one
+    conn = redis.Redis.from_url(redis_server.url)
+    listeners = []
+    for _ in range(30):
+        listeners.append(len(conn.pubsub_channels("rq:pubsub:*")))
+        await asyncio.sleep(0.1)
+    assert set(listeners) == {1}
