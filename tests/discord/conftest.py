@@ -24,8 +24,11 @@ from tests.platform_support import StackHandle, chat_settings
 ANN_ID = 800_000_000_000_000_001
 BOB_ID = 800_000_000_000_000_002
 STRANGER_ID = 800_000_000_000_000_009
+ADMIN_ID = 800_000_000_000_000_010
 ANN = user(ANN_ID, "ann")
 BOB = user(BOB_ID, "bob")
+ADMIN = user(ADMIN_ID, "admin")
+STRANGER = user(STRANGER_ID, "stranger")
 DM_ANN = 930_000_000_000_000_001
 
 
@@ -44,6 +47,7 @@ def discord_settings(home: Path, server: FakeOpenAI, fake: FakeDiscord, **env: s
         "DISCORD_BOT_TOKEN": fake.token,
         "CHORUS_DISCORD__API_URL": fake.api_url,
         "CHORUS_AUTH__ALLOWED_USERS": f"discord:{ANN_ID},discord:{BOB_ID}",
+        "CHORUS_AUTH__ADMINS": f"discord:{ADMIN_ID}",
     }
     return chat_settings(home, server, platform, **env)
 
@@ -68,9 +72,11 @@ async def make_gateway(
 ) -> AsyncIterator[GatewayFactory]:
     opened: list[DiscordGateway] = []
 
-    async def build(**env: str) -> DiscordGateway:
+    async def build(*, defer_after: float = 2.0, **env: str) -> DiscordGateway:
         settings = discord_settings(chorus_home, server, discord_api, **env)
-        adapter = DiscordAdapter(settings.discord, retry_delay=0.05, guild_ready_timeout=0.2)
+        adapter = DiscordAdapter(
+            settings.discord, retry_delay=0.05, guild_ready_timeout=0.2, defer_after=defer_after
+        )
         stack = await open_stack(
             settings, llm=LLMClient(settings.llm, sleep=_no_sleep), adapters=[adapter]
         )

@@ -30,7 +30,7 @@ from typing import Any
 from aiohttp import web
 
 from tests.fakes.discord_data import (
-    BOT_ID,
+    APP_ID,
     BOT_USER,
     GUILD_ID,
     TOKEN,
@@ -39,6 +39,8 @@ from tests.fakes.discord_data import (
     message,
     snowflake,
 )
+from tests.fakes.discord_data import json_response as _json
+from tests.fakes.discord_interactions import InteractionsServer
 
 from .loop_thread import LoopThread
 
@@ -51,7 +53,7 @@ class Call:
     path: str
     at: float
     status: int = 200
-    body: dict[str, Any] = field(default_factory=dict)
+    body: Any = field(default_factory=dict)
 
 
 @dataclass
@@ -65,13 +67,7 @@ class Posted:
     history: list[str] = field(default_factory=list)
 
 
-def _json(data: Any, *, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
-    """JSON as Discord sends it: ``Content-Type`` exactly ``application/json``."""
-    all_headers = {"Content-Type": "application/json", **(headers or {})}
-    return web.Response(body=json.dumps(data).encode(), status=status, headers=all_headers)
-
-
-class FakeDiscord(LoopThread):
+class FakeDiscord(InteractionsServer, LoopThread):
     thread_name = "fake-discord"
 
     def __init__(self) -> None:
@@ -91,6 +87,7 @@ class FakeDiscord(LoopThread):
         self._ws: web.WebSocketResponse | None = None
         self._transport: asyncio.BaseTransport | None = None
         self._lock = threading.Lock()
+        self._init_interactions()
 
     @property
     def api_url(self) -> str:
@@ -234,7 +231,7 @@ class FakeDiscord(LoopThread):
             "guilds": [{"id": str(GUILD_ID), "unavailable": True}],
             "session_id": self._session,
             "resume_gateway_url": self.gateway_url,
-            "application": {"id": str(BOT_ID), "flags": 0},
+            "application": {"id": str(APP_ID), "flags": 0},
         }
         await self._dispatch(ws, "READY", ready)
         await self._dispatch(ws, "GUILD_CREATE", guild())
@@ -251,17 +248,26 @@ class FakeDiscord(LoopThread):
 
     async def _rest(self, request: web.Request) -> web.Response:
         path, method = request.match_info["path"], request.method
-        body: dict[str, Any] = {}
+        body: Any = {}
         if request.can_read_body:
             with contextlib.suppress(ValueError):
                 body = await request.json()
         call = Call(method, "/" + path, time.monotonic(), body=body)
         with self._lock:
             self.calls.append(call)
+        parts = path.split("/")
+        if parts[0] in ("interactions", "webhooks"):  # the interaction token is the credential
+            answer = self._interaction_rest(method, parts, body)
+            if answer is not None:
+                call.status = answer.status
+                return answer
         if request.headers.get("Authorization") != f"Bot {self.token}":
             call.status = 401
             return _json({"message": "401: Unauthorized", "code": 0}, status=401)
-        parts = path.split("/")
+        routed = self._interaction_rest(method, parts, body)
+        if routed is not None:
+            call.status = routed.status
+            return routed
         if path == "users/@me":
             return _json(BOT_USER)
         if path == "oauth2/applications/@me":

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import itertools
+import json
 import time
 from datetime import UTC, datetime
 from typing import Any
+
+from aiohttp import web
 
 TOKEN = "MTIzNDU2Nzg5MDEyMzQ1Njc4.Gfake0.fake-discord-bot-token-0000"
 BOT_ID = 900_000_000_000_000_001
@@ -156,3 +159,11 @@ def message(
             **({"guild_id": str(guild_id)} if guild_id else {}),
         }
     return data
+
+
+def json_response(
+    data: Any, *, status: int = 200, headers: dict[str, str] | None = None
+) -> web.Response:
+    """JSON as Discord sends it: ``Content-Type`` exactly ``application/json``."""
+    all_headers = {"Content-Type": "application/json", **(headers or {})}
+    return web.Response(body=json.dumps(data).encode(), status=status, headers=all_headers)

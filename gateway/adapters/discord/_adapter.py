@@ -23,15 +23,13 @@ import contextlib
 import logging
 import math
 import secrets
-import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
-from typing import Any
 
 import aiohttp
 import discord
 
-from gateway.adapters._base import AdapterCapabilities, BaseAdapter
+from gateway.adapters._base import AdapterCapabilities, BaseAdapter, CommandInfo
 from gateway.adapters._support import Backoff, ChatLanes, retrying
 from gateway.adapters.discord._client import (
     GUILD_READY_TIMEOUT,
@@ -39,6 +37,7 @@ from gateway.adapters.discord._client import (
     ChorusClient,
     token_of,
 )
+from gateway.adapters.discord._commands import DEFER_AFTER, NativeCommands, route_webhooks
 from gateway.adapters.discord._events import inbound_from
 from gateway.adapters.discord._settings import DiscordSettings
 from gateway.clock import Clock, SystemClock
@@ -82,6 +81,7 @@ class DiscordAdapter(BaseAdapter):
         heartbeat_timeout: float = HEARTBEAT_TIMEOUT,
         retry_delay: float = RETRY_DELAY,
         guild_ready_timeout: float = GUILD_READY_TIMEOUT,
+        defer_after: float = DEFER_AFTER,
         clock: Clock | None = None,
     ) -> None:
         super().__init__()
@@ -95,8 +95,12 @@ class DiscordAdapter(BaseAdapter):
         self._heartbeat_timeout = heartbeat_timeout
         self._retry_delay = retry_delay
         self._guild_ready_timeout = guild_ready_timeout
+        self._defer_after = defer_after
         self._clock = clock or SystemClock()
         self._client: ChorusClient | None = None
+        self._commands: NativeCommands | None = None
+        self._command_infos: list[CommandInfo] | None = None
+        self._logged_in = False
         self._runner: asyncio.Task[None] | None = None
         self._live = asyncio.Event()
         self._lanes = ChatLanes("discord")
@@ -116,6 +120,15 @@ class DiscordAdapter(BaseAdapter):
             guild_ready_timeout=self._guild_ready_timeout,
             counters=self.counters,
         )
+        self._commands = NativeCommands(
+            self._client,
+            answer=self.answer_command,
+            guilds=self._settings.command_guilds,
+            defer_after=self._defer_after,
+            limit=self.capabilities.max_text_length,
+        )
+        if self._command_infos is not None:
+            self._commands.define(self._command_infos)
         self._runner = asyncio.create_task(self._run(self._client), name="discord-gateway")
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._live.wait(), timeout=self._start_wait)
@@ -123,6 +136,7 @@ class DiscordAdapter(BaseAdapter):
             logger.warning("discord: not connected yet; still trying in the background")
 
     async def _run(self, client: ChorusClient) -> None:
+        route_webhooks(self._settings.api_url)  # interaction answers, from this task's children
         backoff = Backoff(first=LOGIN_BACKOFF, cap=MAX_BACKOFF, sleep=self._clock.sleep)
         while True:
             try:
@@ -137,6 +151,9 @@ class DiscordAdapter(BaseAdapter):
                 logger.warning("discord: login failed (%s); retrying in %.1fs", name, backoff.delay)
             await client.http.close()
             await backoff.wait()
+        self._logged_in = True
+        if self._command_infos is not None:
+            await self._sync_commands()
         try:
             await client.connect(reconnect=True)
         except discord.PrivilegedIntentsRequired:
@@ -147,6 +164,29 @@ class DiscordAdapter(BaseAdapter):
             logger.exception("discord: the gateway connection failed")
         finally:
             self._live.clear()
+
+    async def publish_commands(
+        self, commands: Sequence[CommandInfo], admin_ids: Sequence[str]
+    ) -> None:
+        """Every command as an application command; registered once the bot is logged in."""
+        self._command_infos = list(commands)
+        if self._commands is not None:
+            self._commands.define(self._command_infos)
+            if self._logged_in:
+                await self._sync_commands()
+
+    async def _sync_commands(self) -> None:
+        if self._commands is None:
+            return
+        try:
+            await self._commands.sync()
+        except discord.Forbidden:
+            logger.error(
+                "discord: registering slash commands was refused; invite the bot with the "
+                "applications.commands scope (and check discord.command_guilds)"
+            )
+        except Exception as exc:
+            logger.warning("discord: registering slash commands failed (%s)", type(exc).__name__)
 
     def _on_state(self, state: str) -> None:
         if state == "disconnect":
@@ -166,6 +206,8 @@ class DiscordAdapter(BaseAdapter):
         self._live.clear()
         client, runner = self._client, self._runner
         self._client = self._runner = None
+        self._commands = None
+        self._logged_in = False
         if client is not None:
             with contextlib.suppress(Exception):
                 await client.close()
@@ -177,21 +219,17 @@ class DiscordAdapter(BaseAdapter):
         logger.info("discord stopped")
 
     def is_connected(self) -> bool:
+        """Open, READY since the last disconnect and heartbeats acknowledged.
+
+        discord.py itself closes and remakes a connection that is silent for
+        ``heartbeat_timeout``; ``on_disconnect`` then clears the live flag.
+        """
         client = self._client
         if client is None or not self._live.is_set():
             return False
         if client.is_closed() or not client.is_ready():
             return False
-        ws = client.ws
-        if ws is None or not ws.open or not math.isfinite(client.latency):
-            return False
-        keep_alive: Any = getattr(ws, "_keep_alive", None)
-        last_ack = getattr(keep_alive, "_last_ack", None)
-        interval = getattr(keep_alive, "interval", None)
-        if isinstance(last_ack, float) and isinstance(interval, float):
-            # Two missed acknowledgements: the connection is a zombie until proven otherwise.
-            return time.perf_counter() - last_ack < 2 * interval + 1.0
-        return True
+        return math.isfinite(client.latency)
 
     # -------------------------------------------------------------------- inbound
 

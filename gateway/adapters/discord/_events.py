@@ -7,6 +7,10 @@
   the thread) and names it as its ``thread_id``.
 - Messages from bots (ours included) and system messages are ignored; edits never
   reach ``on_message``.
+- In a guild channel, a message starting with "/" that neither mentions nor
+  replies to the bot is not for chorus ("/tmp is full", another bot's command):
+  it is ignored. chorus's commands there are application commands; in a DM,
+  typed commands work as everywhere.
 """
 
 from __future__ import annotations
@@ -56,20 +60,24 @@ def inbound_from(message: discord.Message, bot_id: int) -> InboundMessage | None
     mentioned = mention.search(message.content) is not None or any(
         user.id == bot_id for user in message.mentions
     )
+    text = mention.sub("", message.content).strip()
+    replied = replies_to(message, bot_id)
+    if not direct and not mentioned and not replied and text.startswith("/"):
+        return None
     channel = message.channel
     thread = str(channel.id) if isinstance(channel, discord.Thread) else None
     return InboundMessage(
         platform=PLATFORM,
         chat_id=str(channel.id),
         user_id=str(author.id),
-        text=mention.sub("", message.content).strip(),
+        text=text,
         message_id=str(message.id),
         user_name=author.display_name,
         thread_id=thread,
         attachments=tuple(_attachment(a) for a in message.attachments),
         is_direct=direct,
         mentions_bot=mentioned and not direct,
-        reply_to_bot=replies_to(message, bot_id) and not direct,
+        reply_to_bot=replied and not direct,
     )
 
 

@@ -12,3 +12,10 @@ class DiscordSettings(BaseModel):
     api_url: str | None = Field(
         None, description="REST API base URL (…/api/v10); unset: Discord's own."
     )
+    command_guilds: list[int] = Field(
+        default_factory=list,
+        description=(
+            "Guild ids to register the slash commands in (instant, for testing); "
+            "empty: register them globally."
+        ),
+    )
