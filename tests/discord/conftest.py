@@ -72,10 +72,16 @@ async def make_gateway(
 ) -> AsyncIterator[GatewayFactory]:
     opened: list[DiscordGateway] = []
 
-    async def build(*, defer_after: float = 2.0, **env: str) -> DiscordGateway:
+    async def build(
+        *, defer_after: float = 2.0, vision: bool = False, **env: str
+    ) -> DiscordGateway:
         settings = discord_settings(chorus_home, server, discord_api, **env)
         adapter = DiscordAdapter(
-            settings.discord, retry_delay=0.05, guild_ready_timeout=0.2, defer_after=defer_after
+            settings.discord,
+            vision=vision,
+            retry_delay=0.05,
+            guild_ready_timeout=0.2,
+            defer_after=defer_after,
         )
         stack = await open_stack(
             settings, llm=LLMClient(settings.llm, sleep=_no_sleep), adapters=[adapter]

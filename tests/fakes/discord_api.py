@@ -35,6 +35,7 @@ from tests.fakes.discord_data import (
     GUILD_ID,
     TOKEN,
     application,
+    attachment,
     guild,
     message,
     snowflake,
@@ -87,6 +88,11 @@ class FakeDiscord(InteractionsServer, LoopThread):
         self._ws: web.WebSocketResponse | None = None
         self._transport: asyncio.BaseTransport | None = None
         self._lock = threading.Lock()
+        self.history: dict[int, list[dict[str, Any]]] = {}
+        """Every message of each channel, oldest first (``GET /channels/{id}/messages``)."""
+        self.files: dict[int, bytes] = {}
+        self.downloads: list[int] = []
+        """Files fetched from the fake CDN, by id."""
         self._init_interactions()
 
     @property
@@ -102,6 +108,7 @@ class FakeDiscord(InteractionsServer, LoopThread):
     async def _serve(self) -> None:
         app = web.Application()
         app.router.add_get("/gateway", self._gateway)
+        app.router.add_get("/attachments/{id}/{name}", self._download)
         app.router.add_route("*", "/api/v10/{path:.*}", self._rest)
         await self._listen(app)
 
@@ -120,9 +127,11 @@ class FakeDiscord(InteractionsServer, LoopThread):
         guild_id: int | None = None,
         mentions_bot: bool = False,
         referenced: dict[str, Any] | None = None,
+        attachments: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         """A person writes: MESSAGE_CREATE now, or on RESUME when no one is connected."""
         data = message(
+            attachments=attachments,
             message_id=snowflake(),
             channel_id=channel_id,
             author=author,
@@ -131,8 +140,37 @@ class FakeDiscord(InteractionsServer, LoopThread):
             mentions=[BOT_USER] if mentions_bot else [],
             referenced=referenced,
         )
+        self._remember(channel_id, data)
         self._call(self._record_and_send("MESSAGE_CREATE", data))
         return data
+
+    def said_earlier(
+        self, content: str, *, author: dict[str, Any], channel_id: int, guild_id: int | None = None
+    ) -> dict[str, Any]:
+        """A message from before the bot was there: in the channel's history, never dispatched."""
+        data = message(
+            message_id=snowflake(),
+            channel_id=channel_id,
+            author=author,
+            content=content,
+            guild_id=guild_id,
+        )
+        self._remember(channel_id, data)
+        return data
+
+    def _remember(self, channel_id: int, data: dict[str, Any]) -> None:
+        with self._lock:
+            self.history.setdefault(channel_id, []).append(data)
+
+    def add_file(
+        self, content: bytes, *, name: str = "file.png", content_type: str = "image/png"
+    ) -> dict[str, Any]:
+        """A file on the fake CDN, as a message attachment that points at it."""
+        file_id = snowflake()
+        with self._lock:
+            self.files[file_id] = content
+        url = f"http://127.0.0.1:{self.port}/attachments/{file_id}/{name}"
+        return attachment(file_id, name, url, content_type=content_type, size=len(content))
 
     def dispatch(self, event: str, data: Any) -> None:
         """Send any gateway event as it is (for fuzzing the client with odd payloads)."""
@@ -246,6 +284,15 @@ class FakeDiscord(InteractionsServer, LoopThread):
 
     # ----------------------------------------------------------------------- REST
 
+    async def _download(self, request: web.Request) -> web.Response:
+        file_id = int(request.match_info["id"])
+        with self._lock:
+            content = self.files.get(file_id)
+            self.downloads.append(file_id)
+        if content is None:
+            return web.Response(status=404)
+        return web.Response(body=content, content_type="application/octet-stream")
+
     async def _rest(self, request: web.Request) -> web.Response:
         path, method = request.match_info["path"], request.method
         body: Any = {}
@@ -277,6 +324,8 @@ class FakeDiscord(InteractionsServer, LoopThread):
             return _json({"url": self.gateway_url, "shards": 1, "session_start_limit": limits})
         if parts[0] == "channels" and len(parts) == 2 and method == "GET":
             return _json({"id": parts[1], "type": 0, "guild_id": str(GUILD_ID)})
+        if parts[0] == "channels" and len(parts) == 3 and method == "GET":
+            return self._messages(int(parts[1]), request.query)
         if parts[0] == "channels" and len(parts) == 3 and parts[2] == "typing":
             return web.Response(status=204)
         if parts[0] == "channels" and len(parts) == 3 and method == "POST":
@@ -285,6 +334,15 @@ class FakeDiscord(InteractionsServer, LoopThread):
             return self._edit_message(call, int(parts[1]), int(parts[3]), body)
         call.status = 404
         return _json({"message": "404: Not Found", "code": 0}, status=404)
+
+    def _messages(self, channel_id: int, query: Any) -> web.Response:
+        """A channel's messages before ``before``, newest first, at most ``limit``."""
+        limit = min(int(query.get("limit") or 50), 100)
+        before = int(query["before"]) if query.get("before") else None
+        with self._lock:
+            stored = list(self.history.get(channel_id, []))
+        earlier = [m for m in stored if before is None or int(m["id"]) < before]
+        return _json(list(reversed(earlier))[:limit])
 
     def _post_message(self, call: Call, channel_id: int, body: dict[str, Any]) -> web.Response:
         with self._lock:
@@ -310,6 +368,7 @@ class FakeDiscord(InteractionsServer, LoopThread):
             ref = int(reference) if reference else None
             self.posted.append(Posted(channel_id, int(data["id"]), data["content"], ref))
             self.posted[-1].history.append(data["content"])
+            self.history.setdefault(channel_id, []).append(data)
             if nonce:
                 self._nonces[key] = data
         return _json(data)

@@ -128,6 +128,7 @@ def message(
     mentions: list[dict[str, Any]] | None = None,
     referenced: dict[str, Any] | None = None,
     nonce: str | None = None,
+    attachments: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     data: dict[str, Any] = {
         "id": str(message_id),
@@ -140,7 +141,7 @@ def message(
         "mention_everyone": False,
         "mentions": mentions or [],
         "mention_roles": [],
-        "attachments": [],
+        "attachments": attachments or [],
         "embeds": [],
         "pinned": False,
         "type": 19 if referenced else 0,
@@ -159,6 +160,20 @@ def message(
             **({"guild_id": str(guild_id)} if guild_id else {}),
         }
     return data
+
+
+def attachment(
+    attachment_id: int, name: str, url: str, *, content_type: str, size: int
+) -> dict[str, Any]:
+    """A file on a message, as MESSAGE_CREATE names it (``url`` where it downloads)."""
+    return {
+        "id": str(attachment_id),
+        "filename": name,
+        "size": size,
+        "url": url,
+        "proxy_url": url,
+        "content_type": content_type,
+    }
 
 
 def json_response(

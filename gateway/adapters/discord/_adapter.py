@@ -39,6 +39,8 @@ from gateway.adapters.discord._client import (
 )
 from gateway.adapters.discord._commands import DEFER_AFTER, NativeCommands, route_webhooks
 from gateway.adapters.discord._events import inbound_from
+from gateway.adapters.discord._history import ThreadContext
+from gateway.adapters.discord._images import with_images
 from gateway.adapters.discord._settings import DiscordSettings
 from gateway.clock import Clock, SystemClock
 from gateway.errors import ConfigError
@@ -104,6 +106,7 @@ class DiscordAdapter(BaseAdapter):
         self._runner: asyncio.Task[None] | None = None
         self._live = asyncio.Event()
         self._lanes = ChatLanes("discord")
+        self._threads = ThreadContext()
         self._started = False
 
     # ------------------------------------------------------------------ lifecycle
@@ -246,9 +249,18 @@ class DiscordAdapter(BaseAdapter):
                 return  # replayed by Discord after a reconnect: handled once already
             inbound = replace(read, receipts=(receipt,))
             logger.debug("discord message %s in %s", inbound.message_id, inbound.chat_id)
-            self._lanes.submit(inbound.chat_id, lambda: self.deliver(inbound))
+            self._lanes.submit(inbound.chat_id, lambda: self._deliver(inbound, message))
         except Exception:
             logger.exception("a discord message could not be handled")
+
+    async def _deliver(self, inbound: InboundMessage, source: discord.Message) -> None:
+        """In the chat's lane (order kept): thread context and images added, then on."""
+        client = self._client
+        if client is not None and client.user is not None:
+            inbound = await self._threads.complete(inbound, source, client.user)
+        if self._vision and source.attachments:
+            inbound = await with_images(inbound, source, self._settings.api_url)
+        await self.deliver(inbound)
 
     async def read_again(self, payload: str) -> InboundMessage | None:
         """A recorded message (Discord sends nothing again after a restart: it is ours)."""
@@ -278,6 +290,8 @@ class DiscordAdapter(BaseAdapter):
             return await channel.send(message.text, reference=reference, nonce=nonce)
 
         sent = await self._retrying("send", attempt)
+        if message.thread_id:
+            self._threads.saw(message.thread_id)
         return SentMessage(message.chat_id, str(sent.id), message.thread_id)
 
     async def edit(self, sent: SentMessage, text: str) -> None:
