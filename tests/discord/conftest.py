@@ -82,6 +82,7 @@ async def make_gateway(
             retry_delay=0.05,
             guild_ready_timeout=0.2,
             defer_after=defer_after,
+            identify_delay=0.05,
         )
         stack = await open_stack(
             settings, llm=LLMClient(settings.llm, sleep=_no_sleep), adapters=[adapter]

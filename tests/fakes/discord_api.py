@@ -7,9 +7,10 @@ own event loop (like ``FakeOpenAI``). Point ``discord.api_url`` at ``api_url``;
 (``enforce_nonce`` honoured), ``PATCH /channels/{id}/messages/{mid}`` and
 ``POST /channels/{id}/typing``, all checking ``Authorization: Bot <token>``.
 
-The gateway sends HELLO, answers IDENTIFY with READY + GUILD_CREATE, HEARTBEAT with
-HEARTBEAT_ACK, and RESUME with the missed dispatches + RESUMED. Frames are plain
-JSON text (discord.py reads text frames as they are). Tests script it:
+The gateway (``discord_gateway``, shard by shard) sends HELLO, answers IDENTIFY with
+READY + GUILD_CREATE, HEARTBEAT with HEARTBEAT_ACK, and RESUME with the missed
+dispatches + RESUMED; application commands and interactions are in
+``discord_interactions``. Tests script it:
 ``message()`` dispatches a MESSAGE_CREATE (kept for replay), ``drop()`` cuts the
 connection, ``hold()``/``release()`` refuse new connections meanwhile,
 ``replay_everything`` makes the next RESUME replay already-delivered events too,
@@ -20,32 +21,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import threading
 import time
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
 
 from tests.fakes.discord_data import (
-    APP_ID,
     BOT_USER,
     GUILD_ID,
     TOKEN,
     application,
     attachment,
-    guild,
     message,
     snowflake,
 )
 from tests.fakes.discord_data import json_response as _json
+from tests.fakes.discord_gateway import GatewayServer
 from tests.fakes.discord_interactions import InteractionsServer
 
 from .loop_thread import LoopThread
-
-HEARTBEAT_MS = 1000
 
 
 @dataclass
@@ -68,7 +64,7 @@ class Posted:
     history: list[str] = field(default_factory=list)
 
 
-class FakeDiscord(InteractionsServer, LoopThread):
+class FakeDiscord(GatewayServer, InteractionsServer, LoopThread):
     thread_name = "fake-discord"
 
     def __init__(self) -> None:
@@ -76,17 +72,8 @@ class FakeDiscord(InteractionsServer, LoopThread):
         self.token = TOKEN
         self.calls: list[Call] = []
         self.posted: list[Posted] = []
-        self.identifies = 0
-        self.resumes = 0
-        self.replay_everything = False
-        self._held = False
         self._rate_limits: list[float] = []
         self._nonces: dict[tuple[int, str], dict[str, Any]] = {}
-        self._events: list[tuple[int, str, dict[str, Any]]] = []
-        self._seq = 0
-        self._session = ""
-        self._ws: web.WebSocketResponse | None = None
-        self._transport: asyncio.BaseTransport | None = None
         self._lock = threading.Lock()
         self.history: dict[int, list[dict[str, Any]]] = {}
         """Every message of each channel, oldest first (``GET /channels/{id}/messages``)."""
@@ -94,6 +81,7 @@ class FakeDiscord(InteractionsServer, LoopThread):
         self.downloads: list[int] = []
         """Files fetched from the fake CDN, by id."""
         self._init_interactions()
+        self._init_gateway()
 
     @property
     def api_url(self) -> str:
@@ -172,27 +160,9 @@ class FakeDiscord(InteractionsServer, LoopThread):
         url = f"http://127.0.0.1:{self.port}/attachments/{file_id}/{name}"
         return attachment(file_id, name, url, content_type=content_type, size=len(content))
 
-    def dispatch(self, event: str, data: Any) -> None:
-        """Send any gateway event as it is (for fuzzing the client with odd payloads)."""
-        self._call(self._record_and_send(event, data))
-
-    def drop(self) -> None:
-        """Cut the gateway connection the way a network loss does (no close frame)."""
-        self._call(self._drop())
-
-    def hold(self) -> None:
-        self._held = True
-
-    def release(self) -> None:
-        self._held = False
-
     def rate_limit(self, times: int, *, retry_after: float = 0.2) -> None:
         with self._lock:
             self._rate_limits.extend([retry_after] * times)
-
-    @property
-    def connected(self) -> bool:
-        return self._ws is not None and not self._ws.closed
 
     def calls_of(self, method: str, suffix: str, status: int | None = 200) -> list[Call]:
         with self._lock:
@@ -209,78 +179,6 @@ class FakeDiscord(InteractionsServer, LoopThread):
     async def wait_posted(self, channel_id: int, count: int, timeout: float = 15.0) -> list[Posted]:
         await self.wait_for(lambda: len(self.posted_in(channel_id)) >= count, timeout, "posts")
         return self.posted_in(channel_id)
-
-    # -------------------------------------------------------------------- gateway
-
-    async def _send(self, ws: web.WebSocketResponse, payload: dict[str, Any]) -> None:
-        with contextlib.suppress(ConnectionError, RuntimeError):
-            await ws.send_str(json.dumps(payload))
-
-    async def _dispatch(self, ws: web.WebSocketResponse, event: str, data: Any) -> int:
-        self._seq += 1
-        await self._send(ws, {"op": 0, "t": event, "s": self._seq, "d": data})
-        return self._seq
-
-    async def _record_and_send(self, event: str, data: dict[str, Any]) -> None:
-        self._seq += 1
-        self._events.append((self._seq, event, data))
-        ws = self._ws
-        if ws is not None and not ws.closed:
-            await self._send(ws, {"op": 0, "t": event, "s": self._seq, "d": data})
-
-    async def _drop(self) -> None:
-        transport, self._transport, self._ws = self._transport, None, None
-        if transport is not None:
-            transport.abort()  # type: ignore[attr-defined]
-
-    async def _gateway(self, request: web.Request) -> web.StreamResponse:
-        if self._held:
-            return web.Response(status=503, text="unavailable")
-        ws = web.WebSocketResponse(autoping=True)
-        await ws.prepare(request)
-        self._ws, self._transport = ws, request.transport
-        await self._send(ws, {"op": 10, "d": {"heartbeat_interval": HEARTBEAT_MS}})
-        async for frame in ws:
-            payload = json.loads(frame.data)
-            op, data = payload.get("op"), payload.get("d") or {}
-            if op == 1:
-                await self._send(ws, {"op": 11})
-            elif op == 2:
-                if data.get("token") != self.token:
-                    await ws.close(code=4004, message=b"Authentication failed.")
-                    break
-                await self._identify(ws)
-            elif op == 6:
-                if data.get("token") != self.token or data.get("session_id") != self._session:
-                    await self._send(ws, {"op": 9, "d": False})
-                    continue
-                await self._resume(ws, int(data.get("seq") or 0))
-        if self._ws is ws:
-            self._ws = self._transport = None
-        return ws
-
-    async def _identify(self, ws: web.WebSocketResponse) -> None:
-        self.identifies += 1
-        self._session = uuid.uuid4().hex
-        self._events.clear()
-        ready = {
-            "v": 10,
-            "user": BOT_USER,
-            "guilds": [{"id": str(GUILD_ID), "unavailable": True}],
-            "session_id": self._session,
-            "resume_gateway_url": self.gateway_url,
-            "application": {"id": str(APP_ID), "flags": 0},
-        }
-        await self._dispatch(ws, "READY", ready)
-        await self._dispatch(ws, "GUILD_CREATE", guild())
-
-    async def _resume(self, ws: web.WebSocketResponse, seq: int) -> None:
-        self.resumes += 1
-        for number, event, data in list(self._events):
-            if number > seq or self.replay_everything:
-                await self._send(ws, {"op": 0, "t": event, "s": number, "d": data})
-        self.replay_everything = False
-        await self._dispatch(ws, "RESUMED", {})
 
     # ----------------------------------------------------------------------- REST
 

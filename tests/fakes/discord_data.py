@@ -60,10 +60,19 @@ def application() -> dict[str, Any]:
     }
 
 
-def guild() -> dict[str, Any]:
-    """GUILD_CREATE data: one text channel and one thread under it."""
+def guild(
+    guild_id: int = GUILD_ID, channel_id: int | None = None, thread_id: int | None = None
+) -> dict[str, Any]:
+    """GUILD_CREATE data: one text channel and one thread under it.
+
+    The first guild has ``CHANNEL_ID`` and ``THREAD_ID``; another guild's channel and
+    thread ids are its own id + 1 and + 2 unless given.
+    """
+    first = guild_id == GUILD_ID
+    channel = channel_id or (CHANNEL_ID if first else guild_id + 1)
+    thread = thread_id or (THREAD_ID if first else guild_id + 2)
     return {
-        "id": str(GUILD_ID),
+        "id": str(guild_id),
         "name": "Team",
         "owner_id": "1",
         "unavailable": False,
@@ -77,7 +86,7 @@ def guild() -> dict[str, Any]:
         "voice_states": [],
         "roles": [
             {
-                "id": str(GUILD_ID),
+                "id": str(guild_id),
                 "name": "@everyone",
                 "permissions": "68608",
                 "position": 0,
@@ -89,22 +98,22 @@ def guild() -> dict[str, Any]:
         ],
         "channels": [
             {
-                "id": str(CHANNEL_ID),
+                "id": str(channel),
                 "type": 0,
                 "name": "general",
                 "position": 0,
                 "permission_overwrites": [],
-                "guild_id": str(GUILD_ID),
+                "guild_id": str(guild_id),
             }
         ],
         "threads": [
             {
-                "id": str(THREAD_ID),
+                "id": str(thread),
                 "type": 11,
                 "name": "a thread",
-                "parent_id": str(CHANNEL_ID),
+                "parent_id": str(channel),
                 "owner_id": "1",
-                "guild_id": str(GUILD_ID),
+                "guild_id": str(guild_id),
                 "message_count": 1,
                 "member_count": 1,
                 "thread_metadata": {

@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
@@ -34,7 +33,9 @@ from gateway.adapters._support import Backoff, ChatLanes, retrying
 from gateway.adapters.discord._client import (
     GUILD_READY_TIMEOUT,
     HEARTBEAT_TIMEOUT,
+    IDENTIFY_DELAY,
     ChorusClient,
+    make_client,
     token_of,
 )
 from gateway.adapters.discord._commands import DEFER_AFTER, NativeCommands, route_webhooks
@@ -84,6 +85,7 @@ class DiscordAdapter(BaseAdapter):
         retry_delay: float = RETRY_DELAY,
         guild_ready_timeout: float = GUILD_READY_TIMEOUT,
         defer_after: float = DEFER_AFTER,
+        identify_delay: float = IDENTIFY_DELAY,
         clock: Clock | None = None,
     ) -> None:
         super().__init__()
@@ -98,6 +100,7 @@ class DiscordAdapter(BaseAdapter):
         self._retry_delay = retry_delay
         self._guild_ready_timeout = guild_ready_timeout
         self._defer_after = defer_after
+        self._identify_delay = identify_delay
         self._clock = clock or SystemClock()
         self._client: ChorusClient | None = None
         self._commands: NativeCommands | None = None
@@ -115,8 +118,9 @@ class DiscordAdapter(BaseAdapter):
         if self._started:
             return
         self._started = True
-        self._client = ChorusClient(
+        self._client = make_client(
             self._settings,
+            identify_delay=self._identify_delay,
             on_message=self._on_message_event,
             on_state=self._on_state,
             heartbeat_timeout=self._heartbeat_timeout,
@@ -134,9 +138,16 @@ class DiscordAdapter(BaseAdapter):
             self._commands.define(self._command_infos)
         self._runner = asyncio.create_task(self._run(self._client), name="discord-gateway")
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._live.wait(), timeout=self._start_wait)
+            await asyncio.wait_for(self._connected(), timeout=self._start_wait)
         if not self.is_connected():
             logger.warning("discord: not connected yet; still trying in the background")
+
+    async def _connected(self) -> None:
+        """Until every shard is up (one READY is not all of them with ``discord.shards``)."""
+        while not self.is_connected():
+            await self._live.wait()
+            if not self.is_connected():
+                await asyncio.sleep(0.05)
 
     async def _run(self, client: ChorusClient) -> None:
         route_webhooks(self._settings.api_url)  # interaction answers, from this task's children
@@ -222,7 +233,8 @@ class DiscordAdapter(BaseAdapter):
         logger.info("discord stopped")
 
     def is_connected(self) -> bool:
-        """Open, READY since the last disconnect and heartbeats acknowledged.
+        """Open, READY since the last disconnect and heartbeats acknowledged, on every
+        shard this process runs.
 
         discord.py itself closes and remakes a connection that is silent for
         ``heartbeat_timeout``; ``on_disconnect`` then clears the live flag.
@@ -232,7 +244,8 @@ class DiscordAdapter(BaseAdapter):
             return False
         if client.is_closed() or not client.is_ready():
             return False
-        return math.isfinite(client.latency)
+        shards = client.shard_states()
+        return bool(shards) and all(shards.values())
 
     # -------------------------------------------------------------------- inbound
 

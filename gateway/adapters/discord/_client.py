@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -33,6 +34,8 @@ HEARTBEAT_TIMEOUT = 60.0
 """Seconds without any gateway traffic before the connection counts as dead and is remade."""
 GUILD_READY_TIMEOUT = 2.0
 """Seconds discord.py waits for the guilds announced in READY before ``on_ready``."""
+IDENTIFY_DELAY = 5.0
+"""Seconds between two IDENTIFYs of one bot (Discord allows one per 5 s per bucket)."""
 DEFAULT_BASE = Route.BASE
 
 
@@ -93,9 +96,12 @@ class ChorusClient(discord.Client):
         on_state: Notify,
         heartbeat_timeout: float = HEARTBEAT_TIMEOUT,
         guild_ready_timeout: float = GUILD_READY_TIMEOUT,
+        identify_delay: float = IDENTIFY_DELAY,
         counters: Counter[str] | None = None,
+        **options: Any,
     ) -> None:
         self._api_url = settings.api_url
+        self._identify_delay = identify_delay
         self.counters: Counter[str] = counters if counters is not None else Counter()
         """Where skipped events are counted (the adapter's ``counters``)."""
         self._message_listener = on_message
@@ -107,6 +113,7 @@ class ChorusClient(discord.Client):
             allowed_mentions=discord.AllowedMentions(
                 everyone=False, roles=False, users=True, replied_user=True
             ),
+            **options,
         )
 
     def _get_state(self, **options: Any) -> ConnectionState[Any]:
@@ -137,6 +144,14 @@ class ChorusClient(discord.Client):
 
         return parse
 
+    async def before_identify_hook(self, shard_id: int | None, *, initial: bool = False) -> None:
+        if not initial:
+            await asyncio.sleep(self._identify_delay)
+
+    def shard_states(self) -> dict[int, bool]:
+        """Each shard this process runs: connected with its heartbeats acknowledged."""
+        return {0: not self.is_closed() and math.isfinite(self.latency)}
+
     @property
     def routed_http(self) -> RoutedHTTPClient:
         assert isinstance(self.http, RoutedHTTPClient)
@@ -153,6 +168,37 @@ class ChorusClient(discord.Client):
 
     async def on_message(self, message: discord.Message) -> None:
         await self._message_listener(message)
+
+
+class ChorusShardedClient(ChorusClient, discord.AutoShardedClient):  # type: ignore[misc]
+    """``ChorusClient`` over several gateway connections (``discord.shards``).
+
+    ``discord.shard_ids`` picks the shards this process runs, so several processes
+    can split one bot; Discord routes a guild's events to shard
+    ``(guild_id >> 22) % shards`` and direct messages to shard 0.
+    """
+
+    def shard_states(self) -> dict[int, bool]:
+        return {
+            shard_id: not info.is_closed() and math.isfinite(info.latency)
+            for shard_id, info in self.shards.items()
+        }
+
+    async def on_shard_ready(self, shard_id: int) -> None:
+        # A shard that had to IDENTIFY again is READY alone: no client-wide on_ready.
+        self._notify(f"ready (shard {shard_id})")
+
+    async def on_shard_resumed(self, shard_id: int) -> None:
+        self._notify(f"resumed (shard {shard_id})")
+
+
+def make_client(settings: DiscordSettings, **options: Any) -> ChorusClient:
+    """A plain client, or a sharded one when ``discord.shards`` is set."""
+    if settings.shards is None:
+        return ChorusClient(settings, **options)
+    return ChorusShardedClient(
+        settings, shard_count=settings.shards, shard_ids=settings.shard_ids or None, **options
+    )
 
 
 async def describe_bot(settings: DiscordSettings) -> tuple[bool, str]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from typing import Self
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 
 class DiscordSettings(BaseModel):
@@ -19,3 +21,24 @@ class DiscordSettings(BaseModel):
             "empty: register them globally."
         ),
     )
+    shards: int | None = Field(
+        None, ge=1, description="Shard count: run an AutoShardedClient with this many shards."
+    )
+    shard_ids: list[int] = Field(
+        default_factory=list,
+        description="The shards this process runs (with shards); empty: all of them.",
+    )
+
+    @model_validator(mode="after")
+    def _shards_fit(self) -> Self:
+        if not self.shard_ids:
+            return self
+        if self.shards is None:
+            raise ValueError("discord.shard_ids needs discord.shards (the total shard count)")
+        wrong = [i for i in self.shard_ids if not 0 <= i < self.shards]
+        if wrong:
+            raise ValueError(
+                f"discord.shard_ids {wrong} are not shards of {self.shards} "
+                f"(0 to {self.shards - 1})"
+            )
+        return self
