@@ -74,6 +74,43 @@ def command_payload(
     }
 
 
+def action_payload(
+    action_id: str,
+    value: str,
+    *,
+    user: str,
+    channel: str,
+    response_url: str,
+) -> dict[str, Any]:
+    """A ``block_actions`` payload: someone clicked a button on an (ephemeral) message."""
+    return {
+        "type": "block_actions",
+        "team": {"id": TEAM_ID, "domain": "fake"},
+        "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": TEAM_ID},
+        "api_app_id": APP_ID,
+        "token": "unused-verification-token",
+        "container": {
+            "type": "message",
+            "message_ts": "1.000001",
+            "channel_id": channel,
+            "is_ephemeral": True,
+        },
+        "trigger_id": f"{next(_triggers)}.{int(time.time())}.fake",
+        "channel": {"id": channel, "name": "general"},
+        "response_url": response_url,
+        "actions": [
+            {
+                "action_id": action_id,
+                "block_id": "chorus_review_" + value,
+                "text": {"type": "plain_text", "text": action_id},
+                "value": value,
+                "type": "button",
+                "action_ts": f"{time.time():.6f}",
+            }
+        ],
+    }
+
+
 async def _post(
     url: str,
     body: str,
@@ -123,6 +160,21 @@ async def post_command(
 ) -> tuple[int, str]:
     """POST a slash command's form body to ``url`` signed with ``secret``."""
     body = urlencode(form)
+    return await _post(
+        url,
+        body,
+        "application/x-www-form-urlencoded",
+        secret=secret,
+        retry_num=None,
+        timestamp=None,
+    )
+
+
+async def post_action(
+    url: str, payload: dict[str, Any], *, secret: str = SIGNING_SECRET
+) -> tuple[int, str]:
+    """POST an interactivity payload (``payload=<json>`` form) to ``url``, signed."""
+    body = urlencode({"payload": json.dumps(payload)})
     return await _post(
         url,
         body,

@@ -21,7 +21,7 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from .slack_requests import APP_ID, command_payload, event_callback
+from .slack_requests import APP_ID, action_payload, command_payload, event_callback
 
 APP_TOKEN = "xapp-1-AAPP0001-fake-app-level-token"
 
@@ -132,6 +132,14 @@ class SocketModeServer:
         response_url = self.response_url()
         payload = command_payload(text, user=user, channel=channel, response_url=response_url)
         return self.send_envelope("slash_commands", {**payload, **extra})
+
+    def socket_action(self, action_id: str, value: str, *, user: str, channel: str) -> Envelope:
+        """A button click as Socket Mode delivers it (an ``interactive`` envelope)."""
+        response_url = self.response_url()
+        payload = action_payload(
+            action_id, value, user=user, channel=channel, response_url=response_url
+        )
+        return self.send_envelope("interactive", payload)
 
     def send_raw(self, text: str) -> None:
         """Send ``text`` as it is on the newest connection (for malformed envelopes)."""

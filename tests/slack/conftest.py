@@ -25,8 +25,10 @@ from tests.fakes import FakeOpenAI
 from tests.fakes.slack_api import APP_TOKEN, FakeSlack
 from tests.fakes.slack_requests import (
     SIGNING_SECRET,
+    action_payload,
     command_payload,
     event_callback,
+    post_action,
     post_command,
     post_event,
 )
@@ -94,6 +96,14 @@ class SlackGateway(StackHandle):
         form = command_payload(text, user=user, channel=channel, response_url=url)
         status, _ = await post_command(self.commands_url, form, secret=secret)
         return status, url
+
+    async def click(self, action_id: str, value: str, *, user: str, channel: str) -> str:
+        """A button click as Slack posts it over HTTP (to the events path); its response_url."""
+        url = self.slack.response_url()
+        payload = action_payload(action_id, value, user=user, channel=channel, response_url=url)
+        status, _ = await post_action(self.events_url, payload)
+        assert status == 200
+        return url
 
     async def close(self) -> None:
         await self.http.stop()

@@ -47,6 +47,9 @@ def test_manifest_matches_the_adapter(path: Path) -> None:
     events = manifest["settings"]["event_subscriptions"]
     assert set(events["bot_events"]) == NEEDED_EVENTS
     assert manifest["features"]["app_home"]["messages_tab_enabled"] is True
+    assert manifest["settings"]["interactivity"]["is_enabled"] is True  # review buttons
     if not manifest["settings"]["socket_mode_enabled"]:
         assert events["request_url"].endswith(defaults.events_path)
+        interactivity = manifest["settings"]["interactivity"]["request_url"]
+        assert interactivity.endswith(defaults.events_path)
         assert command["url"].endswith(defaults.commands_path)

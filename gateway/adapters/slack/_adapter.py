@@ -42,10 +42,12 @@ from slack_sdk.signature import SignatureVerifier
 from gateway import _texts as gateway_texts
 from gateway.adapters._base import AdapterCapabilities, BaseAdapter, CommandInfo, RouteHandler
 from gateway.adapters._support import Backoff
+from gateway.adapters.slack._actions import REVIEW_ACTION, answer_action
 from gateway.adapters.slack._client import (
     BAD_TOKEN_ERRORS,
     api_url,
     app_token_of,
+    authorization,
     build_client,
     error_code,
     signing_secret_of,
@@ -132,7 +134,7 @@ class SlackAdapter(BaseAdapter):
         # auth.test of its own on the request path), so its client has no token.
         # It passes arguments by parameter name: it gets plain functions, not methods.
         async def authorize(enterprise_id: str | None, team_id: str | None) -> AuthorizeResult:
-            return self._authorize(enterprise_id, team_id)
+            return authorization(self._inbound.me, self._token, enterprise_id, team_id)
 
         async def record_first(
             body: dict[str, Any], next: Callable[[], Awaitable[None]]
@@ -149,7 +151,14 @@ class SlackAdapter(BaseAdapter):
             ack: Callable[[], Awaitable[None]], body: dict[str, Any], respond: AsyncRespond
         ) -> None:
             await ack()
-            self._spawn(self._answer_slash(body, respond))
+            self._spawn(self._answer_slash(body, respond), "slash command")
+
+        async def on_action(
+            ack: Callable[[], Awaitable[None]], body: dict[str, Any], respond: AsyncRespond
+        ) -> None:
+            await ack()
+            work = answer_action(body, respond, answer=self.answer_command, names=self._names)
+            self._spawn(work, "button click")
 
         self._verifier = SignatureVerifier(secret) if secret else None
         self._app = AsyncApp(
@@ -163,6 +172,7 @@ class SlackAdapter(BaseAdapter):
         self._app.event("message")(on_event)
         self._app.event("app_mention")(on_event)
         self._app.command(settings.slash_command)(on_command)
+        self._app.action(REVIEW_ACTION)(on_action)
         self._socket = (
             SocketConnection(
                 self._app,
@@ -334,18 +344,6 @@ class SlackAdapter(BaseAdapter):
         await next()
         return None
 
-    def _authorize(self, enterprise_id: str | None, team_id: str | None) -> AuthorizeResult:
-        me = self._inbound.me
-        if me is None:
-            raise RuntimeError("slack adapter is not connected yet")
-        return AuthorizeResult(
-            enterprise_id=enterprise_id,
-            team_id=team_id or me.team_id,
-            bot_user_id=me.user_id,
-            bot_id=me.bot_id or None,
-            bot_token=self._token,
-        )
-
     async def read_again(self, payload: str) -> InboundMessage | None:
         """A recorded event, read as if it had just arrived (for a restart)."""
         return await self._inbound.read_again(payload)
@@ -358,24 +356,29 @@ class SlackAdapter(BaseAdapter):
         """Slack's command lives in the app manifest; the names spell answers natively."""
         self._command_names = [c.name for c in commands]
 
-    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.create_task(work, name="slack-command")
+    def _spawn(self, work: Coroutine[Any, Any, None], what: str) -> None:
+        """Answer a command or a click after its ack, in a task ``stop()`` waits for."""
+
+        async def guarded() -> None:
+            try:
+                await work
+            except Exception:
+                logger.exception("a slack %s could not be answered", what)
+
+        task = asyncio.create_task(guarded(), name=f"slack-{what}")
         self._answering.add(task)
         task.add_done_callback(self._answering.discard)
 
     async def _answer_slash(self, body: dict[str, Any], respond: AsyncRespond) -> None:
-        try:
-            await answer_slash(
-                body,
-                respond,
-                answer=self.answer_command,
-                names=self._names,
-                command_names=self._command_names,
-                slash_command=self._settings.slash_command,
-                limit=self.capabilities.max_text_length,
-            )
-        except Exception:
-            logger.exception("a slack slash command could not be answered")
+        await answer_slash(
+            body,
+            respond,
+            answer=self.answer_command,
+            names=self._names,
+            command_names=self._command_names,
+            slash_command=self._settings.slash_command,
+            limit=self.capabilities.max_text_length,
+        )
 
     # ------------------------------------------------------------------- outbound
 

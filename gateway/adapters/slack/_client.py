@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 
 from aiohttp import ClientError
+from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
@@ -121,3 +122,18 @@ async def describe_bot(settings: SlackSettings) -> tuple[bool, str]:
             return False, f"cannot open a Socket Mode connection ({type(exc).__name__})"
         mode = "Socket Mode"
     return True, f"connected as @{me.name} ({me.user_id}) in team {me.team_id}; {mode}"
+
+
+def authorization(
+    me: BotIdentity | None, token: str, enterprise_id: str | None, team_id: str | None
+) -> AuthorizeResult:
+    """What bolt acts as for a request: the identity found at start-up, with its token."""
+    if me is None:
+        raise RuntimeError("slack adapter is not connected yet")
+    return AuthorizeResult(
+        enterprise_id=enterprise_id,
+        team_id=team_id or me.team_id,
+        bot_user_id=me.user_id,
+        bot_id=me.bot_id or None,
+        bot_token=token,
+    )

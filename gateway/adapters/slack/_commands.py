@@ -17,6 +17,7 @@ from typing import Any
 from slack_bolt.context.respond.async_respond import AsyncRespond
 
 from gateway.adapters._text_split import split_text
+from gateway.adapters.slack._actions import is_review_listing, review_blocks
 from gateway.adapters.slack._events import PLATFORM
 from gateway.adapters.slack._format import to_mrkdwn
 from gateway.adapters.slack._names import UserNames
@@ -81,6 +82,13 @@ async def answer_slash(
     else:
         text = await answer(message)
     spelled = native_spelling(text, command_names, slash_command)
+    blocks = review_blocks(text) if message and is_review_listing(message.text) else None
+    if blocks is not None:  # each staged write with its Approve / Reject buttons
+        fallback = split_text(to_mrkdwn(spelled), limit)[0]
+        reply = await respond(text=fallback, blocks=blocks, response_type="ephemeral")
+        if reply.status_code != 200:
+            logger.warning("slack: answering a command failed (HTTP %s)", reply.status_code)
+        return
     for part in split_text(to_mrkdwn(spelled), limit)[:COMMAND_PARTS]:
         reply = await respond(text=part, response_type="ephemeral")
         if reply.status_code != 200:

@@ -1,0 +1,94 @@
+"""Slack interactivity: the review listing carries Approve / Reject buttons, and a click
+runs ``/admin memory approve|reject <id>`` through the one dispatch and audit path,
+in HTTP mode and in Socket Mode."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.slack.conftest import ADMIN, ANN, DM_ANN, GatewayFactory, SlackGateway
+from tests.slack.test_slack_commands import MODES, slash
+
+
+def stage(gw: SlackGateway, content: str, user: str = f"slack:{ANN}") -> int:
+    staging = gw.stack.factory.staging
+    assert staging is not None
+    return staging.stage(user_key=user, session_id="s", action="add", content=content)
+
+
+async def click(gw: SlackGateway, verb: str, staged_id: int, *, user: str) -> dict[str, Any]:
+    """A click on a review button, the way the mode delivers it; the answer posted back."""
+    action_id = f"chorus_review_{verb}"
+    if gw.adapter.socket_mode:
+        envelope = gw.slack.socket_action(action_id, str(staged_id), user=user, channel=DM_ANN)
+        await gw.slack.wait_acked(envelope)
+        url = envelope.payload["response_url"]
+    else:
+        url = await gw.click(action_id, str(staged_id), user=user, channel=DM_ANN)
+    return await gw.slack.wait_response(url)
+
+
+def buttons(answer: dict[str, Any]) -> list[tuple[str, str]]:
+    return [
+        (element["action_id"], element["value"])
+        for block in answer.get("blocks") or []
+        if block["type"] == "actions"
+        for element in block["elements"]
+    ]
+
+
+@pytest.mark.parametrize("socket", MODES)
+async def test_pending_writes_come_with_buttons_and_a_click_approves(
+    make_gateway: GatewayFactory, socket: bool
+) -> None:
+    gw = await make_gateway(socket=socket)
+    first = stage(gw, "The printer is on floor 2")
+    second = stage(gw, "Lunch is at noon")
+    listing = await slash(gw, "admin memory pending", user=ADMIN, channel=DM_ANN)
+    assert listing["response_type"] == "ephemeral"
+    assert buttons(listing) == [
+        ("chorus_review_approve", str(first)),
+        ("chorus_review_reject", str(first)),
+        ("chorus_review_approve", str(second)),
+        ("chorus_review_reject", str(second)),
+    ]
+    assert "The printer is on floor 2" in listing["text"]
+
+    approved = await click(gw, "approve", first, user=ADMIN)
+    assert approved["response_type"] == "ephemeral"
+    assert f"#{first}" in approved["text"]
+    rejected = await click(gw, "reject", second, user=ADMIN)
+    assert f"#{second}" in rejected["text"]
+    staging = gw.stack.factory.staging
+    assert staging is not None and staging.pending() == []
+    shared = gw.stack.factory.store_for(None)
+    shared.load_from_disk()
+    assert "The printer is on floor 2" in shared.memory_entries
+    assert "Lunch is at noon" not in shared.memory_entries
+    audit = [(e.actor, e.args, e.outcome) for e in gw.stack.gateway_db.audit_entries()]
+    assert (f"slack:{ADMIN}", f"memory approve {first}", "ok") in audit
+    assert (f"slack:{ADMIN}", f"memory reject {second}", "ok") in audit
+
+
+@pytest.mark.parametrize("socket", MODES)
+async def test_a_non_admins_click_is_refused_and_audited(
+    make_gateway: GatewayFactory, socket: bool
+) -> None:
+    gw = await make_gateway(socket=socket)
+    staged = stage(gw, "Ann wants this shared")
+    refused = await click(gw, "approve", staged, user=ANN)
+    assert "admins only" in refused["text"]
+    staging = gw.stack.factory.staging
+    assert staging is not None and [w.id for w in staging.pending()] == [staged]
+    audit = [(e.actor, e.args, e.outcome) for e in gw.stack.gateway_db.audit_entries()]
+    assert (f"slack:{ANN}", f"memory approve {staged}", "refused") in audit
+
+
+async def test_a_listing_without_pending_writes_has_no_buttons(
+    make_gateway: GatewayFactory,
+) -> None:
+    gw = await make_gateway()
+    listing = await slash(gw, "admin memory pending", user=ADMIN, channel=DM_ANN)
+    assert "No writes waiting" in listing["text"] and buttons(listing) == []
