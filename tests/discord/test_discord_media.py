@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 
+from gateway._texts import ATTACHMENTS_SKIPPED
 from tests.discord.conftest import ANN, BOB, DM_ANN, GatewayFactory
 from tests.fakes import FakeOpenAI
 from tests.fakes.discord_data import BOT_ID, GUILD_ID, THREAD_ID, attachment
@@ -35,7 +36,9 @@ async def test_images_are_not_fetched_beyond_the_cap_elsewhere_or_without_vision
     text = fake.add_file(b"hello", name="notes.txt", content_type="text/plain")
     gw.server.reply("Nothing to see.")
     fake.message("look", author=ANN, channel_id=DM_ANN, attachments=[huge, foreign, text])
-    await fake.wait_posted(DM_ANN, 1)
+    posted = await fake.wait_posted(DM_ANN, 2)
+    # nothing of it could be read: the person is told, and the text is answered
+    assert [p.content for p in posted] == [ATTACHMENTS_SKIPPED, "Nothing to see."]
     assert fake.downloads == []
     content = gw.server.requests[0]["messages"][-1]["content"]
     assert isinstance(content, str) or all(part["type"] == "text" for part in content)

@@ -145,7 +145,8 @@ async def test_images_are_never_fetched_outside_slack_or_beyond_the_cap(
         "look", user=ANN, channel=DM_ANN, subtype="file_share", files=[stolen, huge]
     )
     await gw.event(event)
-    await slack.wait_posted(DM_ANN, 1)
+    posted = await slack.wait_posted(DM_ANN, 2)  # the "answering your text only" note first
+    assert posted[-1].text == "I see no picture."
     assert slack.downloads == []
     assert isinstance(gw.server.requests[0]["messages"][-1]["content"], str)
 
