@@ -1,15 +1,23 @@
-"""Keeps secrets and people's text out of logs, whatever library writes the line.
+"""Keeps secrets and people's text out of logs, whatever library writes the line;
+and writes lines a log stack can read.
 
 ``load_settings`` registers every secret it reads; the filter that ``chorus``
 installs on the root handlers replaces them with ``***`` in each record
 before it is written (message, arguments and exception text). Library lines
 known to print message bodies get ``WithholdText`` on their logger.
+
+``CHORUS_LOG_FORMAT=json`` writes one JSON object a line (``JsonFormatter``):
+time, level, logger, message, and the ``session`` and ``platform`` a line was
+written for when known (``bind()`` sets them for a session's task).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
+from contextvars import ContextVar
+from datetime import UTC, datetime
 
 MASK = "***"
 MIN_SECRET_LENGTH = 6
@@ -78,3 +86,41 @@ def install(logger: logging.Logger | None = None) -> None:
     for handler in target.handlers:
         if not any(isinstance(f, SecretFilter) for f in handler.filters):
             handler.addFilter(SecretFilter())
+
+
+_fields: ContextVar[dict[str, str]] = ContextVar("chorus_log_fields", default={})  # noqa: B039
+CONTEXT_FIELDS = ("session", "platform")
+
+
+def bind(**fields: str) -> None:
+    """From now on, in this task (and the tasks it starts), lines carry ``fields``."""
+    _fields.set({**_fields.get(), **fields})
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object a line: ``time``, ``level``, ``logger``, ``message`` and, where
+    known, ``session``, ``platform`` and ``exception``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, str] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        for name in CONTEXT_FIELDS:
+            value = getattr(record, name, None) or _fields.get().get(name)
+            if value:
+                line[name] = str(value)
+        if record.exc_info and not record.exc_text:
+            record.exc_text = redact(self.formatException(record.exc_info))
+        if record.exc_text:
+            line["exception"] = record.exc_text
+        return json.dumps(line, ensure_ascii=False)
+
+
+def formatter(kind: str | None) -> logging.Formatter:
+    """The formatter ``CHORUS_LOG_FORMAT`` names: ``json``, or the readable default."""
+    if (kind or "").strip().lower() == "json":
+        return JsonFormatter()
+    return logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")

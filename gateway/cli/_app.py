@@ -68,11 +68,9 @@ def main() -> None:
     """Console-script entry point: logging to stderr, then the typer app."""
     level = getattr(logging, os.environ.get("CHORUS_LOG_LEVEL", "WARNING").upper(), None)
     level = level if isinstance(level, int) else logging.WARNING
-    logging.basicConfig(
-        level=level,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logs.formatter(os.environ.get("CHORUS_LOG_FORMAT")))
+    logging.basicConfig(level=level, handlers=[handler])
     logs.install()
     os.umask(0o077)  # every file chorus creates (state.db, memory files) is its user's only
     # people's text is logged at DEBUG only, and only when asked for

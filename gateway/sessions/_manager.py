@@ -26,6 +26,7 @@ from typing import Protocol
 from agent.agent import Agent
 from agent.context import SessionContext
 from agent.scheduler import JobScheduler
+from gateway import logs
 from gateway.clock import Clock
 from gateway.config import SessionsSettings
 from gateway.events import InboundMessage, SessionKey
@@ -265,6 +266,7 @@ class SessionManager:
             logger.info("evicted idle agent of session %s", victim.session_id)
 
     async def _work(self, live: LiveSession) -> None:
+        logs.bind(session=live.session_id, platform=live.key.platform)  # this task's lines
         while live.pending and not live.ending:
             batch, live.pending = live.pending, []
             async with self._turns:

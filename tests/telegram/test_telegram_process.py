@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import socket
@@ -170,3 +171,40 @@ async def test_sigterm_with_busy_sessions_exits_within_the_bound_and_ends_each_o
     assert all(len(telegram.in_chat(user)) == 1 for user in users)
     assert len(records) == 16  # the 8 cut short, and the 8 that answered after the restart
     assert all(r.ended_at is not None and r.end_reason == "shutdown" for r in records)
+
+
+async def test_json_logs_one_object_a_line_with_session_and_platform_and_no_secrets(
+    chorus_home: Path, server: FakeOpenAI, telegram: FakeTelegram
+) -> None:
+    chorus_home.mkdir(mode=0o700)
+    port = free_port()
+    env = gateway_env(chorus_home, server, telegram, port)
+    env.update(
+        {
+            "CHORUS_LOG_FORMAT": "json",
+            "CHORUS_LOG_LEVEL": "DEBUG",
+            "OPENAI_API_KEY": "sk-json-log-secret-1234",
+        }
+    )
+    proc = subprocess.Popen([str(CHORUS), "gateway"], env=env, stderr=subprocess.PIPE)
+    try:
+        await wait_ready(port)
+        server.reply("logged")
+        telegram.message("please keep this out of the log", user_id=ANN)
+        await telegram.wait_messages(ANN, 1)
+        proc.send_signal(signal.SIGTERM)
+        _, err = await asyncio.to_thread(proc.communicate, timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0
+    text = err.decode()
+    lines = [json.loads(line) for line in text.splitlines() if line.strip()]
+    assert lines and all({"time", "level", "logger", "message"} <= set(line) for line in lines)
+    with SessionDB(ChorusPaths(chorus_home).state_db) as db:
+        [record] = db.list_sessions(limit=5)
+    in_session = [line for line in lines if line.get("session") == record.id]
+    assert in_session and all(line["platform"] == "telegram" for line in in_session)
+    assert telegram.token not in text and "sk-json-log-secret-1234" not in text
+    assert "please keep this out of the log" not in text  # content only with CHORUS_LOG_CONTENT
