@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 import redis
+import yaml
 from rq.registry import FinishedJobRegistry
 
 from memory.paths import ChorusPaths
 from memory.transcripts import SessionDB
 from tests.fakes import FakeOpenAI, RedisServer
-from tests.fakes.containers import Container, build_image, podman, run
+from tests.fakes.containers import ROOT, Container, build_image, compose_hardening, podman, run
 from tests.fakes.telegram_api import FakeTelegram
 from tests.telegram.conftest import ANN
 from tests.telegram.test_telegram_process import free_port, get
@@ -93,7 +94,12 @@ async def test_gateway_and_worker_containers_answer_and_stop_cleanly(
         "CHORUS_MEMORY__FLUSH_MIN_TURNS": "1",
         "PTB_TIMEDELTA": "1",
     }
-    gateway = Container(image, data_dir, env, "chorus", "gateway")
+    services = yaml.safe_load((ROOT / "deploy" / "compose.yaml").read_text())["services"]
+    hardened = {name: compose_hardening(services[name]) for name in ("gateway", "worker")}
+    assert "--read-only" in hardened["gateway"]  # run as compose runs it
+    gateway = Container(
+        image, data_dir, env, *services["gateway"]["command"], hardening=hardened["gateway"]
+    )
     worker: Container | None = None
     try:
         await wait_healthy(port)
@@ -108,7 +114,9 @@ async def test_gateway_and_worker_containers_answer_and_stop_cleanly(
 
         # SIGTERM: the gateway finishes, ends the session and queues its end in Redis
         assert gateway.stop() == 0, gateway.logs()[-3000:]
-        worker = Container(image, data_dir, env, "chorus", "worker")
+        worker = Container(
+            image, data_dir, env, *services["worker"]["command"], hardening=hardened["worker"]
+        )
         conn = redis.Redis.from_url(redis_server.url)
         finished = FinishedJobRegistry("chorus", connection=conn)
         for _ in range(600):  # the session's end, run by the worker container

@@ -98,9 +98,16 @@ def run(image: str, *command: str, env: dict[str, str] | None = None) -> str:
 class Container:
     """One detached container of ``image`` with ``home`` as its ``/data``."""
 
-    def __init__(self, image: str, home: Path, env: dict[str, str], *command: str) -> None:
+    def __init__(
+        self,
+        image: str,
+        home: Path,
+        env: dict[str, str],
+        *command: str,
+        hardening: list[str] | None = None,
+    ) -> None:
         self.name = f"chorus-test-{uuid.uuid4().hex[:10]}"
-        flags = [f"--env={k}={v}" for k, v in env.items()]
+        flags = [f"--env={k}={v}" for k, v in env.items()] + (hardening or [])
         podman(
             "run", "--detach", "--name", self.name, *RUN_FLAGS, *flags,
             "--volume", f"{home}:/data", image, *command,
@@ -126,3 +133,17 @@ class Container:
     def remove(self) -> None:
         with contextlib.suppress(subprocess.SubprocessError):
             podman("rm", "--force", "--time", "0", self.name, check=False, timeout=60)
+
+
+def compose_hardening(service: dict[str, object]) -> list[str]:
+    """``podman run`` flags for a compose service's read_only, tmpfs, cap_drop, security_opt."""
+    flags: list[str] = []
+    if service.get("read_only"):
+        flags.append("--read-only")
+    for path in service.get("tmpfs") or []:  # type: ignore[attr-defined]
+        flags += ["--tmpfs", str(path)]
+    for cap in service.get("cap_drop") or []:  # type: ignore[attr-defined]
+        flags += ["--cap-drop", str(cap)]
+    for option in service.get("security_opt") or []:  # type: ignore[attr-defined]
+        flags += ["--security-opt", str(option).replace(":true", "")]
+    return flags
