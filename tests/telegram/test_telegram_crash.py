@@ -7,9 +7,11 @@ from __future__ import annotations
 import subprocess
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from agent.flush import FLUSH_PROMPT
 from tests.fakes import FakeOpenAI, Reply
 from tests.fakes.telegram_api import FakeTelegram
 from tests.telegram.conftest import ANN
@@ -40,6 +42,17 @@ async def gateway(
         proc.wait()
 
 
+def answer_turns(server: FakeOpenAI, text: str) -> None:
+    """Answer the person's turn with ``text``, whenever it comes; a memory flush (should
+    the restart end a session, a background job racing the resumed turn) gets none."""
+
+    def respond(body: dict[str, Any]) -> str:
+        last = body["messages"][-1]
+        return "" if last.get("content") == FLUSH_PROMPT else text
+
+    server.responder(respond)
+
+
 def kill(proc: subprocess.Popen[bytes]) -> None:
     proc.kill()  # SIGKILL: no shutdown work of any kind
     proc.wait(timeout=10)
@@ -55,7 +68,7 @@ async def test_killed_mid_turn_the_message_is_answered_once_after_the_restart(
     await telegram.wait_for(lambda: not telegram.pending(), what="the update confirmed")
     kill(first)
 
-    server.reply("Forty-two.")
+    answer_turns(server, "Forty-two.")
     second = await gateway()  # type: ignore[misc]
     [answer] = await telegram.wait_messages(ANN, 1, timeout=30)
     assert answer.text == "Forty-two."
@@ -82,10 +95,12 @@ async def test_a_half_streamed_answer_ends_with_the_final_text(
     kill(first)
 
     server.stream_piece_delay = 0.0
-    server.reply("Six times seven is 42.")
+    answer_turns(server, "Six times seven is 42.")
     second = await gateway()  # type: ignore[misc]
     await telegram.wait_for(
-        lambda: telegram.in_chat(ANN)[0].text == "Six times seven is 42.", what="the final text"
+        lambda: telegram.in_chat(ANN)[0].text == "Six times seven is 42.",
+        timeout=30,
+        what="the final text",
     )
     assert [m.message_id for m in telegram.in_chat(ANN)] == [frozen.message_id]
     kill(second)
