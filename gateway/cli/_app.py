@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 
 from gateway import logs
+from gateway.cli._backup import backup_command, restore_command
 from gateway.cli._memory import memory_app
 from gateway.cli._queue import queue_app
 from gateway.cli._run import console_command, doctor_command, gateway_command, worker_command
@@ -37,6 +38,8 @@ app.command("console")(console_command)
 app.command("gateway")(gateway_command)
 app.command("worker")(worker_command)
 app.command("doctor")(doctor_command)
+app.command("backup")(backup_command)
+app.command("restore")(restore_command)
 
 
 def _version() -> str:

@@ -1,0 +1,175 @@
+"""One-file backups of a CHORUS_HOME, and restoring one into an empty home.
+
+``write_backup`` makes a ``.tar.gz`` holding a consistent copy of ``state.db``
+(SQLite's online backup API: safe while the gateway and workers write to it)
+and every other file of the home — memories (``MEMORY.md``, each ``USER.md``),
+``config.yaml``, plugins — except the secrets file ``.env`` (secrets belong in
+a secret store, not in every backup) and the SQLite side files (``-wal``,
+``-shm``), whose content the copy already holds. A ``chorus-backup.json``
+manifest names the schema version and when the backup was made.
+
+``restore_backup`` unpacks an archive into a home that is empty or missing
+(``force`` overwrites a non-empty one), refusing members that would land outside
+it, and leaves directories 0700 and files 0600, as chorus makes them.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import sqlite3
+import tarfile
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from memory.errors import MemoryLayerError
+from memory.paths import ChorusPaths
+from memory.transcripts import SCHEMA_VERSION
+
+MANIFEST = "chorus-backup.json"
+SKIPPED_NAMES = frozenset({".env"})
+SKIPPED_SUFFIXES = ("-wal", "-shm", "-journal", ".bak", ".tmp")
+
+
+class BackupError(MemoryLayerError):
+    """A backup could not be written or restored; the message says why."""
+
+
+@dataclass(frozen=True)
+class BackupSummary:
+    path: Path
+    files: int
+    """Files in the archive besides the manifest (``state.db`` included)."""
+    schema_version: int
+
+
+def default_name(now: float | None = None) -> str:
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now))
+    return f"chorus-backup-{stamp}.tar.gz"
+
+
+def _skipped(relative: PurePosixPath, home: Path, target: Path) -> bool:
+    if relative.name in SKIPPED_NAMES or relative.name.endswith(SKIPPED_SUFFIXES):
+        return True
+    return relative.as_posix() == "state.db" or (home / relative) == target
+
+
+def copy_database(source: Path, target: Path) -> None:
+    """A consistent copy of the SQLite database ``source`` at ``target`` (online backup)."""
+    src = sqlite3.connect(f"file:{source}?mode=ro", uri=True, timeout=30)
+    try:
+        dst = sqlite3.connect(target)
+        try:
+            src.backup(dst)
+        finally:
+            dst.close()
+    finally:
+        src.close()
+
+
+def write_backup(home: Path, target: Path, *, now: float | None = None) -> BackupSummary:
+    """Archive ``home`` at ``target``: a ``.tar.gz``/``.tgz`` file, or else a directory
+    (made if missing) to put ``chorus-backup-<UTC time>.tar.gz`` in."""
+    if not home.is_dir():
+        raise BackupError(f"CHORUS_HOME {home} does not exist")
+    if target.is_dir() or not target.name.endswith((".tar.gz", ".tgz")):
+        target.mkdir(mode=0o700, parents=True, exist_ok=True)  # a directory to put it in
+        target = target / default_name(now)
+    if target.exists():
+        raise BackupError(f"{target} exists already; name a new file")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    state_db = ChorusPaths(home).state_db
+    files = 0
+    with tempfile.TemporaryDirectory(prefix="chorus-backup-") as scratch:
+        partial = target.with_name(target.name + ".partial")
+        try:
+            with tarfile.open(partial, "w:gz") as archive:
+                if state_db.exists():
+                    copy = Path(scratch) / "state.db"
+                    copy_database(state_db, copy)
+                    archive.add(copy, arcname="state.db")
+                    files += 1
+                for path in sorted(home.rglob("*")):
+                    relative = PurePosixPath(path.relative_to(home).as_posix())
+                    if not path.is_file() or path.is_symlink():
+                        continue
+                    if _skipped(relative, home, target) or path == partial:
+                        continue
+                    archive.add(path, arcname=relative.as_posix())
+                    files += 1
+                manifest = {
+                    "format": 1,
+                    "schema_version": SCHEMA_VERSION,
+                    "created": time.strftime(
+                        "%Y-%m-%dT%H:%M:%SZ", time.gmtime(now if now is not None else time.time())
+                    ),
+                    "files": files,
+                }
+                data = json.dumps(manifest, indent=2).encode()
+                info = tarfile.TarInfo(MANIFEST)
+                info.size, info.mode, info.mtime = len(data), 0o600, int(time.time())
+                archive.addfile(info, io.BytesIO(data))
+            os.chmod(partial, 0o600)
+            partial.replace(target)
+        except (OSError, sqlite3.Error, tarfile.TarError) as exc:
+            partial.unlink(missing_ok=True)
+            raise BackupError(f"backup failed: {exc}") from exc
+    return BackupSummary(target, files, SCHEMA_VERSION)
+
+
+def read_manifest(archive_path: Path) -> dict[str, object]:
+    try:
+        with tarfile.open(archive_path, "r:gz") as archive:
+            member = archive.extractfile(MANIFEST)
+            if member is None:
+                raise KeyError(MANIFEST)
+            data = json.loads(member.read())
+    except (OSError, tarfile.TarError, KeyError, ValueError) as exc:
+        raise BackupError(f"{archive_path} is not a chorus backup ({exc})") from exc
+    if not isinstance(data, dict):
+        raise BackupError(f"{archive_path} is not a chorus backup (bad manifest)")
+    return data
+
+
+def restore_backup(archive_path: Path, home: Path, *, force: bool = False) -> BackupSummary:
+    """Unpack ``archive_path`` into ``home``; refuses a non-empty home unless ``force``."""
+    manifest = read_manifest(archive_path)
+    version = manifest.get("schema_version")
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise BackupError(
+            f"the backup has schema version {version}, newer than this chorus "
+            f"({SCHEMA_VERSION}); restore it with the chorus that made it or a newer one"
+        )
+    if home.exists() and any(home.iterdir()) and not force:
+        raise BackupError(f"CHORUS_HOME {home} is not empty; restore into an empty one or --force")
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(home, 0o700)
+    files = 0
+    try:
+        with tarfile.open(archive_path, "r:gz") as archive:
+            for member in archive.getmembers():
+                if member.name == MANIFEST or not member.isfile():
+                    continue
+                relative = PurePosixPath(member.name)
+                if relative.is_absolute() or ".." in relative.parts or not relative.parts:
+                    raise BackupError(f"the backup holds an unsafe path: {member.name!r}")
+                destination = home.joinpath(*relative.parts)
+                for parent in reversed(destination.relative_to(home).parents):
+                    (home / parent).mkdir(mode=0o700, exist_ok=True)
+                source = archive.extractfile(member)
+                if source is None:
+                    continue
+                for side in ("-wal", "-shm"):  # a stale side file would corrupt the copy
+                    destination.with_name(destination.name + side).unlink(missing_ok=True)
+                fd = os.open(destination, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                with os.fdopen(fd, "wb") as out:
+                    shutil.copyfileobj(source, out)
+                os.chmod(destination, 0o600)
+                files += 1
+    except (OSError, tarfile.TarError) as exc:
+        raise BackupError(f"restore failed: {exc}") from exc
+    return BackupSummary(archive_path, files, version)
