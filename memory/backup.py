@@ -32,7 +32,7 @@ from memory.transcripts import SCHEMA_VERSION
 
 MANIFEST = "chorus-backup.json"
 SKIPPED_NAMES = frozenset({".env"})
-SKIPPED_SUFFIXES = ("-wal", "-shm", "-journal", ".bak", ".tmp")
+SKIPPED_SUFFIXES = ("-wal", "-shm", "-journal", ".bak", ".tmp", ".partial")
 
 
 class BackupError(MemoryLayerError):
@@ -55,6 +55,8 @@ def default_name(now: float | None = None) -> str:
 def _skipped(relative: PurePosixPath, home: Path, target: Path) -> bool:
     if relative.name in SKIPPED_NAMES or relative.name.endswith(SKIPPED_SUFFIXES):
         return True
+    if any(part.startswith("chorus-backup-") for part in relative.parts):
+        return True  # earlier backups kept inside the home, and this one's scratch copy
     return relative.as_posix() == "state.db" or (home / relative) == target
 
 
@@ -84,7 +86,8 @@ def write_backup(home: Path, target: Path, *, now: float | None = None) -> Backu
     target.parent.mkdir(parents=True, exist_ok=True)
     state_db = ChorusPaths(home).state_db
     files = 0
-    with tempfile.TemporaryDirectory(prefix="chorus-backup-") as scratch:
+    # the copy of state.db is made beside the archive, not in /tmp (often a small tmpfs)
+    with tempfile.TemporaryDirectory(prefix="chorus-backup-", dir=target.parent) as scratch:
         partial = target.with_name(target.name + ".partial")
         try:
             with tarfile.open(partial, "w:gz") as archive:

@@ -9,6 +9,7 @@ import typer
 
 from gateway.cli._common import fail, out, settings
 from gateway.errors import GatewayError
+from memory.errors import MemoryLayerError
 
 
 def console_command() -> None:
@@ -18,7 +19,7 @@ def console_command() -> None:
     cfg = settings()
     try:
         asyncio.run(run_console(cfg))
-    except GatewayError as exc:
+    except (GatewayError, MemoryLayerError) as exc:
         raise fail(str(exc), 2) from None
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
@@ -31,7 +32,7 @@ def gateway_command() -> None:
     cfg = settings()
     try:
         code = asyncio.run(run_gateway(cfg))
-    except GatewayError as exc:
+    except (GatewayError, MemoryLayerError) as exc:
         raise fail(str(exc), 2) from None
     raise typer.Exit(code)
 
@@ -48,7 +49,7 @@ def worker_command(
     cfg = settings()
     try:
         run_worker(cfg, burst=burst, concurrency=concurrency)
-    except GatewayError as exc:
+    except (GatewayError, MemoryLayerError) as exc:
         raise fail(str(exc), 2) from None
 
 

@@ -134,32 +134,65 @@ def fts5_available() -> bool:
     return True
 
 
-def apply_schema(conn: sqlite3.Connection) -> int:
+def apply_schema(
+    conn: sqlite3.Connection,
+    migrations: tuple[tuple[str, ...], ...] = MIGRATIONS,
+) -> int:
     """Create or upgrade the schema on ``conn`` (autocommit mode); return the version.
 
     Runs inside one ``BEGIN IMMEDIATE`` transaction and reads the version again
     inside it, so two processes opening the same file do not migrate it twice.
+    Before an existing database is upgraded, a copy of it as it was is written
+    next to it (``state.db.v<old>.bak``); a failed step rolls every step back.
+    A database newer than ``migrations`` know is refused.
     """
+    target = len(migrations)
+    found = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if 0 < found < target:  # the copy first, outside the write transaction
+        copy = _copy_before_migrating(conn, found)
+        logger.warning(
+            "migrating the session database from schema %d to %d (a copy as it was: %s)",
+            found,
+            target,
+            copy,
+        )
     conn.execute("BEGIN IMMEDIATE")
     try:
         version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-        if version > SCHEMA_VERSION:
+        if version > target:
             raise SessionDBError(
                 f"session database has schema version {version}, newer than the supported "
-                f"version {SCHEMA_VERSION}; upgrade chorus to open it"
+                f"version {target}; upgrade chorus to open it"
             )
-        for step in range(version, SCHEMA_VERSION):
-            for statement in MIGRATIONS[step]:
+        for step in range(version, target):
+            for statement in migrations[step]:
                 conn.execute(statement)
             logger.debug("session db schema migrated to version %d", step + 1)
-        if version != SCHEMA_VERSION:
-            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION:d}")
+        if version != target:
+            conn.execute(f"PRAGMA user_version = {target:d}")
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
-    return SCHEMA_VERSION
+    return target
+
+
+def _copy_before_migrating(conn: sqlite3.Connection, version: int) -> Path | None:
+    """The database as it is now, at ``<file>.v<version>.bak`` (0600); None for memory DBs."""
+    row = conn.execute("PRAGMA database_list").fetchone()
+    filename = row[2] if row is not None else ""
+    if not filename:
+        return None
+    copy = Path(filename).with_name(f"{Path(filename).name}.v{version}.bak")
+    copy.unlink(missing_ok=True)
+    private_database(copy)
+    target = sqlite3.connect(copy)
+    try:
+        conn.backup(target)
+    finally:
+        target.close()
+    return copy
 
 
 def open_connection(path: Path) -> sqlite3.Connection:

@@ -132,3 +132,18 @@ def test_unsafe_foreign_and_newer_archives_are_refused(tmp_path: Path) -> None:
     with pytest.raises(BackupError, match="newer than this chorus"):
         restore_backup(future, tmp_path / "home-c")
     assert not os.path.exists(tmp_path / "home-c" / "state.db")
+
+
+def test_backups_kept_inside_the_home_are_not_backed_up_again(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / "memories").mkdir(parents=True, mode=0o700)
+    (home / "memories" / "MEMORY.md").write_text("notes")
+    with SessionDB(home / "state.db") as db:
+        db.create_session("s1", platform="telegram", user_key="telegram:1")
+    first = write_backup(home, home / "backups", now=1_000_000)
+    second = write_backup(home, home / "backups", now=2_000_000)
+    assert first.path != second.path and first.path.parent == home / "backups"
+    with tarfile.open(second.path) as tar:
+        names = set(tar.getnames())
+    assert names == {"state.db", "memories/MEMORY.md", MANIFEST}
+    assert not any(p.name.startswith("chorus-backup-") and p.is_dir() for p in home.rglob("*"))
