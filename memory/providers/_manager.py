@@ -64,13 +64,18 @@ def _error(message: str) -> str:
     return json.dumps({"success": False, "error": message}, ensure_ascii=False)
 
 
-def _accepts_messages(provider: MemoryProvider) -> bool:
-    """Whether ``provider.sync_turn`` takes the ``messages`` keyword."""
+def _accepts(provider: MemoryProvider, method: str, keyword: str) -> bool:
+    """Whether ``provider.<method>`` takes ``keyword`` (by name or through ``**kwargs``)."""
     try:
-        params = inspect.signature(provider.sync_turn).parameters.values()
+        params = inspect.signature(getattr(provider, method)).parameters.values()
     except (TypeError, ValueError):
         return False
-    return any(p.name == "messages" or p.kind is p.VAR_KEYWORD for p in params)
+    return any(p.name == keyword or p.kind is p.VAR_KEYWORD for p in params)
+
+
+def _accepts_messages(provider: MemoryProvider) -> bool:
+    """Whether ``provider.sync_turn`` takes the ``messages`` keyword."""
+    return _accepts(provider, "sync_turn", "messages")
 
 
 def _call(provider: MemoryProvider, method: str, *args: Any, **kwargs: Any) -> tuple[bool, Any]:
@@ -314,8 +319,16 @@ class MemoryManager:
     def on_memory_write(
         self, action: str, target: str, content: str, metadata: dict[str, Any] | None = None
     ) -> None:
-        """Mirror a write of the built-in ``memory`` tool to every provider."""
-        self._fan_out("on_memory_write", action, target, content, metadata)
+        """Mirror a write of the built-in ``memory`` tool to every provider.
+
+        ``metadata`` goes by keyword, and only to a provider whose hook takes it: a
+        hook of the three documented arguments works too.
+        """
+        for provider in self._providers:
+            extra = (
+                {"metadata": metadata} if _accepts(provider, "on_memory_write", "metadata") else {}
+            )
+            _call(provider, "on_memory_write", action, target, content, **extra)
 
     def on_delegation(
         self, task: str, result: str, *, child_session_id: str = "", **kwargs: Any

@@ -542,3 +542,42 @@ def test_thread_background_close_cancels_queued_work() -> None:
     gate.set()
     assert background.flush(timeout=WAIT)
     assert ran == []
+
+
+class ThreeArgumentWrites(Minimal):
+    """``on_memory_write`` with the three documented arguments and no ``metadata``."""
+
+    def __init__(self) -> None:
+        self.writes: list[tuple[str, str, str]] = []
+
+    def on_memory_write(self, action: str, target: str, content: str) -> None:  # type: ignore[override]
+        self.writes.append((action, target, content))
+
+
+class MetadataWrites(Minimal):
+    def __init__(self) -> None:
+        self.writes: list[tuple[str, dict[str, Any] | None]] = []
+
+    @property
+    def name(self) -> str:
+        return "with-metadata"
+
+    def on_memory_write(
+        self, action: str, target: str, content: str, metadata: dict[str, Any] | None = None
+    ) -> None:
+        self.writes.append((content, metadata))
+
+
+@pytest.mark.parametrize("metadata", [None, {"session_id": "s1"}])
+def test_memory_writes_reach_hooks_with_or_without_a_metadata_parameter(
+    metadata: dict[str, Any] | None,
+) -> None:
+    for provider in (ThreeArgumentWrites(), MetadataWrites()):
+        manager = MemoryManager()
+        manager.add_provider(provider)
+        manager.on_memory_write("add", "user", "likes tea", metadata)
+        manager.shutdown_all(drain_timeout=1.0)
+        if isinstance(provider, ThreeArgumentWrites):
+            assert provider.writes == [("add", "user", "likes tea")]  # not dropped by a TypeError
+        else:
+            assert provider.writes == [("likes tea", metadata)]
