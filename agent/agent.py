@@ -26,6 +26,7 @@ from agent.llm import DeltaCallback, LLMClient, LLMResponse, ToolCallRequest, Us
 from agent.prompt import build_system_prompt
 from agent.scheduler import JobScheduler
 from agent.shared_writes import SharedWriteGate
+from agent.streaming import ContextScrubber, emit, scrubbed
 from agent.tools.memory_tool import (
     MEMORY_TOOL_SCHEMA,
     MemoryCallError,
@@ -36,7 +37,11 @@ from agent.tools.memory_tool import (
 )
 from agent.tools.registry import ToolRegistry, tool_error
 from agent.tools.session_search_tool import SESSION_SEARCH_SCHEMA, run_session_search
-from memory.providers import MemoryManager, build_memory_context_block
+from memory.providers import (
+    MemoryManager,
+    build_memory_context_block,
+    strip_memory_context,
+)
 from memory.store import MemoryStore
 from memory.transcripts import AsyncSessionDB
 
@@ -232,14 +237,20 @@ class Agent:
     async def _loop(self, on_delta: DeltaCallback | None) -> str:
         limit = self.config.agent.max_iterations
         for _ in range(limit):
+            scrubber = ContextScrubber()
+            shown = scrubbed(on_delta, scrubber) if on_delta is not None else None
             response = await self.llm.complete(
-                self.build_request(), tools=self.tool_schemas(), on_delta=on_delta
+                self.build_request(), tools=self.tool_schemas(), on_delta=shown
             )
+            if on_delta is not None:
+                await emit(on_delta, scrubber.finish())
             await self._record_usage(response)
             message = response.to_message()
+            if isinstance(message.get("content"), str):  # recalled context echoed back
+                message["content"] = strip_memory_context(message["content"])
             await self._append(message, finish_reason=response.finish_reason)
             if not response.tool_calls:
-                return response.content
+                return strip_memory_context(response.content)
             for call in response.tool_calls:
                 result = await self._run_tool(call)
                 await self._append(

@@ -12,6 +12,7 @@ from memory.providers._builtin import BUILTIN_PROVIDER_NAME, BuiltinMemoryProvid
 from memory.providers._fence import (
     FENCE_CLOSE,
     FENCE_OPEN,
+    ContextScrubber,
     build_memory_context_block,
     sanitize_context,
     strip_memory_context,
@@ -25,6 +26,7 @@ __all__ = [
     "FENCE_CLOSE",
     "FENCE_OPEN",
     "BuiltinMemoryProvider",
+    "ContextScrubber",
     "MemoryManager",
     "MemoryProvider",
     "build_memory_context_block",

@@ -77,3 +77,68 @@ def strip_memory_context(text: str) -> str:
     if cleaned == text:
         return text
     return _BLANK_RUN_RE.sub("\n\n", cleaned).strip()
+
+
+_OPEN_RE = re.compile(r"<\s*memory-context\b[^<>]*>", re.IGNORECASE)
+_CLOSE_RE = re.compile(r"<\s*/\s*memory-context\b[^<>]*>", re.IGNORECASE)
+_HOLD_CHARS = 64
+"""A ``<`` this close to the end, with no ``>`` after it, may be the start of a tag."""
+_NOTE_HOLD_CHARS = len(SYSTEM_NOTE) + 32
+
+
+class ContextScrubber:
+    """Removes fenced recalled context from text that arrives in pieces (a stream).
+
+    ``feed(piece)`` returns what may be shown now; ``finish()`` the rest. Text
+    inside a ``<memory-context>`` block never comes out, even when a tag is split
+    across pieces: a possible tag (or system note) start at the end of the text
+    seen so far is held back until it is complete or proven harmless. An
+    unterminated block swallows the rest of the stream.
+    """
+
+    def __init__(self) -> None:
+        self._buffer = ""
+        self._inside = False
+
+    def feed(self, piece: str) -> str:
+        self._buffer += piece
+        shown: list[str] = []
+        while True:
+            if self._inside:
+                close = _CLOSE_RE.search(self._buffer)
+                if close is None:
+                    self._buffer = self._buffer[-_HOLD_CHARS:]  # a close tag may be split
+                    break
+                self._buffer = self._buffer[close.end() :]
+                self._inside = False
+                continue
+            opened = _OPEN_RE.search(self._buffer)
+            if opened is not None:
+                shown.append(self._buffer[: opened.start()])
+                self._buffer = self._buffer[opened.end() :]
+                self._inside = True
+                continue
+            cut = self._safe_end(self._buffer)
+            shown.append(self._buffer[:cut])
+            self._buffer = self._buffer[cut:]
+            break
+        return _remove_until_stable("".join(shown), _NOTE_RE, _TAG_RE)
+
+    def finish(self) -> str:
+        rest, self._buffer = ("" if self._inside else self._buffer), ""
+        self._inside = False
+        return _remove_until_stable(rest, _NOTE_RE, _TAG_RE)
+
+    @staticmethod
+    def _safe_end(text: str) -> int:
+        """How much of ``text`` cannot be the start of a tag or a system note."""
+        end = len(text)
+        angle = text.rfind("<")
+        if angle != -1 and ">" not in text[angle:] and end - angle < _HOLD_CHARS:
+            end = angle
+        bracket = text.rfind("[", 0, end)
+        if bracket != -1 and "]" not in text[bracket:] and end - bracket < _NOTE_HOLD_CHARS:
+            tail = " ".join(text[bracket + 1 :].lower().split())
+            if "system note:".startswith(tail[:12]) or tail.startswith("system note"):
+                end = bracket
+        return end

@@ -10,6 +10,7 @@ import pytest
 
 from agent.agent import APOLOGY, NUDGE
 from agent.tools.registry import Tool, ToolRegistry
+from memory.providers import build_memory_context_block
 from memory.transcripts import AsyncSessionDB
 from tests.agent.conftest import MakeAgent, Sleeps, tool_results
 from tests.fakes import FakeOpenAI, Reply
@@ -286,3 +287,19 @@ async def test_images_go_to_the_model_and_the_transcript_notes_them(
     stored = await db.get_messages("pics")
     assert stored[0].content == "look\n[1 image(s)]"
     assert estimate_tokens(agent.history) < 2_000  # an image is not counted by its base64
+
+
+async def test_recalled_context_echoed_by_the_model_never_reaches_the_chat(
+    server: FakeOpenAI, make_agent: MakeAgent
+) -> None:
+    agent = await make_agent()
+    echoed = build_memory_context_block("Bob's diagnosis is private")
+    server.reply(f"Here is what I know: {echoed} Nothing more.")
+    pieces: list[str] = []
+    answer = await agent.run_turn("what do you know?", on_delta=pieces.append)
+    streamed = "".join(pieces)
+    assert len(pieces) >= 3  # it did stream
+    for shown in (streamed, answer, agent.history[-1]["content"]):
+        assert "diagnosis" not in shown and "memory-context" not in shown
+    assert answer.startswith("Here is what I know:") and answer.endswith("Nothing more.")
+    assert streamed.startswith("Here is what I know:") and streamed.endswith("Nothing more.")

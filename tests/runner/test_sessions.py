@@ -27,7 +27,15 @@ async def test_fifty_sessions_concurrent_in_order_within_cap(
     make_gateway: GatewayFactory, server: FakeOpenAI
 ) -> None:
     gw = await make_gateway(CHORUS_AUTH__POLICY="open", CHORUS_SESSIONS__MAX_CONCURRENT_TURNS="10")
-    server.responder(echo(delay=0.05))
+    quick = echo(delay=0.05)
+
+    def answer(body: dict[str, Any]) -> Reply:
+        reply = quick(body)
+        if (reply.text or "").endswith(" m0"):  # the first wave lasts long enough to fill the cap
+            reply = Reply.of_text(reply.text, delay=1.0)
+        return reply
+
+    server.responder(answer)
 
     async def converse(user: int) -> None:
         for n in range(5):

@@ -204,13 +204,12 @@ async def test_an_oversized_staged_write_is_refused_at_staging(
     make_gateway: GatewayFactory,
 ) -> None:
     gw = await make_gateway()
-    gw.server.tool_call(
-        "memory", {"action": "add", "target": "memory", "content": "spam " * 60_000}
-    )
+    gw.server.stream_argument_chars = 4096  # 300 KB of arguments in 74 pieces, not 37,500
+    gw.server.tool_call("memory", {"action": "add", "target": "memory", "content": "x" * 300_000})
     gw.server.reply("done")
     await gw.ask("remember this for everyone", user="2")
     result = last_tool_result(gw.server)
-    assert result["success"] is False and "299,999 characters" in result["message"]
+    assert result["success"] is False and "300,000 characters" in result["message"]
     staging = gw.stack.factory.staging
     assert staging is not None and staging.count_pending() == 0
 

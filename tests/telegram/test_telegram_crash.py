@@ -4,6 +4,8 @@ exactly once (a half-streamed answer finished in its own message), or, past
 
 from __future__ import annotations
 
+import json
+import sqlite3
 import subprocess
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -12,6 +14,7 @@ from typing import Any
 import pytest
 
 from agent.flush import FLUSH_PROMPT
+from memory.paths import ChorusPaths
 from tests.fakes import FakeOpenAI, Reply
 from tests.fakes.telegram_api import FakeTelegram
 from tests.telegram.conftest import ANN
@@ -20,17 +23,21 @@ from tests.telegram.test_telegram_process import CHORUS, free_port, gateway_env,
 
 @pytest.fixture
 async def gateway(
-    chorus_home: Path, server: FakeOpenAI, telegram: FakeTelegram
+    chorus_home: Path, server: FakeOpenAI, telegram: FakeTelegram, tmp_path: Path
 ) -> AsyncIterator[Callable[..., object]]:
     chorus_home.mkdir(mode=0o700)
     port = free_port()
     procs: list[subprocess.Popen[bytes]] = []
+    logs: list[Path] = []
 
     async def start(**extra: str) -> subprocess.Popen[bytes]:
-        env = {**gateway_env(chorus_home, server, telegram, port), **extra}
-        proc = subprocess.Popen(
-            [str(CHORUS), "gateway"], env=env, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL
-        )
+        env = {**gateway_env(chorus_home, server, telegram, port), "CHORUS_LOG_LEVEL": "INFO"}
+        env.update(extra)
+        logs.append(tmp_path / f"gateway-{len(logs)}.log")
+        with logs[-1].open("wb") as log:
+            proc = subprocess.Popen(
+                [str(CHORUS), "gateway"], env=env, stderr=log, stdout=subprocess.DEVNULL
+            )
         procs.append(proc)
         await wait_ready(port)
         return proc
@@ -40,6 +47,8 @@ async def gateway(
         if proc.poll() is None:
             proc.kill()
         proc.wait()
+    for log in logs:  # shown by pytest when the test failed
+        print(f"--- {log.name}", *log.read_text(errors="replace").splitlines()[-60:], sep="\n")
 
 
 def answer_turns(server: FakeOpenAI, text: str) -> None:
@@ -80,8 +89,18 @@ async def test_killed_mid_turn_the_message_is_answered_once_after_the_restart(
     kill(third)
 
 
+def shown_recorded(home: Path) -> bool:
+    """The gateway has recorded which message the answer streams into (durably)."""
+    try:
+        with sqlite3.connect(f"file:{ChorusPaths(home).state_db}?mode=ro", uri=True) as conn:
+            rows = conn.execute("SELECT shown FROM inbox WHERE shown IS NOT NULL").fetchall()
+    except sqlite3.Error:
+        return False
+    return any(json.loads(row[0]) for row in rows)
+
+
 async def test_a_half_streamed_answer_ends_with_the_final_text(
-    gateway: Callable[..., object], server: FakeOpenAI, telegram: FakeTelegram
+    gateway: Callable[..., object], server: FakeOpenAI, telegram: FakeTelegram, chorus_home: Path
 ) -> None:
     server.stream_piece_delay = 0.3
     server.push(
@@ -92,6 +111,9 @@ async def test_a_half_streamed_answer_ends_with_the_final_text(
     await telegram.wait_for(lambda: len(telegram.in_chat(ANN)) == 1, what="the streamed start")
     frozen = telegram.in_chat(ANN)[0]
     assert frozen.text.startswith("Six")
+    # A kill between Telegram taking the message and the gateway recording its id would
+    # leave that message behind (nothing can ask Telegram for it); past that, it is resumed.
+    await telegram.wait_for(lambda: shown_recorded(chorus_home), what="the message recorded")
     kill(first)
 
     server.stream_piece_delay = 0.0
