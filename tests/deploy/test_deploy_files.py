@@ -15,6 +15,7 @@ import yaml
 
 from gateway.cli import app
 from gateway.config import load_settings
+from gateway.config._loader import NON_SETTING_ENV, WELL_KNOWN_ENV
 from gateway.config._sections import GatewaySettings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -145,3 +146,9 @@ def test_systemd_units_stop_after_the_shutdown_bound() -> None:
         assert float(found.group(1)) > SHUTDOWN_BOUND, unit.name
         command = re.search(r"^ExecStart=\S+ (\w+)", text, re.MULTILINE)
         assert command and command.group(1) in CHORUS_COMMANDS, unit.name
+
+
+def test_env_example_lists_every_variable_chorus_reads_outside_its_settings() -> None:
+    text = (DEPLOY / ".env.example").read_text()
+    named = set(re.findall(r"^#?\s*([A-Z][A-Z0-9_]+)=", text, re.MULTILINE))
+    assert set(WELL_KNOWN_ENV) | set(NON_SETTING_ENV) <= named
