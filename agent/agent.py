@@ -22,6 +22,7 @@ from agent.compressor import ContextCompressor, estimate_tokens
 from agent.context import AgentConfig, ImageInput, SessionContext
 from agent.errors import LLMError
 from agent.flush import flush_memories, public_messages
+from agent.history import drop_last_turn, unanswered_tool_calls
 from agent.llm import DeltaCallback, LLMClient, LLMResponse, ToolCallRequest, Usage, parse_arguments
 from agent.prompt import build_system_prompt
 from agent.scheduler import JobScheduler
@@ -127,7 +128,7 @@ class Agent:
         self.history = []
         for message in stored:
             if message.role == "system" and message.content == UNDO_MARK:
-                _drop_last_turn(self.history)
+                drop_last_turn(self.history)
             elif message.role != "system":
                 self.history.append(message.to_openai())
         self.turns = sum(1 for m in self.history if m["role"] == "user")
@@ -262,23 +263,21 @@ class Agent:
         return reply
 
     async def _run_tool(self, call: ToolCallRequest) -> str:
-        if call.name in ("memory", "session_search"):
-            try:
-                arguments = parse_arguments(call.arguments)
-            except ValueError as exc:
-                return tool_error(f"{call.name}: {exc}")
-            if call.name == "memory":
-                return await self.run_memory(arguments)
+        provider_tool = self.memory is not None and self.memory.has_tool(call.name)
+        if call.name not in ("memory", "session_search") and not provider_tool:
+            return await self.tools.dispatch(call.name, call.arguments)
+        try:
+            arguments = parse_arguments(call.arguments)
+        except ValueError as exc:
+            return tool_error(f"{call.name}: {exc}")
+        if call.name == "memory":
+            return await self.run_memory(arguments)
+        if call.name == "session_search":
             return await run_session_search(
                 self._user_sessions, arguments, current_session_id=self.session.session_id
             )
-        if self.memory is not None and self.memory.has_tool(call.name):
-            try:
-                arguments = parse_arguments(call.arguments)
-            except ValueError as exc:
-                return tool_error(f"{call.name}: {exc}")
-            return await asyncio.to_thread(self.memory.handle_tool_call, call.name, arguments)
-        return await self.tools.dispatch(call.name, call.arguments)
+        assert self.memory is not None
+        return await asyncio.to_thread(self.memory.handle_tool_call, call.name, arguments)
 
     async def run_memory(self, arguments: dict[str, Any]) -> str:
         """Apply one memory tool call to this session's store; resets the nudge counter."""
@@ -349,7 +348,7 @@ class Agent:
         The transcript keeps the turn and records the undo, so an agent rebuilt
         from SessionDB forgets it too. Returns the user's text, or None.
         """
-        message = _drop_last_turn(self.history)
+        message = drop_last_turn(self.history)
         if message is None:
             return None
         self.turns = max(0, self.turns - 1)
@@ -398,22 +397,8 @@ class Agent:
 
     async def _answer_dangling_tool_calls(self) -> None:
         """After a cancel: answer every tool call that has no result yet."""
-        answered = {m.get("tool_call_id") for m in self.history if m.get("role") == "tool"}
-        for message in list(self.history):
-            for call in message.get("tool_calls") or []:
-                if call["id"] not in answered:
-                    answered.add(call["id"])
-                    await self._append(
-                        {"role": "tool", "tool_call_id": call["id"], "content": INTERRUPTED_RESULT},
-                        tool_name=call["function"]["name"],
-                    )
-
-
-def _drop_last_turn(history: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """Remove the last user message and everything after it; returns that message."""
-    for index in range(len(history) - 1, -1, -1):
-        if history[index].get("role") == "user":
-            message = history[index]
-            del history[index:]
-            return message
-    return None
+        for call_id, name in unanswered_tool_calls(self.history):
+            await self._append(
+                {"role": "tool", "tool_call_id": call_id, "content": INTERRUPTED_RESULT},
+                tool_name=name,
+            )

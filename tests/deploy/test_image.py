@@ -21,7 +21,7 @@ from tests.fakes import FakeOpenAI, RedisServer
 from tests.fakes.containers import ROOT, Container, build_image, compose_hardening, podman, run
 from tests.fakes.telegram_api import FakeTelegram
 from tests.telegram.conftest import ANN
-from tests.telegram.test_telegram_process import free_port, get
+from tests.telegram.test_telegram_process import free_port, get, wait_ready
 
 pytest_plugins = ["tests.fakes.redis_fixtures"]
 pytestmark = pytest.mark.container
@@ -62,18 +62,6 @@ def test_the_image_runs_chorus_as_a_non_root_user(image: str) -> None:
     assert not any(k.endswith(("TOKEN", "API_KEY", "SECRET")) for k in config.get("Env", []))
 
 
-async def wait_healthy(port: int) -> None:
-    for _ in range(600):
-        await asyncio.sleep(0.1)
-        try:
-            status, _ = await asyncio.to_thread(get, f"http://127.0.0.1:{port}/readyz")
-        except OSError:
-            continue
-        if status == 200:
-            return
-    raise AssertionError("the gateway in the container never became ready")
-
-
 async def test_gateway_and_worker_containers_answer_and_stop_cleanly(
     image: str,
     data_dir: Path,
@@ -102,7 +90,7 @@ async def test_gateway_and_worker_containers_answer_and_stop_cleanly(
     )
     worker: Container | None = None
     try:
-        await wait_healthy(port)
+        await wait_ready(port, timeout=60)
         status, body = await asyncio.to_thread(get, f"http://127.0.0.1:{port}/healthz")
         assert status == 200, body
         assert gateway.exec(*HEALTHCHECK).returncode == 0  # the image's own HEALTHCHECK

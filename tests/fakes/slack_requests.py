@@ -158,7 +158,7 @@ async def post_event(
 async def post_command(
     url: str, form: dict[str, str], *, secret: str = SIGNING_SECRET
 ) -> tuple[int, str]:
-    """POST a slash command's form body to ``url`` signed with ``secret``."""
+    """POST a form body (a slash command's fields) to ``url`` signed with ``secret``."""
     body = urlencode(form)
     return await _post(
         url,
@@ -174,12 +174,4 @@ async def post_action(
     url: str, payload: dict[str, Any], *, secret: str = SIGNING_SECRET
 ) -> tuple[int, str]:
     """POST an interactivity payload (``payload=<json>`` form) to ``url``, signed."""
-    body = urlencode({"payload": json.dumps(payload)})
-    return await _post(
-        url,
-        body,
-        "application/x-www-form-urlencoded",
-        secret=secret,
-        retry_num=None,
-        timestamp=None,
-    )
+    return await post_command(url, {"payload": json.dumps(payload)}, secret=secret)

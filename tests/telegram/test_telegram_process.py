@@ -111,8 +111,8 @@ def gateway_env(
     return env
 
 
-async def wait_ready(port: int) -> None:
-    for _ in range(400):
+async def wait_ready(port: int, timeout: float = 20.0) -> None:
+    for _ in range(int(timeout / 0.05)):
         await asyncio.sleep(0.05)
         try:
             status, _ = await asyncio.to_thread(get, f"http://127.0.0.1:{port}/readyz")
