@@ -173,9 +173,10 @@ async def test_twenty_sessions_two_workers_in_order(
         assert mine == [f"{sid} turn {n}" for n in (1, 2, 3)]
     background_inits = [e for e in entries(home, "initialize") if e["context"] == "background"]
     assert {e["kwargs"]["user_key"] for e in background_inits} == {f"slack:U{i}" for i in range(20)}
-    worker_pids = {e["pid"] for e in synced}  # jobs run in the worker: no fork per job
+    # jobs run in the workers themselves (no fork per job); which of the two takes
+    # which job is rq's business (a worker finishing one may take the next at once)
+    worker_pids = {e["pid"] for e in synced}
     assert worker_pids <= {p.pid for p in workers.procs}
-    assert len(worker_pids) == 2
 
 
 async def test_worker_killed_mid_job_is_retried_once(
