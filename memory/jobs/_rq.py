@@ -48,6 +48,7 @@ MAX_FAILED_LISTED = 100
 """Failed jobs described in ``QueueStatus.failed_jobs`` (the most recent ones)."""
 
 _WAITING = {JobStatus.QUEUED, JobStatus.DEFERRED, JobStatus.SCHEDULED, JobStatus.STARTED}
+_ENDED = {JobStatus.FINISHED, JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED}
 
 
 class RQQueue(BackgroundQueue):
@@ -176,7 +177,8 @@ class RQQueue(BackgroundQueue):
         try:
             dead = self._entries_of_dead_workers(registry.key)
             if dead:
-                self._conn.zadd(registry.key, dict.fromkeys(dead, 1))
+                # xx: an entry removed meanwhile (its job just ended) is not re-added
+                self._conn.zadd(registry.key, dict.fromkeys(dead, 1), xx=True)
             expired = registry.get_expired_job_ids(now)
             registry.cleanup(timestamp=now)
         except redis.RedisError as exc:
@@ -187,10 +189,16 @@ class RQQueue(BackgroundQueue):
         return len(expired)
 
     def _entries_of_dead_workers(self, key: str) -> list[str]:
+        """Entries of started jobs whose worker is gone; entries of jobs that already
+        ended (a worker's bookkeeping left them behind) are dropped, never retried."""
         dead: list[str] = []
         for member in self._conn.zrange(key, 0, -1):
             raw = member.decode() if isinstance(member, bytes) else str(member)
             job = self._fetch(raw.split(":", 1)[0])
+            if job is not None and job.get_status(refresh=False) in _ENDED:
+                self._conn.zrem(key, raw)
+                logger.info("dropped the stale started entry of ended job %s", job.id)
+                continue
             worker = job.worker_name if job is not None else None
             if worker and not self._conn.exists(liveness_key(worker)):
                 dead.append(raw)

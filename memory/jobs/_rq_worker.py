@@ -26,10 +26,13 @@ import signal
 import threading
 import time
 import uuid
-from typing import Protocol
+from typing import Any, Protocol
 
 import redis
+from redis.client import Pipeline
 from rq import SimpleWorker
+from rq.executions import Execution
+from rq.job import Job
 from rq.scheduler import RQScheduler
 
 logger = logging.getLogger(__name__)
@@ -67,6 +70,24 @@ class ChorusWorker(SimpleWorker):
     """
 
     max_connection_wait_time = RECONNECT_MAX_SECONDS
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._cleaned: Execution | None = None
+
+    def cleanup_execution(self, job: Job, pipeline: Pipeline) -> None:
+        """Remove the job's execution from the started registry, also on a retried success.
+
+        rq 2 records a job's success in a WATCHed transaction that is retried when
+        the session's next job is enqueued at that moment (its dependents changed);
+        the first attempt already forgot the execution, so the retry left the job
+        in the started registry for good (rq#2424). The execution is kept here
+        until the next job's.
+        """
+        if self.execution is None and self._cleaned is not None and self._cleaned.job_id == job.id:
+            self.execution = self._cleaned
+        self._cleaned = self.execution
+        super().cleanup_execution(job, pipeline)
 
 
 def liveness_key(name: str) -> str:

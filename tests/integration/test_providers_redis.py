@@ -124,6 +124,35 @@ def idle(stack: Stack) -> bool:
     return status.reachable and status.queued + status.started + status.deferred == 0
 
 
+def left_in_queue(stack: Stack) -> str:
+    """What keeps the queue from being idle: counts, and each waiting job with its parents."""
+    queue = stack.background.queue
+    assert isinstance(queue, RQQueue)
+    rq_queue = queue._queue
+    lines = [repr(queue.status())]
+    registries = {
+        "queued": rq_queue.get_job_ids(),
+        "started": rq_queue.started_job_registry.get_job_ids(cleanup=False),
+        "deferred": rq_queue.deferred_job_registry.get_job_ids(cleanup=False),
+    }
+    for name, ids in registries.items():
+        for job_id in ids:
+            job = rq_queue.fetch_job(job_id.split(":", 1)[0])
+            if job is None:
+                lines.append(f"{name}: {job_id} (no job hash)")
+                continue
+            parents = [f"{d.id}={d.get_status(refresh=True)}" for d in job.fetch_dependencies()]
+            lines.append(f"{name}: {job_id} status={job.get_status()} parents={parents}")
+    return "\n".join(lines)
+
+
+async def wait_idle(stack: Stack, timeout: float = 60) -> None:
+    try:
+        await asyncio.to_thread(wait_for, lambda: idle(stack), timeout, "an idle queue")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}:\n{left_in_queue(stack)}") from None
+
+
 def worker_log(home: Path, index: int = 0) -> str:
     return (home / f"worker-{index}.log").read_text(errors="replace")
 
@@ -164,7 +193,7 @@ async def test_twenty_sessions_two_workers_in_order(
     await asyncio.to_thread(
         wait_for, lambda: len(entries(home, "sync_turn")) >= 60, 120, "60 synced turns"
     )
-    await asyncio.to_thread(wait_for, lambda: idle(redis_stack), 60, "an idle queue")
+    await wait_idle(redis_stack)
     synced = entries(home, "sync_turn")
     assert len(synced) == 60
     for agent in agents:
@@ -195,10 +224,10 @@ async def test_worker_killed_mid_job_is_retried_once(
     gate.touch()
     workers.start()  # it finds the dead worker's job once its liveness has expired
     await asyncio.to_thread(wait_for, lambda: entries(home, "sync_turn"), 60, "the retried sync")
-    await asyncio.to_thread(wait_for, lambda: idle(redis_stack), 60, "an idle queue")
+    await wait_idle(redis_stack)
     # a duplicate enqueue of the same turn is harmless too
     redis_stack.background.scheduler.sync_turn("killme", 1)
-    await asyncio.to_thread(wait_for, lambda: idle(redis_stack), 60, "an idle queue")
+    await wait_idle(redis_stack)
     assert [e["user"] for e in entries(home, "sync_turn")] == ["remember the kill"]
     assert len(entries(home, "sync_start")) >= 2
 
@@ -212,7 +241,7 @@ async def test_redis_outage_loses_nothing(
     agent = await redis_stack.agent("outage")
     await agent.run_turn("before")
     await asyncio.to_thread(wait_for, lambda: entries(home, "sync_turn"), 60, "first sync")
-    await asyncio.to_thread(wait_for, lambda: idle(redis_stack), 60, "an idle queue")
+    await wait_idle(redis_stack)
     await asyncio.to_thread(
         wait_for, lambda: waiting_for_jobs(redis_server), 60, "the worker waiting for jobs"
     )
@@ -240,7 +269,7 @@ async def test_redis_outage_loses_nothing(
     await asyncio.to_thread(
         wait_for, lambda: len(entries(home, "sync_turn")) >= 4, 90, "all syncs after the outage"
     )
-    await asyncio.to_thread(wait_for, lambda: idle(redis_stack), 60, "an idle queue")
+    await wait_idle(redis_stack)
     assert [e["user"] for e in entries(home, "sync_turn")] == [
         "before",
         "during one",
@@ -257,12 +286,12 @@ async def test_end_session_through_redis_runs_once(
     agent = await redis_stack.agent("bye")
     server.reply("hello")
     await agent.run_turn("hi there")
-    await asyncio.to_thread(wait_for, lambda: idle(redis_stack), 60, "an idle queue")
+    await wait_idle(redis_stack)
     server.tool_call("memory", {"action": "add", "target": "user", "content": "Says hi there"})
     redis_stack.background.scheduler.end_session("bye", "idle")
     redis_stack.background.scheduler.end_session("bye", "idle")
     await asyncio.to_thread(wait_for, lambda: entries(home, "on_session_end"), 60, "session end")
-    await asyncio.to_thread(wait_for, lambda: idle(redis_stack), 60, "an idle queue")
+    await wait_idle(redis_stack)
     assert len(entries(home, "on_session_end")) == 1
     record = await redis_stack.db.get_session("bye")
     assert record is not None and record.end_reason == "idle"

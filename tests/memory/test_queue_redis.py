@@ -13,13 +13,15 @@ import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pytest
 import redis
-from rq import Worker
+from rq import Queue, Worker
+from rq.job import Job
 
 from memory.jobs import JobSpec, Outbox, RQQueue
+from memory.jobs._rq_worker import ChorusWorker
 from tests.queue_jobs import read_records
 
 if TYPE_CHECKING:
@@ -280,3 +282,60 @@ def test_retry_interval_waits_in_the_scheduled_registry(
 
     wait_for(retried, what="the scheduled retry")
     assert queue.status().scheduled == 0
+
+
+class DependentArrivesQueue(Queue):
+    """A queue on which, the first time a worker records a job's success, another
+    client enqueues a job depending on it between rq's WATCH and its EXEC (what the
+    gateway does when a session's next turn ends at that moment)."""
+
+    raced: ClassVar[list[str]] = []
+    redis_url: ClassVar[str] = ""
+
+    def enqueue_dependents(self, job: Job, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("pipeline") is not None and job.id not in self.raced:
+            self.raced.append(job.id)
+            other = redis.Redis.from_url(self.redis_url)
+            other.sadd(job.dependents_key, "a-dependent-that-raced")
+            other.close()
+        return super().enqueue_dependents(job, *args, **kwargs)
+
+
+def test_a_job_whose_success_transaction_is_retried_leaves_the_started_registry(
+    make_rq: Callable[..., RQQueue], redis_server: RedisServer, tmp_path: Path
+) -> None:
+    queue = make_rq()
+    records = str(tmp_path / "records")
+    queue.enqueue(spec("record", records, "s", 1, session="s", job_id="s-1"))
+    DependentArrivesQueue.raced = []
+    DependentArrivesQueue.redis_url = redis_server.url
+    conn = redis.Redis.from_url(redis_server.url)
+    worker = ChorusWorker([queue.name], connection=conn, queue_class=DependentArrivesQueue)
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        worker.work(burst=True)
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+    assert DependentArrivesQueue.raced == ["s-1"]  # the WATCH really fired
+    assert sessions_of(read_records(records)) == [("s", 1)]
+    status = queue.status()
+    assert (status.started, status.failed) == (0, 0)
+
+
+def test_recovery_drops_a_stale_started_entry_of_an_ended_job_without_rerunning_it(
+    make_rq: Callable[..., RQQueue], burst_worker: BurstWorker, tmp_path: Path
+) -> None:
+    queue = make_rq(retries=2)
+    records = str(tmp_path / "records")
+    queue.enqueue(spec("record", records, "s", 1, session="s", job_id="s-1"))
+    burst_worker()
+    conn = redis.Redis.from_url(queue.url)
+    key = f"rq:wip:{queue.name}"
+    conn.zadd(key, {"s-1:leftover-execution": 1})  # what rq 2 could leave behind
+    assert queue.status().started == 1
+    assert queue.recover_abandoned() == 0
+    assert queue.status().started == 0
+    burst_worker()
+    assert sessions_of(read_records(records)) == [("s", 1)]
+    assert queue.status().failed == 0
