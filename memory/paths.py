@@ -150,3 +150,22 @@ class ChorusPaths:
     def no_user_file(self) -> Path:
         """A profile path nobody has, for a store that only reads or writes MEMORY.md."""
         return self.memories_dir / ".nobody" / "USER.md"
+
+    @property
+    def providers_dir(self) -> Path:
+        return self.home / "providers"
+
+    def provider_dir(self, name: str, user: UserKey | None = None) -> Path:
+        """A memory provider's own directory, or its directory for one ``user``.
+
+        ``providers/<name>/`` holds what the provider shares across users;
+        ``providers/<name>/users/<platform>/<id>/`` (``chats/`` for a chat's shared
+        key) holds one user's state, so nothing of theirs sits beside another's.
+        Created with mode 0700 on first use.
+        """
+        path = self.providers_dir / safe_component(name)
+        if user is not None:
+            kind = "chats" if user.chat else "users"
+            path = path / kind / safe_component(user.platform) / safe_component(user.id)
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return path

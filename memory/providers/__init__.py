@@ -18,18 +18,20 @@ from memory.providers._fence import (
     strip_memory_context,
 )
 from memory.providers._manager import DEFAULT_RESERVED_TOOL_NAMES, MemoryManager
-from memory.providers._provider import MemoryProvider
+from memory.providers._provider import AgentContext, MemoryProvider, provider_dir
 
 __all__ = [
     "BUILTIN_PROVIDER_NAME",
     "DEFAULT_RESERVED_TOOL_NAMES",
     "FENCE_CLOSE",
     "FENCE_OPEN",
+    "AgentContext",
     "BuiltinMemoryProvider",
     "ContextScrubber",
     "MemoryManager",
     "MemoryProvider",
     "build_memory_context_block",
+    "provider_dir",
     "sanitize_context",
     "strip_memory_context",
 ]

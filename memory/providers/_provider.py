@@ -26,8 +26,22 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, Literal
 
+from memory.paths import ChorusPaths, UserKey
+
 AgentContext = Literal["primary", "flush", "background"]
 """Why an agent was built: a live conversation, the end-of-session flush, or a job."""
+
+
+def provider_dir(chorus_home: Path, name: str, user_key: str | None = None) -> Path:
+    """Where provider ``name`` keeps its files: one directory per user with ``user_key``.
+
+    State that must survive a crash or a restart of the process holding the
+    provider (a worker killed mid-job, say) belongs here or in the provider's
+    own backend, never only in memory: ``CHORUS_HOME/providers/<name>/users/
+    <platform>/<id>/``, created 0700. A user's directory is theirs alone.
+    """
+    user = UserKey.parse(user_key) if user_key is not None else None
+    return ChorusPaths(chorus_home).provider_dir(name, user)
 
 
 class MemoryProvider(ABC):

@@ -126,3 +126,17 @@ def test_no_user_id_reaches_a_chat_profile(tmp_path: Path, user_id: str) -> None
     assert UserKey.parse(str(person)) == person and not UserKey.parse(str(person)).chat
     assert all(paths.user_file(person) != paths.user_file(chat) for chat in chats)
     assert paths.user_file(person).is_relative_to(paths.users_dir)
+
+
+def test_a_providers_directory_per_user_is_private_and_apart(tmp_path: Path) -> None:
+    from memory.providers import provider_dir
+
+    alice = provider_dir(tmp_path, "holographic", "telegram:1")
+    bob = provider_dir(tmp_path, "holographic", "telegram:2")
+    group = provider_dir(tmp_path, "holographic", "slack#chat:C1")
+    shared = provider_dir(tmp_path, "holographic")
+    assert len({alice, bob, group, shared}) == 4
+    for path in (alice, bob, group):
+        assert path.is_dir() and shared in path.parents
+        assert path.stat().st_mode & 0o777 == 0o700
+    assert provider_dir(tmp_path, "../../etc", "telegram:1").is_relative_to(tmp_path / "providers")
