@@ -22,9 +22,10 @@ from agent.compressor import ContextCompressor, estimate_tokens
 from agent.context import AgentConfig, ImageInput, SessionContext
 from agent.errors import LLMError
 from agent.flush import flush_memories, public_messages
-from agent.history import drop_last_turn, unanswered_tool_calls
+from agent.history import UNDO_MARK, drop_last_turn, kept_turns, replay, unanswered_tool_calls
 from agent.llm import DeltaCallback, LLMClient, LLMResponse, ToolCallRequest, Usage, parse_arguments
 from agent.prompt import build_system_prompt
+from agent.provider_calls import ProviderCalls
 from agent.scheduler import JobScheduler
 from agent.shared_writes import SharedWriteGate
 from agent.streaming import ContextScrubber, emit, scrubbed
@@ -38,11 +39,7 @@ from agent.tools.memory_tool import (
 )
 from agent.tools.registry import ToolRegistry, tool_error
 from agent.tools.session_search_tool import SESSION_SEARCH_SCHEMA, run_session_search
-from memory.providers import (
-    MemoryManager,
-    build_memory_context_block,
-    strip_memory_context,
-)
+from memory.providers import MemoryManager, strip_memory_context
 from memory.store import MemoryStore
 from memory.transcripts import AsyncSessionDB
 
@@ -61,8 +58,8 @@ NUDGE = (
     "conversation revealed preferences, corrections or facts worth keeping, save them "
     "with the memory tool.]"
 )
-UNDO_MARK = "[undo: the last turn was withdrawn by the user]"
-"""Recorded in the transcript by /undo; history rebuilt from it drops that turn."""
+__all__ = ["APOLOGY", "UNDO_MARK", "Agent"]
+
 INTERRUPTED_RESULT = json.dumps({"success": False, "error": "interrupted by the user"})
 
 
@@ -102,6 +99,20 @@ class Agent:
         self.usage = Usage()
         self.turns = 0
         self.turns_since_memory = 0
+        self.providers = (
+            ProviderCalls(
+                memory,
+                session,
+                scheduler=scheduler,
+                prefetch_timeout=self.config.memory.prefetch_timeout,
+            )
+            if memory is not None
+            else None
+        )
+        self._kept: list[int] = []
+        """Transcript positions of the turns not undone (see ``agent.history.kept_turns``)."""
+        self._positions = 0
+        self._speaker: str | None = None
         self._system_prompt: str | None = None
         self._user_sessions = db.for_user(session.user_key)
 
@@ -123,16 +134,18 @@ class Agent:
             user_id=s.user_key.partition(":")[2],
             model=self.llm.model,
             started_at=self.now(),
+            parent_session_id=s.parent_session_id,
+            is_direct=s.is_direct,
         )
         stored = await self.db.get_messages(s.session_id)
-        self.history = []
-        for message in stored:
-            if message.role == "system" and message.content == UNDO_MARK:
-                drop_last_turn(self.history)
-            elif message.role != "system":
-                self.history.append(message.to_openai())
+        transcript = [m.to_openai() for m in stored]
+        self._kept = kept_turns(transcript)
+        self._positions = sum(1 for m in stored if m.role == "user")
+        self.history = replay(transcript)
         self.turns = sum(1 for m in self.history if m["role"] == "user")
         await self._rebuild_system_prompt()
+        if self.providers is not None:
+            await self.providers.started(fresh=not stored)
 
     async def _rebuild_system_prompt(self) -> None:
         await asyncio.to_thread(self.store.load_from_disk)
@@ -169,14 +182,17 @@ class Agent:
         text: str,
         on_delta: DeltaCallback | None = None,
         images: Sequence[ImageInput] = (),
+        speaker: str | None = None,
     ) -> str:
         """Answer one user message. Never raises for LLM trouble; re-raises cancellation.
 
         ``images`` (for models with vision) go with the text as image parts; the
-        transcript records that they were there, not their bytes.
+        transcript records that they were there, not their bytes. ``speaker`` is
+        the user key of who wrote it, in a session several people share.
         """
         if self._system_prompt is None:
             await self.start()
+        self._speaker = speaker
         resuming = self._unanswered(text)
         if not resuming:
             await self._maybe_compress(text)
@@ -196,8 +212,12 @@ class Agent:
             self.history[-1] = {"role": "user", "content": user_content, "_raw": text}
         else:
             await self._append(
-                {"role": "user", "content": user_content, "_raw": text}, stored_content=stored
+                {"role": "user", "content": user_content, "_raw": text},
+                stored_content=stored,
+                speaker=speaker,
             )
+            self._positions += 1
+            self._kept.append(self._positions)
         try:
             answer = await self._loop(on_delta)
             self._after_turn(text)
@@ -217,23 +237,14 @@ class Agent:
         return last.get("role") == "user" and last.get("_raw", last.get("content")) == text
 
     async def _recalled_context(self, text: str) -> str:
-        """Provider hooks at turn start, and context prefetched in the background, fenced."""
-        if self.memory is None:
+        """Provider hooks at turn start, and their recall for this message, fenced."""
+        if self.providers is None:
             return ""
-        await asyncio.to_thread(self.memory.on_turn_start, self.turns, text)
-        if self.scheduler is None:
-            return ""
-        recalled = await asyncio.to_thread(self.scheduler.take_prefetched, self.session.session_id)
-        block = build_memory_context_block(recalled or "")
-        return f"\n\n{block}" if block else ""
+        return await self.providers.before_turn(self.turns, text, self._speaker)
 
     def _after_turn(self, text: str) -> None:
-        """Hand the finished turn to the provider and prefetch for the next one, by job."""
-        if self.scheduler is None or self.memory is None or self.memory.external is None:
-            return
-        session_id = self.session.session_id
-        self.scheduler.sync_turn(session_id, self.turns)
-        self.scheduler.prefetch(session_id, text)
+        if self.providers is not None:
+            self.providers.after_turn(self._positions, text, self._speaker)
 
     async def _loop(self, on_delta: DeltaCallback | None) -> str:
         limit = self.config.agent.max_iterations
@@ -276,8 +287,8 @@ class Agent:
             return await run_session_search(
                 self._user_sessions, arguments, current_session_id=self.session.session_id
             )
-        assert self.memory is not None
-        return await asyncio.to_thread(self.memory.handle_tool_call, call.name, arguments)
+        assert self.providers is not None
+        return await self.providers.tool(call.name, arguments, self._speaker)
 
     async def run_memory(self, arguments: dict[str, Any]) -> str:
         """Apply one memory tool call to this session's store; resets the nudge counter."""
@@ -328,6 +339,8 @@ class Agent:
             notes = await asyncio.to_thread(self.memory.on_pre_compress, list(self.history))
         self.history = await self.compressor.compress(self.history, notes)
         await self._rebuild_system_prompt()
+        if self.providers is not None:
+            await self.providers.compressed()
 
     async def end(self, reason: str) -> None:
         """End in place: flush memories (given enough turns), tell the providers, mark ended.
@@ -342,19 +355,23 @@ class Agent:
         finally:
             await self.db.end_session(self.session.session_id, reason)
 
-    async def undo_last_turn(self) -> str | None:
+    async def undo_last_turn(self, reason: str = "undo") -> str | None:
         """Forget the last turn (the user's message and everything after it) from the context.
 
         The transcript keeps the turn and records the undo, so an agent rebuilt
-        from SessionDB forgets it too. Returns the user's text, or None.
+        from SessionDB forgets it too; the providers are told (``reason`` is
+        ``"undo"`` or ``"retry"``) and the turn is withdrawn from the background
+        provider, in order with its syncs. Returns the user's text, or None.
         """
         message = drop_last_turn(self.history)
         if message is None:
             return None
         self.turns = max(0, self.turns - 1)
-        await self.db.append_message(
-            self.session.session_id, "system", UNDO_MARK, timestamp=self.now()
-        )
+        sid = self.session.session_id
+        await self.db.append_message(sid, "system", UNDO_MARK, timestamp=self.now())
+        withdrawn = self._kept.pop() if self._kept else None
+        if self.providers is not None:
+            await self.providers.rewound(withdrawn, reason)
         raw = message.get("_raw", message.get("content"))
         return raw if isinstance(raw, str) else None
 
@@ -370,6 +387,7 @@ class Agent:
         stored_content: str | None = None,
         tool_name: str | None = None,
         finish_reason: str | None = None,
+        speaker: str | None = None,
     ) -> None:
         self.history.append(message)
         content = message.get("content") if stored_content is None else stored_content
@@ -382,6 +400,7 @@ class Agent:
             tool_name=tool_name,
             finish_reason=finish_reason,
             timestamp=self.now(),
+            speaker=speaker,
         )
 
     async def _record_usage(self, response: LLMResponse) -> None:

@@ -36,6 +36,12 @@ class SessionContext:
     thread_id: str | None = None
     platform_hint: str | None = None
     """A line for the system prompt about the platform (its formatting, its habits)."""
+    is_direct: bool | None = None
+    """A one-to-one chat (None: not known)."""
+    parent_session_id: str | None = None
+    """The session of the same conversation this one follows (after /new or expiry)."""
+    started_because: str | None = None
+    """Why the parent session ended (``"new"``, ``"idle"``, ``"daily"``, ...)."""
 
 
 @dataclass

@@ -1,7 +1,10 @@
 """What background jobs need, set up once per worker process.
 
-Connections are opened lazily and per process id: rq forks a work horse for
-each job, and an SQLite connection must never cross a fork.
+Connections and provider managers are opened lazily and per process id (an
+SQLite connection must never cross a fork), then kept from one job to the next:
+``chorus worker`` runs jobs in its own process. A session's managers are shut
+down when it ends (``release``), the least recently used beyond
+``max_cached_managers`` when evicted, and all when the worker stops (``close``).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from agent.context import AgentConfig
 from agent.shared_writes import SharedWriteGate
@@ -124,6 +128,10 @@ class JobContext:
             platform=record.platform,
             user_key=record.user_key,
             agent_context=agent_context,
+            chat_id=record.chat_id,
+            thread_id=record.thread_id,
+            is_direct=record.is_direct,
+            parent_session_id=record.parent_session_id,
         )
         self._managers[key] = manager
         while len(self._managers) > self.max_cached_managers:
@@ -164,8 +172,13 @@ def build_manager(
     user_key: str,
     agent_context: str,
     builtin: MemoryProvider | None = None,
+    **where: Any,
 ) -> MemoryManager | None:
-    """A MemoryManager with the external provider initialised; None if it cannot load."""
+    """A MemoryManager with the external provider initialised; None if it cannot load.
+
+    ``where`` (``chat_id``, ``thread_id``, ``is_direct``, ``parent_session_id``)
+    goes to ``initialize`` with the rest.
+    """
     manager = MemoryManager(reserved_tool_names=CORE_TOOL_NAMES)
     if builtin is not None:
         manager.add_provider(builtin)
@@ -180,6 +193,7 @@ def build_manager(
         platform=platform,
         user_key=user_key,
         agent_context=agent_context,
+        **where,
     )
     if manager.external is None and builtin is None:
         return None

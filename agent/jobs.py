@@ -5,12 +5,18 @@ on the request path. Each takes ids, loads what it needs from SessionDB, and
 records every finished step in the job ledger, so a retry or a duplicate
 enqueue does no harm:
 
-- ``sync_turn(session_id, turn_index)`` hands one finished turn to the external
-  memory provider; a provider error raises, so the queue retries with backoff.
-- ``prefetch(session_id, query)`` asks the provider for context relevant to
-  ``query`` and keeps it for the session's next turn.
+- ``sync_turn(session_id, position)`` hands one finished turn (by its position
+  in the transcript, see ``agent.history.kept_turns``) to the external memory
+  provider, with who said it; a turn already withdrawn by ``/undo`` is skipped.
+- ``rewind(session_id, position, reason)`` withdraws a synced turn from the
+  provider after ``/undo`` or ``/retry``; it runs after that turn's sync.
+- ``queue_prefetch(session_id, query, speaker)`` lets the provider warm a cache
+  for the session's next turn.
 - ``end_session(session_id, reason)`` flushes memories (once), calls the
   providers' ``on_session_end`` (once), then marks the session ended.
+
+Jobs of one session run in the order they were enqueued, so a turn reaches the
+provider before the next one, and its withdrawal after it.
 
 The process that runs jobs calls ``configure(JobContext(...))`` once at start.
 """
@@ -25,11 +31,12 @@ from typing import Any
 from agent.agent import Agent
 from agent.context import SessionContext
 from agent.errors import AgentError
+from agent.history import kept_turns, replay, turn_messages
 from agent.job_context import JobContext
 from agent.llm import LLMClient
 from memory.paths import UserKey
 from memory.store import scan_memory_content
-from memory.transcripts import AsyncSessionDB, SessionRecord
+from memory.transcripts import AsyncSessionDB, SessionRecord, StoredMessage
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +55,12 @@ def configure(context: JobContext, *, refresh: Callable[[], object] | None = Non
     _refresh = refresh
 
 
+def shutdown() -> None:
+    """Release what jobs keep open in this process: providers (``shutdown()``), databases."""
+    if _context is not None:
+        _context.close()
+
+
 def context() -> JobContext:
     if _context is None:
         raise AgentError("background jobs are not configured in this process")
@@ -59,27 +72,64 @@ def context() -> JobContext:
     return _context
 
 
-def sync_turn(session_id: str, turn_index: int) -> str:
+def sync_turn(session_id: str, position: int) -> str:
     ctx = context()
-    key = f"sync:{session_id}:{turn_index}"
+    key = f"sync:{session_id}:{position}"
     if ctx.state.is_done(key):
         return "already done"
     record = ctx.db.get_session(session_id)
     if record is None:
         logger.warning("sync_turn: unknown session %s", session_id)
         return "unknown session"
+    stored = ctx.db.get_messages(session_id)
+    transcript = [m.to_openai() for m in stored]
+    if position not in kept_turns(transcript):
+        return "withdrawn"  # undone before its sync ran: never reaches the provider
     manager = ctx.manager_for(record, "background")
     if manager is not None:
-        messages = [m.to_openai() for m in ctx.db.get_messages(session_id)]
-        turn = turn_messages(messages, turn_index)
+        turn = turn_messages(transcript, position)
         if turn:
             user, assistant = turn_text(turn)
-            manager.sync_turn_now(user, assistant, session_id=session_id, messages=turn)
+            manager.sync_turn(
+                user,
+                assistant,
+                session_id=session_id,
+                messages=turn,
+                speaker=speaker_of(stored, position),
+            )
     ctx.state.mark_done(key)
     return "synced"
 
 
-def prefetch(session_id: str, query: str) -> str:
+def rewind(session_id: str, position: int, reason: str) -> str:
+    """Withdraw the turn at ``position`` from the provider, if it had been synced."""
+    ctx = context()
+    key = f"rewind:{session_id}:{position}"
+    if ctx.state.is_done(key):
+        return "already done"
+    record = ctx.db.get_session(session_id)
+    if record is None:
+        return "unknown session"
+    manager = ctx.manager_for(record, "background")
+    if manager is not None and ctx.state.is_done(f"sync:{session_id}:{position}"):
+        transcript = [m.to_openai() for m in ctx.db.get_messages(session_id)]
+        user, assistant = turn_text(turn_messages(transcript, position) or [{}])
+        manager.on_session_switch(
+            session_id,
+            parent_session_id=session_id,
+            rewound=True,
+            reason=reason,
+            withdrawn_turn={
+                "turn": position,
+                "user_content": user,
+                "assistant_content": assistant,
+            },
+        )
+    ctx.state.mark_done(key)
+    return "withdrawn"
+
+
+def queue_prefetch(session_id: str, query: str, speaker: str = "") -> str:
     ctx = context()
     record = ctx.db.get_session(session_id)
     if record is None or record.ended_at is not None:
@@ -87,10 +137,13 @@ def prefetch(session_id: str, query: str) -> str:
     manager = ctx.manager_for(record, "background")
     if manager is None:
         return "no provider"
-    recalled = manager.prefetch_now(query, session_id=session_id)
-    if recalled.strip():
-        ctx.state.put_prefetched(session_id, query, recalled)
-    return "prefetched"
+    manager.queue_prefetch(query, session_id=session_id, speaker=speaker or None)
+    return "queued"
+
+
+def prefetch(session_id: str, query: str) -> str:
+    """The job name of earlier versions, still in queues written before an upgrade."""
+    return queue_prefetch(session_id, query)
 
 
 def end_session(session_id: str, reason: str) -> str:
@@ -114,7 +167,7 @@ def end_session(session_id: str, reason: str) -> str:
     if not ctx.state.is_done(end_key):
         manager = ctx.manager_for(record, "background")
         if manager is not None:
-            messages = [m.to_openai() for m in ctx.db.get_messages(session_id)]
+            messages = replay([m.to_openai() for m in ctx.db.get_messages(session_id)])
             manager.on_session_end(messages)
         ctx.state.mark_done(end_key)
     ctx.db.end_session(session_id, reason)
@@ -202,19 +255,10 @@ def checked_summary(text: str) -> str | None:
     return summary
 
 
-def turn_messages(messages: list[dict[str, Any]], turn_index: int) -> list[dict[str, Any]]:
-    """The messages of the ``turn_index``-th (1-based) user turn, user message first."""
-    seen = 0
-    start = None
-    for index, message in enumerate(messages):
-        if message.get("role") != "user":
-            continue
-        seen += 1
-        if seen == turn_index:
-            start = index
-        elif start is not None:
-            return messages[start:index]
-    return messages[start:] if start is not None else []
+def speaker_of(stored: list[StoredMessage], position: int) -> str | None:
+    """Who wrote the user message at ``position`` (None: not recorded)."""
+    users = [m for m in stored if m.role == "user"]
+    return users[position - 1].speaker if 0 < position <= len(users) else None
 
 
 def turn_text(turn: list[dict[str, Any]]) -> tuple[str, str]:

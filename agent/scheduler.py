@@ -1,4 +1,9 @@
-"""Enqueues the agent's background jobs by id; the reply never waits for them."""
+"""Enqueues the agent's background jobs by id; the reply never waits for them.
+
+Job ids make a duplicate enqueue harmless: a turn is referred to by its position
+in the transcript (every user message ever stored counts, undone ones too), so
+the turn after an ``/undo`` gets a new id and never an old one's.
+"""
 
 from __future__ import annotations
 
@@ -19,27 +24,30 @@ class JobScheduler:
         self.queue = queue
         self.state = state
 
-    def _enqueue(self, name: str, session_id: str, arg: str | int, job_id: str, what: str) -> None:
+    def _enqueue(
+        self, name: str, session_id: str, args: tuple[str | int, ...], job_id: str, what: str
+    ) -> None:
         self.queue.enqueue(
             JobSpec(
                 func=f"{JOBS_MODULE}.{name}",
-                args=(session_id, arg),
+                args=(session_id, *args),
                 session_id=session_id,
                 job_id=job_id,
                 description=f"{what} of {session_id}",
             )
         )
 
-    def sync_turn(self, session_id: str, turn_index: int) -> None:
-        job_id = f"chorus-sync-{session_id}-{turn_index}"
-        self._enqueue("sync_turn", session_id, turn_index, job_id, f"sync turn {turn_index}")
+    def sync_turn(self, session_id: str, position: int) -> None:
+        job_id = f"chorus-sync-{session_id}-{position}"
+        self._enqueue("sync_turn", session_id, (position,), job_id, f"sync turn {position}")
 
-    def prefetch(self, session_id: str, query: str) -> None:
+    def queue_prefetch(self, session_id: str, query: str, speaker: str | None = None) -> None:
         job_id = f"chorus-prefetch-{session_id}-{uuid.uuid4().hex[:12]}"
-        self._enqueue("prefetch", session_id, query, job_id, "prefetch")
+        self._enqueue("queue_prefetch", session_id, (query, speaker or ""), job_id, "prefetch")
+
+    def rewind(self, session_id: str, position: int, reason: str) -> None:
+        job_id = f"chorus-rewind-{session_id}-{position}"
+        self._enqueue("rewind", session_id, (position, reason), job_id, f"withdraw turn {position}")
 
     def end_session(self, session_id: str, reason: str) -> None:
-        self._enqueue("end_session", session_id, reason, f"chorus-end-{session_id}", "end")
-
-    def take_prefetched(self, session_id: str) -> str | None:
-        return self.state.take_prefetched(session_id)
+        self._enqueue("end_session", session_id, (reason,), f"chorus-end-{session_id}", "end")

@@ -33,7 +33,7 @@ from gateway.commands import CommandContext, CommandRegistry, CommandServices, p
 from gateway.config import LiveSettings, Settings
 from gateway.events import Attachment, InboundMessage, OutboundMessage, SentMessage
 from gateway.ops import Activity, Metrics
-from gateway.sessions import Inbox, LiveSession, SessionManager, merge_texts
+from gateway.sessions import Inbox, LiveSession, SessionManager, merge_texts, speaker_of
 from memory.paths import UserKey
 
 logger = logging.getLogger(__name__)
@@ -297,7 +297,9 @@ class GatewayRunner:
             for a in self._images(m)
             if a.data is not None
         ]
-        live.turn = asyncio.create_task(agent.run_turn(text, on_delta=stream.push, images=images))
+        live.turn = asyncio.create_task(
+            agent.run_turn(text, on_delta=stream.push, images=images, speaker=speaker_of(batch))
+        )
         try:
             answer = await live.turn
         except asyncio.CancelledError:

@@ -36,6 +36,12 @@ class MemorySettings(_Section):
     provider: str | None = Field(
         None, description="Name of the one external memory provider, if any."
     )
+    prefetch_timeout: float = Field(
+        0.5,
+        ge=0,
+        description="Seconds a turn waits for the provider's recall of its message; "
+        "a later answer is used on the next turn.",
+    )
 
 
 class RedisSettings(_Section):

@@ -100,6 +100,10 @@ class AgentFactory:
             user_key=session.user_key,
             agent_context="primary",
             builtin=BuiltinMemoryProvider(store),
+            chat_id=session.chat_id,
+            thread_id=session.thread_id,
+            is_direct=session.is_direct,
+            parent_session_id=session.parent_session_id,
         )
 
     def agent_for(self, session: SessionContext, *, handoff_summary: str | None = None) -> Agent:

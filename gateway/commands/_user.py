@@ -105,7 +105,7 @@ async def retry_command(ctx: CommandContext) -> str | None:
     if live is None or live.busy:
         return t.NOTHING_TO_RETRY if live is None else t.UNDO_BUSY
     agent = await sessions.agent_for(live)
-    text = await agent.undo_last_turn()
+    text = await agent.undo_last_turn(reason="retry")
     if not text:
         return t.NOTHING_TO_RETRY
     retry = dataclasses.replace(ctx.msg, text=text, message_id=f"{ctx.msg.message_id}:retry")

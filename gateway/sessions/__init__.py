@@ -2,7 +2,7 @@
 
 from gateway.sessions._expiry import Reaper, next_reset_after, session_deadline
 from gateway.sessions._inbox import Inbox, InboxError, PendingDelivery
-from gateway.sessions._live import LiveSession, TurnRunner, merge_texts
+from gateway.sessions._live import LiveSession, TurnRunner, merge_texts, speaker_of
 from gateway.sessions._manager import AgentBuilder, SessionManager
 
 __all__ = [
@@ -17,4 +17,5 @@ __all__ = [
     "merge_texts",
     "next_reset_after",
     "session_deadline",
+    "speaker_of",
 ]

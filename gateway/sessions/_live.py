@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from agent.agent import Agent
 from gateway.events import InboundMessage, SessionKey
+from memory.paths import UserKey
 
 TurnRunner = Callable[["LiveSession", list[InboundMessage]], Awaitable[None]]
 """Runs one turn for a batch of messages and delivers the answer."""
@@ -28,6 +29,9 @@ class LiveSession:
     turns_without_agent: int = 0
     """Turns counted while no agent is in memory (after eviction); the agent counts them else."""
     chat: tuple[str, str, str | None] | None = None
+    is_direct: bool | None = None
+    parent: tuple[str, str] | None = None
+    """``(id, end reason)`` of the session of this conversation before this one."""
     handoff: str | None = None
     ending: bool = False
     expire_after_turn: bool = False
@@ -54,3 +58,9 @@ def merge_texts(batch: list[InboundMessage]) -> str:
     """Messages that queued up while the agent was busy become one turn, in order."""
     texts = [m.text.strip() for m in batch if m.text.strip()]
     return "\n\n".join(texts)
+
+
+def speaker_of(batch: list[InboundMessage]) -> str | None:
+    """The user key of who wrote the batch; None when several people did."""
+    speakers = {str(UserKey(m.platform, m.user_id)) for m in batch}
+    return speakers.pop() if len(speakers) == 1 else None

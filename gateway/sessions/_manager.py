@@ -204,6 +204,10 @@ class SessionManager:
             now = self.clock.time()
             live = LiveSession(key, uuid.uuid4().hex, str(self.profile_key(msg)), now, now)
             live.chat = (msg.platform, msg.chat_id, msg.thread_id)
+            live.is_direct = msg.is_direct
+            live.parent = await self.db.previous_session(
+                live.user_key, msg.platform, msg.chat_id, msg.thread_id
+            )
             self._register(live)
             summary = await self._handoff_summary(live, msg)
             renewed = self._renewed.pop(key, None)
@@ -232,6 +236,9 @@ class SessionManager:
                 platform=platform,
                 chat_id=chat_id,
                 thread_id=thread_id,
+                is_direct=live.is_direct,
+                parent_session_id=live.parent[0] if live.parent else None,
+                started_because=live.parent[1] if live.parent else None,
             )
             agent = await asyncio.to_thread(
                 self.builder.agent_for, context, handoff_summary=live.handoff

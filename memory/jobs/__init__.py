@@ -16,7 +16,7 @@ Enqueueing an id that is already waiting or running does nothing; enqueueing an
 id that finished or failed runs it again. A job can still run twice (an outbox
 drain interrupted between enqueue and delete, a worker that died mid-job), so
 job functions must be idempotent. ``JobState`` is what they remember between
-runs (finished steps, prefetched recall).
+runs (the steps it finished).
 """
 
 from __future__ import annotations

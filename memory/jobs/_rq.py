@@ -14,7 +14,7 @@ asked for, so a process without Redis never loads them.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import redis
 from redis.backoff import NoBackoff
@@ -205,15 +205,23 @@ class RQQueue(BackgroundQueue):
         return dead
 
     def run_worker(
-        self, *, burst: bool = False, concurrency: int = 1, liveness_ttl: float = LIVENESS_TTL
+        self,
+        *,
+        burst: bool = False,
+        concurrency: int = 1,
+        liveness_ttl: float = LIVENESS_TTL,
+        on_stop: Callable[[], None] | None = None,
     ) -> None:
         """Work the queue until SIGTERM (or until it is empty with ``burst``): see ``_rq_worker``.
 
         SIGTERM is a warm shutdown: the current job finishes, then the process
         exits; a second signal stops at once (the job is then recovered as
-        abandoned by the next worker within ``liveness_ttl`` seconds).
+        abandoned by the next worker within ``liveness_ttl`` seconds). ``on_stop``
+        runs in each worker process as it stops.
         """
-        supervise(self, concurrency=concurrency, burst=burst, liveness_ttl=liveness_ttl)
+        supervise(
+            self, concurrency=concurrency, burst=burst, liveness_ttl=liveness_ttl, on_stop=on_stop
+        )
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until the outbox is empty (jobs handed to Redis, not necessarily run)."""

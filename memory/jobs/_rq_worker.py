@@ -26,6 +26,7 @@ import signal
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import redis
@@ -181,13 +182,32 @@ def _die_with_parent() -> None:
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def work(queue: WorkedQueue, *, burst: bool, schedule: bool, liveness_ttl: float) -> None:
+def work(
+    queue: WorkedQueue,
+    *,
+    burst: bool,
+    schedule: bool,
+    liveness_ttl: float,
+    on_stop: Callable[[], None] | None = None,
+) -> None:
     """One ``SimpleWorker`` in this process, restarted when Redis comes back after a loss.
 
     rq quits its loop when Redis goes away at the wrong moment (while a job's end is
     recorded, say) and its own teardown then fails on the same lost connection; the
-    process stays, waits for Redis and starts a fresh worker.
+    process stays, waits for Redis and starts a fresh worker. ``on_stop`` runs in
+    this process when it stops working (what jobs kept open is released there).
     """
+    try:
+        _work(queue, burst=burst, schedule=schedule, liveness_ttl=liveness_ttl)
+    finally:
+        if on_stop is not None:
+            try:
+                on_stop()
+            except Exception:
+                logger.exception("releasing what the jobs held failed")
+
+
+def _work(queue: WorkedQueue, *, burst: bool, schedule: bool, liveness_ttl: float) -> None:
     delay = 1.0
     while True:
         name = uuid.uuid4().hex
@@ -238,7 +258,13 @@ def _stop_listening(worker: SimpleWorker) -> None:
             pubsub.close()
 
 
-def _child(queue: WorkedQueue, burst: bool, liveness_ttl: float, parent: int) -> None:
+def _child(
+    queue: WorkedQueue,
+    burst: bool,
+    liveness_ttl: float,
+    parent: int,
+    on_stop: Callable[[], None] | None,
+) -> None:
     # The fork copied the supervisor's handlers; until rq installs its own, a signal
     # must stop this process, not run the supervisor's stop() here.
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -246,22 +272,32 @@ def _child(queue: WorkedQueue, burst: bool, liveness_ttl: float, parent: int) ->
     _die_with_parent()
     if os.getppid() != parent:  # the supervisor died before the signal was armed
         return
-    work(queue, burst=burst, schedule=False, liveness_ttl=liveness_ttl)
+    work(queue, burst=burst, schedule=False, liveness_ttl=liveness_ttl, on_stop=on_stop)
 
 
 def supervise(
-    queue: WorkedQueue, *, concurrency: int, burst: bool, liveness_ttl: float = LIVENESS_TTL
+    queue: WorkedQueue,
+    *,
+    concurrency: int,
+    burst: bool,
+    liveness_ttl: float = LIVENESS_TTL,
+    on_stop: Callable[[], None] | None = None,
 ) -> None:
-    """``concurrency`` worker processes and the scheduler; SIGTERM stops them all warmly."""
+    """``concurrency`` worker processes and the scheduler; SIGTERM stops them all warmly.
+
+    ``on_stop`` runs in every worker process as it stops.
+    """
     if concurrency <= 1:
-        work(queue, burst=burst, schedule=True, liveness_ttl=liveness_ttl)
+        work(queue, burst=burst, schedule=True, liveness_ttl=liveness_ttl, on_stop=on_stop)
         return
     context = multiprocessing.get_context("fork")
     stopping = threading.Event()
     name = uuid.uuid4().hex
     upkeep = Upkeep(queue, name, schedule=True, liveness_ttl=liveness_ttl)
     children = [
-        context.Process(target=_child, args=(queue, burst, liveness_ttl, os.getpid()), daemon=False)
+        context.Process(
+            target=_child, args=(queue, burst, liveness_ttl, os.getpid(), on_stop), daemon=False
+        )
         for _ in range(concurrency)
     ]
 
@@ -290,7 +326,9 @@ def supervise(
                     "a worker process exited (code %s); starting another", child.exitcode
                 )
                 children[index] = context.Process(
-                    target=_child, args=(queue, burst, liveness_ttl, os.getpid()), daemon=False
+                    target=_child,
+                    args=(queue, burst, liveness_ttl, os.getpid(), on_stop),
+                    daemon=False,
                 )
                 children[index].start()
             if burst and not any(child.is_alive() for child in children):

@@ -1,10 +1,9 @@
 """What background jobs remember between runs, in SQLite beside the transcripts.
 
-- The *ledger* makes job functions idempotent: a step of a job (``flush:<id>``,
-  ``sync:<id>:<turn>``…) is marked done once it succeeded, and a retried or
-  duplicated job skips every step already marked.
-- *Prefetched context*: the result of a background ``prefetch`` job, kept until
-  the next turn of that session takes it.
+The *ledger* makes job functions idempotent: a step of a job (``flush:<id>``,
+``sync:<id>:<turn>``…) is marked done once it succeeded, and a retried or
+duplicated job skips every step already marked. (A ``prefetched_context`` table
+of earlier versions may remain in old files, unused.)
 
 Each process opens its own connection; SQLite (WAL) serialises the writers.
 """
@@ -25,19 +24,11 @@ _SCHEMA = (
         done_at REAL NOT NULL
     )
     """,
-    """
-    CREATE TABLE IF NOT EXISTS prefetched_context (
-        session_id TEXT PRIMARY KEY,
-        query TEXT NOT NULL,
-        context TEXT NOT NULL,
-        created_at REAL NOT NULL
-    )
-    """,
 )
 
 
 class JobState(SQLiteTables):
-    """Ledger and prefetch results for the background jobs of one CHORUS_HOME."""
+    """The ledger of the background jobs of one CHORUS_HOME."""
 
     SCHEMA = _SCHEMA
     WHAT = "job state"
@@ -55,20 +46,3 @@ class JobState(SQLiteTables):
                 (key, time.time() if at is None else at),
             )
         return cursor.rowcount == 1
-
-    def put_prefetched(self, session_id: str, query: str, context: str) -> None:
-        with self._locked() as conn:
-            conn.execute(
-                "INSERT OR REPLACE INTO prefetched_context (session_id, query, context, created_at)"
-                " VALUES (?, ?, ?, ?)",
-                (session_id, query, context, time.time()),
-            )
-
-    def take_prefetched(self, session_id: str) -> str | None:
-        """The context prefetched for this session, removed as it is read."""
-        with self._locked(write=True) as conn:
-            row = conn.execute(
-                "SELECT context FROM prefetched_context WHERE session_id = ?", (session_id,)
-            ).fetchone()
-            conn.execute("DELETE FROM prefetched_context WHERE session_id = ?", (session_id,))
-        return None if row is None else str(row[0])

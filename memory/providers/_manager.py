@@ -5,59 +5,39 @@ methods. It guarantees that
 
 * one provider's failure never reaches the turn or another provider: each call
   is isolated and logged at WARNING with the provider's name and exception class;
-* recalled text is sanitised and fenced (:mod:`memory.fence`), and recalled
-  context is stripped from a turn before it is synced, so it is never stored back;
+* recalled text is sanitised (and fenced by the agent, :mod:`memory.fence`), and
+  recalled context is stripped from a turn before it is synced, so it is never
+  stored back;
 * a provider tool never shadows a core tool, and the first claim to a tool name wins;
-* turn syncs and background prefetches never run on the request path: they go
-  to a :class:`Background` that runs them one at a time, in submission order.
+* per-turn calls carry ``speaker`` (who is talking, in a session several people
+  share) to the methods that accept it, and nothing they do not declare.
 
-All methods are synchronous; the agent calls them off its event loop.
+Every method runs inline and is synchronous: what must stay off the request path
+(``sync_turn``, ``queue_prefetch``, ``on_session_end``) is called by background
+jobs (``agent.jobs``), and the agent bounds the one recall it waits for.
 """
 
 from __future__ import annotations
 
-import functools
 import inspect
 import json
 import logging
-from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
-from memory.providers._fence import (
-    build_memory_context_block,
-    sanitize_context,
-    strip_memory_context,
-)
+from memory.providers._fence import sanitize_context, strip_memory_context
 from memory.providers._provider import MemoryProvider
 from memory.providers._routing import ToolRouter
-from memory.providers._threads import ThreadBackground
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["DEFAULT_RESERVED_TOOL_NAMES", "Background", "MemoryManager", "ThreadBackground"]
+__all__ = ["DEFAULT_RESERVED_TOOL_NAMES", "MemoryManager"]
 
 DEFAULT_RESERVED_TOOL_NAMES = frozenset({"memory", "session_search"})
 """Core tools the agent runs itself; no provider may take these names."""
 
-DEFAULT_DRAIN_TIMEOUT = 5.0
-"""Seconds :meth:`MemoryManager.shutdown_all` waits for background work still running."""
-
 BUILTIN_NAME = "builtin"
 
 _Messages = list[dict[str, Any]]
-
-
-class Background(Protocol):
-    """Where the manager sends work that must not run on the request path."""
-
-    def submit(self, fn: Callable[[], None]) -> None:
-        """Run ``fn`` later; jobs run one at a time, in submission order."""
-
-    def flush(self, timeout: float | None) -> bool:
-        """Wait until everything submitted so far has run; False if ``timeout`` expired."""
-
-    def close(self, timeout: float) -> None:
-        """Drop work not yet started and wait at most ``timeout`` for the rest."""
 
 
 def _error(message: str) -> str:
@@ -73,9 +53,13 @@ def _accepts(provider: MemoryProvider, method: str, keyword: str) -> bool:
     return any(p.name == keyword or p.kind is p.VAR_KEYWORD for p in params)
 
 
-def _accepts_messages(provider: MemoryProvider) -> bool:
-    """Whether ``provider.sync_turn`` takes the ``messages`` keyword."""
-    return _accepts(provider, "sync_turn", "messages")
+def _extra(provider: MemoryProvider, method: str, **values: Any) -> dict[str, Any]:
+    """The keyword arguments of ``values`` that are set and that ``method`` accepts."""
+    return {
+        key: value
+        for key, value in values.items()
+        if value is not None and _accepts(provider, method, key)
+    }
 
 
 def _call(provider: MemoryProvider, method: str, *args: Any, **kwargs: Any) -> tuple[bool, Any]:
@@ -97,29 +81,6 @@ def _fan_out(providers: list[MemoryProvider], method: str, *args: Any, **kwargs:
         _call(provider, method, *args, **kwargs)
 
 
-def _sync_turn(
-    providers: list[MemoryProvider],
-    user_content: str,
-    assistant_content: str,
-    session_id: str,
-    messages: _Messages | None,
-) -> None:
-    """Strip recalled context from the turn, then hand it to each provider in order."""
-    user, assistant = strip_memory_context(user_content), strip_memory_context(assistant_content)
-    if not (user.strip() or assistant.strip()):
-        return
-    for provider in list(providers):
-        extra = (
-            {"messages": messages} if messages is not None and _accepts_messages(provider) else {}
-        )
-        _call(provider, "sync_turn", user, assistant, session_id=session_id, **extra)
-
-
-def _copy(messages: _Messages | None) -> _Messages | None:
-    """A snapshot of the turn's messages: the caller may keep appending to its list."""
-    return None if messages is None else [dict(m) for m in messages]
-
-
 def _safe_name(provider: MemoryProvider) -> str:
     try:
         return str(provider.name)
@@ -127,22 +88,14 @@ def _safe_name(provider: MemoryProvider) -> str:
         return type(provider).__name__
 
 
-def _overrides(provider: MemoryProvider, method: str) -> bool:
-    return getattr(type(provider), method, None) is not getattr(MemoryProvider, method)
-
-
 class MemoryManager:
     """Fan-out, failure isolation, fencing and tool routing over one session's providers."""
 
     def __init__(
-        self,
-        *,
-        background: Background | None = None,
-        reserved_tool_names: frozenset[str] = DEFAULT_RESERVED_TOOL_NAMES,
+        self, *, reserved_tool_names: frozenset[str] = DEFAULT_RESERVED_TOOL_NAMES
     ) -> None:
         self._providers: list[MemoryProvider] = []
         self._router = ToolRouter(reserved_tool_names)
-        self._background: Background = background if background is not None else ThreadBackground()
 
     # -- registration --------------------------------------------------------
 
@@ -208,56 +161,58 @@ class MemoryManager:
         """The providers' non-empty static system prompt blocks, in order."""
         return self._texts("system_prompt_block")
 
-    def prefetch_now(self, query: str, *, session_id: str = "") -> str:
-        """Every provider's recall for ``query``: sanitised and joined, not fenced."""
+    def prefetch(self, query: str, *, session_id: str = "", speaker: str | None = None) -> str:
+        """Every provider's recall for ``query``: sanitised and joined, not fenced yet."""
         query = strip_memory_context(query)
-        return "\n\n".join(self._texts("prefetch", query, session_id=session_id))
+        texts = (
+            _call(
+                p,
+                "prefetch",
+                query,
+                session_id=session_id,
+                **_extra(p, "prefetch", speaker=speaker),
+            )[1]
+            for p in self._providers
+        )
+        cleaned = (sanitize_context(t).strip() for t in texts if isinstance(t, str))
+        return "\n\n".join(t for t in cleaned if t)
 
-    def prefetch_all(self, query: str, *, session_id: str = "") -> str:
-        """The fenced recall block to append to the user message; ``""`` when nothing."""
-        return build_memory_context_block(self.prefetch_now(query, session_id=session_id))
-
-    def queue_prefetch_all(self, query: str, *, session_id: str = "") -> None:
-        """Ask providers, in the background, to recall for ``query`` ahead of the next turn."""
+    def queue_prefetch(
+        self, query: str, *, session_id: str = "", speaker: str | None = None
+    ) -> None:
+        """Let providers that warm a cache recall for ``query`` (called by a job, after a turn)."""
         query = strip_memory_context(query)
-        providers = [p for p in self._providers if _overrides(p, "queue_prefetch")]
-        if providers and query.strip():
-            self._background.submit(
-                functools.partial(
-                    _fan_out, providers, "queue_prefetch", query, session_id=session_id
-                )
-            )
+        if not query.strip():
+            return
+        for p in self._providers:
+            extra = _extra(p, "queue_prefetch", speaker=speaker)
+            _call(p, "queue_prefetch", query, session_id=session_id, **extra)
 
     # -- write ---------------------------------------------------------------
 
-    def sync_all(
+    def sync_turn(
         self,
         user_content: str,
         assistant_content: str,
         *,
         session_id: str = "",
         messages: _Messages | None = None,
+        speaker: str | None = None,
     ) -> None:
-        """Queue the finished turn for every provider and return at once."""
-        providers = [p for p in self._providers if _overrides(p, "sync_turn")]
-        if providers:
-            turn = (user_content, assistant_content, session_id, _copy(messages))
-            self._background.submit(functools.partial(_sync_turn, providers, *turn))
+        """Strip recalled context from the turn, then hand it to each provider in order.
 
-    def sync_turn_now(
-        self,
-        user_content: str,
-        assistant_content: str,
-        *,
-        session_id: str = "",
-        messages: _Messages | None = None,
-    ) -> None:
-        """The fan-out of :meth:`sync_all`, run inline by job code already off the request path."""
-        _sync_turn(self._providers, user_content, assistant_content, session_id, messages)
-
-    def flush_pending(self, timeout: float | None = None) -> bool:
-        """Wait until queued syncs and prefetches have run; False if ``timeout`` expired."""
-        return self._background.flush(timeout)
+        ``messages`` (the turn's OpenAI messages) and ``speaker`` go only to a
+        ``sync_turn`` that declares them (or takes ``**kwargs``).
+        """
+        user, assistant = (
+            strip_memory_context(user_content),
+            strip_memory_context(assistant_content),
+        )
+        if not (user.strip() or assistant.strip()):
+            return
+        for p in self._providers:
+            extra = _extra(p, "sync_turn", messages=messages, speaker=speaker)
+            _call(p, "sync_turn", user, assistant, session_id=session_id, **extra)
 
     # -- tools ---------------------------------------------------------------
 
@@ -274,7 +229,10 @@ class MemoryManager:
         return self._router.owner(name) is not None
 
     def handle_tool_call(self, name: str, args: dict[str, Any], **kwargs: Any) -> str:
-        """Run a provider tool; every failure comes back as a JSON error, never an exception."""
+        """Run a provider tool; every failure comes back as a JSON error, never an exception.
+
+        ``kwargs`` (``session_id``, ``speaker``) go to the provider's ``handle_tool_call``.
+        """
         provider = self._router.owner(name)
         if provider is None:
             return _error(f"no memory provider handles the tool '{name}'")
@@ -338,15 +296,7 @@ class MemoryManager:
 
     # -- teardown ------------------------------------------------------------
 
-    def shutdown_all(self, drain_timeout: float = DEFAULT_DRAIN_TIMEOUT) -> None:
-        """Drain background work (at most ``drain_timeout`` s), then shut providers down.
-
-        Providers are shut down in reverse registration order, each isolated.
-        A sync still wedged after the drain is abandoned, never awaited.
-        """
-        try:
-            self._background.close(drain_timeout)
-        except Exception as exc:
-            logger.warning("memory background close failed: %s", type(exc).__name__)
+    def shutdown_all(self) -> None:
+        """Shut providers down in reverse registration order, each isolated."""
         for provider in reversed(self._providers):
             _call(provider, "shutdown")

@@ -13,11 +13,32 @@ default (return ``""`` or do nothing), so a minimal provider overrides only
 what it uses. A provider is discovered as a plugin package (see
 ``plugins.memory``) and configured by ``memory.provider`` in ``config.yaml``.
 
-Threading: the manager calls :meth:`~MemoryProvider.sync_turn` and
-:meth:`~MemoryProvider.queue_prefetch` on one background worker thread, in
-submission order; every other method is called from the agent's worker
-threads, never on the event loop. No method may assume it runs on the thread
-that called :meth:`~MemoryProvider.initialize`.
+Where each call happens (``agent_context``, given to :meth:`~MemoryProvider.initialize`):
+
+* ``"primary"`` — the live conversation, in the gateway: ``system_prompt_block``,
+  ``prefetch`` (this turn's message, bounded by ``memory.prefetch_timeout``),
+  the provider's tools, ``on_turn_start``, ``on_memory_write``,
+  ``on_pre_compress``, ``on_session_switch`` (without ``withdrawn_turn``).
+* ``"background"`` — the jobs that follow a turn, in a worker process (``chorus
+  worker``) or the gateway's own job thread: ``sync_turn`` with every turn the
+  user really had, once and in order; ``queue_prefetch``; ``on_session_switch``
+  with ``withdrawn_turn`` after ``/undo``/``/retry``; ``on_session_end``. These
+  are the user's own words: a provider that models the user learns here.
+* ``"flush"`` — the end-of-session memory flush, a prompt chorus writes itself:
+  its tools and ``on_memory_write`` run, no turn is synced. A provider that
+  models the user stays passive here.
+
+One instance serves one session in one context and one process; a worker keeps
+it from one job to the next and calls :meth:`~MemoryProvider.shutdown` when the
+session ends or the worker stops. A worker can still be killed without warning:
+what must survive lives in the provider's backend or under
+:func:`provider_dir`, never only in memory. Jobs are delivered at least once
+(a killed worker's job runs again); chorus does not repeat a turn it has
+recorded as synced, but a provider's own writes should be idempotent.
+
+Threading: no method runs on the event loop, and none may assume it runs on
+the thread that called :meth:`~MemoryProvider.initialize`; calls to one
+instance never overlap.
 """
 
 from __future__ import annotations
@@ -78,9 +99,18 @@ class MemoryProvider(ABC):
         * ``chorus_home`` (:class:`~pathlib.Path`): where to keep files;
         * ``platform`` (``str``): ``"telegram"``, ``"discord"``, ``"slack"``, ``"console"``;
         * ``user_key`` (``str``): ``"platform:id"``, the one user this session serves;
-        * ``agent_context`` (``"primary" | "flush" | "background"``): a provider
-          that models the user should stay passive outside ``"primary"`` so
-          that system-driven prompts never shape the user's profile.
+        * ``agent_context`` (``"primary" | "flush" | "background"``): which calls
+          this instance will get (see the module docstring); a provider that
+          models the user stays passive in ``"flush"``, whose prompts chorus
+          writes itself;
+        * ``chat_id`` (``str | None``), ``thread_id`` (``str | None``): where the
+          conversation happens;
+        * ``is_direct`` (``bool | None``): a one-to-one chat (None: not known);
+        * ``parent_session_id`` (``str | None``): the session this one follows.
+
+        In a group session several people share (``sessions.scope: chat``),
+        ``user_key`` is the chat's own key (``platform#chat:id``) and the
+        per-turn calls say who is talking with ``speaker``.
 
         Unknown keys may be added later; accept and ignore them. Raising here
         removes the provider for this session.
@@ -97,19 +127,24 @@ class MemoryProvider(ABC):
         return ""
 
     def prefetch(self, query: str, *, session_id: str = "") -> str:
-        """Context recalled for the user message ``query``; ``""`` for none.
+        """Context recalled for this turn's user message ``query``; ``""`` for none.
 
-        Called before each turn on the request path, so it must be fast:
-        return what :meth:`queue_prefetch` cached rather than fetching now.
-        The manager sanitises and fences the result before the model sees it.
+        Called (``"primary"``) before each turn, on the request path: the turn
+        waits at most ``memory.prefetch_timeout`` seconds (default 0.5) and then
+        goes on without it; a result that comes later is used on the next turn.
+        A slow backend returns what :meth:`queue_prefetch` cached. The result is
+        sanitised and fenced in the user message, never put in the system prompt.
+        Declare a keyword ``speaker`` to be told who is talking.
         """
         return ""
 
     def queue_prefetch(self, query: str, *, session_id: str = "") -> None:
-        """Start recalling for ``query`` in the background; cache it for :meth:`prefetch`.
+        """Warm a cache for the next :meth:`prefetch`; ``query`` is the last user message.
 
-        Called on the manager's background worker after a turn, with the
-        turn's user message as the likely topic of the next one.
+        Called (``"background"``) by a job after each turn, off the request path.
+        The cache must live where the ``"primary"`` instance reads it (the
+        provider's backend or its files): it is another instance, often in
+        another process. Declare a keyword ``speaker`` to be told who is talking.
         """
         return None
 
@@ -125,11 +160,13 @@ class MemoryProvider(ABC):
     ) -> None:
         """Store one finished turn.
 
-        Runs on the manager's single background worker, so turns arrive in
-        order and a slow backend never delays a reply. Recalled context has
+        Called (``"background"``) by a job, once per turn, in the session's
+        order, so a slow backend never delays a reply. A turn withdrawn by
+        ``/undo`` before its job ran is never synced. Recalled context has
         already been stripped from both texts. ``messages`` (the turn's
-        OpenAI-format messages, tool calls included) is passed only when the
-        override declares that parameter.
+        OpenAI-format messages, tool calls included) and ``speaker`` (the user
+        key of who wrote the message) are passed only when the override
+        declares those parameters (or ``**kwargs``).
         """
         return None
 
@@ -148,7 +185,8 @@ class MemoryProvider(ABC):
     def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
         """Run one of this provider's tools and return its result as JSON text.
 
-        Only called for names this provider listed in :meth:`get_tool_schemas`.
+        Only called for names this provider listed in :meth:`get_tool_schemas`;
+        ``kwargs`` carry ``session_id`` and, when known, ``speaker``.
         Return errors the model can act on as JSON (``{"success": false,
         "error": ...}``); an exception becomes a generic error result.
         """
@@ -157,17 +195,18 @@ class MemoryProvider(ABC):
     # -- teardown ------------------------------------------------------------
 
     def shutdown(self) -> None:
-        """Flush local queues and close connections; called once, at the end.
+        """Flush local buffers and close connections; called once, at the end.
 
-        The manager has already waited (boundedly) for queued syncs, and shuts
-        providers down in reverse registration order.
+        At the end of the session, when the gateway drops an idle agent, and
+        when a worker stops. Not called when a process is killed: see the module
+        docstring on what must not live only in memory.
         """
         return None
 
     # -- optional hooks ------------------------------------------------------
 
     def on_turn_start(self, turn_number: int, message: str, **kwargs: Any) -> None:
-        """A turn begins; ``kwargs`` may carry ``model``, ``platform``, ``tool_count``."""
+        """A turn begins (``"primary"``); ``kwargs`` may carry ``speaker`` and ``platform``."""
         return None
 
     def on_session_end(self, messages: list[dict[str, Any]]) -> None:
@@ -186,12 +225,20 @@ class MemoryProvider(ABC):
         rewound: bool = False,
         **kwargs: Any,
     ) -> None:
-        """The agent moved to another session id.
+        """The conversation was reset, rewound or compressed; ``kwargs["reason"]`` says which.
 
-        ``reset=True``: a fresh conversation, drop per-session buffers.
-        ``rewound=True``: same conversation with its transcript cut back, drop
-        per-turn state only. ``parent_session_id`` names the session this one
-        continues (after compression, for example).
+        ``reset=True`` (reason ``"new"``, ``"idle"``, ``"daily"``, ...): a fresh
+        session ``new_session_id`` follows ``parent_session_id``; drop
+        per-session buffers. Called on the new session's ``"primary"`` instance.
+
+        ``rewound=True`` (reason ``"undo"`` or ``"retry"``): same session, its last
+        turn withdrawn; drop per-turn state. The ``"primary"`` instance is told at
+        once. The ``"background"`` instance is told in order with the syncs, with
+        ``withdrawn_turn`` = ``{"turn": n, "user_content": ..., "assistant_content":
+        ...}`` when that turn had been synced: remove it if the backend can.
+
+        Neither flag (reason ``"compression"``): the history was summarised; the
+        session id stays.
         """
         return None
 

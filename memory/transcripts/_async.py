@@ -74,6 +74,7 @@ class AsyncSessionDB:
         system_prompt: str | None = None,
         parent_session_id: str | None = None,
         started_at: float | None = None,
+        is_direct: bool | None = None,
     ) -> None:
         await self._run(
             self._db.create_session,
@@ -87,6 +88,7 @@ class AsyncSessionDB:
             system_prompt=system_prompt,
             parent_session_id=parent_session_id,
             started_at=started_at,
+            is_direct=is_direct,
         )
 
     async def end_session(
@@ -110,6 +112,7 @@ class AsyncSessionDB:
         token_count: int | None = None,
         finish_reason: str | None = None,
         reasoning: str | None = None,
+        speaker: str | None = None,
     ) -> int:
         return await self._run(
             self._db.append_message,
@@ -123,6 +126,7 @@ class AsyncSessionDB:
             token_count=token_count,
             finish_reason=finish_reason,
             reasoning=reasoning,
+            speaker=speaker,
         )
 
     async def get_messages(self, session_id: str) -> list[StoredMessage]:
@@ -169,6 +173,11 @@ class AsyncSessionDB:
 
     async def set_system_prompt(self, session_id: str, prompt: str | None) -> None:
         await self._run(self._db.set_system_prompt, session_id, prompt)
+
+    async def previous_session(
+        self, user_key: str, platform: str, chat_id: str | None, thread_id: str | None
+    ) -> tuple[str, str] | None:
+        return await self._run(self._db.previous_session, user_key, platform, chat_id, thread_id)
 
     async def latest_summary(
         self, user_key: str, platform: str, chat_id: str | None, thread_id: str | None

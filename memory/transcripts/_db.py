@@ -66,6 +66,7 @@ class SessionDB(SQLiteTables):
         system_prompt: str | None = None,
         parent_session_id: str | None = None,
         started_at: float | None = None,
+        is_direct: bool | None = None,
     ) -> None:
         """Record a new session; creating an id that exists already does nothing."""
         if not (session_id and platform and user_key):
@@ -74,8 +75,9 @@ class SessionDB(SQLiteTables):
         with self._write() as conn:
             cur = conn.execute(
                 "INSERT INTO sessions (id, source, platform, chat_id, user_key, thread_id,"
-                " user_id, model, system_prompt, parent_session_id, started_at, last_active_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING",
+                " user_id, model, system_prompt, parent_session_id, started_at, last_active_at,"
+                " is_direct) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT(id) DO NOTHING",
                 (
                     session_id,
                     platform,
@@ -89,6 +91,7 @@ class SessionDB(SQLiteTables):
                     parent_session_id,
                     started,
                     started,
+                    None if is_direct is None else int(is_direct),
                 ),
             )
         if cur.rowcount:
@@ -195,6 +198,20 @@ class SessionDB(SQLiteTables):
     def set_system_prompt(self, session_id: str, prompt: str | None) -> None:
         self._set(session_id, "system_prompt", prompt)
 
+    def previous_session(
+        self, user_key: str, platform: str, chat_id: str | None, thread_id: str | None
+    ) -> tuple[str, str] | None:
+        """``(id, end reason)`` of the user's latest session in that chat and thread that
+        ended or is ending (its reason recorded); None when there is none."""
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT id, end_reason FROM sessions WHERE platform = ? AND chat_id IS ?"
+                " AND user_key = ? AND thread_id IS ? AND end_reason IS NOT NULL"
+                " ORDER BY started_at DESC, rowid DESC LIMIT 1",
+                (platform, chat_id, user_key, thread_id),
+            ).fetchone()
+        return None if row is None else (str(row["id"]), str(row["end_reason"]))
+
     def latest_summary(
         self, user_key: str, platform: str, chat_id: str | None, thread_id: str | None
     ) -> str | None:
@@ -225,6 +242,7 @@ class SessionDB(SQLiteTables):
         token_count: int | None = None,
         finish_reason: str | None = None,
         reasoning: str | None = None,
+        speaker: str | None = None,
     ) -> int:
         """Append one message to a session's transcript and return its id.
 
@@ -244,8 +262,8 @@ class SessionDB(SQLiteTables):
                 raise SessionDBError(f"cannot append to unknown session {session_id!r}")
             cur = conn.execute(
                 "INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls,"
-                " tool_name, timestamp, token_count, finish_reason, reasoning)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " tool_name, timestamp, token_count, finish_reason, reasoning, speaker)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     session_id,
                     role,
@@ -257,6 +275,7 @@ class SessionDB(SQLiteTables):
                     token_count,
                     finish_reason,
                     reasoning,
+                    speaker,
                 ),
             )
         if cur.lastrowid is None:  # pragma: no cover - an INSERT always sets it

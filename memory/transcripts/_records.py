@@ -41,6 +41,8 @@ class SessionRecord:
     reasoning_tokens: int
     title: str | None
     summary: str | None
+    is_direct: bool | None = None
+    """A one-to-one chat (None: recorded before chorus kept it)."""
 
     @property
     def is_open(self) -> bool:
@@ -49,7 +51,10 @@ class SessionRecord:
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> SessionRecord:
-        return cls(**{name: row[name] for name in SESSION_COLUMNS})
+        values = {name: row[name] for name in SESSION_COLUMNS}
+        if values["is_direct"] is not None:
+            values["is_direct"] = bool(values["is_direct"])
+        return cls(**values)
 
 
 SESSION_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(SessionRecord))
@@ -71,6 +76,8 @@ class StoredMessage:
     token_count: int | None
     finish_reason: str | None
     reasoning: str | None
+    speaker: str | None = None
+    """The user key of who wrote a user message (None: not recorded)."""
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> StoredMessage:
@@ -86,6 +93,7 @@ class StoredMessage:
             token_count=row["token_count"],
             finish_reason=row["finish_reason"],
             reasoning=row["reasoning"],
+            speaker=row["speaker"],
         )
 
     def to_openai(self) -> dict[str, Any]:

@@ -112,7 +112,14 @@ _V1: tuple[str, ...] = (
     """,
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1,)
+_V2: tuple[str, ...] = (
+    # whether the session is a one-to-one chat (NULL: not known, sessions before v2)
+    "ALTER TABLE sessions ADD COLUMN is_direct INTEGER",
+    # who wrote a user message: their user key, in a session several people share
+    "ALTER TABLE messages ADD COLUMN speaker TEXT",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2)
 """Statements per step; ``MIGRATIONS[i]`` upgrades version ``i`` to ``i + 1``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -79,13 +79,18 @@ PLUGIN_SOURCE = textwrap.dedent(
             self._maybe_raise("system_prompt_block")
             return "RECORDER PROVIDER BLOCK"
 
-        def prefetch(self, query, *, session_id=""):
-            self._log("prefetch", query=query)
+        def prefetch(self, query, *, session_id="", speaker=None):
+            self._log("prefetch", query=query, speaker=speaker)
             self._maybe_raise("prefetch")
+            time.sleep(behaviour().get("prefetch_delay", 0))
             text = behaviour().get("prefetch_text", "")
             return text.replace("{query}", query)
 
-        def sync_turn(self, user_content, assistant_content, *, session_id="", messages=None):
+        def queue_prefetch(self, query, *, session_id="", speaker=None):
+            self._log("queue_prefetch", query=query, speaker=speaker)
+
+        def sync_turn(self, user_content, assistant_content, *, session_id="", messages=None,
+                      speaker=None):
             gate = behaviour().get("block_sync_until")
             self._log("sync_start", user=user_content)
             if gate:
@@ -94,10 +99,10 @@ PLUGIN_SOURCE = textwrap.dedent(
                     time.sleep(0.02)
             self._maybe_raise("sync_turn")
             self._log("sync_turn", user=user_content, assistant=assistant_content,
-                      messages=len(messages or []))
+                      messages=len(messages or []), speaker=speaker)
 
         def on_turn_start(self, turn_number, message, **kwargs):
-            self._log("on_turn_start", turn=turn_number)
+            self._log("on_turn_start", turn=turn_number, speaker=kwargs.get("speaker"))
             self._maybe_raise("on_turn_start")
 
         def on_session_end(self, messages):
@@ -112,7 +117,14 @@ PLUGIN_SOURCE = textwrap.dedent(
             self._log("on_memory_write", action=action, target=target, content=content)
             self._maybe_raise("on_memory_write")
 
+        def on_session_switch(self, new_session_id, *, parent_session_id="", reset=False,
+                              rewound=False, **kwargs):
+            self._log("on_session_switch", new=new_session_id, parent=parent_session_id,
+                      reset=reset, rewound=rewound, reason=kwargs.get("reason"),
+                      withdrawn=kwargs.get("withdrawn_turn"))
+
         def shutdown(self):
+            self._log("shutdown")
             self._maybe_raise("shutdown")
     '''
 )

@@ -32,8 +32,12 @@ async def test_provider_gets_every_hook_in_order(stack: Stack, server: FakeOpenA
     primary = hooks(home, "initialize", "primary")
     assert primary[0]["kwargs"] == {
         "agent_context": "primary",
+        "chat_id": "chat-telegram:1",
         "chorus_home": str(home),
+        "is_direct": "None",
+        "parent_session_id": "None",
         "platform": "telegram",
+        "thread_id": "None",
         "user_key": "telegram:1",
     }
 
@@ -51,7 +55,7 @@ async def test_provider_gets_every_hook_in_order(stack: Stack, server: FakeOpenA
     assert await agent.run_turn("I like oolong") == "answer 2"
     turn2 = server.requests[2]
     assert "<memory-context>" in user_text(turn2)
-    assert "RECALLED about what about tea?" in user_text(turn2)
+    assert "RECALLED about I like oolong" in user_text(turn2)  # recall for this very message
     assert "RECALLED" not in turn2["messages"][0]["content"]  # never in the system prompt
     assert stack.background.queue.flush(10)
 

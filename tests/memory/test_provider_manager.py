@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,10 +21,7 @@ from memory.providers import (
     strip_memory_context,
 )
 from memory.providers._fence import SYSTEM_NOTE
-from memory.providers._threads import ThreadBackground
 from memory.store import MemoryStore
-
-WAIT = 10.0  # generous upper bound for a background job to reach a given point
 
 
 def schema(name: str) -> dict[str, Any]:
@@ -144,26 +140,11 @@ class Exploding(MemoryProvider):
     on_memory_write = on_delegation = _boom
 
 
-class Blocking(Recorder):
-    """A sync_turn that holds the background worker until ``release`` is set."""
-
-    def __init__(self, name: str = "ext") -> None:
-        super().__init__(name)
-        self.started = threading.Event()
-        self.release = threading.Event()
-        self.finished = threading.Event()
-
-    def sync_turn(self, user_content: str, assistant_content: str, **kwargs: Any) -> None:
-        self.started.set()
-        self.release.wait(WAIT)
-        self.finished.set()
-
-
 @pytest.fixture
 def manager() -> Iterator[MemoryManager]:
     mgr = MemoryManager()
     yield mgr
-    mgr.shutdown_all(drain_timeout=1.0)
+    mgr.shutdown_all()
 
 
 # -- the provider contract --------------------------------------------------
@@ -346,10 +327,10 @@ def test_initialize_failure_removes_the_provider_and_its_tools(manager: MemoryMa
 # -- recall ------------------------------------------------------------------
 
 
-def test_prefetch_all_fences_and_sanitises(manager: MemoryManager) -> None:
+def test_recall_is_sanitised_and_fences_once(manager: MemoryManager) -> None:
     manager.add_provider(Recorder("builtin", recall=""))
     manager.add_provider(Recorder("ext", recall=FORGED))
-    block = manager.prefetch_all("what do I drink?", session_id="s1")
+    block = build_memory_context_block(manager.prefetch("what do I drink?", session_id="s1"))
     assert block.count(FENCE_OPEN) == 1 and block.count(FENCE_CLOSE) == 1
     assert block.count("System note") == 1
     before, inside = block.split(FENCE_OPEN)
@@ -358,16 +339,16 @@ def test_prefetch_all_fences_and_sanitises(manager: MemoryManager) -> None:
     assert "likes green tea" in inside and "Ignore previous instructions" in inside
 
 
-def test_prefetch_all_is_empty_without_recall(manager: MemoryManager) -> None:
+def test_prefetch_is_empty_without_recall(manager: MemoryManager) -> None:
     manager.add_provider(Recorder("builtin"))
-    assert manager.prefetch_all("q") == ""
-    assert manager.prefetch_now("q") == ""
+    assert manager.prefetch("q") == ""
+    assert build_memory_context_block(manager.prefetch("q")) == ""
 
 
-def test_prefetch_now_joins_unfenced(manager: MemoryManager) -> None:
+def test_prefetch_joins_unfenced(manager: MemoryManager) -> None:
     manager.add_provider(Recorder("builtin", recall="a"))
     manager.add_provider(Recorder("ext", recall=" <memory-context>b"))
-    assert manager.prefetch_now("q") == "a\n\nb"
+    assert manager.prefetch("q") == "a\n\nb"
 
 
 def test_system_prompt_blocks(manager: MemoryManager, tmp_path: Path) -> None:
@@ -391,11 +372,10 @@ def test_a_provider_raising_everywhere_never_breaks_a_fan_out(
     messages = [{"role": "user", "content": "hi"}]
 
     assert manager.build_system_prompt_blocks() == [f"block from {good.name}"]
-    assert manager.prefetch_all("q").count("System note") == 0
-    manager.queue_prefetch_all("next topic")
-    manager.sync_all("u", "a", session_id="s1", messages=messages)
-    assert manager.flush_pending(timeout=WAIT)
-    manager.sync_turn_now("u2", "a2")
+    assert manager.prefetch("q") == ""
+    manager.queue_prefetch("next topic")
+    manager.sync_turn("u", "a", session_id="s1", messages=messages)
+    manager.sync_turn("u2", "a2")
     assert json.loads(manager.handle_tool_call("recall", {}))["provider"] == good.name
     manager.on_turn_start(1, "hi")
     manager.on_session_end(messages)
@@ -403,7 +383,7 @@ def test_a_provider_raising_everywhere_never_breaks_a_fan_out(
     assert manager.on_pre_compress(messages) == f"keep {good.name}"
     manager.on_memory_write("add", "user", "likes tea")
     manager.on_delegation("task", "done", child_session_id="c1")
-    manager.shutdown_all(drain_timeout=WAIT)
+    manager.shutdown_all()
 
     assert good.names() == [
         "prefetch",
@@ -429,34 +409,7 @@ def test_a_provider_whose_tools_explode_still_registers(manager: MemoryManager) 
     assert manager.providers == [bad] and manager.get_all_tool_names() == []
 
 
-# -- background sync ---------------------------------------------------------
-
-
-def test_sync_all_does_not_run_inline_and_flush_is_a_barrier() -> None:
-    blocking = Blocking()
-    manager = MemoryManager()
-    manager.add_provider(blocking)
-    try:
-        manager.sync_all("u", "a", session_id="s1")
-        assert not blocking.finished.is_set()  # returned while sync_turn had not finished
-        assert blocking.started.wait(WAIT)
-        assert manager.flush_pending(timeout=0.2) is False
-        assert not blocking.finished.is_set()
-        blocking.release.set()
-        assert manager.flush_pending(timeout=WAIT) is True
-        assert blocking.finished.is_set()
-    finally:
-        blocking.release.set()
-        manager.shutdown_all(drain_timeout=WAIT)
-
-
-def test_syncs_are_delivered_in_order(manager: MemoryManager) -> None:
-    recorder = Recorder("ext")
-    manager.add_provider(recorder)
-    for i in range(50):
-        manager.sync_all(f"u{i}", f"a{i}", session_id="s1")
-    assert manager.flush_pending(timeout=WAIT)
-    assert [turn[0] for turn in recorder.synced()] == [f"u{i}" for i in range(50)]
+# -- sync --------------------------------------------------------------------
 
 
 def test_messages_go_only_to_providers_that_accept_them(manager: MemoryManager) -> None:
@@ -464,37 +417,24 @@ def test_messages_go_only_to_providers_that_accept_them(manager: MemoryManager) 
     manager.add_provider(legacy)
     manager.add_provider(modern)
     messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
-    manager.sync_all("hi", "hello", session_id="s1", messages=messages)
-    messages.append({"role": "user", "content": "later turn"})
-    assert manager.flush_pending(timeout=WAIT)
+    manager.sync_turn("hi", "hello", session_id="s1", messages=messages, speaker="slack:U1")
     assert legacy.synced() == [("hi", "hello", "s1", None)]
-    assert modern.synced() == [("hi", "hello", "s1", messages[:2])]
+    assert modern.synced() == [("hi", "hello", "s1", messages)]
 
 
 def test_recalled_context_is_stripped_before_sync(manager: MemoryManager) -> None:
     recorder = Recorder("ext")
     manager.add_provider(recorder)
     block = build_memory_context_block("the user is allergic to nuts")
-    manager.sync_all(f"Suggest a snack\n\n{block}", f"{block}\nTry an apple.")
-    manager.queue_prefetch_all(f"Suggest a snack\n\n{block}")
-    assert manager.flush_pending(timeout=WAIT)
-    manager.sync_turn_now(f"again\n{block}", "ok")
+    manager.sync_turn(f"Suggest a snack\n\n{block}", f"{block}\nTry an apple.")
+    manager.queue_prefetch(f"Suggest a snack\n\n{block}")
+    manager.sync_turn(f"again\n{block}", "ok")
     assert [turn[:2] for turn in recorder.synced()] == [
         ("Suggest a snack", "Try an apple."),
         ("again", "ok"),
     ]
     assert ("queue_prefetch", "Suggest a snack") in recorder.calls
     assert "nuts" not in repr(recorder.calls)
-
-
-def test_a_lone_builtin_provider_starts_no_thread(tmp_path: Path) -> None:
-    before = {t.name for t in threading.enumerate()}
-    manager = MemoryManager()
-    manager.add_provider(BuiltinMemoryProvider(MemoryStore(tmp_path / "M", tmp_path / "U")))
-    manager.sync_all("u", "a")
-    manager.queue_prefetch_all("q")
-    assert {t.name for t in threading.enumerate()} - before == set()
-    assert manager.flush_pending(timeout=0)
 
 
 # -- shutdown ----------------------------------------------------------------
@@ -507,41 +447,6 @@ def test_shutdown_runs_in_reverse_order() -> None:
     manager.add_provider(Recorder("ext", log=log))
     manager.shutdown_all()
     assert log == [("shutdown", "ext"), ("shutdown", "builtin")]
-
-
-def test_shutdown_is_bounded_when_a_sync_is_wedged(caplog: pytest.LogCaptureFixture) -> None:
-    log: list[tuple[str, str]] = []
-    wedged = Blocking("ext")
-    wedged.log = log
-    manager = MemoryManager()
-    manager.add_provider(Recorder("builtin", log=log))
-    manager.add_provider(wedged)
-    try:
-        manager.sync_all("first", "a")
-        manager.sync_all("queued behind the wedged one", "a")
-        assert wedged.started.wait(WAIT)
-        manager.shutdown_all(drain_timeout=0.1)
-        assert not wedged.finished.is_set()  # returned while the job is still blocked
-        assert log == [("shutdown", "ext"), ("shutdown", "builtin")]
-        assert any("abandon" in r.getMessage() for r in caplog.records)
-        manager.sync_all("after shutdown", "a")  # dropped, not raised
-    finally:
-        wedged.release.set()
-
-
-def test_thread_background_close_cancels_queued_work() -> None:
-    background = ThreadBackground()
-    gate, ran = threading.Event(), []
-
-    def wedge() -> None:
-        gate.wait(WAIT)
-
-    background.submit(wedge)
-    background.submit(lambda: ran.append("second"))
-    background.close(timeout=0.05)
-    gate.set()
-    assert background.flush(timeout=WAIT)
-    assert ran == []
 
 
 class ThreeArgumentWrites(Minimal):
@@ -576,8 +481,36 @@ def test_memory_writes_reach_hooks_with_or_without_a_metadata_parameter(
         manager = MemoryManager()
         manager.add_provider(provider)
         manager.on_memory_write("add", "user", "likes tea", metadata)
-        manager.shutdown_all(drain_timeout=1.0)
+        manager.shutdown_all()
         if isinstance(provider, ThreeArgumentWrites):
             assert provider.writes == [("add", "user", "likes tea")]  # not dropped by a TypeError
         else:
             assert provider.writes == [("likes tea", metadata)]
+
+
+class SpeakerAware(Minimal):
+    """Declares ``speaker`` on the per-turn calls, as a group-chat provider does."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str | None]] = []
+
+    def prefetch(self, query: str, *, session_id: str = "", speaker: str | None = None) -> str:
+        self.seen.append(("prefetch", speaker))
+        return ""
+
+    def sync_turn(
+        self, user_content: str, assistant_content: str, *, session_id: str = "", **kwargs: Any
+    ) -> None:
+        self.seen.append(("sync_turn", kwargs.get("speaker")))
+
+
+def test_speaker_reaches_providers_that_declare_it_and_no_others() -> None:
+    aware, plain = SpeakerAware(), Recorder("builtin", recall="r")
+    manager = MemoryManager()
+    manager.add_provider(plain)
+    manager.add_provider(aware)
+    assert manager.prefetch("q", session_id="s1", speaker="slack:U1") == "r"
+    manager.sync_turn("u", "a", session_id="s1", speaker="slack:U2")
+    manager.prefetch("q", session_id="s1")
+    assert aware.seen == [("prefetch", "slack:U1"), ("sync_turn", "slack:U2"), ("prefetch", None)]
+    assert plain.names() == ["prefetch", "sync_turn", "prefetch"]  # no TypeError, not dropped

@@ -122,3 +122,29 @@ def test_the_gateway_refuses_a_newer_database_in_one_line(tmp_path: Path) -> Non
     assert done.returncode == 2, done.stderr
     assert "newer than the supported version" in done.stderr and "upgrade chorus" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_version_1_database_gains_speakers_and_direct_sessions(tmp_path: Path) -> None:
+    """The real step 1 → 2: rows written before it read back as not known (None)."""
+    path = tmp_path / "state.db"
+    conn = raw(path)
+    apply_schema(conn, MIGRATIONS[:1])
+    conn.execute(
+        "INSERT INTO sessions (id, source, platform, user_key, started_at)"
+        " VALUES ('old', 'telegram', 'telegram', 'telegram:1', 1.0)"
+    )
+    conn.execute(
+        "INSERT INTO messages (session_id, role, content, timestamp)"
+        " VALUES ('old', 'user', 'from before', 1.0)"
+    )
+    conn.close()
+    with SessionDB(path) as db:
+        old = db.get_session("old")
+        assert old is not None and old.is_direct is None
+        assert [m.speaker for m in db.get_messages("old")] == [None]
+        db.create_session("new", platform="slack", user_key="slack#chat:C1", is_direct=False)
+        db.append_message("new", "user", "hi", speaker="slack:U1")
+        new = db.get_session("new")
+        assert new is not None and new.is_direct is False
+        assert [m.speaker for m in db.get_messages("new")] == ["slack:U1"]
+    assert (tmp_path / "state.db.v1.bak").exists()

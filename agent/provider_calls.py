@@ -1,0 +1,92 @@
+"""How a live agent talks to its session's memory providers (``agent_context="primary"``).
+
+One place for every provider call the agent makes during a conversation and for
+the jobs it enqueues for the background instance: recall before a turn (bounded,
+:mod:`agent.recall`), the sync and cache warm-up after it, the reset of a session
+that follows another, the rewind of ``/undo`` and ``/retry``, compression.
+Every provider call runs off the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from agent.context import SessionContext
+from agent.recall import Recall
+from agent.scheduler import JobScheduler
+from memory.providers import MemoryManager
+
+
+class ProviderCalls:
+    """The provider side of one session's agent."""
+
+    def __init__(
+        self,
+        memory: MemoryManager,
+        session: SessionContext,
+        *,
+        scheduler: JobScheduler | None,
+        prefetch_timeout: float,
+    ) -> None:
+        self.memory = memory
+        self.session = session
+        self.scheduler = scheduler
+        self.recall = Recall(memory, prefetch_timeout)
+
+    @property
+    def _jobs(self) -> JobScheduler | None:
+        """The scheduler, when there is an external provider for jobs to call."""
+        return self.scheduler if self.memory.external is not None else None
+
+    async def started(self, *, fresh: bool) -> None:
+        """A fresh session that follows another one resets the provider (once)."""
+        s = self.session
+        if fresh and s.parent_session_id:
+            await asyncio.to_thread(
+                self.memory.on_session_switch,
+                s.session_id,
+                parent_session_id=s.parent_session_id,
+                reset=True,
+                reason=s.started_because or "new",
+            )
+
+    async def before_turn(self, turn: int, text: str, speaker: str | None) -> str:
+        """Turn-start hooks, then the fenced recall for ``text`` (``""`` for none)."""
+        await asyncio.to_thread(
+            self.memory.on_turn_start, turn, text, speaker=speaker, platform=self.session.platform
+        )
+        return await self.recall.for_turn(text, session_id=self.session.session_id, speaker=speaker)
+
+    def after_turn(self, position: int, text: str, speaker: str | None) -> None:
+        """The turn at ``position`` to the background provider, and its cache warmed, by job."""
+        jobs = self._jobs
+        if jobs is not None:
+            jobs.sync_turn(self.session.session_id, position)
+            jobs.queue_prefetch(self.session.session_id, text, speaker)
+
+    async def tool(self, name: str, arguments: dict[str, Any], speaker: str | None) -> str:
+        return await asyncio.to_thread(
+            self.memory.handle_tool_call,
+            name,
+            arguments,
+            session_id=self.session.session_id,
+            speaker=speaker,
+        )
+
+    async def rewound(self, withdrawn: int | None, reason: str) -> None:
+        """The last turn was undone: drop per-turn state now, withdraw it in order by job."""
+        sid = self.session.session_id
+        self.recall.forget()
+        await asyncio.to_thread(
+            self.memory.on_session_switch, sid, parent_session_id=sid, rewound=True, reason=reason
+        )
+        jobs = self._jobs
+        if jobs is not None and withdrawn:
+            jobs.rewind(sid, withdrawn, reason)
+
+    async def compressed(self) -> None:
+        sid = self.session.session_id
+        await asyncio.to_thread(
+            self.memory.on_session_switch, sid, parent_session_id=sid, reason="compression"
+        )
