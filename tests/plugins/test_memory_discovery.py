@@ -13,6 +13,7 @@ from memory.providers import MemoryProvider
 from plugins.errors import PluginError, PluginLoadError, PluginNotFoundError
 from plugins.memory import (
     USER_NAMESPACE,
+    ProviderInfo,
     _discover,
     _Layout,
     _load,
@@ -146,15 +147,28 @@ def write_echo(user_dir: Path) -> Path:
     )
 
 
+def user_providers(home: Path, active: str | None = None, **options: bool) -> list[ProviderInfo]:
+    """What discovery lists from the user's plugin directory (bundled ones left out)."""
+    found = discover_memory_providers(home, active, **options)
+    return [info for info in found if info.source == "user"]
+
+
 def test_no_plugins_anywhere(home: Path) -> None:
-    assert discover_memory_providers(home, "echo") == []
+    assert user_providers(home, "echo") == []
+
+
+def test_bundled_providers_are_listed_first_and_available(home: Path, user_dir: Path) -> None:
+    write_echo(user_dir)
+    found = discover_memory_providers(home, "holographic")
+    assert [(i.name, i.source) for i in found] == [("holographic", "bundled"), ("echo", "user")]
+    assert found[0].available is True and found[0].active is True
 
 
 def test_user_plugin_is_discovered_with_description_and_flags(home: Path, user_dir: Path) -> None:
     echo_dir = write_echo(user_dir)
     write_plugin(user_dir, "shy", SUBCLASS_STYLE)
 
-    echo, shy = discover_memory_providers(home, active="echo")
+    echo, shy = user_providers(home, active="echo")
 
     assert (echo.name, echo.description, echo.source, echo.path) == (
         "echo",
@@ -217,16 +231,18 @@ def test_a_plugin_that_registers_nothing(home: Path, user_dir: Path) -> None:
     write_plugin(user_dir, "silent", SILENT_REGISTER)
     with pytest.raises(PluginError, match="memory provider 'silent' registered no provider"):
         load_memory_provider("silent", home)
-    (info,) = discover_memory_providers(home)
+    (info,) = user_providers(home)
     assert info.available is False and "registered no provider" in (info.error or "")
 
 
 def test_unknown_name_lists_what_exists(home: Path, user_dir: Path) -> None:
     write_echo(user_dir)
     write_plugin(user_dir, "shy", SUBCLASS_STYLE)
-    with pytest.raises(PluginNotFoundError, match=r"'nope' not found; available: echo, shy"):
+    with pytest.raises(
+        PluginNotFoundError, match=r"'nope' not found; available: holographic, echo, shy"
+    ):
         load_memory_provider("nope", home)
-    with pytest.raises(PluginError, match="available: none"):
+    with pytest.raises(PluginError, match=r"available: holographic$"):
         load_memory_provider("nope", home / "elsewhere")
 
 
@@ -237,7 +253,7 @@ def test_directories_without_provider_markers_are_ignored(home: Path, user_dir: 
     (user_dir / "no_init").mkdir()
     (user_dir / "stray.py").write_text("# MemoryProvider\n", encoding="utf-8")
 
-    assert discover_memory_providers(home) == []
+    assert user_providers(home) == []
     assert not (weather / "imported.marker").exists()
     with pytest.raises(PluginNotFoundError):
         load_memory_provider("weather", home)
@@ -247,7 +263,7 @@ def test_listing_without_availability_imports_nothing(home: Path, user_dir: Path
     echo_dir = write_echo(user_dir)
     marker = echo_dir / "imported.marker"
 
-    (info,) = discover_memory_providers(home, "echo", check_available=False)
+    (info,) = user_providers(home, "echo", check_available=False)
     assert (info.name, info.description, info.available, info.active) == (
         "echo",
         "Echoes a greeting",
@@ -257,7 +273,7 @@ def test_listing_without_availability_imports_nothing(home: Path, user_dir: Path
     assert not marker.exists()
     assert f"{USER_NAMESPACE}.echo" not in sys.modules
 
-    (checked,) = discover_memory_providers(home, "echo")
+    (checked,) = user_providers(home, "echo")
     assert checked.available is True
     assert marker.exists()
 

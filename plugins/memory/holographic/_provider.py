@@ -1,0 +1,301 @@
+"""The holographic memory provider: one local SQLite fact store per user.
+
+Isolation: every call reads and writes exactly one user's store, ``CHORUS_HOME/
+providers/holographic/users/<platform>/<id>/facts.db`` (``chats/`` for a chat's
+shared key). A per-turn call that carries ``speaker`` uses the speaker's own
+store; without it, the session's ``user_key``. The speaker is never remembered
+from one call to the next, so a late background job cannot write one person's
+words into another's store.
+
+Automatic learning (preferences and decisions the user states, see
+:mod:`._extract`) happens in ``sync_turn`` and ``on_session_end`` and never in
+the ``"flush"`` context, whose prompts chorus writes itself. Re-delivered turns
+change nothing: a fact with the same normalised content is updated, not added.
+
+Logs never carry fact text or queries above DEBUG; at DEBUG only as
+:func:`memory.log_content.loggable` allows (their length, unless content logging is on).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from pathlib import Path
+from typing import Any
+
+from memory.log_content import loggable
+from memory.providers import MemoryProvider, provider_dir, strip_memory_context
+from memory.store import scan_memory_content
+
+from . import _config, _extract, _hrr, _search
+from ._fact import StoreError
+from ._schema import fts5_available
+from ._store import FactStore
+from ._tools import (
+    FACT_FEEDBACK,
+    FACT_FEEDBACK_SCHEMA,
+    FACT_STORE,
+    FACT_STORE_SCHEMA,
+    ToolError,
+    run_fact_feedback,
+    run_fact_store,
+)
+
+logger = logging.getLogger(__name__)
+
+FACTS_FILE = "facts.db"
+AUTO_CATEGORIES = ("preference", "decision")
+
+SYSTEM_PROMPT_BLOCK = (
+    "You have a fact_store tool: a structured, per-user fact memory (add, search, probe an "
+    "entity, related, reason across entities, contradict, update, remove, list) and "
+    "fact_feedback to rate a recalled fact."
+)
+
+
+def _error(message: str) -> str:
+    return json.dumps({"success": False, "error": message}, ensure_ascii=False)
+
+
+class HolographicProvider(MemoryProvider):
+    """Local fact memory with entity links, trust, and hybrid (FTS5 + HRR) recall.
+
+    ``hrr`` and ``prefetch_limit`` override the saved settings when given.
+    """
+
+    def __init__(self, *, hrr: bool | None = None, prefetch_limit: int | None = None) -> None:
+        self._hrr_override = hrr
+        self._limit_override = prefetch_limit
+        self._settings = _config.DEFAULTS
+        self._home: Path | None = None
+        self._user_key = ""
+        self._context = "primary"
+        self._stores: dict[str, FactStore] = {}
+        self._paths: dict[str, Path] = {}
+        self._lock = threading.RLock()
+
+    # -- identity and start-up -----------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return _config.PROVIDER_NAME
+
+    def is_available(self) -> bool:
+        return fts5_available()
+
+    @property
+    def use_hrr(self) -> bool:
+        """Whether recall scores with HRR vectors: configured on and numpy importable."""
+        hrr = self._settings.hrr if self._hrr_override is None else self._hrr_override
+        return hrr and _hrr.numpy_available()
+
+    @property
+    def prefetch_limit(self) -> int:
+        if self._limit_override is not None:
+            return max(1, self._limit_override)
+        return self._settings.prefetch_limit
+
+    def initialize(self, session_id: str, **kwargs: Any) -> None:
+        home = Path(kwargs["chorus_home"])
+        user_key = str(kwargs["user_key"])
+        provider_dir(home, _config.PROVIDER_NAME, user_key)  # validates the key
+        with self._lock:
+            self._close_stores()
+            self._paths.clear()
+            self._home = home
+            self._user_key = user_key
+            self._context = str(kwargs.get("agent_context") or "primary")
+            self._settings = _config.load(home)
+        logger.debug(
+            "holographic provider ready for session %s (%s, hrr=%s)",
+            session_id,
+            self._context,
+            self.use_hrr,
+        )
+
+    def _store(self, speaker: Any = None) -> FactStore:
+        """The store of ``speaker`` when given, else of the session's user key."""
+        if speaker is not None and not isinstance(speaker, str):
+            raise ValueError("speaker must be a user key")
+        with self._lock:
+            if self._home is None:
+                raise RuntimeError("the holographic provider is not initialised")
+            key = speaker if speaker else self._user_key
+            path = self._paths.get(key)
+            if path is None:
+                path = provider_dir(self._home, _config.PROVIDER_NAME, key) / FACTS_FILE
+                self._paths[key] = path
+            store = self._stores.get(str(path))
+            if store is None:
+                store = FactStore(path, hrr=self.use_hrr)
+                self._stores[str(path)] = store
+            return store
+
+    # -- recall --------------------------------------------------------------
+
+    def system_prompt_block(self) -> str:
+        return SYSTEM_PROMPT_BLOCK
+
+    def prefetch(self, query: str, *, session_id: str = "", speaker: str | None = None) -> str:
+        text = strip_memory_context(query).strip()
+        if not text:
+            return ""
+        store = self._store(speaker)
+        hits = _search.recall(store, text, limit=self.prefetch_limit, use_hrr=self.use_hrr)
+        logger.debug("holographic prefetch for %s: %d facts", loggable(text), len(hits))
+        if not hits:
+            return ""
+        store.bump_retrievals(h.fact.id for h in hits)
+        return "\n".join(f"- {h.fact.content}" for h in hits)
+
+    # -- write ---------------------------------------------------------------
+
+    def _learn(self, store: FactStore, text: str) -> int:
+        """Store the preferences and decisions stated in ``text``; how many were new."""
+        created = 0
+        for sentence, category in _extract.extract(text):
+            _, new = store.add(sentence, category)
+            created += new
+        return created
+
+    def sync_turn(
+        self,
+        user_content: str,
+        assistant_content: str,
+        *,
+        session_id: str = "",
+        messages: list[dict[str, Any]] | None = None,
+        speaker: str | None = None,
+    ) -> None:
+        if self._context == "flush" or not user_content.strip():
+            return
+        created = self._learn(self._store(speaker), user_content)
+        logger.debug("holographic sync_turn of session %s: %d new facts", session_id, created)
+
+    def on_session_end(self, messages: list[dict[str, Any]]) -> None:
+        if self._context == "flush":
+            return
+        created = 0
+        for message in messages:
+            if not isinstance(message, dict) or message.get("role") != "user":
+                continue
+            speaker = message.get("speaker")
+            text = _extract.message_text(message)
+            created += self._learn(self._store(speaker if isinstance(speaker, str) else None), text)
+        logger.debug("holographic on_session_end: %d new facts", created)
+
+    def on_session_switch(
+        self,
+        new_session_id: str,
+        *,
+        parent_session_id: str = "",
+        reset: bool = False,
+        rewound: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        """After ``/undo``: forget what a withdrawn turn taught, if nothing else taught it.
+
+        A fact goes only if it came from that turn's statements and was never
+        stated again (its creation and last update are the same moment).
+        """
+        withdrawn = kwargs.get("withdrawn_turn")
+        if not rewound or not isinstance(withdrawn, dict):
+            return
+        text = withdrawn.get("user_content")
+        if not isinstance(text, str):
+            return
+        speaker = withdrawn.get("speaker", kwargs.get("speaker"))
+        store = self._store(speaker if isinstance(speaker, str) else None)
+        for sentence, _ in _extract.extract(text):
+            fact = store.find_by_content(sentence)
+            if (
+                fact is not None
+                and fact.category in AUTO_CATEGORIES
+                and fact.created_at == fact.updated_at
+            ):
+                store.remove(fact.id)
+
+    def on_memory_write(
+        self,
+        action: str,
+        target: str,
+        content: str,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        """Mirror the built-in memory tool as facts of category ``"memory"`` or ``"user"``.
+
+        ``add`` stores ``content``. ``remove`` gets the text that picked the
+        entry: the fact with that content goes, or else the one mirrored fact
+        that contains it (none when several do). ``replace`` stores the new
+        content, updating the fact of ``metadata["old_text"]`` when given.
+        """
+        info = metadata or {}
+        text = strip_memory_context(content or "").strip()
+        category = "user" if target == "user" else "memory"
+        speaker = info.get("speaker")
+        store = self._store(speaker if isinstance(speaker, str) else None)
+        if not text:
+            return
+        if action == "remove":
+            fact = store.find_by_content(text)
+            found = [fact] if fact is not None else store.find_containing(text, ("memory", "user"))
+            if len(found) == 1:
+                store.remove(found[0].id)
+            return
+        if action not in ("add", "replace") or scan_memory_content(text) is not None:
+            return
+        old = info.get("old_text")
+        previous = (
+            store.find_by_content(old) if action == "replace" and isinstance(old, str) else None
+        )
+        if previous is not None and store.find_by_content(text) is None:
+            store.update(previous.id, text, category)
+            return
+        if previous is not None:
+            store.remove(previous.id)
+        store.add(text, category)
+
+    def on_turn_start(self, turn_number: int, message: str, **kwargs: Any) -> None:
+        """Open the store this turn will use, so the first recall pays no start-up cost."""
+        self._store(kwargs.get("speaker")).open()
+
+    # -- tools ---------------------------------------------------------------
+
+    def get_tool_schemas(self) -> list[dict[str, Any]]:
+        return [FACT_STORE_SCHEMA, FACT_FEEDBACK_SCHEMA]
+
+    def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
+        if not isinstance(args, dict):
+            return _error("arguments must be a JSON object")
+        try:
+            store = self._store(kwargs.get("speaker"))
+            if tool_name == FACT_STORE:
+                result = run_fact_store(store, args, use_hrr=self.use_hrr)
+            elif tool_name == FACT_FEEDBACK:
+                result = run_fact_feedback(store, args)
+            else:
+                return _error(f"unknown tool '{tool_name}'")
+        except ToolError as exc:
+            return _error(str(exc))
+        except (StoreError, ValueError) as exc:
+            logger.warning("holographic %s failed: %s", tool_name, type(exc).__name__)
+            return _error(f"{tool_name} could not run: {type(exc).__name__}")
+        return json.dumps(result, ensure_ascii=False)
+
+    # -- teardown and configuration ------------------------------------------
+
+    def _close_stores(self) -> None:
+        stores, self._stores = list(self._stores.values()), {}
+        for store in stores:
+            store.close()
+
+    def shutdown(self) -> None:
+        with self._lock:
+            self._close_stores()
+
+    def get_config_schema(self) -> list[dict[str, Any]]:
+        return [dict(field) for field in _config.SCHEMA]
+
+    def save_config(self, values: dict[str, Any], chorus_home: Path) -> None:
+        _config.save(values, chorus_home)
