@@ -15,28 +15,24 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from agent.context import AgentConfig
+from agent.provider_source import ProviderSource, build_manager
 from agent.shared_writes import SharedWriteGate
-from agent.tools.registry import CORE_TOOL_NAMES
 from memory.jobs import JobState
 from memory.paths import ChorusPaths, UserKey
-from memory.providers import MemoryManager, MemoryProvider
+from memory.providers import MemoryManager, ProviderHealth
 from memory.store import MemoryStore, StagedWrites
 from memory.transcripts import SessionDB, SessionRecord
 
 logger = logging.getLogger(__name__)
-
-ProviderLoader = Callable[[], MemoryProvider]
-"""Returns a new instance of the configured external provider."""
 
 
 @dataclass
 class JobContext:
     home: Path
     config: AgentConfig
-    load_provider: ProviderLoader | None = None
+    provider: ProviderSource | None = None
     handoff: bool = False
     """Whether ending a session also stores a short summary for the next one."""
     is_admin: Callable[[str], bool] = field(default=lambda _: False)
@@ -46,6 +42,7 @@ class JobContext:
     _db: SessionDB | None = field(default=None, init=False, repr=False)
     _state: JobState | None = field(default=None, init=False, repr=False)
     _staging: StagedWrites | None = field(default=None, init=False, repr=False)
+    _health: ProviderHealth | None = field(default=None, init=False, repr=False)
     _managers: OrderedDict[tuple[str, str], MemoryManager | None] = field(
         default_factory=OrderedDict, init=False, repr=False
     )
@@ -64,6 +61,7 @@ class JobContext:
             self._db = None
             self._state = None
             self._staging = None
+            self._health = None
             self._managers = OrderedDict()
 
     @property
@@ -86,6 +84,13 @@ class JobContext:
         if self._staging is None:
             self._staging = StagedWrites(self.db_path)
         return self._staging
+
+    @property
+    def health(self) -> ProviderHealth:
+        self._ensure_process()
+        if self._health is None:
+            self._health = ProviderHealth(self.db_path)
+        return self._health
 
     def update(
         self, config: AgentConfig, *, handoff: bool, is_admin: Callable[[str], bool]
@@ -114,7 +119,7 @@ class JobContext:
 
     def manager_for(self, record: SessionRecord, agent_context: str) -> MemoryManager | None:
         """A manager holding the external provider for this session, or None without one."""
-        if self.load_provider is None:
+        if self.provider is None:
             return None
         self._ensure_process()
         key = (record.id, agent_context)
@@ -122,7 +127,7 @@ class JobContext:
             self._managers.move_to_end(key)
             return self._managers[key]
         manager = build_manager(
-            self.load_provider,
+            self.provider,
             session_id=record.id,
             chorus_home=self.home,
             platform=record.platform,
@@ -158,43 +163,9 @@ class JobContext:
             self._state.close()
         if self._staging is not None:
             self._staging.close()
+        if self._health is not None:
+            self._health.close()
         self._db = None
         self._state = None
         self._staging = None
-
-
-def build_manager(
-    load_provider: ProviderLoader,
-    *,
-    session_id: str,
-    chorus_home: Path,
-    platform: str,
-    user_key: str,
-    agent_context: str,
-    builtin: MemoryProvider | None = None,
-    **where: Any,
-) -> MemoryManager | None:
-    """A MemoryManager with the external provider initialised; None if it cannot load.
-
-    ``where`` (``chat_id``, ``thread_id``, ``is_direct``, ``parent_session_id``)
-    goes to ``initialize`` with the rest.
-    """
-    manager = MemoryManager(reserved_tool_names=CORE_TOOL_NAMES)
-    if builtin is not None:
-        manager.add_provider(builtin)
-    try:
-        manager.add_provider(load_provider())
-    except Exception as exc:
-        logger.warning("memory provider unavailable, using built-in memory only: %s", exc)
-        return manager if builtin is not None else None
-    manager.initialize_all(
-        session_id,
-        chorus_home=chorus_home,
-        platform=platform,
-        user_key=user_key,
-        agent_context=agent_context,
-        **where,
-    )
-    if manager.external is None and builtin is None:
-        return None
-    return manager
+        self._health = None

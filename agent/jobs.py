@@ -167,8 +167,7 @@ def end_session(session_id: str, reason: str) -> str:
     if not ctx.state.is_done(end_key):
         manager = ctx.manager_for(record, "background")
         if manager is not None:
-            messages = replay([m.to_openai() for m in ctx.db.get_messages(session_id)])
-            manager.on_session_end(messages)
+            manager.on_session_end(replay(with_speakers(ctx.db.get_messages(session_id))))
         ctx.state.mark_done(end_key)
     ctx.db.end_session(session_id, reason)
     ctx.release(session_id)
@@ -253,6 +252,14 @@ def checked_summary(text: str) -> str | None:
         logger.warning("handoff summary dropped: %s", threat)
         return None
     return summary
+
+
+def with_speakers(stored: list[StoredMessage]) -> list[dict[str, Any]]:
+    """The transcript for ``on_session_end``: user messages say who wrote them."""
+    return [
+        {**m.to_openai(), "speaker": m.speaker} if m.role == "user" and m.speaker else m.to_openai()
+        for m in stored
+    ]
 
 
 def speaker_of(stored: list[StoredMessage], position: int) -> str | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
@@ -35,6 +35,11 @@ class MemorySettings(_Section):
     )
     provider: str | None = Field(
         None, description="Name of the one external memory provider, if any."
+    )
+    providers: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Each provider's own settings by name (memory.providers.<name>); "
+        "its secrets come from environment variables or CHORUS_HOME/.env.",
     )
     prefetch_timeout: float = Field(
         0.5,

@@ -4,8 +4,9 @@ Exception tree::
 
     PluginError                 root of every error this package raises
     ├── PluginNotFoundError     no plugin of that name is installed
-    └── PluginLoadError         the plugin exists but could not be imported or
-                                produced no usable provider
+    ├── PluginLoadError         the plugin exists but could not be imported or
+    │                           produced no usable provider
+    └── PluginConfigError       a provider's settings are missing or invalid
 
 The text names the plugin and, for a failed import, the exception class and
 message; it is meant for operators (logs, ``chorus doctor``), not for chat users.
@@ -24,3 +25,7 @@ class PluginNotFoundError(PluginError, LookupError):
 
 class PluginLoadError(PluginError):
     """A plugin failed to import, to register, or to build its provider."""
+
+
+class PluginConfigError(PluginError, ValueError):
+    """A provider's ``memory.providers.<name>`` settings (or its secrets) are not usable."""

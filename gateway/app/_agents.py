@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 from agent.agent import Agent
 from agent.context import SessionContext
-from agent.job_context import ProviderLoader, build_manager
 from agent.llm import LLMClient
+from agent.provider_source import ProviderSource, build_manager
 from agent.scheduler import JobScheduler
 from agent.shared_writes import SharedWriteGate
 from agent.tools.registry import ToolRegistry
@@ -52,7 +52,7 @@ class AgentFactory:
         llm: LLMClient | None = None,
         tools: ToolRegistry | None = None,
         scheduler: JobScheduler | None = None,
-        load_provider: ProviderLoader | None = None,
+        provider: ProviderSource | None = None,
         now: Callable[[], float] = time.time,
         staging: StagedWrites | None = None,
     ) -> None:
@@ -62,7 +62,7 @@ class AgentFactory:
         self.llm = llm or LLMClient(live.current.llm)
         self.tools = tools or ToolRegistry()
         self.scheduler = scheduler
-        self.load_provider = load_provider
+        self.provider = provider
         self.now = now
         self.staging = staging
         self._admins: tuple[list[str], Callable[[str], bool]] | None = None
@@ -90,10 +90,10 @@ class AgentFactory:
 
     def manager_for(self, session: SessionContext, store: MemoryStore) -> MemoryManager | None:
         """The session's MemoryManager (built-in + external provider), if one is configured."""
-        if self.load_provider is None:
+        if self.provider is None:
             return None
         return build_manager(
-            self.load_provider,
+            self.provider,
             session_id=session.session_id,
             chorus_home=self.settings.home,
             platform=session.platform,

@@ -11,17 +11,19 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from agent import jobs
 from agent.context import AgentConfig
-from agent.job_context import JobContext, ProviderLoader
+from agent.job_context import JobContext
+from agent.provider_source import ProviderSource
 from agent.scheduler import JobScheduler
 from gateway.access import admin_checker
-from gateway.config import LiveSettings, Settings
+from gateway.config import LiveSettings, Settings, secrets_environment
 from memory.jobs import BackgroundQueue, InProcessQueue, JobState, Outbox
 from memory.paths import ChorusPaths
 from memory.providers import MemoryProvider
-from plugins.memory import load_memory_provider
+from plugins.memory import load_memory_provider, resolve_config
 
 logger = logging.getLogger(__name__)
 
@@ -35,27 +37,39 @@ def agent_config(settings: Settings) -> AgentConfig:
     )
 
 
-def provider_loader(settings: Settings) -> ProviderLoader | None:
-    """A loader of the configured external provider, or None for built-in memory only."""
-    name = settings.memory.provider
+def provider_source(live: LiveSettings) -> ProviderSource | None:
+    """The configured external provider (``memory.provider``), or None for built-in only.
+
+    Its settings are read from the settings in effect and the environment (with
+    ``CHORUS_HOME/.env``) each time a session's provider is built.
+    """
+    name = live.current.memory.provider
     if not name:
         return None
-    home = settings.home
+    home = live.current.home
 
     def load() -> MemoryProvider:
         return load_memory_provider(name, home)
 
-    return load
+    def config(provider: MemoryProvider) -> dict[str, Any]:
+        section = live.current.memory.providers.get(name, {})
+        return resolve_config(provider, section, secrets_environment(home))
+
+    return ProviderSource(name, load, config)
 
 
-def job_context(settings: Settings) -> JobContext:
-    return JobContext(
+def job_context(live: LiveSettings) -> JobContext:
+    settings = live.current
+    context = JobContext(
         settings.home,
         agent_config(settings),
-        provider_loader(settings),
+        provider_source(live),
         handoff=settings.sessions.handoff,
         is_admin=admin_checker(settings.auth.admins),
     )
+    if context.provider is not None:
+        context.provider.health = lambda: context.health
+    return context
 
 
 def update_job_context(context: JobContext, settings: Settings) -> None:
@@ -93,7 +107,7 @@ class Background:
     state: JobState
     scheduler: JobScheduler
     context: JobContext
-    load_provider: ProviderLoader | None
+    provider: ProviderSource | None
 
     def close(self, timeout: float) -> None:
         """Let queued work finish and release everything, within ``timeout`` in total.
@@ -115,7 +129,7 @@ def start_background(
 ) -> Background:
     """Queue, job state and scheduler for a gateway or console process."""
     settings = live.current
-    context = job_context(settings)
+    context = job_context(live)
     live.subscribe(lambda fresh: update_job_context(context, fresh))
     jobs.configure(context)
     state = JobState(ChorusPaths(settings.home).state_db)
@@ -125,5 +139,5 @@ def start_background(
         state=state,
         scheduler=JobScheduler(queue, state),
         context=context,
-        load_provider=context.load_provider,
+        provider=context.provider,
     )

@@ -101,7 +101,7 @@ async def open_stack(
         db=db,
         llm=llm,
         scheduler=background.scheduler,
-        load_provider=background.load_provider,
+        provider=background.provider,
         now=clock.time,
         staging=staging,
     )

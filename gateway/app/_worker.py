@@ -36,7 +36,7 @@ def run_worker(settings: Settings, *, burst: bool = False, concurrency: int = 1)
     from memory.jobs import RQQueue
 
     live = LiveSettings(settings)
-    context = job_context(settings)
+    context = job_context(live)
     live.subscribe(lambda fresh: update_job_context(context, fresh))
     watcher = ConfigWatcher(live, lambda: load_settings(settings.home))
     jobs.configure(context, refresh=watcher.check)

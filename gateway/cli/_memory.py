@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import getpass
+import logging
 import time
 from typing import Annotated
 
@@ -11,13 +12,38 @@ from rich.table import Table
 
 from gateway.access import GatewayDB
 from gateway.cli._common import out, settings, user_key
+from gateway.cli._provider_setup import memory_setup_command, memory_status_command
 from gateway.commands import review
-from gateway.config import Settings
+from gateway.config import Settings, load_settings
 from memory.paths import ChorusPaths, UserKey
 from memory.store import MemoryStore, StagedWrites
-from plugins.memory import discover_memory_providers
+from plugins.memory import discover_memory_providers, provider_cli
 
-memory_app = typer.Typer(help="Inspect curated memory files.", no_args_is_help=True)
+logger = logging.getLogger(__name__)
+
+memory_app = typer.Typer(
+    help="Curated memory files, staged shared writes, memory providers.", no_args_is_help=True
+)
+memory_app.command("setup")(memory_setup_command)
+memory_app.command("status")(memory_status_command)
+
+
+def add_provider_commands(app: typer.Typer) -> None:
+    """``chorus memory <name> …``: the active provider's own commands, if it has any.
+
+    Never breaks the CLI: bad settings or a provider that fails to import only
+    leave its commands out (``chorus memory status`` says why).
+    """
+    try:
+        cfg = load_settings(create_home=False)
+        name = cfg.memory.provider
+        group = provider_cli(name, cfg.home) if name else None
+    except Exception as exc:
+        logger.debug("memory provider commands left out: %s", type(exc).__name__)
+        return
+    taken = {c.name for c in app.registered_commands} | {g.name for g in app.registered_groups}
+    if group is not None and name not in taken:
+        app.add_typer(group, name=name)
 
 
 def _store(cfg: Settings, user: UserKey | None) -> MemoryStore:
@@ -111,3 +137,6 @@ def memory_reject_command(
 ) -> None:
     """Reject staged writes."""
     _review("reject", target)
+
+
+add_provider_commands(memory_app)

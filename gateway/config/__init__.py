@@ -4,6 +4,7 @@ This package is the only code that reads configuration files and the
 environment; every other part gets its section passed in.
 """
 
+from gateway.config._edit import set_memory_provider, set_secret
 from gateway.config._live import ConfigWatcher, LiveSettings
 from gateway.config._loader import (
     CONFIG_FILE_NAME,
@@ -13,6 +14,7 @@ from gateway.config._loader import (
     require_private_home,
     resolve_home,
     secret_paths,
+    secrets_environment,
 )
 from gateway.config._sections import AuthSettings, GatewaySettings, HTTPSettings, SessionsSettings
 
@@ -30,4 +32,7 @@ __all__ = [
     "require_private_home",
     "resolve_home",
     "secret_paths",
+    "secrets_environment",
+    "set_memory_provider",
+    "set_secret",
 ]

@@ -157,6 +157,13 @@ def load_settings(
     return settings
 
 
+def secrets_environment(home: Path, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The variables a provider's secrets come from: ``CHORUS_HOME/.env``, then the
+    environment over it (read now, so an edit of ``.env`` reaches the next session)."""
+    env = dict(os.environ if environ is None else environ)
+    return {**_read_secrets_file(home / SECRETS_FILE_NAME), **env}
+
+
 def _read_config_file(path: Path) -> dict[str, Any]:
     if not path.exists():
         return {}

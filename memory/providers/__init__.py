@@ -17,7 +17,8 @@ from memory.providers._fence import (
     sanitize_context,
     strip_memory_context,
 )
-from memory.providers._manager import DEFAULT_RESERVED_TOOL_NAMES, MemoryManager
+from memory.providers._health import ProviderEvent, ProviderHealth
+from memory.providers._manager import DEFAULT_RESERVED_TOOL_NAMES, FailureHook, MemoryManager
 from memory.providers._provider import AgentContext, MemoryProvider, provider_dir
 
 __all__ = [
@@ -28,8 +29,11 @@ __all__ = [
     "AgentContext",
     "BuiltinMemoryProvider",
     "ContextScrubber",
+    "FailureHook",
     "MemoryManager",
     "MemoryProvider",
+    "ProviderEvent",
+    "ProviderHealth",
     "build_memory_context_block",
     "provider_dir",
     "sanitize_context",

@@ -22,6 +22,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from memory.providers._fence import sanitize_context, strip_memory_context
@@ -30,7 +31,7 @@ from memory.providers._routing import ToolRouter
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["DEFAULT_RESERVED_TOOL_NAMES", "MemoryManager"]
+__all__ = ["DEFAULT_RESERVED_TOOL_NAMES", "FailureHook", "MemoryManager"]
 
 DEFAULT_RESERVED_TOOL_NAMES = frozenset({"memory", "session_search"})
 """Core tools the agent runs itself; no provider may take these names."""
@@ -62,8 +63,12 @@ def _extra(provider: MemoryProvider, method: str, **values: Any) -> dict[str, An
     }
 
 
+FailureHook = Callable[[str, str, str], None]
+"""Told ``(provider name, method, exception class)`` of every failed provider call."""
+
+
 def _call(provider: MemoryProvider, method: str, *args: Any, **kwargs: Any) -> tuple[bool, Any]:
-    """``(True, provider.<method>(*args, **kwargs))``, or ``(False, None)`` if it raised.
+    """``(True, provider.<method>(*args, **kwargs))``, or ``(False, the exception)`` if it raised.
 
     Only the exception class is logged at WARNING: its text may quote memory.
     """
@@ -73,12 +78,7 @@ def _call(provider: MemoryProvider, method: str, *args: Any, **kwargs: Any) -> t
         name = _safe_name(provider)
         logger.warning("memory provider %r %s failed: %s", name, method, type(exc).__name__)
         logger.debug("memory provider %r %s failure", name, method, exc_info=exc)
-        return False, None
-
-
-def _fan_out(providers: list[MemoryProvider], method: str, *args: Any, **kwargs: Any) -> None:
-    for provider in providers:
-        _call(provider, method, *args, **kwargs)
+        return False, exc
 
 
 def _safe_name(provider: MemoryProvider) -> str:
@@ -92,10 +92,14 @@ class MemoryManager:
     """Fan-out, failure isolation, fencing and tool routing over one session's providers."""
 
     def __init__(
-        self, *, reserved_tool_names: frozenset[str] = DEFAULT_RESERVED_TOOL_NAMES
+        self,
+        *,
+        reserved_tool_names: frozenset[str] = DEFAULT_RESERVED_TOOL_NAMES,
+        on_failure: FailureHook | None = None,
     ) -> None:
         self._providers: list[MemoryProvider] = []
         self._router = ToolRouter(reserved_tool_names)
+        self._on_failure = on_failure
 
     # -- registration --------------------------------------------------------
 
@@ -130,9 +134,9 @@ class MemoryManager:
         ``agent_context`` (see :meth:`MemoryProvider.initialize`).
         """
         for provider in list(self._providers):
-            if _call(provider, "is_available") != (True, True):
+            if self._call(provider, "is_available") != (True, True):
                 logger.warning("memory provider %r is not available; disabled", provider.name)
-            elif _call(provider, "initialize", session_id, **kwargs)[0]:
+            elif self._call(provider, "initialize", session_id, **kwargs)[0]:
                 continue
             else:
                 logger.warning("memory provider %r disabled for this session", provider.name)
@@ -143,15 +147,27 @@ class MemoryManager:
             self._route_tools(provider)
 
     def _route_tools(self, provider: MemoryProvider) -> None:
-        ok, schemas = _call(provider, "get_tool_schemas")
+        ok, schemas = self._call(provider, "get_tool_schemas")
         self._router.add(provider, schemas if ok and isinstance(schemas, list) else [])
 
+    def _call(
+        self, provider: MemoryProvider, method: str, *args: Any, **kwargs: Any
+    ) -> tuple[bool, Any]:
+        ok, result = _call(provider, method, *args, **kwargs)
+        if not ok and self._on_failure is not None:
+            try:
+                self._on_failure(_safe_name(provider), method, type(result).__name__)
+            except Exception:
+                logger.warning("recording a memory provider failure failed", exc_info=True)
+        return ok, result
+
     def _fan_out(self, method: str, *args: Any, **kwargs: Any) -> None:
-        _fan_out(self._providers, method, *args, **kwargs)
+        for provider in self._providers:
+            self._call(provider, method, *args, **kwargs)
 
     def _texts(self, method: str, *args: Any, **kwargs: Any) -> list[str]:
         """Each provider's non-blank, sanitised text from ``method``, in order."""
-        texts = (_call(p, method, *args, **kwargs)[1] for p in self._providers)
+        texts = (self._call(p, method, *args, **kwargs)[1] for p in self._providers)
         cleaned = (sanitize_context(t).strip() for t in texts if isinstance(t, str))
         return [t for t in cleaned if t]
 
@@ -165,7 +181,7 @@ class MemoryManager:
         """Every provider's recall for ``query``: sanitised and joined, not fenced yet."""
         query = strip_memory_context(query)
         texts = (
-            _call(
+            self._call(
                 p,
                 "prefetch",
                 query,
@@ -186,7 +202,7 @@ class MemoryManager:
             return
         for p in self._providers:
             extra = _extra(p, "queue_prefetch", speaker=speaker)
-            _call(p, "queue_prefetch", query, session_id=session_id, **extra)
+            self._call(p, "queue_prefetch", query, session_id=session_id, **extra)
 
     # -- write ---------------------------------------------------------------
 
@@ -212,7 +228,7 @@ class MemoryManager:
             return
         for p in self._providers:
             extra = _extra(p, "sync_turn", messages=messages, speaker=speaker)
-            _call(p, "sync_turn", user, assistant, session_id=session_id, **extra)
+            self._call(p, "sync_turn", user, assistant, session_id=session_id, **extra)
 
     # -- tools ---------------------------------------------------------------
 
@@ -236,7 +252,7 @@ class MemoryManager:
         provider = self._router.owner(name)
         if provider is None:
             return _error(f"no memory provider handles the tool '{name}'")
-        _, result = _call(provider, "handle_tool_call", name, args, **kwargs)
+        _, result = self._call(provider, "handle_tool_call", name, args, **kwargs)
         if not isinstance(result, str):
             return _error(f"the memory provider '{provider.name}' could not run '{name}'")
         return result
@@ -286,7 +302,7 @@ class MemoryManager:
             extra = (
                 {"metadata": metadata} if _accepts(provider, "on_memory_write", "metadata") else {}
             )
-            _call(provider, "on_memory_write", action, target, content, **extra)
+            self._call(provider, "on_memory_write", action, target, content, **extra)
 
     def on_delegation(
         self, task: str, result: str, *, child_session_id: str = "", **kwargs: Any
@@ -299,4 +315,4 @@ class MemoryManager:
     def shutdown_all(self) -> None:
         """Shut providers down in reverse registration order, each isolated."""
         for provider in reversed(self._providers):
-            _call(provider, "shutdown")
+            self._call(provider, "shutdown")

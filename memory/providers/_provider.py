@@ -212,7 +212,10 @@ class MemoryProvider(ABC):
     def on_session_end(self, messages: list[dict[str, Any]]) -> None:
         """The session really ended (idle expiry, ``/new``, admin, shutdown).
 
-        ``messages`` is the whole transcript. Not called between turns.
+        Called (``"background"``) once per session, by a job. ``messages`` is the
+        conversation the transcript holds (turns undone by ``/undo`` left out);
+        a user message carries ``"speaker"`` (the writer's user key) when it was
+        recorded. Not called between turns.
         """
         return None
 

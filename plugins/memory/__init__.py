@@ -35,6 +35,7 @@ import yaml
 
 from memory.providers import MemoryProvider
 from plugins.errors import PluginError, PluginNotFoundError
+from plugins.memory._config import coerce, config_fields, resolve_config
 from plugins.memory._loader import ProviderCollector, build_provider, import_provider_module
 
 logger = logging.getLogger(__name__)
@@ -43,8 +44,12 @@ __all__ = [
     "USER_NAMESPACE",
     "ProviderCollector",
     "ProviderInfo",
+    "coerce",
+    "config_fields",
     "discover_memory_providers",
     "load_memory_provider",
+    "provider_cli",
+    "resolve_config",
     "user_plugins_dir",
 ]
 
@@ -222,6 +227,19 @@ def _load(name: str, chorus_home: Path, *, layout: _Layout) -> MemoryProvider:
         names = ", ".join(c.name for c in candidates) or "none"
         raise PluginNotFoundError(f"memory provider {name!r} not found; available: {names}")
     return _build(candidate)
+
+
+def provider_cli(name: str, chorus_home: Path) -> Any | None:
+    """The provider's own command group (its package's ``cli``, a ``typer.Typer``), if any.
+
+    ``chorus`` shows it as ``chorus memory <name> …`` for the active provider only.
+    """
+    candidate = next((c for c in _candidates(chorus_home, _DEFAULT_LAYOUT) if c.name == name), None)
+    if candidate is None:
+        return None
+    module = import_provider_module(candidate.name, candidate.path, candidate.namespace)
+    group = getattr(module, "cli", None)
+    return group if group is not None and hasattr(group, "registered_commands") else None
 
 
 def load_memory_provider(name: str, chorus_home: Path) -> MemoryProvider:

@@ -61,7 +61,7 @@ async def build_stack(settings: Settings) -> Stack:
         db=db,
         llm=LLMClient(settings.llm, sleep=_no_sleep),
         scheduler=background.scheduler,
-        load_provider=background.load_provider,
+        provider=background.provider,
     )
     return Stack(settings, background, db, factory)
 

@@ -21,7 +21,7 @@ PLUGIN_SOURCE = textwrap.dedent(
     import time
     from pathlib import Path
 
-    from memory.providers import MemoryProvider
+    from memory.providers import MemoryProvider, provider_dir
 
     HERE = Path(__file__).parent
 
@@ -35,6 +35,24 @@ PLUGIN_SOURCE = textwrap.dedent(
             self.session_id = ""
             self.context = ""
             self.home = None
+            self.buffer = []
+            self.journal = None
+
+        # "buffer" behaviour: turns are kept in memory until the session ends or the
+        # provider shuts down, and (as the contract asks) in a journal on disk, so a
+        # killed process loses none of them
+        def _journal_lines(self):
+            if self.journal is None or not self.journal.exists():
+                return []
+            return [json.loads(x) for x in self.journal.read_text().splitlines() if x]
+
+        def _flush(self, why):
+            if not self.buffer:
+                return
+            self._log("flushed", why=why, turns=list(self.buffer))
+            self.buffer = []
+            if self.journal is not None:
+                self.journal.write_text("")
 
         @property
         def name(self):
@@ -60,6 +78,12 @@ PLUGIN_SOURCE = textwrap.dedent(
             self.context = kwargs.get("agent_context", "")
             self.home = kwargs.get("chorus_home")
             self._log("initialize", kwargs={k: str(v) for k, v in sorted(kwargs.items())})
+            if behaviour().get("buffer") and self.context == "background":
+                where = provider_dir(Path(self.home), "recorder", kwargs["user_key"])
+                self.journal = where / f"{session_id}.journal"
+                self.buffer = [e["user"] for e in self._journal_lines()]
+                if self.buffer:
+                    self._log("recovered", turns=list(self.buffer))
 
         def get_tool_schemas(self):
             self._maybe_raise("get_tool_schemas")
@@ -100,6 +124,13 @@ PLUGIN_SOURCE = textwrap.dedent(
             self._maybe_raise("sync_turn")
             self._log("sync_turn", user=user_content, assistant=assistant_content,
                       messages=len(messages or []), speaker=speaker)
+            if self.journal is not None and user_content not in self.buffer:
+                self.buffer.append(user_content)
+                with open(self.journal, "a", encoding="utf-8") as handle:
+                    handle.write(json.dumps({"user": user_content}) + "\\n")
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                self._log("buffered", size=len(self.buffer))
 
         def on_turn_start(self, turn_number, message, **kwargs):
             self._log("on_turn_start", turn=turn_number, speaker=kwargs.get("speaker"))
@@ -107,6 +138,7 @@ PLUGIN_SOURCE = textwrap.dedent(
 
         def on_session_end(self, messages):
             self._log("on_session_end", messages=len(messages))
+            self._flush("session end")
             self._maybe_raise("on_session_end")
 
         def on_pre_compress(self, messages):
@@ -125,6 +157,7 @@ PLUGIN_SOURCE = textwrap.dedent(
 
         def shutdown(self):
             self._log("shutdown")
+            self._flush("shutdown")
             self._maybe_raise("shutdown")
     '''
 )

@@ -34,6 +34,7 @@ async def test_provider_gets_every_hook_in_order(stack: Stack, server: FakeOpenA
         "agent_context": "primary",
         "chat_id": "chat-telegram:1",
         "chorus_home": str(home),
+        "config": "{}",
         "is_direct": "None",
         "parent_session_id": "None",
         "platform": "telegram",
@@ -143,3 +144,33 @@ async def test_provider_failing_everywhere_never_breaks_a_turn(
     assert status.failed == 0
     record = await stack.db.get_session("angry")
     assert record is not None and record.end_reason == "new"
+
+
+async def test_provider_settings_reach_initialize_and_health_is_recorded(
+    chorus_home: Path, server: FakeOpenAI
+) -> None:
+    from memory.providers import ProviderHealth
+    from tests.integration.conftest import build_stack, close_stack, stack_settings
+    from tests.integration.recorder_plugin import install_recorder
+
+    chorus_home.mkdir(mode=0o700)
+    install_recorder(chorus_home)
+    (chorus_home / "config.yaml").write_text(
+        "memory:\n  providers:\n    recorder:\n      colour: blue\n", encoding="utf-8"
+    )
+    settings = stack_settings(chorus_home, server, CHORUS_MEMORY__PROVIDERS__RECORDER__SIZE="9")
+    stack = await build_stack(settings)
+    try:
+        agent = await stack.agent("s1")
+        [init] = hooks(chorus_home, "initialize", "primary")
+        assert init["kwargs"]["config"] == str({"colour": "blue", "size": "9"})
+        set_behaviour(chorus_home, raise_everywhere=True)
+        server.reply("fine anyway")
+        assert await agent.run_turn("hello") == "fine anyway"
+        assert stack.background.queue.flush(10)
+        with ProviderHealth(stack.settings.home / "state.db") as health:
+            events = health.events("recorder")
+        assert events["started"].detail in ("primary", "background")
+        assert events["failed"].detail == "RuntimeError"
+    finally:
+        await close_stack(stack)

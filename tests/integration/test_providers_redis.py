@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import redis
 
+from agent.agent import Agent
 from memory.jobs import RQQueue
 from memory.jobs._rq_worker import RECONNECT_MAX_SECONDS
 from tests.fakes import FakeOpenAI, RedisServer
@@ -71,14 +72,16 @@ class ChorusWorkers:
             print(f"--- worker-{index}.log (last 40 lines)", *lines[-40:], sep="\n")
 
 
-def env_for(home: Path, server: FakeOpenAI, redis: RedisServer) -> dict[str, str]:
+def env_for(
+    home: Path, server: FakeOpenAI, redis: RedisServer, provider: str = "recorder"
+) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CHORUS_", "OPENAI_"))}
     env.update(
         {
             "CHORUS_HOME": str(home),
             "CHORUS_REDIS__URL": redis.url,
             "CHORUS_REDIS__RETRY_INTERVALS": "[0]",
-            "CHORUS_MEMORY__PROVIDER": "recorder",
+            "CHORUS_MEMORY__PROVIDER": provider,
             "CHORUS_MEMORY__FLUSH_MIN_TURNS": "1",
             "OPENAI_BASE_URL": server.base_url,
             "OPENAI_API_KEY": "sk-test",
@@ -376,3 +379,73 @@ async def test_redis_lost_while_a_job_ends_the_worker_lives_on(
         listeners.append(len(conn.pubsub_channels("rq:pubsub:*")))
         await asyncio.sleep(0.1)
     assert set(listeners) == {1}
+
+
+def flushed(home: Path) -> list[str]:
+    return [turn for e in entries(home, "flushed") for turn in e["turns"]]
+
+
+async def turns(agent: Agent, server: FakeOpenAI, *texts: str) -> None:
+    for text in texts:
+        server.reply(f"answer to {text}")
+        await agent.run_turn(text)
+
+
+async def test_a_buffering_provider_keeps_its_buffer_from_one_job_to_the_next(
+    redis_stack: Stack, server: FakeOpenAI, workers: ChorusWorkers
+) -> None:
+    home = redis_stack.settings.home
+    set_behaviour(home, buffer=True)
+    worker = workers.start()
+    agent = await redis_stack.agent("buf")
+    await turns(agent, server, "one", "two", "three")
+    await wait_idle(redis_stack)
+    assert [e["size"] for e in entries(home, "buffered")] == [1, 2, 3]  # one instance, kept
+    redis_stack.background.scheduler.end_session("buf", "idle")
+    await asyncio.to_thread(wait_for, lambda: entries(home, "flushed"), 60, "the flush")
+    assert entries(home, "flushed")[0]["why"] == "session end"
+    assert flushed(home) == ["one", "two", "three"]
+    background = [e for e in entries(home, "initialize") if e["context"] == "background"]
+    assert {e["pid"] for e in background} == {worker.pid}
+    assert len(background) == 1
+    # the session's provider was shut down when the session ended
+    await asyncio.to_thread(wait_for, lambda: entries(home, "shutdown"), 60, "its shutdown")
+
+
+async def test_a_worker_that_stops_shuts_its_providers_down_and_nothing_is_lost(
+    redis_stack: Stack, server: FakeOpenAI, workers: ChorusWorkers
+) -> None:
+    home = redis_stack.settings.home
+    set_behaviour(home, buffer=True)
+    first = workers.start()
+    agent = await redis_stack.agent("restart")
+    await turns(agent, server, "one", "two")
+    await wait_idle(redis_stack)
+    first.send_signal(signal.SIGTERM)
+    assert first.wait(timeout=30) == 0
+    assert [e["why"] for e in entries(home, "flushed")] == ["shutdown"]
+    workers.start()
+    await turns(agent, server, "three")
+    redis_stack.background.scheduler.end_session("restart", "idle")
+    await asyncio.to_thread(wait_for, lambda: len(entries(home, "flushed")) == 2, 60, "flush")
+    assert flushed(home) == ["one", "two", "three"]
+
+
+async def test_a_killed_worker_loses_no_turn_of_a_provider_that_keeps_a_journal(
+    redis_stack: Stack, server: FakeOpenAI, workers: ChorusWorkers
+) -> None:
+    home = redis_stack.settings.home
+    set_behaviour(home, buffer=True)
+    doomed = workers.start()
+    agent = await redis_stack.agent("kill9")
+    await turns(agent, server, "one", "two")
+    await wait_idle(redis_stack)
+    workers.kill(doomed)  # SIGKILL: no shutdown, the in-memory buffer is gone
+    assert entries(home, "flushed") == []
+    workers.start()
+    await turns(agent, server, "three")
+    await wait_idle(redis_stack)
+    assert entries(home, "recovered")[0]["turns"] == ["one", "two"]
+    redis_stack.background.scheduler.end_session("kill9", "idle")
+    await asyncio.to_thread(wait_for, lambda: entries(home, "flushed"), 60, "the flush")
+    assert flushed(home) == ["one", "two", "three"]  # each once, in order

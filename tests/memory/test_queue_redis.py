@@ -144,7 +144,9 @@ def test_killing_the_supervisor_takes_its_workers_and_scheduler_with_it(
     wait_for(lambda: conn.exists("rq:scheduler-lock:chorus") == 1, what="the scheduler lock")
     os.kill(main.pid, signal.SIGKILL)  # the main process alone, as a crash would
     main.wait(timeout=10)
-    wait_for(lambda: not any(alive(pid) for pid in children), what="the workers to stop")
+    wait_for(
+        lambda: not any(alive(pid) for pid in children), timeout=60, what="the workers to stop"
+    )
 
     records = str(tmp_path / "records")
     queue.enqueue(spec("fail_times", records, "k", 1, session="s", job_id="f"))

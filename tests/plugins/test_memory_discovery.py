@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import plugins.memory
 from memory.providers import MemoryProvider
 from plugins.errors import PluginError, PluginLoadError, PluginNotFoundError
 from plugins.memory import (
@@ -147,6 +148,14 @@ def write_echo(user_dir: Path) -> Path:
     )
 
 
+BUNDLED = [
+    d.name
+    for d in sorted(Path(plugins.memory.__file__).parent.iterdir())
+    if (d / "__init__.py").is_file() and not d.name.startswith("_")
+]
+"""The providers shipped with chorus, as discovery lists them (by name)."""
+
+
 def user_providers(home: Path, active: str | None = None, **options: bool) -> list[ProviderInfo]:
     """What discovery lists from the user's plugin directory (bundled ones left out)."""
     found = discover_memory_providers(home, active, **options)
@@ -160,8 +169,12 @@ def test_no_plugins_anywhere(home: Path) -> None:
 def test_bundled_providers_are_listed_first_and_available(home: Path, user_dir: Path) -> None:
     write_echo(user_dir)
     found = discover_memory_providers(home, "holographic")
-    assert [(i.name, i.source) for i in found] == [("holographic", "bundled"), ("echo", "user")]
-    assert found[0].available is True and found[0].active is True
+    assert [(i.name, i.source) for i in found] == [
+        *((name, "bundled") for name in BUNDLED),
+        ("echo", "user"),
+    ]
+    holographic = next(i for i in found if i.name == "holographic")
+    assert holographic.available is True and holographic.active is True
 
 
 def test_user_plugin_is_discovered_with_description_and_flags(home: Path, user_dir: Path) -> None:
@@ -238,11 +251,10 @@ def test_a_plugin_that_registers_nothing(home: Path, user_dir: Path) -> None:
 def test_unknown_name_lists_what_exists(home: Path, user_dir: Path) -> None:
     write_echo(user_dir)
     write_plugin(user_dir, "shy", SUBCLASS_STYLE)
-    with pytest.raises(
-        PluginNotFoundError, match=r"'nope' not found; available: holographic, echo, shy"
-    ):
+    listed = f"'nope' not found; available: {', '.join(BUNDLED)}, echo, shy"
+    with pytest.raises(PluginNotFoundError, match=listed):
         load_memory_provider("nope", home)
-    with pytest.raises(PluginError, match=r"available: holographic$"):
+    with pytest.raises(PluginError, match=rf"available: {', '.join(BUNDLED)}$"):
         load_memory_provider("nope", home / "elsewhere")
 
 

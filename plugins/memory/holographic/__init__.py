@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from plugins.memory import ProviderCollector
 
+from ._cli import cli
 from ._provider import HolographicProvider
 
-__all__ = ["HolographicProvider", "register"]
+__all__ = ["HolographicProvider", "cli", "register"]
 
 
 def register(ctx: ProviderCollector) -> None:

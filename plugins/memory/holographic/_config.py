@@ -1,4 +1,5 @@
-"""The provider's settings: ``CHORUS_HOME/providers/holographic/config.json``.
+"""The provider's settings: ``memory.providers.holographic`` in config.yaml (given to
+``initialize`` as ``config``), else ``CHORUS_HOME/providers/holographic/config.json``.
 
 ``hrr`` (bool, default true) turns the HRR score on when numpy is importable;
 ``prefetch_limit`` (int 1..20, default 5) is how many facts prefetch recalls.

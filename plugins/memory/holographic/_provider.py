@@ -106,7 +106,12 @@ class HolographicProvider(MemoryProvider):
             self._home = home
             self._user_key = user_key
             self._context = str(kwargs.get("agent_context") or "primary")
-            self._settings = _config.load(home)
+            config = kwargs.get("config")
+            self._settings = (  # memory.providers.holographic wins over the saved file
+                _config.parse(config, source="memory.providers.holographic")
+                if isinstance(config, dict) and config
+                else _config.load(home)
+            )
         logger.debug(
             "holographic provider ready for session %s (%s, hrr=%s)",
             session_id,
