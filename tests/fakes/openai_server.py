@@ -1,4 +1,4 @@
-"""A local fake of the OpenAI chat completions HTTP API.
+"""A local fake of the OpenAI chat completions and embeddings HTTP API.
 
 ``FakeOpenAI`` runs an aiohttp server on 127.0.0.1 in a background thread with its
 own event loop, so it can be used from both sync and async tests. Point a real
@@ -13,16 +13,26 @@ and failing that the server answers with ``default_reply``.
         server.tool_call("get_weather", {"city": "Paris"})
         server.error(429, "slow down")
         client = openai.OpenAI(base_url=server.base_url, api_key="test")
+
+``POST /v1/embeddings`` answers every input with a deterministic vector
+(:func:`embed_text`: a hashed bag of words, L2-normalised), so texts that share
+words are close; its size is the request's ``dimensions`` or
+``embedding_dimensions`` (1536, like ``text-embedding-3-small``), and it honours
+``encoding_format`` (``float`` or ``base64``). ``embedding_error`` queues
+failures for the embeddings route alone.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import hashlib
 import itertools
 import json
 import math
 import re
+import struct
 import threading
 import time
 from collections import deque
@@ -230,6 +240,58 @@ def _error_body(
     }
 
 
+_STOPWORDS = """
+a an and are as at be do does for from has have i in is it me my of on or
+our the their them they this to user was we what when where which who you your
+"""
+EMBEDDING_STOPWORDS = frozenset(_STOPWORDS.split())
+"""Words :func:`embed_text` ignores, so a question and the fact it asks about are close."""
+
+
+def embedding_tokens(text: str) -> list[str]:
+    """The words of ``text`` that :func:`embed_text` counts: lower-cased, a plural ``s`` cut."""
+    words = re.findall(r"[a-z0-9]+", text.lower())
+    stems = [
+        w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in words
+    ]
+    return [w for w in stems if w not in EMBEDDING_STOPWORDS]
+
+
+def embed_text(text: str, dimensions: int) -> list[float]:
+    """A deterministic unit vector for ``text``: each word adds ±1 at a hashed position."""
+    vector = [0.0] * dimensions
+    for token in embedding_tokens(text):
+        digest = hashlib.sha256(token.encode("utf-8")).digest()
+        index = int.from_bytes(digest[:4], "big") % dimensions
+        vector[index] += 1.0 if digest[4] & 1 else -1.0
+    norm = math.sqrt(sum(v * v for v in vector))
+    if norm == 0.0:
+        vector[0] = 1.0
+        return vector
+    return [v / norm for v in vector]
+
+
+def _embedding_inputs(raw: Any) -> list[str] | None:
+    """The texts of an embeddings ``input``: a string, a list of strings, or token lists."""
+    if isinstance(raw, str):
+        return [raw]
+    if not isinstance(raw, list) or not raw:
+        return None
+    if all(isinstance(item, str) for item in raw):
+        return list(raw)
+    if all(isinstance(item, int) and not isinstance(item, bool) for item in raw):
+        return [" ".join(f"t{item}" for item in raw)]
+    if all(isinstance(item, list) and all(isinstance(t, int) for t in item) for item in raw):
+        return [" ".join(f"t{t}" for t in item) for item in raw]
+    return None
+
+
+def _encode_embedding(vector: list[float], encoding_format: str) -> list[float] | str:
+    if encoding_format == "base64":
+        return base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode("ascii")
+    return vector
+
+
 class FakeOpenAI(LoopThread):
     thread_name = "fake-openai"
 
@@ -253,10 +315,15 @@ class FakeOpenAI(LoopThread):
         #: when set, requests must send ``Authorization: Bearer <api_key>`` (401 otherwise)
         self.api_key = api_key
         self.requests: list[dict[str, Any]] = []
+        #: bodies of ``/v1/embeddings`` requests, in order
+        self.embedding_requests: list[dict[str, Any]] = []
+        #: vector size when a request names no ``dimensions``
+        self.embedding_dimensions = 1536
         self.in_flight = 0
         self.in_flight_max = 0
         self.base_url = ""
         self._queue: deque[Reply] = deque()
+        self._embedding_queue: deque[Reply] = deque()
         self._responder: Callable[[dict[str, Any]], Reply | str] | None = None
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
@@ -268,6 +335,7 @@ class FakeOpenAI(LoopThread):
         self._stopping = asyncio.Event()
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat_completions)
+        app.router.add_post("/v1/embeddings", self._embeddings)
         app.router.add_get("/v1/models", self._models)
         app.router.add_route("*", "/{tail:.*}", self._not_found)
         await self._listen(app)
@@ -349,6 +417,24 @@ class FakeOpenAI(LoopThread):
         """Queue a request that waits ``seconds`` before answering normally."""
         self.push(Reply.of_hang(seconds))
 
+    def embedding_error(
+        self,
+        status: int,
+        message: str = "The server had an error while processing your request.",
+        *,
+        times: int = 1,
+        retry_after: float | None = 0.01,
+    ) -> None:
+        """Queue ``times`` HTTP errors for ``/v1/embeddings`` (chat replies are not affected)."""
+        reply = Reply.of_error(status, message, retry_after=retry_after)
+        with self._lock:
+            self._embedding_queue.extend(replace(reply) for _ in range(times))
+
+    def clear_embedding_errors(self) -> None:
+        """Drop the embedding errors not consumed yet."""
+        with self._lock:
+            self._embedding_queue.clear()
+
     def responder(self, fn: Callable[[dict[str, Any]], Reply | str] | None) -> None:
         """Compute replies from the request body when the queue is empty (str = text)."""
         self._responder = fn
@@ -363,8 +449,10 @@ class FakeOpenAI(LoopThread):
         """Forget scripted replies, the responder, recorded requests and counters."""
         with self._lock:
             self._queue.clear()
+            self._embedding_queue.clear()
             self._responder = None
             self.requests.clear()
+            self.embedding_requests.clear()
             self.in_flight_max = 0
 
     @property
@@ -423,6 +511,56 @@ class FakeOpenAI(LoopThread):
             return denied
         model = {"id": self.model, "object": "model", "created": 0, "owned_by": "system"}
         return web.json_response({"object": "list", "data": [model]}, headers=self._headers())
+
+    async def _embeddings(self, request: web.Request) -> web.Response:
+        denied = self._check_auth(request)
+        if denied is not None:
+            return denied
+        try:
+            body = await request.json()
+        except ValueError:
+            return self._json_error(400, "We could not parse the JSON body of your request.")
+        if not isinstance(body, dict):
+            return self._json_error(400, "The request body must be a JSON object.")
+        self.embedding_requests.append(body)
+        model = body.get("model")
+        if not isinstance(model, str) or not model:
+            return self._json_error(400, "you must provide a model parameter", param="model")
+        texts = _embedding_inputs(body.get("input"))
+        if texts is None:
+            return self._json_error(400, "'input' must be a string or an array", param="input")
+        dimensions = body.get("dimensions", self.embedding_dimensions)
+        if isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions < 1:
+            return self._json_error(
+                400, "'dimensions' must be a positive integer", param="dimensions"
+            )
+        encoding_format = body.get("encoding_format", "float")
+        if encoding_format not in ("float", "base64"):
+            return self._json_error(
+                400, "'encoding_format' must be 'float' or 'base64'", param="encoding_format"
+            )
+        with self._lock:
+            failure = self._embedding_queue.popleft() if self._embedding_queue else None
+        if failure is not None:
+            return self._json_error(
+                failure.status, failure.message, retry_after=failure.retry_after
+            )
+        data = [
+            {
+                "object": "embedding",
+                "index": index,
+                "embedding": _encode_embedding(embed_text(text, dimensions), encoding_format),
+            }
+            for index, text in enumerate(texts)
+        ]
+        tokens = sum(_estimate_tokens(text) for text in texts)
+        payload = {
+            "object": "list",
+            "data": data,
+            "model": model,
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        }
+        return web.json_response(payload, headers=self._headers())
 
     async def _not_found(self, request: web.Request) -> web.Response:
         return self._json_error(

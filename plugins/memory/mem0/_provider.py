@@ -1,0 +1,332 @@
+"""The mem0 memory provider: recall before a turn, extraction after it, four tools.
+
+Isolation: the mem0 ``user_id`` of a call is its ``speaker`` when given (a
+group chat session), else the session's ``user_key``; both are canonical user
+keys (``telegram:12345``, ``telegram#chat:-100``). Every search is filtered by
+that id (and in oss mode runs in that user's own store), every record shown is
+checked to be theirs, and ``mem0_update``/``mem0_delete`` first fetch the
+memory and refuse one that is not. The speaker is never remembered between calls.
+
+Calls by context (see :mod:`memory.providers`): the tools (``"primary"``,
+``"flush"``) wait up to :data:`PRIMARY_WAIT` seconds for a store another
+process holds; ``prefetch`` only :data:`PREFETCH_WAIT`, then answers with the
+recall ``queue_prefetch`` warmed after the last turn (a busy store is not a
+failure); ``sync_turn`` and ``queue_prefetch`` (``"background"``) wait up to
+:data:`BACKGROUND_WAIT`. ``sync_turn`` is skipped in
+``"flush"``. A re-delivered turn is found in the user's ``state.db`` and not
+added again; a turn withdrawn by ``/undo`` has the memories it created removed.
+
+Logs carry no memory or query text above DEBUG.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from memory.log_content import loggable
+from memory.paths import UserKey
+from memory.providers import MemoryProvider, provider_dir, strip_memory_context
+
+from . import _config, _deps, _tools
+from ._backend import Backend, MemoryRecord, Message, StoreBusy
+from ._breaker import DEFAULT_COOLDOWN, DEFAULT_THRESHOLD, CircuitBreaker
+from ._guard import BackendFailed, Guard, Mem0Paused
+from ._ops import UserOps
+from ._oss import OssBackend
+from ._platform import PlatformBackend
+from ._state import UserState, content_hash, turn_hash
+
+logger = logging.getLogger(__name__)
+
+PREFETCH_WAIT = 0.25
+"""Seconds prefetch waits for a store another process holds before using the warm cache."""
+PRIMARY_WAIT = 10.0
+BACKGROUND_WAIT = 120.0
+WARM_MAX_AGE = 900.0
+"""How old the warm recall of ``queue_prefetch`` may be and still be used."""
+MAX_LINE = 500
+
+SYSTEM_PROMPT_BLOCK = (
+    "You have a long-term memory of each person (mem0): what it recalls for a message "
+    "arrives with that message. mem0_search looks things up; mem0_add stores one durable "
+    "fact; mem0_update and mem0_delete change or forget a memory by the id mem0_search gave."
+)
+
+
+def _error(message: str) -> str:
+    return json.dumps({"success": False, "error": message}, ensure_ascii=False)
+
+
+def format_recall(records: list[MemoryRecord]) -> str:
+    """Recalled memories as short lines; ``""`` for none."""
+    lines = []
+    for record in records:
+        text = " ".join(record.text.split())
+        if text:
+            lines.append(f"- {text[: MAX_LINE - 1] + '…' if len(text) > MAX_LINE else text}")
+    return "\n".join(lines)
+
+
+class Mem0Provider(MemoryProvider):
+    """mem0 (``pip install 'chorus[mem0]'``) in process (oss) or on the Mem0 platform.
+
+    ``clock``, ``failure_threshold`` and ``cooldown`` set the circuit breaker;
+    ``environ`` replaces ``os.environ`` as the fallback for missing settings.
+    """
+
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        failure_threshold: int = DEFAULT_THRESHOLD,
+        cooldown: float = DEFAULT_COOLDOWN,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        breaker = CircuitBreaker(threshold=failure_threshold, cooldown=cooldown, clock=clock)
+        self._guard = Guard(breaker)
+        self._environ = environ
+        self._settings = _config.Settings()
+        self._home: Path | None = None
+        self._user_key = ""
+        self._session_id = ""
+        self._context = "primary"
+        self._backend: Backend | None = None
+        self._states: dict[str, UserState] = {}
+        self._lock = threading.RLock()
+
+    # -- identity and start-up -----------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return _config.PROVIDER_NAME
+
+    def is_available(self) -> bool:
+        return _deps.installed()
+
+    @property
+    def unavailable_reason(self) -> str | None:
+        """Why the provider cannot run here (with the fix), or None when it can."""
+        return None if self.is_available() else _deps.UNAVAILABLE_REASON
+
+    @property
+    def breaker(self) -> CircuitBreaker:
+        return self._guard.breaker
+
+    @property
+    def settings(self) -> _config.Settings:
+        return self._settings
+
+    def initialize(self, session_id: str, **kwargs: Any) -> None:
+        home = Path(kwargs["chorus_home"])
+        user_key = UserKey.parse(str(kwargs["user_key"])).key
+        settings = _config.parse(kwargs.get("config"), self._environ)
+        if settings.mode == "platform" and not settings.api_key:
+            raise ValueError("mem0 platform mode needs an API key: set MEM0_API_KEY")
+        if (
+            settings.mode == "oss"
+            and not settings.openai_api_key
+            and settings.openai_base_url == _config.DEFAULT_OPENAI_BASE_URL
+        ):
+            raise ValueError(
+                "mem0 needs OPENAI_API_KEY, or openai_base_url pointing at a server without one"
+            )
+        mem0 = _deps.load(home)
+        backend: Backend = (
+            PlatformBackend(mem0, settings)
+            if settings.mode == "platform"
+            else OssBackend(mem0, home, settings)
+        )
+        with self._lock:
+            self._close()
+            self._home, self._user_key, self._settings = home, user_key, settings
+            self._session_id = session_id
+            self._context = str(kwargs.get("agent_context") or "primary")
+            self._backend = backend
+        logger.debug(
+            "mem0 provider ready for session %s (%s, %s)", session_id, self._context, settings.mode
+        )
+
+    # -- plumbing ------------------------------------------------------------
+
+    def _ready(self) -> tuple[Path, Backend]:
+        with self._lock:
+            if self._home is None or self._backend is None:
+                raise RuntimeError("the mem0 provider is not initialised")
+            return self._home, self._backend
+
+    def _user_id(self, speaker: Any = None) -> str:
+        """``speaker`` when given, else the session's user key (canonical either way)."""
+        self._ready()
+        if speaker is None or speaker == "":
+            return self._user_key
+        if not isinstance(speaker, str):
+            raise ValueError("speaker must be a user key")
+        return UserKey.parse(speaker).key
+
+    def _state(self, user_id: str) -> UserState:
+        home, _ = self._ready()
+        with self._lock:
+            state = self._states.get(user_id)
+            if state is None:
+                state = UserState(provider_dir(home, _config.PROVIDER_NAME, user_id))
+                self._states[user_id] = state
+            return state
+
+    def _wait(self) -> float:
+        return BACKGROUND_WAIT if self._context == "background" else PRIMARY_WAIT
+
+    def _ops(self, speaker: Any = None, *, wait: float | None = None) -> UserOps:
+        """The operations for ``speaker`` (else the session's user), waiting ``wait`` at most."""
+        _, backend = self._ready()
+        user_id = self._user_id(speaker)
+        return UserOps(backend, self._guard, user_id, self._wait() if wait is None else wait)
+
+    # -- recall --------------------------------------------------------------
+
+    def system_prompt_block(self) -> str:
+        return SYSTEM_PROMPT_BLOCK
+
+    def prefetch(self, query: str, *, session_id: str = "", speaker: str | None = None) -> str:
+        text = strip_memory_context(query).strip()
+        if not text:
+            return ""
+        ops = self._ops(speaker, wait=PREFETCH_WAIT)
+        if self._guard.paused:
+            logger.debug("mem0 prefetch skipped: paused")
+            return ""
+        try:
+            records = ops.search(text, self._settings.search_limit, count_busy=False)
+        except StoreBusy:
+            logger.debug("mem0 prefetch: store busy, using the warm recall")
+            return self._state(ops.user_id).cached_prefetch(WARM_MAX_AGE)
+        except (BackendFailed, Mem0Paused):
+            return ""
+        logger.debug("mem0 prefetch for %s: %d memories", loggable(text), len(records))
+        return format_recall(records)
+
+    def queue_prefetch(
+        self, query: str, *, session_id: str = "", speaker: str | None = None
+    ) -> None:
+        text = strip_memory_context(query).strip()
+        if not text or self._guard.paused:
+            return
+        ops = self._ops(speaker)
+        records = ops.search(text, self._settings.search_limit)
+        self._state(ops.user_id).store_prefetch(format_recall(records))
+
+    # -- write ---------------------------------------------------------------
+
+    def sync_turn(
+        self,
+        user_content: str,
+        assistant_content: str,
+        *,
+        session_id: str = "",
+        messages: list[dict[str, Any]] | None = None,
+        speaker: str | None = None,
+    ) -> None:
+        if self._context == "flush":
+            return
+        user = strip_memory_context(user_content or "").strip()
+        assistant = strip_memory_context(assistant_content or "").strip()
+        if not user and not assistant:
+            return
+        ops = self._ops(speaker)
+        session = session_id or self._session_id
+        content = content_hash(self._settings.backend_id, session, user, assistant)
+        state, turn = self._state(self._user_key), turn_hash(content, ops.user_id)
+        if state.synced(turn):
+            logger.debug("mem0 sync_turn of session %s: turn already synced", session)
+            return
+        turn_messages: list[Message] = [
+            {"role": role, "content": content}
+            for role, content in (("user", user), ("assistant", assistant))
+            if content
+        ]
+        outcome = ops.add(turn_messages, {"source": "chorus", "chorus_turn": turn}, infer=True)
+        state.record_turn(content, ops.user_id, outcome.memory_ids)
+        logger.debug(
+            "mem0 sync_turn of session %s: %d new memories", session, len(outcome.memory_ids)
+        )
+
+    def on_session_switch(
+        self,
+        new_session_id: str,
+        *,
+        parent_session_id: str = "",
+        reset: bool = False,
+        rewound: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        """After ``/undo`` of a synced turn: remove the memories that turn created."""
+        if reset:
+            self._session_id = new_session_id or self._session_id
+            return
+        withdrawn = kwargs.get("withdrawn_turn")
+        if not rewound or not isinstance(withdrawn, dict) or self._context == "flush":
+            return
+        user = strip_memory_context(str(withdrawn.get("user_content") or "")).strip()
+        assistant = strip_memory_context(str(withdrawn.get("assistant_content") or "")).strip()
+        speaker = withdrawn.get("speaker", kwargs.get("speaker"))
+        known = self._user_id(speaker) if isinstance(speaker, str) and speaker else None
+        state = self._state(self._user_key)
+        for session in dict.fromkeys((new_session_id, self._session_id)):
+            content = content_hash(self._settings.backend_id, session, user, assistant)
+            found = state.find_turn(content, known)
+            if found is None:
+                continue
+            turn, user_id, ids = found
+            ops = self._ops(user_id)
+            removed = sum(ops.delete_if_owned(memory_id) for memory_id in ids)
+            state.forget_turn(turn)
+            logger.debug("mem0 removed %d memories of a withdrawn turn", removed)
+            return
+
+    # -- tools ---------------------------------------------------------------
+
+    def get_tool_schemas(self) -> list[dict[str, Any]]:
+        return [json.loads(json.dumps(schema)) for schema in _tools.SCHEMAS]
+
+    def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
+        if not isinstance(args, dict):
+            return _error("arguments must be a JSON object")
+        if tool_name not in _tools.TOOL_NAMES:
+            return _error(f"unknown tool '{tool_name}'")
+        try:
+            ops = self._ops(kwargs.get("speaker"))
+            result = ops.run_tool(tool_name, args, self._settings.search_limit)
+        except _tools.ToolError as exc:
+            return _error(str(exc))
+        except Mem0Paused as exc:
+            return _error(str(exc))
+        except BackendFailed as exc:
+            return _error(f"{tool_name} could not run: the memory backend failed ({exc.cause})")
+        except ValueError:
+            return _error("speaker must be a user key such as telegram:12345")
+        except RuntimeError:
+            return _error("mem0 is not ready for this session")
+        return json.dumps({"success": True, **result}, ensure_ascii=False)
+
+    # -- teardown and configuration ------------------------------------------
+
+    def _close(self) -> None:
+        backend, self._backend = self._backend, None
+        if backend is not None:
+            backend.close()
+
+    def shutdown(self) -> None:
+        with self._lock:
+            self._close()
+
+    def get_config_schema(self) -> list[dict[str, Any]]:
+        return [dict(field) for field in _config.SCHEMA]
+
+    def save_config(self, values: dict[str, Any], chorus_home: Path) -> None:
+        """Nothing to write: the settings live in config.yaml (``memory.providers.mem0``)."""
+        return None
