@@ -149,6 +149,12 @@ class BaseAdapter(ABC):
         """Show that a reply is being written (no-op where unsupported)."""
         return None
 
+    async def ready(self, chat_id: str) -> None:
+        """Wait until a send or edit to ``chat_id`` would go out without waiting for the
+        platform's rate budget (nothing is spent). Streaming waits here before it
+        takes the text to show, so what goes out is the newest text."""
+        return None
+
     def http_routes(self) -> list[tuple[str, str, RouteHandler]]:
         """``(method, path, handler)`` to mount on the gateway's HTTP server (webhooks)."""
         return []

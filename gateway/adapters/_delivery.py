@@ -2,8 +2,11 @@
 
 ``ReplyStream`` shows an answer while it is written — at most one send or edit per
 ``min_edit_interval`` — and ``finish()`` makes the final text land exactly, in as many
-messages as the platform's limit needs. ``send_text`` delivers a whole message at once
-(notices, command replies).
+messages as the platform's limit needs. The rate budget is spent on what people see:
+a streamed update waits for the platform's budget (``adapter.ready``) before it takes
+the text, so it shows the newest text and the updates it overtook are never sent; an
+answer that is complete before its first message could go out is sent once, final.
+``send_text`` delivers a whole message at once (notices, command replies).
 
 Platforms cannot delete messages through the adapter contract, so a streamed message
 that the final text no longer needs is edited to ``WITHDRAWN_TEXT``.
@@ -11,6 +14,8 @@ that the final text no longer needs is edited to ``WITHDRAWN_TEXT``.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
@@ -108,6 +113,9 @@ class ReplyStream:
         self._sent_any = False
         self._closed = False
         self._on_shown = on_shown
+        self._update: asyncio.Task[None] | None = None
+        self._updating = False
+        """Whether the pending update is sending (past waiting for the budget)."""
         if resume and capabilities.edits:
             self._live = False  # the answer lands once, in the messages already there
             self._done = [_Shown(sent, "", 0, 0, 0.0) for sent in resume]
@@ -125,17 +133,43 @@ class ReplyStream:
         if self._closed or not delta:
             return
         self._pieces.append(delta)
-        if self._live and self._clock.time() - self._last >= self._interval:
+        due = self._clock.time() - self._last >= self._interval
+        if self._live and due and self._update is None:
+            self._update = asyncio.create_task(self._update_when_ready())
+
+    async def _update_when_ready(self) -> None:
+        """Once the platform's budget allows, show the newest text."""
+        try:
+            await self._adapter.ready(self._chat_id)
+            self._updating = True
             await self._refresh()
+        finally:
+            self._updating = False
+            self._update = None
+
+    async def _end_update(self) -> None:
+        """The answer is complete: an update still waiting for the budget is dropped."""
+        task = self._update
+        if task is None:
+            return
+        if not self._updating:
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise asyncio.CancelledError
 
     async def finish(self, final_text: str) -> list[SentMessage]:
         """Make ``final_text`` the answer, exactly; returns its messages in order."""
         self._close()
+        await self._end_update()
         return await self._settle(final_text)
 
     async def abort(self, note: str) -> list[SentMessage]:
         """End an interrupted answer: the streamed text so far plus ``note``, or the note."""
         self._close()
+        await self._end_update()
         so_far = self.text.rstrip()
         if not (self._done or self._current) or not so_far:
             return await self._settle(note)

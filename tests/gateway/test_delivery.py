@@ -229,6 +229,13 @@ async def settle(clock: FakeClock, pending: asyncio.Future[list[SentMessage]]) -
     return pending.result()
 
 
+async def push(stream: ReplyStream, delta: str) -> None:
+    """Push ``delta`` and let the update it may start run (the budget is free here)."""
+    await stream.push(delta)
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
 def actions(adapter: MemoryAdapter) -> int:
     return len(adapter.sent) + sum(d.edits for d in adapter.sent)
 
@@ -248,7 +255,7 @@ async def test_streaming_edits_at_most_once_per_interval_and_lands_exactly() -> 
     for delta in deltas:
         await clock.advance(0.3)
         before = actions(adapter)
-        await stream.push(delta)
+        await push(stream, delta)
         times.extend([clock.time()] * (actions(adapter) - before))
     assert len(times) >= 10
     assert all(b - a >= 1.0 - 1e-9 for a, b in itertools.pairwise(times))
@@ -332,7 +339,7 @@ async def test_a_shorter_final_text_withdraws_extra_streamed_messages() -> None:
     clock, adapter = FakeClock(), MemoryAdapter(capabilities=caps(50, interval=0.0))
     stream = make_stream(adapter, clock)
     for i in range(20):
-        await stream.push(f"part {i} of it ")
+        await push(stream, f"part {i} of it ")
     assert len(adapter.sent) >= 3
     await stream.finish("Sorry, that failed.")
     assert adapter.texts()[0] == "Sorry, that failed."
@@ -343,8 +350,8 @@ async def test_a_shorter_final_text_withdraws_extra_streamed_messages() -> None:
 async def test_abort_appends_the_note_to_the_streamed_message() -> None:
     clock, adapter = FakeClock(), MemoryAdapter(capabilities=caps(interval=0.0))
     stream = make_stream(adapter, clock)
-    await stream.push("Partial answer")
-    await stream.push(" that was")
+    await push(stream, "Partial answer")
+    await push(stream, " that was")
     await stream.abort("(stopped)")
     assert adapter.texts() == ["Partial answer that was\n\n(stopped)"]
     await assert_done_once_each(adapter)
@@ -411,4 +418,44 @@ async def test_send_text_splits_and_completes_each_message() -> None:
     assert len(sent) == len(adapter.sent) > 1
     assert [d.reply_to for d in adapter.sent] == ["m9"] + [None] * (len(sent) - 1)
     assert {d.kind for d in adapter.sent} == {"notice"}
+    await assert_done_once_each(adapter)
+
+
+class Budgeted(MemoryAdapter):
+    """A platform whose rate budget is spent until ``budget`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__(capabilities=caps(interval=0.0))
+        self.budget = asyncio.Event()
+        self.waited = 0
+
+    async def ready(self, chat_id: str) -> None:
+        self.waited += 1
+        await self.budget.wait()
+
+
+async def test_an_answer_done_before_the_budget_allowed_a_message_is_sent_once() -> None:
+    clock, adapter = FakeClock(), Budgeted()
+    stream = make_stream(adapter, clock)
+    for word in ["The ", "answer ", "is ", "forty-two."]:
+        await push(stream, word)
+    assert adapter.waited == 1 and adapter.sent == []  # one update waiting, not four
+    await stream.finish("The answer is forty-two.")
+    assert adapter.texts() == ["The answer is forty-two."]
+    assert [d.edits for d in adapter.sent] == [0]  # one send, no edit
+    await assert_done_once_each(adapter)
+
+
+async def test_when_the_budget_frees_the_newest_text_is_what_goes_out() -> None:
+    clock, adapter = FakeClock(), Budgeted()
+    stream = make_stream(adapter, clock)
+    await push(stream, "first words")
+    await push(stream, ", then more")
+    await push(stream, ", and the newest")
+    adapter.budget.set()
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert adapter.sent[0].history == ["first words, then more, and the newest"]
+    await stream.finish("first words, then more, and the newest.")
+    assert adapter.texts() == ["first words, then more, and the newest."]
     await assert_done_once_each(adapter)

@@ -127,3 +127,29 @@ async def test_chats_share_nothing_but_each_chat_has_one_budget() -> None:
     await pacer.acquire("42")
     assert clock[0] == 6.0
     assert pacer.blocked_for("43") == 0
+
+
+async def test_waiting_for_the_budget_spends_nothing_and_typing_yields_to_messages() -> None:
+    clock = [0.0]
+    gate = asyncio.Event()
+
+    async def sleep(seconds: float) -> None:
+        await gate.wait()  # time stands still until the test lets it pass
+        clock[0] += seconds
+
+    pacer = ChatPacer(now=lambda: clock[0], sleep=sleep)
+    assert pacer.has_spare()
+    for n in range(30):  # the whole bot's burst, spent across chats
+        await pacer.acquire(str(100 + n))
+    assert not pacer.has_spare()
+    clock[0] += 1.0  # the bucket refills by 30
+    await pacer.wait_ready("7")
+    await pacer.wait_ready("7")  # twice: waiting spent nothing
+    assert pacer.has_spare()
+    for n in range(30):
+        await pacer.acquire(str(200 + n))
+    waiter = asyncio.create_task(pacer.acquire("8"))
+    await _settle()
+    assert not waiter.done() and not pacer.has_spare()  # typing yields to the message
+    gate.set()
+    await waiter

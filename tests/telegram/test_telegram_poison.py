@@ -137,6 +137,7 @@ async def test_cancelled_requests_under_load_never_exhaust_the_connection_pool(
     tg = gw.telegram
     tg.close_connections = True
     tg.delays["sendChatAction"] = 0.3
+    tg.delays["sendMessage"] = 1.5  # messages hold connections too: the pool is contended
     users = [5000 + n for n in range(60)]
     for round_ in range(1, 4):
         for user in users:

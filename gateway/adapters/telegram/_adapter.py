@@ -293,6 +293,9 @@ class TelegramAdapter(BaseAdapter):
     async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
         await self._sender.typing(chat_id, thread_id)
 
+    async def ready(self, chat_id: str) -> None:
+        await self._sender.ready(chat_id)
+
     async def publish_commands(
         self, commands: Sequence[CommandInfo], admin_ids: Sequence[str]
     ) -> None:

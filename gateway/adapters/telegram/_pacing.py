@@ -73,6 +73,7 @@ class ChatPacer:
         self._sleep = sleep
         self._chats: dict[str, _Bucket] = {}
         self._global = _Bucket(GLOBAL_RATE, GLOBAL_BURST, GLOBAL_BURST, now())
+        self._waiting = 0
 
     def _bucket(self, chat_id: str) -> _Bucket:
         bucket = self._chats.get(chat_id)
@@ -97,14 +98,36 @@ class ChatPacer:
     async def acquire(self, chat_id: str) -> None:
         """Wait until the chat's and the bot's budgets allow one message, then spend it."""
         bucket = self._bucket(chat_id)
-        while True:
-            now = self._now()
-            wait = max(bucket.wait(now), self._global.wait(now))
-            if wait <= 0:
-                bucket.tokens -= 1.0
-                self._global.tokens -= 1.0
-                return
-            await self._sleep(wait)
+        self._waiting += 1
+        try:
+            while True:
+                now = self._now()
+                wait = max(bucket.wait(now), self._global.wait(now))
+                if wait <= 0:
+                    bucket.tokens -= 1.0
+                    self._global.tokens -= 1.0
+                    return
+                await self._sleep(wait)
+        finally:
+            self._waiting -= 1
+
+    def has_spare(self) -> bool:
+        """Whether the bot's budget has room beyond what messages need now (for typing…)."""
+        return (
+            self._waiting == 0
+            and self._global.wait(self._now()) <= 0
+            and (self._global.tokens >= GLOBAL_BURST / 2)
+        )
+
+    async def wait_ready(self, chat_id: str) -> None:
+        """Wait until a message to the chat could go out at once (nothing is spent)."""
+        bucket = self._bucket(chat_id)
+        self._waiting += 1
+        try:
+            while (wait := max(bucket.wait(self._now()), self._global.wait(self._now()))) > 0:
+                await self._sleep(wait)
+        finally:
+            self._waiting -= 1
 
     def block(self, chat_id: str, seconds: float) -> None:
         """Telegram said ``retry_after``: nothing goes to this chat for ``seconds``."""

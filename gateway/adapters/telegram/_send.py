@@ -50,6 +50,8 @@ STUCK_AFTER = 90.0
 """Seconds a Bot API request may be in flight before the send path counts as stuck."""
 POOL_FAILURES = 3
 """Consecutive "all connections are occupied" failures that make the send path unhealthy."""
+TYPING_MAX_IN_FLIGHT = 8
+"""Typing requests at once, at most: the rest of the connection pool is for messages."""
 MAX_FLOOD_WAIT = 600.0
 """Seconds of ``RetryAfter`` one message waits out in total before it gives up."""
 MAX_NETWORK_RETRIES = 5
@@ -86,6 +88,7 @@ class TelegramSender:
         self._in_flight: dict[int, float] = {}
         self._requests = itertools.count()
         self._pool_failures = 0
+        self._typing = 0
 
     def healthy(self) -> bool:
         """No request stuck in flight and the connection pool not exhausted."""
@@ -160,10 +163,19 @@ class TelegramSender:
 
         await self._deliver(chat_id, markdown, call)
 
+    async def ready(self, chat_id: str) -> None:
+        """Until the chat's and the bot's budgets would let a message out at once."""
+        await self._pacer.wait_ready(chat_id)
+
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
-        """Show "typing…"; skipped while the chat is flood-blocked, never retried."""
-        if self._pacer.blocked_for(chat_id) > 0:
+        """Show "typing…", never at a message's expense: skipped while the chat is
+        flood-blocked, while messages wait for the bot's budget, or when
+        ``TYPING_MAX_IN_FLIGHT`` typing requests are already out. Never retried."""
+        if self._pacer.blocked_for(chat_id) > 0 or not self._pacer.has_spare():
             return
+        if self._typing >= TYPING_MAX_IN_FLIGHT:
+            return
+        self._typing += 1
         try:
             await self.request(
                 self._bot.send_chat_action(
@@ -176,6 +188,8 @@ class TelegramSender:
             self._pacer.block(chat_id, retry_seconds(exc))
         except TelegramError as exc:
             logger.debug("typing in telegram chat %s failed (%s)", chat_id, type(exc).__name__)
+        finally:
+            self._typing -= 1
 
     async def _deliver(self, chat_id: str, markdown: str, call: Request[T]) -> T:
         text = render(markdown)
