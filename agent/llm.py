@@ -25,6 +25,7 @@ from typing import Any
 import openai
 
 from agent.errors import LLMError, LLMRequestError, LLMUnavailable
+from agent.llm_stream import error_message, stream_chunks
 from agent.settings import LLMSettings
 
 logger = logging.getLogger(__name__)
@@ -211,31 +212,30 @@ class LLMClient:
         }
         if tools:
             request["tools"] = list(tools)
-        create: Any = self._client.chat.completions.create  # typed overloads don't fit dicts
-        stream = await create(**request)
+        create: Any = self._client.chat.completions.with_streaming_response.create
         text: list[str] = []
         calls: dict[int, dict[str, str]] = {}
         response = LLMResponse(content="")
-        async for chunk in stream:
-            if chunk.usage is not None:
-                response.usage = _usage_of(chunk.usage)
-            for choice in chunk.choices:
-                delta = choice.delta
-                if choice.finish_reason:
-                    response.finish_reason = choice.finish_reason
-                if delta.content:
-                    text.append(delta.content)
-                    if on_delta is not None:
-                        streamed[0] = True
-                        await _call(on_delta, delta.content)
-                for tc in delta.tool_calls or []:
-                    slot = calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
-                    if tc.id:
-                        slot["id"] = tc.id
-                    if tc.function and tc.function.name:
-                        slot["name"] += tc.function.name
-                    if tc.function and tc.function.arguments:
-                        slot["arguments"] += tc.function.arguments
+        async with create(**request) as raw:
+
+            def failed(error: Any) -> Exception:
+                return openai.APIError(error_message(error), raw.http_request, body=error)
+
+            async for chunk in stream_chunks(raw.iter_lines(), failed):
+                if chunk.get("usage"):
+                    response.usage = _usage_of(chunk["usage"])
+                for choice in chunk.get("choices") or ():
+                    delta = choice.get("delta") or {}
+                    if choice.get("finish_reason"):
+                        response.finish_reason = choice["finish_reason"]
+                    content = delta.get("content")
+                    if content:
+                        text.append(content)
+                        if on_delta is not None:
+                            streamed[0] = True
+                            await _call(on_delta, content)
+                    for tc in delta.get("tool_calls") or ():
+                        _add_call(calls, tc)
         response.content = "".join(text)
         response.tool_calls = [
             ToolCallRequest(
@@ -252,16 +252,29 @@ async def _call(callback: DeltaCallback, text: str) -> None:
         await result
 
 
-def _usage_of(usage: Any) -> Usage:
-    prompt_details = getattr(usage, "prompt_tokens_details", None)
-    completion_details = getattr(usage, "completion_tokens_details", None)
+def _add_call(calls: dict[int, dict[str, str]], tc: dict[str, Any]) -> None:
+    """Fold one streamed tool-call fragment into the call it belongs to."""
+    slot = calls.setdefault(int(tc.get("index") or 0), {"id": "", "name": "", "arguments": ""})
+    function = tc.get("function") or {}
+    if tc.get("id"):
+        slot["id"] = tc["id"]
+    if function.get("name"):
+        slot["name"] += function["name"]
+    if function.get("arguments"):
+        slot["arguments"] += function["arguments"]
+
+
+def _count(section: Any, key: str) -> int:
+    value = section.get(key) if isinstance(section, dict) else None
+    return value if isinstance(value, int) else 0
+
+
+def _usage_of(usage: dict[str, Any]) -> Usage:
     return Usage(
-        prompt_tokens=usage.prompt_tokens or 0,
-        completion_tokens=usage.completion_tokens or 0,
-        cached_tokens=(getattr(prompt_details, "cached_tokens", 0) or 0) if prompt_details else 0,
-        reasoning_tokens=(
-            (getattr(completion_details, "reasoning_tokens", 0) or 0) if completion_details else 0
-        ),
+        prompt_tokens=_count(usage, "prompt_tokens"),
+        completion_tokens=_count(usage, "completion_tokens"),
+        cached_tokens=_count(usage.get("prompt_tokens_details"), "cached_tokens"),
+        reasoning_tokens=_count(usage.get("completion_tokens_details"), "reasoning_tokens"),
     )
 
 

@@ -16,6 +16,7 @@ import contextlib
 import logging
 import time
 
+from agent.agent import Agent
 from agent.context import ImageInput
 from gateway import _texts as t
 from gateway._inbox_keeper import InboxKeeper
@@ -298,7 +299,7 @@ class GatewayRunner:
             if a.data is not None
         ]
         live.turn = asyncio.create_task(
-            agent.run_turn(text, on_delta=stream.push, images=images, speaker=speaker_of(batch))
+            self._write_answer(agent, text, stream, images, speaker_of(batch))
         )
         try:
             answer = await live.turn
@@ -335,6 +336,19 @@ class GatewayRunner:
         if not self.settings.llm.vision:
             return []
         return [a for a in msg.attachments if a.kind == "image" and a.data]
+
+    async def _write_answer(
+        self,
+        agent: Agent,
+        text: str,
+        stream: ReplyStream,
+        images: list[ImageInput],
+        speaker: str | None,
+    ) -> str:
+        """The agent's answer, written in one of ``sessions.max_concurrent_turns`` slots; its
+        delivery (which may wait for the platform's rate budget) holds none."""
+        async with self.sessions.answer_slots:
+            return await agent.run_turn(text, on_delta=stream.push, images=images, speaker=speaker)
 
     def _streaming(self, adapter: BaseAdapter, msg: InboundMessage) -> bool:
         spec = platform_spec(adapter.name)

@@ -2,7 +2,8 @@
 
 - Messages of one session are processed in order by that session's worker
   task; sessions run concurrently, at most ``sessions.max_concurrent_turns``
-  turns at once.
+  answers being written at once (``answer_slots``: the runner holds one while the
+  agent writes, not while the answer waits for the platform's rate budget).
 - A message that arrives while its session is busy is never dropped: it waits
   and is merged into the next turn (``sessions.busy: queue``), or it interrupts
   the running turn (``interrupt``).
@@ -78,7 +79,7 @@ class SessionManager:
         self._by_id: dict[str, SessionKey] = {}
         self._agents: OrderedDict[SessionKey, None] = OrderedDict()
         self._renewed: dict[SessionKey, str] = {}
-        self._turns = asyncio.Semaphore(settings.max_concurrent_turns)
+        self.answer_slots = asyncio.Semaphore(settings.max_concurrent_turns)
         self._closing = False
         self._ending = 0
         self._locks: dict[SessionKey, asyncio.Lock] = {}
@@ -276,15 +277,14 @@ class SessionManager:
         logs.bind(session=live.session_id, platform=live.key.platform)  # this task's lines
         while live.pending and not live.ending:
             batch, live.pending = live.pending, []
-            async with self._turns:
-                try:
-                    if self._run_turn is None:
-                        raise RuntimeError("no turn runner bound to the session manager")
-                    await self._run_turn(live, batch)
-                except Exception:
-                    logger.exception("turn of session %s failed", live.session_id)
-                    with contextlib.suppress(Exception):
-                        await self._notice(batch[-1], t.TURN_FAILED)
+            try:
+                if self._run_turn is None:
+                    raise RuntimeError("no turn runner bound to the session manager")
+                await self._run_turn(live, batch)
+            except Exception:
+                logger.exception("turn of session %s failed", live.session_id)
+                with contextlib.suppress(Exception):
+                    await self._notice(batch[-1], t.TURN_FAILED)
             live.last_active = self.clock.time()
             if live.key in self._open and not live.ending:
                 self._reschedule(live)

@@ -68,6 +68,28 @@ async def test_server_error_is_retried(
     assert len(sleeps.delays) == 1
 
 
+async def test_an_error_event_before_any_text_is_retried(
+    server: FakeOpenAI, make_agent: MakeAgent, sleeps: Sleeps
+) -> None:
+    agent = await make_agent()
+    server.push(Reply.of_text("never shown", error_after=0))
+    server.reply("recovered")
+    assert await agent.run_turn("hello") == "recovered"
+    assert len(server.requests) == 2 and len(sleeps.delays) == 1
+
+
+async def test_an_error_event_after_streamed_text_is_not_repeated(
+    server: FakeOpenAI, make_agent: MakeAgent, sleeps: Sleeps
+) -> None:
+    """Text already shown to the person is not asked for again: the turn apologises."""
+    agent = await make_agent()
+    shown: list[str] = []
+    server.push(Reply.of_text("half an answer and then", error_after=2))
+    answer = await agent.run_turn("hello", on_delta=shown.append)
+    assert shown and answer == APOLOGY
+    assert len(server.requests) == 1
+
+
 @pytest.mark.parametrize(
     ("header", "low", "high"),
     [("retry-after", 7.0, 7.0), ("retry-after-ms", 7.0, 7.0), ("retry-after-date", 5.0, 7.0)],

@@ -97,6 +97,8 @@ class Reply:
     stall_after: int | None = None
     """Stream this many pieces of the text, then stall for ``stall`` seconds (a stuck answer)."""
     stall: float = 0.0
+    error_after: int | None = None
+    """Stream this many chunks, then an event carrying ``error`` instead of the rest."""
     retry_header: str = "retry-after-ms"
     """How ``retry_after`` is sent: ``retry-after-ms``, ``retry-after`` (seconds) or
     ``retry-after-date`` (a ``Retry-After`` HTTP date)."""
@@ -112,6 +114,7 @@ class Reply:
         delay: float = 0.0,
         stall_after: int | None = None,
         stall: float = 0.0,
+        error_after: int | None = None,
     ) -> Reply:
         return cls(
             "text",
@@ -121,6 +124,7 @@ class Reply:
             delay=delay,
             stall_after=stall_after,
             stall=stall,
+            error_after=error_after,
         )
 
     @classmethod
@@ -716,8 +720,16 @@ class FakeOpenAI(LoopThread):
         )
         await response.prepare(request)
         try:
+            written = 0
             async for chunk in self._chunks(common, text, calls, finish, usage, reply):
+                if reply.error_after is not None and written == reply.error_after:
+                    failure = {"message": "The server had an error", "type": "server_error"}
+                    error = {"error": failure}
+                    await response.write(f"event: error\ndata: {json.dumps(error)}\n\n".encode())
+                    await response.write_eof()
+                    return response
                 await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                written += 1
             await response.write(b"data: [DONE]\n\n")
             await response.write_eof()
         except ConnectionError:

@@ -153,3 +153,24 @@ async def test_waiting_for_the_budget_spends_nothing_and_typing_yields_to_messag
     assert not waiter.done() and not pacer.has_spare()  # typing yields to the message
     gate.set()
     await waiter
+
+
+async def test_messages_take_the_bots_budget_in_the_order_they_asked() -> None:
+    clock = [0.0]
+
+    async def sleep(seconds: float) -> None:
+        await asyncio.sleep(0)
+        clock[0] += seconds
+
+    pacer = ChatPacer(now=lambda: clock[0], sleep=sleep)
+    for n in range(30):
+        await pacer.acquire(str(100 + n))
+    served: list[str] = []
+
+    async def send(chat: str) -> None:
+        await pacer.acquire(chat)
+        served.append(chat)
+
+    chats = [str(500 + n) for n in range(10)]
+    await asyncio.gather(*(send(chat) for chat in chats))
+    assert served == chats

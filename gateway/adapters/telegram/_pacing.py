@@ -74,6 +74,9 @@ class ChatPacer:
         self._chats: dict[str, _Bucket] = {}
         self._global = _Bucket(GLOBAL_RATE, GLOBAL_BURST, GLOBAL_BURST, now())
         self._waiting = 0
+        self._senders = 0
+        self._no_senders = asyncio.Event()
+        self._no_senders.set()
 
     def _bucket(self, chat_id: str) -> _Bucket:
         bucket = self._chats.get(chat_id)
@@ -96,20 +99,33 @@ class ChatPacer:
         return self._bucket(chat_id).lock
 
     async def acquire(self, chat_id: str) -> None:
-        """Wait until the chat's and the bot's budgets allow one message, then spend it."""
+        """Wait until the chat's and the bot's budgets allow one message, then spend it.
+
+        Messages take the bot's budget in the order they asked for it (one waits at
+        the head, the rest queue behind it), so the first answers ready are the first
+        out and a burst does not wake every waiter at every token.
+        """
         bucket = self._bucket(chat_id)
         self._waiting += 1
+        self._senders += 1
+        self._no_senders.clear()
         try:
             while True:
-                now = self._now()
-                wait = max(bucket.wait(now), self._global.wait(now))
-                if wait <= 0:
+                while (wait := bucket.wait(self._now())) > 0:
+                    await self._sleep(wait)
+                async with self._global.lock:
+                    while (wait := self._global.wait(self._now())) > 0:
+                        await self._sleep(wait)
+                    if bucket.wait(self._now()) > 0:
+                        continue  # the chat was flood-blocked meanwhile
                     bucket.tokens -= 1.0
                     self._global.tokens -= 1.0
                     return
-                await self._sleep(wait)
         finally:
             self._waiting -= 1
+            self._senders -= 1
+            if self._senders == 0:
+                self._no_senders.set()
 
     def has_spare(self) -> bool:
         """Whether the bot's budget has room beyond what messages need now (for typing…)."""
@@ -120,12 +136,21 @@ class ChatPacer:
         )
 
     async def wait_ready(self, chat_id: str) -> None:
-        """Wait until a message to the chat could go out at once (nothing is spent)."""
+        """Wait until a message to the chat could go out at once (nothing is spent).
+
+        Messages already waiting for the bot's budget go first: an optional update
+        (a streamed edit) waits until none is queued.
+        """
         bucket = self._bucket(chat_id)
         self._waiting += 1
         try:
-            while (wait := max(bucket.wait(self._now()), self._global.wait(self._now()))) > 0:
-                await self._sleep(wait)
+            while True:
+                await self._no_senders.wait()
+                wait = max(bucket.wait(self._now()), self._global.wait(self._now()))
+                if wait <= 0 and self._no_senders.is_set():
+                    return
+                if wait > 0:
+                    await self._sleep(wait)
         finally:
             self._waiting -= 1
 

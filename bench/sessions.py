@@ -1,0 +1,197 @@
+"""What a session costs: reply overhead, memory, prompt-prefix stability, a slow provider.
+
+Run: uv run python bench/sessions.py [--turns 20] [--sessions 200,2000]
+
+All in one process through the real runner (the in-memory platform adapter, the
+fake OpenAI server, the in-process job queue):
+
+- overhead: one person writing at a human pace (the next message 1.1 s after each
+  reply) to an instant LLM: time from the message to its reply, p50/p90/max;
+- memory: RSS growth per live session after N people each had one turn;
+- prefix: over 30 turns with a memory write every third, the share of LLM requests
+  whose system prompt is byte-identical to the one before (what prompt caching needs);
+- slow provider: a memory provider whose ``sync_turn`` sleeps 5 s; what it adds to
+  the reply time (p50), against no provider.
+
+Writes ``bench/results/sessions.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from agent.llm import LLMClient  # noqa: E402
+from gateway.adapters import MemoryAdapter  # noqa: E402
+from gateway.app import open_stack  # noqa: E402
+from gateway.config import load_settings  # noqa: E402
+from tests.fakes import FakeOpenAI  # noqa: E402
+
+SLOW_PROVIDER = textwrap.dedent(
+    """
+    import time
+    from memory.providers import MemoryProvider
+
+    class SlowProvider(MemoryProvider):
+        name = "slow"
+        def is_available(self): return True
+        def initialize(self, session_id, **kwargs): pass
+        def get_tool_schemas(self): return []
+        def sync_turn(self, user_content, assistant_content, **kwargs): time.sleep(5)
+    """
+)
+
+
+@asynccontextmanager
+async def stack_of(server: FakeOpenAI, **env: str) -> AsyncIterator[tuple[Any, MemoryAdapter]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp) / "home"
+        home.mkdir(mode=0o700)
+        if env.get("CHORUS_MEMORY__PROVIDER") == "slow":
+            (home / "plugins" / "slow").mkdir(parents=True)
+            (home / "plugins" / "slow" / "__init__.py").write_text(SLOW_PROVIDER)
+        settings = load_settings(
+            home,
+            {
+                "CHORUS_HOME": str(home),
+                "OPENAI_BASE_URL": server.base_url,
+                "CHORUS_AUTH__POLICY": "open",
+                "CHORUS_SESSIONS__HANDOFF": "false",
+                "CHORUS_MEMORY__FLUSH_MIN_TURNS": "1000",
+                "CHORUS_MEMORY__NUDGE_INTERVAL": "0",
+                **env,
+            },
+        )
+        adapter = MemoryAdapter()
+        stack = await open_stack(settings, llm=LLMClient(settings.llm), adapters=[adapter])
+        await stack.runner.start()
+        try:
+            yield stack, adapter
+        finally:
+            await stack.runner.shutdown(30)
+            await stack.close()
+
+
+async def reply_times(adapter: MemoryAdapter, user: str, turns: int, pause: float) -> list[float]:
+    """Seconds from each message to its reply, one person at ``pause`` between them."""
+    chat = f"dm-{user}"
+    times: list[float] = []
+    for n in range(turns):
+        start = time.perf_counter()
+        await adapter.push(f"message {n}", user_id=user)
+        while len(adapter.texts(chat)) <= n:
+            await asyncio.sleep(0.0005)
+        times.append(time.perf_counter() - start)
+        await asyncio.sleep(pause)
+    return times
+
+
+def ms(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000, 2)
+
+
+async def overhead(turns: int) -> dict[str, float]:
+    with FakeOpenAI() as server:
+        server.responder(lambda body: "ok")
+        async with stack_of(server) as (_, adapter):
+            await reply_times(adapter, "warm", 2, 0)
+            times = await reply_times(adapter, "1", turns, 1.1)
+    return {"p50_ms": ms(times, 0.5), "p90_ms": ms(times, 0.9), "max_ms": ms(times, 1.0)}
+
+
+def rss_kb() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError("no VmRSS")
+
+
+async def memory(sessions: int) -> dict[str, float]:
+    with FakeOpenAI() as server:
+        server.responder(lambda body: "ok")
+        async with stack_of(server, CHORUS_SESSIONS__MAX_LIVE=str(sessions + 10)) as (
+            stack,
+            adapter,
+        ):
+            await reply_times(adapter, "warm", 3, 0)
+            before = rss_kb()
+            for start in range(0, sessions, 100):
+                users = range(start, min(sessions, start + 100))
+                await asyncio.gather(*(reply_times(adapter, f"u{u}", 1, 0) for u in users))
+            after = rss_kb()
+            live = stack.sessions.live_agents
+    return {
+        "sessions": sessions,
+        "live_agents": live,
+        "kb_per_session": round((after - before) / sessions, 1),
+    }
+
+
+async def prefix(turns: int = 30) -> dict[str, float]:
+    with FakeOpenAI() as server:
+        async with stack_of(server) as (_, adapter):
+            for n in range(turns):
+                if n % 3 == 2:
+                    fact = {"action": "add", "target": "user", "content": f"Fact {n}"}
+                    server.tool_call("memory", fact)
+                server.reply(f"answer {n}")
+                await adapter.push(f"message {n}", user_id="1")
+                while len(adapter.texts("dm-1")) <= n:
+                    await asyncio.sleep(0.001)
+            prompts = [r["messages"][0]["content"] for r in server.requests]
+    same = sum(1 for a, b in itertools.pairwise(prompts) if a == b)
+    share = round(100 * same / (len(prompts) - 1), 1)
+    return {"requests": len(prompts), "identical_to_previous_pct": share}
+
+
+async def slow_provider(turns: int) -> dict[str, float]:
+    results: dict[str, float] = {}
+    for label, env in (("none", {}), ("slow", {"CHORUS_MEMORY__PROVIDER": "slow"})):
+        with FakeOpenAI() as server:
+            server.responder(lambda body: "ok")
+            async with stack_of(server, **env) as (_, adapter):
+                await reply_times(adapter, "warm", 1, 0)
+                times = await reply_times(adapter, "1", turns, 0.05)
+        results[f"{label}_p50_ms"] = ms(times, 0.5)
+    results["added_p50_ms"] = round(results["slow_p50_ms"] - results["none_p50_ms"], 2)
+    return results
+
+
+async def run(turns: int, sizes: list[int]) -> dict[str, Any]:
+    report: dict[str, Any] = {"overhead": await overhead(turns)}
+    report["memory"] = [await memory(n) for n in sizes]
+    report["prefix"] = await prefix()
+    report["slow_provider"] = await slow_provider(min(turns, 10))
+    return report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=20)
+    parser.add_argument("--sessions", default="200,2000")
+    args = parser.parse_args()
+    report = asyncio.run(run(args.turns, [int(n) for n in args.sessions.split(",")]))
+    for section, figures in report.items():
+        for entry in figures if isinstance(figures, list) else [figures]:
+            print(f"{section:<14} " + "  ".join(f"{k}={v}" for k, v in entry.items()))
+    out = ROOT / "bench" / "results" / "sessions.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
