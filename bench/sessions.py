@@ -69,6 +69,7 @@ async def stack_of(server: FakeOpenAI, **env: str) -> AsyncIterator[tuple[Any, M
                 "CHORUS_HOME": str(home),
                 "OPENAI_BASE_URL": server.base_url,
                 "CHORUS_AUTH__POLICY": "open",
+                "CHORUS_AUTH__RATE_LIMIT_PER_MINUTE": "0",
                 "CHORUS_SESSIONS__HANDOFF": "false",
                 "CHORUS_MEMORY__FLUSH_MIN_TURNS": "1000",
                 "CHORUS_MEMORY__NUDGE_INTERVAL": "0",
@@ -92,11 +93,19 @@ async def reply_times(adapter: MemoryAdapter, user: str, turns: int, pause: floa
     for n in range(turns):
         start = time.perf_counter()
         await adapter.push(f"message {n}", user_id=user)
-        while len(adapter.texts(chat)) <= n:
-            await asyncio.sleep(0.0005)
+        await replied(adapter, chat, n)
         times.append(time.perf_counter() - start)
         await asyncio.sleep(pause)
     return times
+
+
+async def replied(adapter: MemoryAdapter, chat: str, n: int, timeout: float = 60) -> None:
+    """Until the chat shows more than ``n`` messages; a bench run never hangs."""
+    deadline = time.monotonic() + timeout
+    while len(adapter.texts(chat)) <= n:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"no reply {n + 1} in {chat} after {timeout:.0f}s")
+        await asyncio.sleep(0.0005)
 
 
 def ms(values: list[float], q: float) -> float:
@@ -133,7 +142,7 @@ async def memory(sessions: int) -> dict[str, float]:
                 users = range(start, min(sessions, start + 100))
                 await asyncio.gather(*(reply_times(adapter, f"u{u}", 1, 0) for u in users))
             after = rss_kb()
-            live = stack.sessions.live_agents
+            live = stack.runner.sessions.live_agents
     return {
         "sessions": sessions,
         "live_agents": live,
@@ -150,8 +159,7 @@ async def prefix(turns: int = 30) -> dict[str, float]:
                     server.tool_call("memory", fact)
                 server.reply(f"answer {n}")
                 await adapter.push(f"message {n}", user_id="1")
-                while len(adapter.texts("dm-1")) <= n:
-                    await asyncio.sleep(0.001)
+                await replied(adapter, "dm-1", n)
             prompts = [r["messages"][0]["content"] for r in server.requests]
     same = sum(1 for a, b in itertools.pairwise(prompts) if a == b)
     share = round(100 * same / (len(prompts) - 1), 1)
@@ -172,10 +180,17 @@ async def slow_provider(turns: int) -> dict[str, float]:
 
 
 async def run(turns: int, sizes: list[int]) -> dict[str, Any]:
-    report: dict[str, Any] = {"overhead": await overhead(turns)}
-    report["memory"] = [await memory(n) for n in sizes]
+    report: dict[str, Any] = {}
+    print("overhead…", file=sys.stderr)
+    report["overhead"] = await overhead(turns)
+    print("prefix…", file=sys.stderr)
     report["prefix"] = await prefix()
+    print("slow provider…", file=sys.stderr)
     report["slow_provider"] = await slow_provider(min(turns, 10))
+    report["memory"] = []
+    for n in sizes:
+        print(f"memory at {n} sessions…", file=sys.stderr)
+        report["memory"].append(await memory(n))
     return report
 
 
