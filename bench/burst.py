@@ -80,9 +80,7 @@ def gateway_command(profile: Path | None) -> list[str]:
     return [sys.executable, "-c", code]
 
 
-def run(
-    users: int, latency: float, streaming: bool, profile: Path | None = None
-) -> dict[str, Any]:
+def run(users: int, latency: float, streaming: bool, profile: Path | None = None) -> dict[str, Any]:
     first_words, rest = latency / 5, latency - latency / 5
     with tempfile.TemporaryDirectory() as tmp, FakeOpenAI() as llm, FakeTelegram() as telegram:
         home = Path(tmp) / "home"
