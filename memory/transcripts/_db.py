@@ -35,6 +35,11 @@ ToolCalls = Sequence[Mapping[str, Any]] | Mapping[str, Any]
 
 _COLUMNS = ", ".join(SESSION_COLUMNS)
 _SETTABLE = Literal["title", "summary", "system_prompt"]
+_USER_NUMBER = (
+    "(SELECT u.n FROM sessions AS s JOIN user_numbers AS u ON u.user_key = s.user_key"
+    " WHERE s.id = ?)"
+)
+"""The number of a session's user, which keys its messages in the FTS index."""
 
 
 class SessionDB(SQLiteTables):
@@ -262,8 +267,8 @@ class SessionDB(SQLiteTables):
                 raise SessionDBError(f"cannot append to unknown session {session_id!r}")
             cur = conn.execute(
                 "INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls,"
-                " tool_name, timestamp, token_count, finish_reason, reasoning, speaker)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " tool_name, timestamp, token_count, finish_reason, reasoning, speaker, user_n)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, " + _USER_NUMBER + ")",
                 (
                     session_id,
                     role,
@@ -276,6 +281,7 @@ class SessionDB(SQLiteTables):
                     finish_reason,
                     reasoning,
                     speaker,
+                    session_id,
                 ),
             )
         if cur.lastrowid is None:  # pragma: no cover - an INSERT always sets it
@@ -300,7 +306,8 @@ class SessionDB(SQLiteTables):
         """Full-text search over the user and assistant messages of one user's sessions.
 
         Any text is accepted: it is reduced to word tokens that must all match;
-        if nothing does, any of them may. Best match first.
+        if nothing does, any of them may. Best match first (BM25 over the user's
+        own messages). The work done follows the user's history, not the table's.
         """
         with self._read() as conn:
             return search_messages(conn, user_key, query, limit, exclude_session_id)

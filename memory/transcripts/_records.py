@@ -119,7 +119,8 @@ class SearchHit:
 
     ``snippet`` marks matched terms with ``>>>`` and ``<<<`` and elided text
     with ``…``; ``date`` is the message's UTC day (``YYYY-MM-DD``); ``rank`` is
-    FTS5's bm25 score, lower is better.
+    the BM25 score (FTS5's formula) with the searching user's own messages as
+    the collection, lower is better.
     """
 
     session_id: str

@@ -4,6 +4,16 @@ The schema is versioned with ``PRAGMA user_version``: ``MIGRATIONS[i]`` holds
 the statements that bring a database from version ``i`` to ``i + 1``. A later
 change appends a new tuple (``ALTER TABLE ... ADD COLUMN ...``) and never edits
 an old one, so every existing file is carried forward step by step.
+
+Since version 3 the full-text index ``messages_fts`` (contentless: the text is
+in ``messages`` only) is keyed by ``messages.fts_rowid = user_n << 40 | id``, where
+``user_n`` is the number ``user_numbers`` gave the user key of the message's
+session. Each user's messages are one rowid range of the index, so a search
+seeks into that range instead of walking every user's postings. Triggers keep
+the index, the numbers and ``user_n`` right for every insert, update and
+delete (cascades included), also for plain SQL that leaves ``user_n`` out; a
+message never changes session or role, nor a session its user, nor a user key
+its number. Only user and assistant messages (``INDEXED_ROLES``) are indexed.
 """
 
 from __future__ import annotations
@@ -18,6 +28,7 @@ from memory.errors import SessionDBError
 from memory.sqlite_tables import private_database
 
 __all__ = [
+    "INDEXED_ROLES",
     "MIGRATIONS",
     "SCHEMA_VERSION",
     "apply_schema",
@@ -119,7 +130,125 @@ _V2: tuple[str, ...] = (
     "ALTER TABLE messages ADD COLUMN speaker TEXT",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2)
+USER_SHIFT = 40
+"""Bits of an FTS rowid that hold the message id; the user's number sits above them."""
+
+MAX_MESSAGE_ID = (1 << USER_SHIFT) - 1
+"""Largest message id an FTS rowid can hold (about 1.1e12)."""
+
+MAX_USER_NUMBER = (1 << (63 - USER_SHIFT)) - 1
+"""Largest user number: ``MAX_USER_NUMBER << USER_SHIFT | MAX_MESSAGE_ID`` < 2**63."""
+
+INDEXED_ROLES = ("user", "assistant")
+"""Roles whose messages are in the full-text index (since version 3): the searched ones."""
+
+_INDEXED = "('user', 'assistant')"  # part of step 3 as written: never edit
+
+_USER_NUMBER_OF_SESSION = """(
+    SELECT u.n FROM sessions AS s JOIN user_numbers AS u ON u.user_key = s.user_key
+    WHERE s.id = {session}
+)"""
+
+_V3: tuple[str, ...] = (
+    # The FTS index is keyed by ``(user number << 40) | message id``, so the messages
+    # of one user are one rowid range and a search seeks inside it instead of running
+    # its match over every user's messages. The old index and its triggers go; the
+    # new one is built from the rows below (same content, same tokenizer).
+    "DROP TRIGGER IF EXISTS messages_fts_ai",
+    "DROP TRIGGER IF EXISTS messages_fts_ad",
+    "DROP TRIGGER IF EXISTS messages_fts_au",
+    "DROP TABLE IF EXISTS messages_fts",
+    # a small number per user key, never reused (AUTOINCREMENT), bounded so that the
+    # FTS rowid stays a positive 64-bit integer
+    f"""
+    CREATE TABLE user_numbers (
+        n INTEGER PRIMARY KEY AUTOINCREMENT CHECK (n BETWEEN 1 AND {MAX_USER_NUMBER:d}),
+        user_key TEXT NOT NULL UNIQUE
+    )
+    """,
+    "INSERT INTO user_numbers (user_key)"
+    " SELECT user_key FROM sessions GROUP BY user_key ORDER BY MIN(rowid)",
+    # the number of the message's user (its session's), copied into the row so that a
+    # message's FTS rowid is known from the row alone, also while a cascade deletes it
+    f"ALTER TABLE messages ADD COLUMN user_n INTEGER CHECK (id BETWEEN 1 AND {MAX_MESSAGE_ID:d})",
+    "UPDATE messages SET user_n = " + _USER_NUMBER_OF_SESSION.format(session="messages.session_id"),
+    f"""
+    ALTER TABLE messages ADD COLUMN fts_rowid INTEGER
+        GENERATED ALWAYS AS ((user_n << {USER_SHIFT:d}) | id) VIRTUAL
+    """,
+    # contentless: the text stays in ``messages`` only; FTS5 never reads it back, so
+    # ``fts_rowid`` needs no index (snippets are made from the hits' text, ``_search``);
+    # only the roles a search returns are indexed (no tool output, no system text)
+    "CREATE VIRTUAL TABLE messages_fts USING fts5(content, content='')",
+    "INSERT INTO messages_fts (rowid, content) SELECT fts_rowid, content FROM messages"
+    f" WHERE fts_rowid IS NOT NULL AND role IN {_INDEXED} ORDER BY fts_rowid",
+    # every user key gets its number with its first session; it goes with its last one
+    """
+    CREATE TRIGGER user_numbers_ai AFTER INSERT ON sessions BEGIN
+        INSERT INTO user_numbers (user_key) SELECT new.user_key
+            WHERE NOT EXISTS (SELECT 1 FROM user_numbers WHERE user_key = new.user_key);
+    END
+    """,
+    """
+    CREATE TRIGGER user_numbers_ad AFTER DELETE ON sessions BEGIN
+        DELETE FROM user_numbers WHERE user_key = old.user_key
+            AND NOT EXISTS (SELECT 1 FROM sessions WHERE user_key = old.user_key);
+    END
+    """,
+    """
+    CREATE TRIGGER user_numbers_fixed BEFORE UPDATE ON user_numbers BEGIN
+        SELECT RAISE(ABORT, 'a user number never changes');
+    END
+    """,
+    """
+    CREATE TRIGGER sessions_user_fixed BEFORE UPDATE OF user_key ON sessions
+    WHEN new.user_key IS NOT old.user_key BEGIN
+        SELECT RAISE(ABORT, 'the user of a session never changes');
+    END
+    """,
+    # user_n is always the number of the session's user: checked when given, looked up
+    # when not (a plain INSERT that leaves it out), and never changed afterwards
+    "CREATE TRIGGER messages_user_n_bi BEFORE INSERT ON messages"
+    " WHEN new.user_n IS NOT NULL AND new.user_n IS NOT "
+    + _USER_NUMBER_OF_SESSION.format(session="new.session_id")
+    + " BEGIN SELECT RAISE(ABORT, 'user_n is not the number of the session''s user'); END",
+    f"""
+    CREATE TRIGGER messages_fts_ai AFTER INSERT ON messages
+    WHEN new.user_n IS NOT NULL AND new.role IN {_INDEXED} BEGIN
+        INSERT INTO messages_fts (rowid, content) VALUES (new.fts_rowid, new.content);
+    END
+    """,
+    "CREATE TRIGGER messages_user_n_ai AFTER INSERT ON messages WHEN new.user_n IS NULL BEGIN"
+    " UPDATE messages SET user_n = "
+    + _USER_NUMBER_OF_SESSION.format(session="new.session_id")
+    + " WHERE id = new.id;"
+    " INSERT INTO messages_fts (rowid, content) SELECT fts_rowid, content FROM messages"
+    f" WHERE id = new.id AND fts_rowid IS NOT NULL AND role IN {_INDEXED};"
+    " END",
+    "CREATE TRIGGER messages_keep_user BEFORE UPDATE OF id, session_id, role, user_n ON messages"
+    " WHEN new.id IS NOT old.id OR new.session_id IS NOT old.session_id"
+    " OR new.role IS NOT old.role"
+    " OR (new.user_n IS NOT old.user_n AND (old.user_n IS NOT NULL OR new.user_n IS NOT "
+    + _USER_NUMBER_OF_SESSION.format(session="new.session_id")
+    + ")) BEGIN SELECT RAISE(ABORT, 'a stored message keeps its session and role'); END",
+    f"""
+    CREATE TRIGGER messages_fts_ad AFTER DELETE ON messages
+    WHEN old.user_n IS NOT NULL AND old.role IN {_INDEXED} BEGIN
+        INSERT INTO messages_fts (messages_fts, rowid, content)
+            VALUES ('delete', old.fts_rowid, old.content);
+    END
+    """,
+    f"""
+    CREATE TRIGGER messages_fts_au AFTER UPDATE OF content ON messages
+    WHEN old.user_n IS NOT NULL AND old.role IN {_INDEXED} BEGIN
+        INSERT INTO messages_fts (messages_fts, rowid, content)
+            VALUES ('delete', old.fts_rowid, old.content);
+        INSERT INTO messages_fts (rowid, content) VALUES (new.fts_rowid, new.content);
+    END
+    """,
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3)
 """Statements per step; ``MIGRATIONS[i]`` upgrades version ``i`` to ``i + 1``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

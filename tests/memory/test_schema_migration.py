@@ -5,6 +5,7 @@ the newer file with a clear message."""
 from __future__ import annotations
 
 import os
+import random
 import sqlite3
 import subprocess
 import sys
@@ -13,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from memory.errors import SessionDBError
-from memory.transcripts import SCHEMA_VERSION, SessionDB
-from memory.transcripts._schema import MIGRATIONS, apply_schema
+from memory.transcripts import SCHEMA_VERSION, SearchHit, SessionDB
+from memory.transcripts._schema import MIGRATIONS, apply_schema, build_fts_query, query_tokens
+from tests.memory.test_session_db_search import assert_index_matches_messages
 
 NEXT = (
     *MIGRATIONS,
@@ -148,3 +150,152 @@ def test_a_version_1_database_gains_speakers_and_direct_sessions(tmp_path: Path)
         assert new is not None and new.is_direct is False
         assert [m.speaker for m in db.get_messages("new")] == ["slack:U1"]
     assert (tmp_path / "state.db.v1.bak").exists()
+
+
+# -- the real step 2 -> 3: the FTS index keyed by user --------------------------------
+
+V2_SEARCH_SQL = """
+SELECT m.id AS message_id, m.session_id, m.role, m.timestamp,
+       s.started_at AS session_started_at,
+       snippet(messages_fts, 0, '>>>', '<<<', '…', 16) AS snippet,
+       bm25(messages_fts) AS rank
+FROM messages_fts
+JOIN messages AS m ON m.id = messages_fts.rowid
+JOIN sessions AS s ON s.id = m.session_id
+WHERE messages_fts MATCH ?
+  AND s.user_key = ?
+  AND s.id IS NOT ?
+  AND m.role IN ('user', 'assistant')
+ORDER BY rank, m.timestamp DESC, m.id DESC
+LIMIT ?
+"""
+"""The search of schema 2, as chorus ran it before version 3."""
+
+V2_USERS = ["telegram:1", "discord:2", "slack:3", "telegram:4"]
+ROLES = ("user", "assistant", "assistant", "tool")
+V2_QUERIES = [
+    "lighthouse",
+    "keeper",
+    "lighthouse keeper",
+    "storm bees",  # no message holds both: the any-token fallback
+    "café",
+    "σίσυφος",
+    "nothing-like-this",
+    'NEAR("lighthouse" keeper) -x *',
+]
+
+
+def v2_search(
+    conn: sqlite3.Connection, user: str, query: str, exclude: str | None
+) -> list[tuple[object, ...]]:
+    tokens = query_tokens(query)
+    if not tokens:
+        return []
+    rows = conn.execute(V2_SEARCH_SQL, (build_fts_query(tokens), user, exclude, 100)).fetchall()
+    if not rows and len(tokens) > 1:
+        rows = conn.execute(
+            V2_SEARCH_SQL, (build_fts_query(tokens, "OR"), user, exclude, 100)
+        ).fetchall()
+    return rows
+
+
+def v2_database(path: Path, users: list[str], roles: tuple[str, ...] = ROLES) -> None:
+    """A state.db of schema 2 as chorus 2 wrote it: sessions, messages, FTS by trigger."""
+    rng = random.Random(3)
+    words = ["lighthouse", "keeper", "storm", "bees", "café", "σίσυφος", "the", "a", "of"]
+    conn = raw(path)
+    try:
+        apply_schema(conn, MIGRATIONS[:2])
+        conn.execute("PRAGMA foreign_keys = ON")
+        for n, user in enumerate(users * 2):
+            conn.execute(
+                "INSERT INTO sessions (id, source, platform, user_key, started_at, is_direct)"
+                " VALUES (?, 'telegram', 'telegram', ?, ?, 1)",
+                (f"s{n}", user, 1_000.0 + n),
+            )
+        for n in range(300):
+            session = f"s{rng.randrange(len(users) * 2)}"
+            role = rng.choice(roles)
+            picked = rng.sample(words, rng.randint(1, 4)) + rng.choices(words, k=rng.randint(0, 12))
+            rng.shuffle(picked)
+            content = None if n % 50 == 7 else " ".join(picked)
+            if content is not None and "storm" in picked:  # storm and bees never meet
+                content = content.replace("bees", "hives")
+            conn.execute(
+                "INSERT INTO messages (session_id, role, content, timestamp, speaker)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (session, role, content, 2_000.0 + n, None),
+            )
+    finally:
+        conn.close()
+
+
+def hit_fields(hit: SearchHit) -> tuple[object, ...]:
+    return (
+        hit.message_id,
+        hit.session_id,
+        hit.role,
+        hit.timestamp,
+        hit.session_started_at,
+        hit.snippet,
+    )
+
+
+def test_a_version_2_database_migrates_and_finds_the_same_hits(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    v2_database(path, V2_USERS)
+    conn = raw(path)
+    try:
+        cases = [
+            (user, query, exclude)
+            for user in V2_USERS
+            for query in V2_QUERIES
+            for exclude in (None, "s1", "s5")
+        ]
+        before = {case: v2_search(conn, *case) for case in cases}
+        messages = conn.execute("SELECT * FROM messages ORDER BY id").fetchall()
+    finally:
+        conn.close()
+    assert sum(1 for rows in before.values() if rows) > len(cases) // 2
+
+    with SessionDB(path) as db:
+        conn = db._connection()
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+        assert [row[:12] for row in conn.execute("SELECT * FROM messages ORDER BY id")] == [
+            tuple(row) for row in messages
+        ]
+        numbers = conn.execute("SELECT user_key FROM user_numbers ORDER BY n").fetchall()
+        assert [row[0] for row in numbers] == V2_USERS  # in the order they first came
+        assert_index_matches_messages(conn)
+        for (user, query, exclude), rows in before.items():
+            hits = db.search(user, query, limit=100, exclude_session_id=exclude)
+            # the same hits; the order within them now comes from the user's own statistics
+            assert {hit_fields(hit) for hit in hits} == {tuple(row[:6]) for row in rows}, (
+                user,
+                query,
+                exclude,
+            )
+        # carried forward: new messages and deletes keep the migrated index right
+        db.create_session("new", platform="telegram", user_key=V2_USERS[0])
+        added = db.append_message("new", "user", "a lighthouse after the upgrade")
+        assert added in {hit.message_id for hit in db.search(V2_USERS[0], "lighthouse", 100)}
+        conn.execute("DELETE FROM sessions WHERE id = 's0'")
+        assert_index_matches_messages(conn)
+    assert (tmp_path / "state.db.v2.bak").exists()
+
+
+def test_a_version_2_database_of_one_user_keeps_its_order_and_ranks(tmp_path: Path) -> None:
+    """With one user (and no tool output, which version 3 leaves out of the index) the
+    user's statistics are the table's: the same order and ranks as before."""
+    path = tmp_path / "state.db"
+    v2_database(path, V2_USERS[:1], roles=("user", "assistant"))
+    conn = raw(path)
+    try:
+        before = {query: v2_search(conn, V2_USERS[0], query, None) for query in V2_QUERIES}
+    finally:
+        conn.close()
+    with SessionDB(path) as db:
+        for query, rows in before.items():
+            hits = db.search(V2_USERS[0], query, limit=100)
+            assert [hit_fields(hit) for hit in hits] == [tuple(row[:6]) for row in rows], query
+            assert [hit.rank for hit in hits] == pytest.approx([row[6] for row in rows], rel=1e-12)

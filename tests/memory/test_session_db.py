@@ -63,9 +63,10 @@ def test_new_database_is_wal_with_current_schema(db: SessionDB, db_path: Path) -
         names = {row[0] for row in other.execute("SELECT name FROM sqlite_master")}
     finally:
         other.close()
-    assert {"sessions", "messages", "messages_fts"} <= names
+    assert {"sessions", "messages", "messages_fts", "user_numbers"} <= names
     assert {"idx_sessions_user_key", "idx_sessions_chat", "idx_sessions_ended_at"} <= names
-    assert {"messages_fts_ai", "messages_fts_ad", "messages_fts_au"} <= names
+    assert {"messages_fts_ai", "messages_fts_ad", "messages_fts_au", "messages_user_n_ai"} <= names
+    assert {"user_numbers_ai", "user_numbers_ad", "messages_keep_user"} <= names
 
 
 def test_reopening_keeps_data(db_path: Path) -> None:
