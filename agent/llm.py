@@ -108,6 +108,10 @@ class LLMClient:
             timeout=settings.timeout_seconds,
             max_retries=0,  # retries are ours: they must stop once text was streamed
         )
+        # openai imports its resource modules on first use: here, at start-up, not in
+        # the first turn (where the import held the event loop for a few hundred ms)
+        self._client.chat.completions  # noqa: B018
+        self._client.models  # noqa: B018
 
     @property
     def model(self) -> str:

@@ -105,6 +105,8 @@ class ReplyStream:
         self._interval = capabilities.min_edit_interval
         self._live = streaming and capabilities.edits
         self._pieces: list[str] = []
+        self._pushed = 0
+        """How much text has been pushed, in characters."""
         self._done: list[_Shown] = []
         self._current: _Shown | None = None
         self._pos = 0
@@ -133,16 +135,30 @@ class ReplyStream:
         if self._closed or not delta:
             return
         self._pieces.append(delta)
+        self._pushed += len(delta)
         due = self._clock.time() - self._last >= self._interval
         if self._live and due and self._update is None:
             self._update = asyncio.create_task(self._update_when_ready())
 
     async def _update_when_ready(self) -> None:
-        """Once the platform's budget allows, show the newest text."""
+        """Once the budget allows, show the newest text (a push starts this when due).
+
+        Text pushed while an update was being sent is shown by the next one, an edit
+        interval later, so the chat catches up even when the model then pauses (no
+        later push comes to start an update).
+        """
         try:
-            await self._adapter.ready(self._chat_id)
-            self._updating = True
-            await self._refresh()
+            while self._live and not self._closed:
+                wait = self._last + self._interval - self._clock.time()
+                if wait > 0:
+                    await self._clock.sleep(wait)
+                await self._adapter.ready(self._chat_id)
+                pushed = self._pushed
+                self._updating = True
+                await self._refresh()
+                self._updating = False
+                if self._pushed == pushed:
+                    break
         finally:
             self._updating = False
             self._update = None
@@ -250,10 +266,12 @@ class ReplyStream:
         return [message.sent for message in answer]
 
     async def _correct(self, message: _Shown, part: TextPart) -> bool:
-        """Edit ``message`` to ``part`` once its edit interval has passed; False if it failed."""
-        wait = message.at + self._interval - self._clock.time()
-        if wait > 0:
-            await self._clock.sleep(wait)
+        """Edit ``message`` to ``part`` now; False if it failed.
+
+        The edit interval paces streaming only: the final text goes out as soon as
+        the platform's own budget allows (the adapter's pacer, or its 429 handling),
+        so an answer completed just after its first streamed words lands at once.
+        """
         try:
             await self._adapter.edit(message.sent, part.text)
         except Exception as exc:

@@ -253,8 +253,8 @@ async def test_streaming_edits_at_most_once_per_interval_and_lands_exactly() -> 
     deltas = [f"word{i} " for i in range(50)]
     times: list[float] = []
     for delta in deltas:
-        await clock.advance(0.3)
         before = actions(adapter)
+        await clock.advance(0.3)
         await push(stream, delta)
         times.extend([clock.time()] * (actions(adapter) - before))
     assert len(times) >= 10
@@ -458,4 +458,51 @@ async def test_when_the_budget_frees_the_newest_text_is_what_goes_out() -> None:
     assert adapter.sent[0].history == ["first words, then more, and the newest"]
     await stream.finish("first words, then more, and the newest.")
     assert adapter.texts() == ["first words, then more, and the newest."]
+    await assert_done_once_each(adapter)
+
+
+class SlowEdits(MemoryAdapter):
+    """A platform whose sends and edits wait for ``go`` (a slow network)."""
+
+    def __init__(self) -> None:
+        super().__init__(capabilities=caps(interval=1.0))
+        self.go = asyncio.Event()
+        self.go.set()
+
+    async def edit(self, sent: SentMessage, text: str) -> None:
+        await self.go.wait()
+        await super().edit(sent, text)
+
+
+async def test_text_pushed_while_an_edit_was_sent_shows_though_no_more_comes() -> None:
+    clock, adapter = FakeClock(), SlowEdits()
+    stream = make_stream(adapter, clock)
+    await clock.advance(1.0)
+    await push(stream, "The answer")
+    assert adapter.texts() == ["The answer"]
+    adapter.go.clear()
+    await clock.advance(1.0)
+    await push(stream, " is")  # its edit is under way, held by the network
+    await push(stream, " forty-two")  # pushed meanwhile; then the model pauses
+    adapter.go.set()
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert adapter.texts() == ["The answer is"]
+    await clock.advance(1.0)  # no push: the interval alone brings the rest
+    assert adapter.texts() == ["The answer is forty-two"]
+    assert adapter.sent[0].edits == 2
+    await settle(clock, asyncio.ensure_future(stream.finish("The answer is forty-two.")))
+    assert adapter.texts() == ["The answer is forty-two."]
+    await assert_done_once_each(adapter)
+
+
+async def test_the_final_text_lands_at_once_after_the_first_streamed_words() -> None:
+    clock, adapter = FakeClock(), MemoryAdapter(capabilities=caps(interval=1.0))
+    stream = make_stream(adapter, clock)
+    await clock.advance(1.0)
+    await push(stream, "The first words")
+    assert adapter.texts() == ["The first words"]
+    # the clock stands still: the edit interval paces streaming, not the final answer
+    await asyncio.wait_for(stream.finish("The first words, and the rest."), 1)
+    assert adapter.texts() == ["The first words, and the rest."]
     await assert_done_once_each(adapter)
