@@ -1,9 +1,10 @@
 """A few tables of one component in the shared ``state.db``, behind one locked connection.
 
 Several components keep small tables beside the transcripts (job ledger,
-staged memory writes, the gateway's access and audit tables). Each opens its
-own connection in WAL mode — SQLite serialises writers across connections and
-processes — creates its own tables if missing, and goes through ``_locked()``.
+staged memory writes, the gateway's access and audit tables). In one process
+they share one connection per file (``memory.sqlite_shared``), WAL mode, behind
+one lock — SQLite serialises writers across processes — each creates its own
+tables if missing and goes through ``_locked()``.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,11 +19,11 @@ from types import TracebackType
 from typing import Self
 
 from memory.errors import SessionDBError
+from memory.sqlite_shared import BUSY_TIMEOUT_MS, SharedConnection, acquire, release
+
+__all__ = ["BUSY_TIMEOUT_MS", "SQLiteTables", "private_database"]
 
 logger = logging.getLogger(__name__)
-
-BUSY_TIMEOUT_MS = 5000
-"""How long a statement waits for another connection's lock before failing."""
 
 
 def private_database(path: Path) -> None:
@@ -51,44 +51,47 @@ def private_database(path: Path) -> None:
 
 
 class SQLiteTables:
-    """Subclasses set ``SCHEMA`` (CREATE … IF NOT EXISTS statements) and may set ``ERROR``."""
+    """Subclasses set ``SCHEMA`` (CREATE … IF NOT EXISTS statements) and may set ``ERROR``.
+
+    ``SYNCHRONOUS`` is the ``PRAGMA synchronous`` of this component's writes: FULL
+    (each commit reaches the disk) unless a subclass can afford NORMAL.
+    """
 
     SCHEMA: tuple[str, ...] = ()
     ERROR: type[Exception] = SessionDBError
     WHAT = "database"
+    SYNCHRONOUS = "FULL"
 
     def __init__(self, path: Path) -> None:
         self._path = Path(path)
-        self._lock = threading.Lock()
-        self._conn: sqlite3.Connection | None = self._open(self._path)
-
-    def _open(self, path: Path) -> sqlite3.Connection:
-        """Connect in WAL mode and create this component's tables if missing."""
         try:
-            private_database(path)
-            conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+            private_database(self._path)
+            self._shared: SharedConnection | None = acquire(
+                self._path, f"{type(self).__module__}.{type(self).__qualname__}", self._prepare
+            )
         except (OSError, sqlite3.Error) as exc:
             raise self.ERROR(f"cannot open {self.WHAT} in {path}: {exc}") from exc
+        self._lock = self._shared.lock
+        self._conn: sqlite3.Connection | None = self._shared.conn
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        """Create this component's tables if missing (once per connection)."""
         try:
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA journal_mode = WAL")
             for statement in self.SCHEMA:
                 conn.execute(statement)
         except sqlite3.Error as exc:
-            conn.close()
-            raise self.ERROR(f"cannot prepare the {self.WHAT} in {path}: {exc}") from exc
-        return conn
+            raise self.ERROR(f"cannot prepare the {self.WHAT} in {self._path}: {exc}") from exc
 
     @property
     def path(self) -> Path:
         return self._path
 
     def close(self) -> None:
-        """Close the connection; closing twice is harmless."""
+        """Let go of the connection; closing twice is harmless."""
         with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+            shared, self._shared, self._conn = self._shared, None, None
+        if shared is not None:
+            release(shared)
 
     def __enter__(self) -> Self:
         return self
@@ -101,6 +104,12 @@ class SQLiteTables:
     ) -> None:
         self.close()
 
+    def _begin(self, conn: sqlite3.Connection) -> None:
+        """Start a write transaction at this component's ``SYNCHRONOUS`` level."""
+        if self._shared is not None:
+            self._shared.set_synchronous(self.SYNCHRONOUS)
+        conn.execute("BEGIN IMMEDIATE")
+
     @contextmanager
     def _locked(self, *, write: bool = False) -> Iterator[sqlite3.Connection]:
         """The connection under the lock; ``write`` wraps the block in one transaction."""
@@ -112,7 +121,7 @@ class SQLiteTables:
                 if not write:
                     yield conn
                     return
-                conn.execute("BEGIN IMMEDIATE")
+                self._begin(conn)
                 try:
                     yield conn
                 except BaseException:

@@ -22,6 +22,10 @@ class Inbox(Protocol):
         """Record a delivery before the platform is told it arrived; False if known already."""
         ...
 
+    def take_many(self, platform: str, deliveries: Sequence[tuple[str, str]]) -> list[bool]:
+        """``take`` for several ``(receipt, payload)`` deliveries, in one commit."""
+        ...
+
     def done(self, platform: str, receipts: Sequence[str]) -> None:
         """Nothing is left to do for these deliveries."""
         ...
@@ -95,9 +99,13 @@ class BaseAdapter(ABC):
     async def record(self, receipt: str, payload: str) -> bool:
         """Record a delivery (sync storage, off the loop); False when it was seen before,
         so a redelivery is acknowledged but not handled again."""
-        if self._inbox is None:
-            return True
-        return await asyncio.to_thread(self._inbox.take, self.name, receipt, payload)
+        return (await self.record_many([(receipt, payload)]))[0]
+
+    async def record_many(self, deliveries: Sequence[tuple[str, str]]) -> list[bool]:
+        """``record`` for a batch of ``(receipt, payload)``: one commit, one answer each."""
+        if self._inbox is None or not deliveries:
+            return [True] * len(deliveries)
+        return await asyncio.to_thread(self._inbox.take_many, self.name, deliveries)
 
     async def settled(self, receipts: Sequence[str]) -> None:
         """Deliveries that need nothing more (ignored, refused, answered)."""

@@ -73,15 +73,24 @@ class Inbox(SQLiteTables):
         self._clock = clock or SystemClock()
 
     def take(self, platform: str, receipt: str, payload: str) -> bool:
+        return self.take_many(platform, [(receipt, payload)])[0]
+
+    def take_many(self, platform: str, deliveries: Sequence[tuple[str, str]]) -> list[bool]:
+        """Record ``(receipt, payload)`` deliveries in one commit; for each, False when it
+        was known already (a redelivery, or a repeat within ``deliveries``)."""
+        now = self._clock.time()
+        new: list[bool] = []
         with self._locked(write=True) as conn:
-            cursor = conn.execute(
-                "INSERT OR IGNORE INTO inbox (platform, receipt, payload, received_at)"
-                " VALUES (?, ?, ?, ?)",
-                (platform, receipt, payload, self._clock.time()),
-            )
-        new = cursor.rowcount == 1
-        if not new:
-            logger.debug("%s delivery %s arrived again; not handled twice", platform, receipt)
+            for receipt, payload in deliveries:
+                cursor = conn.execute(
+                    "INSERT OR IGNORE INTO inbox (platform, receipt, payload, received_at)"
+                    " VALUES (?, ?, ?, ?)",
+                    (platform, receipt, payload, now),
+                )
+                new.append(cursor.rowcount == 1)
+        for (receipt, _), fresh in zip(deliveries, new, strict=True):
+            if not fresh:
+                logger.debug("%s delivery %s arrived again; not handled twice", platform, receipt)
         return new
 
     def done(self, platform: str, receipts: Sequence[str]) -> None:

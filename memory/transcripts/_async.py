@@ -4,6 +4,11 @@ Every call runs on one dedicated worker thread, so disk I/O never blocks the
 loop and calls reach SQLite in the order they were made. A call whose
 awaiting task is cancelled still completes on the worker thread; a write is
 never half done.
+
+Group commit: the writes that queue up while the thread is busy (a burst of
+messages opening sessions and appending to them) run as one batch, in order, in
+one transaction — each in its own savepoint, so one failing write fails alone —
+and every caller hears back once the batch is committed.
 """
 
 from __future__ import annotations
@@ -11,10 +16,13 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import threading
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from memory.errors import SessionDBError
 from memory.transcripts._db import SessionDB, ToolCalls
@@ -35,6 +43,11 @@ class AsyncSessionDB:
         self._db = db
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="session-db")
         self._closed = False
+        self._queue: deque[_Call] = deque()
+        self._queue_lock = threading.Lock()
+        self._draining = False
+        self.batches = 0
+        """Transactions of more than one write so far (group commits)."""
 
     @classmethod
     async def open(cls, path: Path) -> AsyncSessionDB:
@@ -76,7 +89,7 @@ class AsyncSessionDB:
         started_at: float | None = None,
         is_direct: bool | None = None,
     ) -> None:
-        await self._run(
+        await self._write(
             self._db.create_session,
             session_id,
             platform=platform,
@@ -94,10 +107,10 @@ class AsyncSessionDB:
     async def end_session(
         self, session_id: str, reason: str, ended_at: float | None = None
     ) -> bool:
-        return await self._run(self._db.end_session, session_id, reason, ended_at)
+        return await self._write(self._db.end_session, session_id, reason, ended_at)
 
     async def request_end(self, session_id: str, reason: str) -> bool:
-        return await self._run(self._db.request_end, session_id, reason)
+        return await self._write(self._db.request_end, session_id, reason)
 
     async def append_message(
         self,
@@ -114,7 +127,7 @@ class AsyncSessionDB:
         reasoning: str | None = None,
         speaker: str | None = None,
     ) -> int:
-        return await self._run(
+        return await self._write(
             self._db.append_message,
             session_id,
             role,
@@ -155,7 +168,7 @@ class AsyncSessionDB:
         cache_write_tokens: int = 0,
         reasoning_tokens: int = 0,
     ) -> None:
-        await self._run(
+        await self._write(
             self._db.add_usage,
             session_id,
             input_tokens=input_tokens,
@@ -166,13 +179,13 @@ class AsyncSessionDB:
         )
 
     async def set_title(self, session_id: str, title: str | None) -> None:
-        await self._run(self._db.set_title, session_id, title)
+        await self._write(self._db.set_title, session_id, title)
 
     async def set_summary(self, session_id: str, summary: str | None) -> None:
-        await self._run(self._db.set_summary, session_id, summary)
+        await self._write(self._db.set_summary, session_id, summary)
 
     async def set_system_prompt(self, session_id: str, prompt: str | None) -> None:
-        await self._run(self._db.set_system_prompt, session_id, prompt)
+        await self._write(self._db.set_system_prompt, session_id, prompt)
 
     async def previous_session(
         self, user_key: str, platform: str, chat_id: str | None, thread_id: str | None
@@ -194,10 +207,95 @@ class AsyncSessionDB:
         return await self._run(self._db.search, user_key, query, limit, exclude_session_id)
 
     async def _run(self, fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        """A read (or anything not to be batched), in its turn."""
+        return await self._submit(functools.partial(fn, *args, **kwargs), write=False)
+
+    async def _write(self, fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        """A write, in its turn, committed with the writes queued beside it."""
+        return await self._submit(functools.partial(fn, *args, **kwargs), write=True)
+
+    async def _submit(self, fn: Callable[[], _T], *, write: bool) -> _T:
         if self._closed:
             raise SessionDBError("session database is closed")
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+        call = _Call(fn, write, loop, loop.create_future())
+        with self._queue_lock:
+            self._queue.append(call)
+            start = not self._draining
+            self._draining = True
+        if start:
+            self._executor.submit(self._drain)
+        result: _T = await call.future
+        return result
+
+    def _drain(self) -> None:
+        """On the worker thread: run what is queued, writes side by side as one batch."""
+        while True:
+            with self._queue_lock:
+                if not self._queue:
+                    self._draining = False
+                    return
+                calls = list(self._queue)
+                self._queue.clear()
+            start = 0
+            while start < len(calls):
+                end = start + 1
+                if calls[start].write:
+                    while end < len(calls) and calls[end].write:
+                        end += 1
+                self._run_group(calls[start:end])
+                start = end
+
+    def _run_group(self, calls: list[_Call]) -> None:
+        if len(calls) == 1:
+            calls[0].run()
+        else:
+            try:
+                with self._db.batch():
+                    for call in calls:
+                        call.run()
+                self.batches += 1
+            except BaseException as exc:  # the commit failed: so did every write in it
+                for call in calls:
+                    call.failed(exc)
+        for call in calls:
+            call.report()
+
+
+@dataclass(slots=True)
+class _Call:
+    """One call on its way through the worker thread; reported once its batch committed."""
+
+    fn: Callable[[], Any]
+    write: bool
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future[Any]
+    result: Any = None
+    error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self.result = self.fn()
+        except BaseException as exc:  # handed to the caller, whatever it is
+            self.error = exc
+
+    def failed(self, exc: BaseException) -> None:
+        if self.error is None:
+            self.error = exc
+
+    def report(self) -> None:
+        try:
+            self.loop.call_soon_threadsafe(self._resolve)
+        except RuntimeError:  # the loop is closed: nobody is waiting any more
+            logger.debug("a session db call finished after its event loop closed")
+
+    def _resolve(self) -> None:
+        if self.future.done():  # its caller was cancelled; the call itself still ran
+            return
+        if self.error is not None:
+            self.future.set_exception(self.error)
+        else:
+            self.future.set_result(self.result)
 
 
 class AsyncUserSessions:

@@ -34,14 +34,11 @@ __all__ = [
     "apply_schema",
     "build_fts_query",
     "fts5_available",
-    "open_connection",
+    "prepare_connection",
     "query_tokens",
 ]
 
 logger = logging.getLogger(__name__)
-
-BUSY_TIMEOUT_MS = 5000
-"""How long a statement waits for another connection's lock before failing."""
 
 MAX_QUERY_TOKENS = 32
 """Word tokens kept from one search query; the rest are dropped."""
@@ -331,40 +328,21 @@ def _copy_before_migrating(conn: sqlite3.Connection, version: int) -> Path | Non
     return copy
 
 
-def open_connection(path: Path) -> sqlite3.Connection:
-    """Open ``path`` for the session database: WAL, foreign keys, schema up to date.
+def prepare_connection(conn: sqlite3.Connection, path: Path) -> None:
+    """Make ``conn`` (to ``path``) ready for the session database: FTS5, schema up to date.
 
-    The connection is in autocommit mode (transactions are explicit) and may
-    be used from any thread; the caller serialises access to it.
+    The connection comes from ``memory.sqlite_shared`` (autocommit, WAL, foreign
+    keys, rows by name); the caller holds its lock.
     """
     if not fts5_available():
         raise SessionDBError(
             "the SQLite library Python uses lacks FTS5, which the session database needs"
         )
     try:
-        private_database(path)
-        conn = sqlite3.connect(
-            str(path),
-            timeout=BUSY_TIMEOUT_MS / 1000,
-            check_same_thread=False,
-            isolation_level=None,
-        )
-    except (OSError, sqlite3.Error) as exc:
-        raise SessionDBError(f"cannot open session database {path}: {exc}") from exc
-    try:
-        conn.row_factory = sqlite3.Row
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS:d}")
-        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA foreign_keys = ON")
         version = apply_schema(conn)
-    except BaseException as exc:
-        conn.close()
-        if isinstance(exc, sqlite3.Error):
-            raise SessionDBError(f"cannot open session database {path}: {exc}") from exc
-        raise
-    logger.debug("session db %s open (journal %s, schema %d)", path, mode, version)
-    return conn
+    except sqlite3.Error as exc:
+        raise SessionDBError(f"cannot open session database {path}: {exc}") from exc
+    logger.debug("session db %s ready (schema %d)", path, version)
 
 
 def query_tokens(text: str) -> list[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -137,3 +137,126 @@ async def test_aclose(tmp_path: Path) -> None:
         await database.get_session("s1")
     with pytest.raises(SessionDBError, match="closed"):
         database.db.get_session("s1")
+
+
+async def test_writes_queued_together_commit_once_and_each_caller_hears_its_own(
+    adb: AsyncSessionDB,
+) -> None:
+    await adb.create_session("s1", platform="slack", user_key=ALICE)
+    assert adb.db._conn is not None
+    statements: list[str] = []
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with adb.db._lock:
+            held.set()
+            release.wait(timeout=5)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert await asyncio.to_thread(held.wait, 5)
+    blocker = asyncio.create_task(adb.get_session("none"))  # takes the thread and waits
+    await asyncio.sleep(0.05)
+    adb.db._conn.set_trace_callback(statements.append)
+    writes = [
+        asyncio.create_task(adb.append_message("s1", "user", f"message {n}")) for n in range(10)
+    ]
+    bad = asyncio.create_task(adb.append_message("gone", "user", "to no session"))
+    writes += [asyncio.create_task(adb.add_usage("s1", input_tokens=5))]
+    await asyncio.sleep(0.05)
+    release.set()
+    await blocker
+    holder.join()
+    ids = await asyncio.gather(*writes[:10])
+    await writes[10]
+    with pytest.raises(SessionDBError, match="unknown session"):
+        await bad
+    adb.db._conn.set_trace_callback(None)
+
+    assert [s for s in statements if s in ("BEGIN IMMEDIATE", "COMMIT")] == [
+        "BEGIN IMMEDIATE",
+        "COMMIT",
+    ]
+    assert adb.batches == 1
+    assert ids == sorted(ids)
+    messages = await adb.get_messages("s1")
+    assert [m.id for m in messages] == ids  # the failed one undid only itself
+    record = await adb.get_session("s1")
+    assert record is not None
+    assert (record.message_count, record.input_tokens) == (10, 5)
+
+
+async def test_a_read_between_writes_sees_the_writes_before_it(adb: AsyncSessionDB) -> None:
+    await adb.create_session("s1", platform="slack", user_key=ALICE)
+    first = adb.append_message("s1", "user", "one")
+    read = adb.get_messages("s1")
+    second = adb.append_message("s1", "user", "two")
+    _, seen, _ = await asyncio.gather(first, read, second)
+    assert [m.content for m in seen] == ["one"]
+    assert [m.content for m in await adb.get_messages("s1")] == ["one", "two"]
+
+
+async def _queued_behind_a_busy_thread(
+    adb: AsyncSessionDB, *calls: Callable[[], Awaitable[object]]
+) -> list[asyncio.Task[object]]:
+    """Start ``calls`` while the worker thread waits for the lock, so they queue as one."""
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with adb.db._lock:
+            held.set()
+            release.wait(timeout=5)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert await asyncio.to_thread(held.wait, 5)
+    blocker = asyncio.create_task(adb.get_session("none"))
+    await asyncio.sleep(0.05)
+    tasks = [asyncio.create_task(call()) for call in calls]  # type: ignore[arg-type]
+    await asyncio.sleep(0.05)
+    release.set()
+    await blocker
+    holder.join()
+    await asyncio.wait(tasks)
+    return tasks
+
+
+async def test_a_write_failing_alone_leaves_the_others_of_its_batch(
+    adb: AsyncSessionDB,
+) -> None:
+    await adb.create_session("s1", platform="slack", user_key=ALICE)
+    assert adb.db._conn is not None
+    adb.db._conn.execute(
+        "CREATE TEMP TRIGGER refuse AFTER INSERT ON messages"
+        " WHEN NEW.content = 'poison' BEGIN SELECT RAISE(ABORT, 'refused'); END"
+    )
+    before, poison, after = await _queued_behind_a_busy_thread(
+        adb,
+        lambda: adb.append_message("s1", "user", "before"),
+        lambda: adb.append_message("s1", "user", "poison"),
+        lambda: adb.append_message("s1", "user", "after"),
+    )
+    assert isinstance(poison.exception(), SessionDBError)
+    assert "refused" in str(poison.exception())
+    assert isinstance(before.result(), int) and isinstance(after.result(), int)
+    assert [m.content for m in await adb.get_messages("s1")] == ["before", "after"]
+    assert adb.batches == 1
+
+
+async def test_when_the_batch_is_undone_every_write_in_it_fails(adb: AsyncSessionDB) -> None:
+    await adb.create_session("s1", platform="slack", user_key=ALICE)
+    assert adb.db._conn is not None
+    adb.db._conn.execute(  # ROLLBACK undoes the whole transaction, not one statement
+        "CREATE TEMP TRIGGER undo AFTER INSERT ON messages"
+        " WHEN NEW.content = 'poison' BEGIN SELECT RAISE(ROLLBACK, 'undone'); END"
+    )
+    tasks = await _queued_behind_a_busy_thread(
+        adb,
+        lambda: adb.append_message("s1", "user", "before"),
+        lambda: adb.append_message("s1", "user", "poison"),
+        lambda: adb.append_message("s1", "user", "after"),
+    )
+    assert all(isinstance(task.exception(), SessionDBError) for task in tasks)
+    assert await adb.get_messages("s1") == []  # no caller was told "done" for an undone write
+    await adb.append_message("s1", "user", "later")  # and the database goes on
+    assert [m.content for m in await adb.get_messages("s1")] == ["later"]

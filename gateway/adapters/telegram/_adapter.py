@@ -101,6 +101,7 @@ class TelegramAdapter(BaseAdapter):
             sender=self._sender,
             intake=self._intake,
             record=self.record,
+            record_many=self.record_many,
             settled=self.settled,
             counters=self.counters,
             vision=vision,

@@ -40,6 +40,7 @@ SKIP_LOG_INTERVAL = 60.0
 """Seconds between two log lines about skipped updates, however many there are."""
 
 Record = Callable[[str, str], Awaitable[bool]]
+RecordMany = Callable[[Sequence[tuple[str, str]]], Awaitable[list[bool]]]
 Settled = Callable[[Sequence[str]], Awaitable[None]]
 
 
@@ -51,6 +52,7 @@ class Inbound:
         sender: TelegramSender,
         intake: Intake,
         record: Record,
+        record_many: RecordMany,
         settled: Settled,
         counters: Counter[str],
         vision: bool,
@@ -60,6 +62,7 @@ class Inbound:
         self._sender = sender
         self._intake = intake
         self._record = record
+        self._record_many = record_many
         self._settled = settled
         self._counters = counters
         self._vision = vision
@@ -81,13 +84,18 @@ class Inbound:
             return payload
         if not isinstance(updates, list):
             return payload
+        kept = [
+            index
+            for index, update in enumerate(updates)
+            if isinstance(update, dict) and len(update) > 1  # a bare id: nothing to keep
+        ]
+        fresh = await self._record_many(
+            [(str(updates[i]["update_id"]), json.dumps(updates[i])) for i in kept]
+        )
         changed = False
-        for index, update in enumerate(updates):
-            if not isinstance(update, dict) or len(update) <= 1:
-                continue  # a bare id: nothing to keep
-            receipt = str(update["update_id"])
-            if not await self._record(receipt, json.dumps(update)):
-                updates[index] = {"update_id": update["update_id"]}
+        for index, new in zip(kept, fresh, strict=True):
+            if not new:
+                updates[index] = {"update_id": updates[index]["update_id"]}
                 changed = True
         return json.dumps(answer).encode() if changed else payload
 

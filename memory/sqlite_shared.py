@@ -1,0 +1,108 @@
+"""One connection per SQLite file per process, shared by every component that uses it.
+
+``state.db`` holds the transcripts and the small tables of half a dozen
+components (inbox, access, staged writes, job ledger, outbox, provider
+health). With a connection each, their writers met inside SQLite, whose busy
+handler makes a waiting writer sleep (1 ms, then longer, up to 100 ms a try)
+and fails it after the busy timeout: under a burst of messages a write could
+wait seconds, or fail. Sharing one connection behind one lock, writers of this
+process queue on the lock and go the moment it is free; the busy timeout is
+left to other processes (a ``chorus worker``, the CLI).
+
+A connection is shared only inside the process that opened it: a forked child
+opens its own.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["BUSY_TIMEOUT_MS", "SharedConnection", "acquire", "release"]
+
+BUSY_TIMEOUT_MS = 5000
+"""How long a statement waits for another process's lock before failing."""
+
+
+@dataclass(eq=False)
+class SharedConnection:
+    """A connection, the lock that serialises its use, and who holds it."""
+
+    conn: sqlite3.Connection
+    path: Path
+    pid: int
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    users: int = 0
+    prepared: set[str] = field(default_factory=set)
+    """The components whose tables were created or migrated on this connection."""
+    synchronous: str = "FULL"
+
+    def set_synchronous(self, level: str) -> None:
+        """``PRAGMA synchronous`` for the next transaction (under the lock)."""
+        if level != self.synchronous:
+            self.conn.execute(f"PRAGMA synchronous = {level}")
+            self.synchronous = level
+
+
+_open: dict[Path, SharedConnection] = {}
+_registry = threading.Lock()
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """A connection for any component: autocommit, WAL, foreign keys, rows by name."""
+    conn = sqlite3.connect(
+        str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False, isolation_level=None
+    )
+    try:
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS:d}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = FULL")
+        conn.execute("PRAGMA foreign_keys = ON")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def acquire(
+    path: Path, component: str, prepare: Callable[[sqlite3.Connection], None]
+) -> SharedConnection:
+    """The shared connection to ``path``, opened if needed, with ``component``'s tables ready.
+
+    ``prepare`` runs once per component and connection, under the lock; if it
+    fails, nothing is held and the error propagates.
+    """
+    key = path.resolve()
+    pid = os.getpid()
+    with _registry:
+        shared = _open.get(key)
+        if shared is None or shared.pid != pid:
+            shared = SharedConnection(connect(key), key, pid)
+            _open[key] = shared
+        shared.users += 1
+    try:
+        with shared.lock:
+            if component not in shared.prepared:
+                prepare(shared.conn)
+                shared.prepared.add(component)
+    except BaseException:
+        release(shared)
+        raise
+    return shared
+
+
+def release(shared: SharedConnection) -> None:
+    """Let go of ``shared``; the last user closes the connection."""
+    with _registry:
+        shared.users -= 1
+        if shared.users > 0:
+            return
+        if _open.get(shared.path) is shared:
+            del _open[shared.path]
+    with shared.lock:
+        shared.conn.close()

@@ -1,0 +1,120 @@
+"""How SessionDB reads and writes: one transaction per write, or one for a batch of them.
+
+A batch (``Transactions.batch()``) opens one ``BEGIN IMMEDIATE`` transaction; every
+write inside it is a savepoint, so a write that fails is undone alone and the
+others still commit, together, with one ``COMMIT``. That is group commit:
+``AsyncSessionDB`` runs the writes that queued up meanwhile as one batch.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from memory.errors import SessionDBError
+from memory.sqlite_tables import SQLiteTables
+
+__all__ = ["Transactions"]
+
+logger = logging.getLogger(__name__)
+
+
+class Transactions(SQLiteTables):
+    """``_read``, ``_write`` and ``batch`` over the (shared, locked) connection."""
+
+    _batching: threading.Thread | None = None
+    """The thread whose batch is open (the lock keeps every other thread out)."""
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise SessionDBError(f"session database {self._path} is closed")
+        return self._conn
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            try:
+                yield self._connection()
+            except sqlite3.Error as exc:
+                raise SessionDBError(f"session database query failed: {exc}") from exc
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One ``BEGIN IMMEDIATE`` transaction, committed on success, rolled back otherwise;
+        inside a batch, a savepoint of the batch's transaction."""
+        with self._lock:
+            conn = self._connection()
+            if self._batching is threading.current_thread():
+                if not conn.in_transaction:  # an earlier write's error ended it
+                    raise SessionDBError("session database write failed: its batch was undone")
+                with self._savepoint(conn):
+                    yield conn
+                return
+            try:
+                self._begin(conn)
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException as exc:
+                _rollback(conn)
+                if isinstance(exc, sqlite3.Error):
+                    raise SessionDBError(f"session database write failed: {exc}") from exc
+                raise
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Every write in the block joins one transaction, committed once at the end.
+
+        A write that raises is undone alone (its savepoint); if the commit fails,
+        none of the writes happened and ``SessionDBError`` is raised.
+        """
+        with self._lock:
+            conn = self._connection()
+            if self._batching is threading.current_thread():
+                yield  # already in one
+                return
+            try:
+                self._begin(conn)
+            except sqlite3.Error as exc:
+                raise SessionDBError(f"session database write failed: {exc}") from exc
+            self._batching = threading.current_thread()
+            try:
+                yield
+                conn.execute("COMMIT")
+            except BaseException as exc:
+                _rollback(conn)
+                if isinstance(exc, sqlite3.Error):
+                    raise SessionDBError(f"session database write failed: {exc}") from exc
+                raise
+            finally:
+                self._batching = None
+
+    @contextmanager
+    def _savepoint(self, conn: sqlite3.Connection) -> Iterator[None]:
+        conn.execute("SAVEPOINT one_write")
+        try:
+            yield
+        except BaseException as exc:
+            try:
+                conn.execute("ROLLBACK TO one_write")
+                conn.execute("RELEASE one_write")
+            except sqlite3.Error as undo:
+                logger.debug("session db savepoint rollback failed: %s", undo)
+            if isinstance(exc, sqlite3.Error):
+                raise SessionDBError(f"session database write failed: {exc}") from exc
+            raise
+        try:
+            conn.execute("RELEASE one_write")
+        except sqlite3.Error as exc:
+            raise SessionDBError(f"session database write failed: {exc}") from exc
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    if not conn.in_transaction:
+        return
+    try:
+        conn.execute("ROLLBACK")
+    except sqlite3.Error as exc:
+        logger.debug("session db rollback failed: %s", exc)
