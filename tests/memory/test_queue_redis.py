@@ -341,3 +341,28 @@ def test_recovery_drops_a_stale_started_entry_of_an_ended_job_without_rerunning_
     burst_worker()
     assert sessions_of(read_records(records)) == [("s", 1)]
     assert queue.status().failed == 0
+
+
+def test_a_job_taken_by_a_worker_that_died_before_starting_it_is_queued_again(
+    make_rq: Callable[..., RQQueue], burst_worker: BurstWorker, tmp_path: Path
+) -> None:
+    queue = make_rq()
+    records = str(tmp_path / "records")
+    queue.enqueue(spec("record", records, "s", 1, session="s", job_id="s-1"))
+    queue.enqueue(spec("record", records, "t", 1, session="t", job_id="t-1"))
+    conn = redis.Redis.from_url(queue.url)
+    queue_key = f"rq:queue:{queue.name}"
+    # what rq's dequeue does first; the worker is killed before it registers the job
+    assert conn.lmove(queue_key, f"{queue_key}:intermediate") == b"s-1"
+    assert queue.status().queued == 1  # s-1 is in no queue now, yet "queued"
+    now = time.time()
+    assert queue.recover_abandoned(now) == 0  # first seen: a live worker may be starting it
+    assert queue.recover_abandoned(now + 1) == 0
+    assert queue.recover_abandoned(now + 6) == 1
+    assert conn.lrange(queue_key, 0, -1) == [b"s-1", b"t-1"]  # back at the head
+    assert conn.llen(f"{queue_key}:intermediate") == 0
+    burst_worker()
+    assert sorted(sessions_of(read_records(records))) == [("s", 1), ("t", 1)]  # each once
+    assert queue.recover_abandoned(now + 20) == 0
+    status = queue.status()
+    assert (status.queued, status.started, status.failed) == (0, 0, 0)
