@@ -160,7 +160,7 @@ def main() -> None:
     width = max(len(k) for k in result)
     for key, value in result.items():
         print(f"{key:<{width}}  {value}")
-    out = ROOT / "bench" / "results" / "burst.json"
+    out = Path(os.environ.get("BENCH_RESULTS_DIR", ROOT / "bench" / "results")) / "burst.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
 

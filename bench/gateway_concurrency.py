@@ -2,12 +2,15 @@
 
 Run: uv run python bench/gateway_concurrency.py [sessions] [messages] [llm_delay_s]
 Prints the wall time, what strictly serial handling would take, the ratio, and
-the most LLM requests the fake endpoint saw in flight at once.
+the most LLM requests the fake endpoint saw in flight at once, and writes
+``bench/results/gateway_concurrency.json``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import sys
 import tempfile
 import time
@@ -55,6 +58,22 @@ async def run(sessions: int, messages: int, delay: float) -> None:
     print(f"wall time     : {wall:7.2f} s")
     print(f"serial would be: {serial:7.2f} s  ({serial / wall:.1f}x faster)")
     print(f"max in flight : {server.in_flight_max} (cap {settings.sessions.max_concurrent_turns})")
+    report = {
+        "sessions": sessions,
+        "messages": messages,
+        "llm_delay_s": delay,
+        "wall_s": wall,
+        "serial_s": serial,
+        "speedup": serial / wall,
+        "in_flight_max": server.in_flight_max,
+        "max_concurrent_turns": settings.sessions.max_concurrent_turns,
+    }
+    out = (
+        Path(os.environ.get("BENCH_RESULTS_DIR", Path(__file__).resolve().parent / "results"))
+        / "gateway_concurrency.json"
+    )
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
 
 
 if __name__ == "__main__":

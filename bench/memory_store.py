@@ -1,12 +1,15 @@
 """How fast MemoryStore writes are, alone and with writers in other processes.
 
 Run: uv run python bench/memory_store.py
-Prints absolute figures (writes per second) and the contention ratio.
+Prints absolute figures (writes per second) and the contention ratio and writes
+``bench/results/memory_store.json``.
 """
 
 from __future__ import annotations
 
+import json
 import multiprocessing
+import os
 import sys
 import tempfile
 import time
@@ -47,6 +50,18 @@ def main() -> None:
     print(f"1 writer : {single_rate:8.0f} locked atomic writes/s")
     print(f"4 writers: {shared_rate:8.0f} writes/s in total on one MEMORY.md")
     print(f"ratio    : {shared_rate / single_rate:8.2f}x the single-writer rate")
+    report = {
+        "writes_per_writer": WRITES,
+        "one_writer_per_s": single_rate,
+        "four_writers_per_s": shared_rate,
+        "ratio": shared_rate / single_rate,
+    }
+    out = (
+        Path(os.environ.get("BENCH_RESULTS_DIR", Path(__file__).resolve().parent / "results"))
+        / "memory_store.json"
+    )
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import itertools
 import json
+import os
 import sys
 import tempfile
 import textwrap
@@ -203,7 +204,7 @@ def main() -> None:
     for section, figures in report.items():
         for entry in figures if isinstance(figures, list) else [figures]:
             print(f"{section:<14} " + "  ".join(f"{k}={v}" for k, v in entry.items()))
-    out = ROOT / "bench" / "results" / "sessions.json"
+    out = Path(os.environ.get("BENCH_RESULTS_DIR", ROOT / "bench" / "results")) / "sessions.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")
 

@@ -23,6 +23,7 @@ import argparse
 import bisect
 import itertools
 import json
+import os
 import random
 import statistics
 import string
@@ -49,6 +50,7 @@ TAIL_APPENDS = 5_000
 """Appends timed once the database is full (the rate a long-running gateway sees)."""
 REPEATS = 25
 """Timed runs of every query (after one warm-up run)."""
+RESULTS = Path(os.environ.get("BENCH_RESULTS_DIR", ROOT / "bench" / "results"))
 
 
 @dataclass
@@ -202,9 +204,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--users", type=int, default=1_000)
-    parser.add_argument(
-        "--json", type=Path, default=ROOT / "bench" / "results" / "transcript_search.json"
-    )
+    parser.add_argument("--json", type=Path, default=RESULTS / "transcript_search.json")
     args = parser.parse_args()
 
     corpus = Corpus.build(SEED, VOCABULARY)

@@ -125,6 +125,6 @@ if __name__ == "__main__":
     width = max(len(k) for k in result)
     for key, value in result.items():
         print(f"{key:<{width}}  {value:,.2f}")
-    out = ROOT / "bench" / "results"
+    out = Path(os.environ.get("BENCH_RESULTS_DIR", ROOT / "bench" / "results"))
     out.mkdir(exist_ok=True)
     (out / "worker.json").write_text(json.dumps(result, indent=2) + "\n")

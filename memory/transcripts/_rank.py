@@ -11,8 +11,9 @@ asking user's indexed (user and assistant) messages, their rowid range of
   count FTS5 stored for each message);
 - per phrase, the number of the user's rows that hold it (an FTS5 count inside
   the range);
-- per match, each phrase's frequency from ``fts5_tokens`` and its length from
-  ``messages_fts_docsize``.
+- per match, each phrase's frequency in the message's text (the tokens of
+  ``fts5_tokens``; in ASCII text a word is found directly, with no letter or
+  digit on either side) and its length from ``messages_fts_docsize``.
 
 The score is FTS5's: ``-sum(idf * f * (k1 + 1) / (f + k1 * (1 - b + b * dl / avgdl)))``
 with ``k1 = 1.2``, ``b = 0.75``, ``idf = log((N - n + 0.5) / (n + 0.5))`` raised
@@ -102,34 +103,43 @@ class Scorer:
         self._avgdl = collection.avgdl
         # FTS5 tokenizes each quoted query token into a phrase of one or more tokens
         self._phrases = [tuple(fts5_tokens(token)) for token in query_tokens]
-        self._idf = [_idf(conn, token, collection.rows, low, high) for token in query_tokens]
-        self._norms: dict[int, float] = {}
+        holding = [_holding(conn, token, low, high) for token in query_tokens]
+        self._idf = [_idf(count, collection.rows) for count in holding]
+        # a phrase none of the user's messages holds adds 0 to every score: left out
+        self._weighted = [
+            (idf, phrase)
+            for idf, phrase, count in zip(self._idf, self._phrases, holding, strict=True)
+            if count
+        ]
 
     def rank(self, matches: Iterable[Match]) -> list[Ranked]:
         """Every match with its score, best first (ties: newer first)."""
-        weighted = list(zip(self._idf, self._phrases, strict=True))
-        words = [(idf, phrase[0]) for idf, phrase in weighted if len(phrase) == 1]
+        weighted = self._weighted
+        words = [(idf, phrase[0], len(phrase[0])) for idf, phrase in weighted if len(phrase) == 1]
         if len(words) < len(weighted):  # a phrase of several tokens ("x86_64"), or none
             words = []
-        sizes, norms, norm_of = self._sizes, self._norms, self._norm
+        sizes, norm_of = self._sizes, self._norm
+        norms: dict[bytes, float] = {}  # by docsize blob: messages have few distinct lengths
         find = str.find
         boost = K1 + 1.0
         ranked: list[Ranked] = []
+        append = ranked.append
         for fts_rowid, message_id, timestamp, content in matches:
             blob = sizes.get(fts_rowid, b"\x00")
-            size = blob[0] if len(blob) == 1 else decode_size(blob)
-            norm = norms.get(size) or norm_of(size)
+            norm = norms.get(blob)
+            if norm is None:
+                norm = norms[blob] = norm_of(blob[0] if len(blob) == 1 else decode_size(blob))
             score = 0.0
             if words and content is not None and content.isascii():
                 text = content.lower()  # as unicode61 folds ASCII
                 last = len(text)
-                for idf, word in words:
+                for idf, word, length in words:
                     # a token: an occurrence with no letter or digit on either side (two
                     # such never overlap, so the next is looked for after this one)
                     freq = 0
                     start = find(text, word)
                     while start >= 0:
-                        end = start + len(word)
+                        end = start + length
                         if (start == 0 or not text[start - 1].isalnum()) and (
                             end == last or not text[end].isalnum()
                         ):
@@ -143,26 +153,26 @@ class Scorer:
                     freq = _frequency(tokens, phrase)
                     if freq:
                         score += idf * ((freq * boost) / (freq + norm))
-            ranked.append((-1.0 * score, -timestamp, -message_id, fts_rowid))
+            append((-score, -timestamp, -message_id, fts_rowid))
         ranked.sort()
         return ranked
 
     def _norm(self, size: int) -> float:
         """``k1 * (1 - b + b * dl / avgdl)`` for a message of ``size`` tokens."""
-        norm = self._norms.get(size)
-        if norm is None:
-            norm = K1 * (1 - B + B * size / self._avgdl) if self._avgdl else K1
-            self._norms[size] = norm
-        return norm
+        return K1 * (1 - B + B * size / self._avgdl) if self._avgdl else K1
 
 
-def _idf(conn: sqlite3.Connection, token: str, rows: int, low: int, high: int) -> float:
-    """The IDF of a query token's phrase among the user's ``rows`` messages."""
+def _holding(conn: sqlite3.Connection, token: str, low: int, high: int) -> int:
+    """How many of the user's messages hold a query token's phrase."""
     found = conn.execute(
         "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ? AND rowid BETWEEN ? AND ?",
         (build_fts_query([token]), low, high),
     ).fetchone()
-    holding = int(found[0])
+    return int(found[0])
+
+
+def _idf(holding: int, rows: int) -> float:
+    """FTS5's IDF of a phrase held by ``holding`` of ``rows`` messages (at least 1e-6)."""
     idf = math.log((rows - holding + 0.5) / (holding + 0.5))
     return idf if idf > 0.0 else MIN_IDF
 

@@ -1,0 +1,255 @@
+"""Runs every benchmark in bench/ in turn and prints one summary table.
+
+Run: uv run python -m bench [--quick] [--only NAME ...]   (or ./scripts/bench)
+
+Each bench runs as its own process (``python bench/NAME.py``) with its default
+sizes, or with small ones under ``--quick`` so the whole suite takes a few
+minutes; its own output goes to this terminal as it runs. Every bench writes its
+figures as JSON; this reads the key ones back and prints a table of them with the
+goal where one is set (from the README or the bench's test) and whether it was
+met. Results go to ``bench/results/`` (with ``--quick`` to ``bench/results/quick/``,
+so a smoke run never overwrites the figures of a full one; the benches take the
+directory from ``BENCH_RESULTS_DIR``), the table to ``summary.json`` there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "bench"
+
+Figures = dict[str, Any]
+Verdict = tuple[str, str | None, bool | None]
+"""What to show of the figures, the goal (None: no goal set) and whether it was met."""
+
+
+def _burst(r: Figures) -> Verdict:
+    first = r["first_reply_s"]
+    after_llm = None if first is None else round(first - r["llm_latency_s"], 2)
+    text = (
+        f"{r['answered']}/{r['users']} answered, all after {r['all_replies_s']} s"
+        f" ({r['ratio_to_floor']}x the floor); first {after_llm} s after the LLM's;"
+        f" {r['calls_per_reply']} calls/reply"
+    )
+    ratio = r["ratio_to_floor"]
+    met = (
+        after_llm is not None
+        and after_llm <= 0.1
+        and r["answered"] == r["users"]
+        and ratio is not None
+        and ratio <= 1.2
+    )
+    return text, "all ≤ 1.2x the floor; first ≤ 0.1 s after the LLM's", met
+
+
+def _sessions(r: Figures) -> Verdict:
+    over, prefix, memory = r["overhead"], r["prefix"], r["memory"]
+    slow = r["slow_provider"]["added_p50_ms"]
+    per = ", ".join(f"{m['kb_per_session']} KB at {m['sessions']}" for m in memory)
+    text = (
+        f"overhead p50 {over['p50_ms']} ms, p90 {over['p90_ms']} ms; per session {per};"
+        f" prefix identical {prefix['identical_to_previous_pct']} %; slow provider +{slow} ms"
+    )
+    met = (
+        prefix["identical_to_previous_pct"] == 100.0
+        and all(m["kb_per_session"] <= 50 for m in memory)
+        and slow <= 5
+    )
+    return text, "prompt identical 100 %; ≤ 50 KB/session; slow provider ≤ +5 ms", met
+
+
+def _transcript_search(r: Figures) -> Verdict:
+    search = r["search"]
+    text = (
+        f"{r['messages']:,} messages: common p50 {search['common']['p50_ms']:.1f} ms,"
+        f" p99 {search['common']['p99_ms']:.1f} ms; rare p50 {search['rare']['p50_ms']:.2f} ms;"
+        f" {r['append_per_second_full_db']:,.0f} appends/s"
+    )
+    met = max(kind["p50_ms"] for kind in search.values()) <= 10
+    return text, "p50 ≤ 10 ms for any query", met
+
+
+def _worker(r: Figures) -> Verdict:
+    if r["wall_seconds"] - r["startup_seconds"] >= 0.5:
+        rate = f"{r['jobs_per_second_after_startup']:,.0f} jobs/s after start-up"
+    else:  # too few jobs to tell the start-up apart
+        rate = f"{r['jobs_per_second']:,.0f} jobs/s with start-up"
+    text = f"{rate} ({r['synced']:.0f}/{r['jobs']:.0f} synced, concurrency {r['concurrency']:.0f})"
+    return text, "every job synced", r["synced"] == r["jobs"]
+
+
+def _expiry(r: Figures) -> Verdict:
+    tick, end = r["tick"], r["ending"]
+    text = (
+        f"tick {tick['tick_ms'] * 1000:.0f} µs at {tick['open_sessions']:,} open;"
+        f" {end['ended']}/{end['sessions']} ended in {end['all_ended_s']} s"
+        f" ({end['ms_per_session']} ms each)"
+    )
+    met = tick["met"] and end["ended"] == end["sessions"]
+    return text, f"tick ≤ {tick['goal_tick_ms']} ms; every due session ended", met
+
+
+def _shutdown(r: Figures) -> Verdict:
+    saw = ", ".join(f"{n} {kind}" for kind, n in r["users_saw"].items())
+    text = (
+        f"{r['users']} busy: exit {r['exit_code']} after {r['exit_s']} s"
+        f" (timeout {r['shutdown_timeout_s']} s); users saw {saw}"
+    )
+    after = r.get("after_restart")
+    if after is not None:
+        text += "; after restart " + ", ".join(
+            f"{n} {kind}" for kind, n in after["users_saw"].items()
+        )
+    met = r["exit_code"] == 0 and r["exit_s"] <= r["shutdown_timeout_s"]
+    return text, "exit 0 within gateway.shutdown_timeout", met
+
+
+def _holographic(r: Figures) -> Verdict:
+    modes = {m: r[m] for m in ("hrr", "plain") if r.get(m)}
+    text = ", ".join(f"{m} p@1 {f['precision_at_1']:.2f}" for m, f in modes.items())
+    text += f" ({r['facts']} facts / {r['queries']} queries)"
+    met = bool(modes) and all(f["precision_at_1"] >= 0.8 for f in modes.values())
+    return text, "p@1 ≥ 0.8 (tests/plugins/test_holographic_ranking.py)", met
+
+
+def _memory_store(r: Figures) -> Verdict:
+    text = (
+        f"{r['one_writer_per_s']:,.0f} writes/s alone, {r['four_writers_per_s']:,.0f}"
+        f" with 4 processes ({r['ratio']:.2f}x)"
+    )
+    return text, None, None
+
+
+def _concurrency(r: Figures) -> Verdict:
+    text = (
+        f"{r['sessions']}x{r['messages']} in {r['wall_s']:.2f} s ({r['speedup']:.1f}x serial);"
+        f" max in flight {r['in_flight_max']} (cap {r['max_concurrent_turns']})"
+    )
+    return (
+        text,
+        "in flight ≤ sessions.max_concurrent_turns",
+        (r["in_flight_max"] <= r["max_concurrent_turns"]),
+    )
+
+
+@dataclass(frozen=True)
+class Bench:
+    name: str
+    quick: tuple[str, ...]
+    """Arguments of a quick run (a full run passes none: the bench's defaults)."""
+    verdict: Callable[[Figures], Verdict] | None
+    """Reads the figures of ``bench/results/NAME.json``; None: no summary."""
+
+
+BENCHES = [
+    Bench("burst", ("--users", "30"), _burst),
+    Bench("sessions", ("--turns", "5", "--sessions", "50"), _sessions),
+    Bench("transcript_search", ("--messages", "20000", "--users", "100"), _transcript_search),
+    Bench("worker", ("1000", "1"), _worker),
+    Bench("expiry", ("--sessions", "10000", "--ending", "50"), _expiry),
+    Bench("shutdown", ("--users", "10", "--latency", "10", "--timeout", "6"), _shutdown),
+    Bench("holographic_recall", (), _holographic),
+    Bench("memory_store", (), _memory_store),
+    Bench("gateway_concurrency", ("20", "2", "0.1"), _concurrency),
+]
+
+
+def every_bench() -> list[Bench]:
+    """The known benches, then any other script in bench/ (run with no arguments)."""
+    known = {b.name for b in BENCHES}
+    others = sorted(p.stem for p in BENCH.glob("*.py") if not p.stem.startswith("_"))
+    return BENCHES + [Bench(name, (), None) for name in others if name not in known]
+
+
+def run_one(bench: Bench, quick: bool, results: Path) -> dict[str, Any]:
+    command = [sys.executable, str(BENCH / f"{bench.name}.py"), *(bench.quick if quick else ())]
+    print(f"\n== {bench.name}: {' '.join(command[1:])}", flush=True)
+    out = results / f"{bench.name}.json"
+    started = time.time()
+    code = subprocess.run(command, cwd=ROOT, env={**os.environ, "BENCH_RESULTS_DIR": str(results)})
+    entry: dict[str, Any] = {
+        "bench": bench.name,
+        "args": list(command[2:]),
+        "seconds": round(time.time() - started, 1),
+        "exit_code": code.returncode,
+        "figures": None,
+        "goal": None,
+        "met": None,
+    }
+    if code.returncode != 0:
+        entry["figures"] = f"failed (exit {code.returncode})"
+        return entry
+    if not out.exists() or out.stat().st_mtime < started:
+        entry["figures"] = f"no fresh {out.name}"
+        return entry
+    if bench.verdict is None:
+        entry["figures"] = f"see {out.name}"
+        return entry
+    try:
+        entry["figures"], entry["goal"], entry["met"] = bench.verdict(json.loads(out.read_text()))
+    except (KeyError, TypeError, ValueError) as exc:
+        entry["figures"] = f"unreadable {out.name} ({type(exc).__name__}: {exc})"
+    return entry
+
+
+def table(entries: list[dict[str, Any]]) -> str:
+    marks = {True: "met", False: "NOT MET", None: "-"}
+    rows = [("bench", "figures", "goal", "met", "s")] + [
+        (e["bench"], str(e["figures"]), e["goal"] or "-", marks[e["met"]], f"{e['seconds']:.0f}")
+        for e in entries
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def earlier(path: Path) -> dict[str, dict[str, Any]]:
+    """The rows of a summary written before, by bench."""
+    try:
+        return {e["bench"]: e for e in json.loads(path.read_text())["benches"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes: a few minutes in all")
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="run only these benches")
+    args = parser.parse_args()
+    benches = every_bench()
+    if args.only:
+        unknown = set(args.only) - {b.name for b in benches}
+        if unknown:
+            parser.error(f"unknown bench(es): {', '.join(sorted(unknown))}")
+        benches = [b for b in benches if b.name in args.only]
+    results = BENCH / "results" / ("quick" if args.quick else "")
+    results.mkdir(parents=True, exist_ok=True)
+    entries = [run_one(bench, args.quick, results) for bench in benches]
+    print("\n" + table(entries))
+    path = results / "summary.json"
+    kept = earlier(path) if args.only else {}  # --only: the other benches' rows stay
+    kept.update({e["bench"]: e for e in entries})
+    order = [b.name for b in every_bench()]
+    rows = sorted(
+        kept.values(), key=lambda e: order.index(e["bench"]) if e["bench"] in order else 99
+    )
+    summary = {"quick": args.quick, "results": str(results), "benches": rows}
+    path.write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+    print(f"\nwritten: {path}")
+    failed = [e for e in entries if e["exit_code"] != 0]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
