@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.context import AgentConfig
+from agent.job_loop import JobLoop
 from agent.provider_source import ProviderSource, build_manager
 from agent.shared_writes import SharedWriteGate
 from memory.jobs import JobState
@@ -43,6 +44,7 @@ class JobContext:
     _state: JobState | None = field(default=None, init=False, repr=False)
     _staging: StagedWrites | None = field(default=None, init=False, repr=False)
     _health: ProviderHealth | None = field(default=None, init=False, repr=False)
+    _loop: JobLoop | None = field(default=None, init=False, repr=False)
     _managers: OrderedDict[tuple[str, str], MemoryManager | None] = field(
         default_factory=OrderedDict, init=False, repr=False
     )
@@ -62,6 +64,7 @@ class JobContext:
             self._state = None
             self._staging = None
             self._health = None
+            self._loop = None
             self._managers = OrderedDict()
 
     @property
@@ -91,6 +94,14 @@ class JobContext:
         if self._health is None:
             self._health = ProviderHealth(self.db_path)
         return self._health
+
+    @property
+    def loop(self) -> JobLoop:
+        """This process's kept event loops (one per job thread) for jobs' async work."""
+        self._ensure_process()
+        if self._loop is None:
+            self._loop = JobLoop(self.db_path)
+        return self._loop
 
     def update(
         self, config: AgentConfig, *, handoff: bool, is_admin: Callable[[str], bool]
@@ -157,6 +168,9 @@ class JobContext:
             if manager is not None:
                 manager.shutdown_all()
         self._managers.clear()
+        if self._loop is not None:
+            self._loop.close()
+            self._loop = None
         if self._db is not None:
             self._db.close()
         if self._state is not None:

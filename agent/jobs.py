@@ -23,7 +23,6 @@ The process that runs jobs calls ``configure(JobContext(...))`` once at start.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -154,12 +153,12 @@ def end_session(session_id: str, reason: str) -> str:
         return "unknown session"
     flush_key = f"flush:{session_id}"
     if not ctx.state.is_done(flush_key):
-        asyncio.run(_flush(ctx, record))
+        ctx.loop.run(ctx.config.llm, lambda llm, db: _flush(ctx, record, llm, db))
         ctx.state.mark_done(flush_key)
     handoff_key = f"handoff:{session_id}"
     if ctx.handoff and not ctx.state.is_done(handoff_key):
         messages = [m.to_openai() for m in ctx.db.get_messages(session_id)]
-        summary = asyncio.run(summarize_for_handoff(ctx, messages))
+        summary = ctx.loop.run(ctx.config.llm, lambda llm, _: summarize_for_handoff(llm, messages))
         if summary:
             ctx.db.set_summary(session_id, summary)
         ctx.state.mark_done(handoff_key)
@@ -175,33 +174,29 @@ def end_session(session_id: str, reason: str) -> str:
     return "ended"
 
 
-async def _flush(ctx: JobContext, record: SessionRecord) -> None:
+async def _flush(
+    ctx: JobContext, record: SessionRecord, llm: LLMClient, db: AsyncSessionDB
+) -> None:
     """One memory-only LLM call over the session's transcript, as its agent would make."""
     if record.message_count == 0:
         return
-    llm = LLMClient(ctx.config.llm)
-    db = await AsyncSessionDB.open(ctx.db_path)
-    try:
-        session = SessionContext(
-            session_id=record.id,
-            user_key=record.user_key,
-            platform=record.platform,
-            chat_id=record.chat_id,
-            thread_id=record.thread_id,
-        )
-        agent = Agent(
-            session,
-            llm=llm,
-            store=ctx.store_for(UserKey.parse(record.user_key)),
-            db=db,
-            config=ctx.config,
-            memory=ctx.manager_for(record, "flush"),
-            shared_writes=ctx.shared_write_gate(record.id, record.user_key),
-        )
-        await agent.flush()
-    finally:
-        await db.aclose()
-        await llm.aclose()
+    session = SessionContext(
+        session_id=record.id,
+        user_key=record.user_key,
+        platform=record.platform,
+        chat_id=record.chat_id,
+        thread_id=record.thread_id,
+    )
+    agent = Agent(
+        session,
+        llm=llm,
+        store=ctx.store_for(UserKey.parse(record.user_key)),
+        db=db,
+        config=ctx.config,
+        memory=ctx.manager_for(record, "flush"),
+        shared_writes=ctx.shared_write_gate(record.id, record.user_key),
+    )
+    await agent.flush()
 
 
 HANDOFF_SUMMARY_MAX = 1_200
@@ -214,7 +209,7 @@ HANDOFF_PROMPT = (
 HANDOFF_MAX_CHARS = 12_000
 
 
-async def summarize_for_handoff(ctx: JobContext, messages: list[dict[str, Any]]) -> str | None:
+async def summarize_for_handoff(llm: LLMClient, messages: list[dict[str, Any]]) -> str | None:
     """A short summary of the session for the next one; None when there is nothing to say."""
     lines = [
         f"{m['role'].upper()}: {m['content']}"
@@ -224,7 +219,6 @@ async def summarize_for_handoff(ctx: JobContext, messages: list[dict[str, Any]])
     if not lines:
         return None
     transcript = "\n".join(lines)[-HANDOFF_MAX_CHARS:]
-    llm = LLMClient(ctx.config.llm)
     try:
         response = await llm.complete(
             [{"role": "user", "content": HANDOFF_PROMPT.format(transcript=transcript)}],
@@ -233,8 +227,6 @@ async def summarize_for_handoff(ctx: JobContext, messages: list[dict[str, Any]])
     except AgentError as exc:
         logger.warning("handoff summary skipped: %s", exc)
         return None
-    finally:
-        await llm.aclose()
     return checked_summary(response.content)
 
 

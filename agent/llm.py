@@ -17,7 +17,7 @@ import json
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -35,6 +35,8 @@ CallObserver = Callable[[float, bool], None]
 """Told the duration of every ``complete()`` and whether it failed (for metrics)."""
 Sleep = Callable[[float], Awaitable[None]]
 
+DRAIN_SECONDS = 2.0
+"""How long the end of a streamed body may take after ``[DONE]`` before it is dropped."""
 BACKOFF_BASE_SECONDS = 0.5
 """First retry waits about this long; each further retry doubles it."""
 
@@ -225,7 +227,8 @@ class LLMClient:
             def failed(error: Any) -> Exception:
                 return openai.APIError(error_message(error), raw.http_request, body=error)
 
-            async for chunk in stream_chunks(raw.iter_lines(), failed):
+            lines = raw.iter_lines()
+            async for chunk in stream_chunks(lines, failed):
                 if chunk.get("usage"):
                     response.usage = _usage_of(chunk["usage"])
                 for choice in chunk.get("choices") or ():
@@ -240,6 +243,7 @@ class LLMClient:
                             await _call(on_delta, content)
                     for tc in delta.get("tool_calls") or ():
                         _add_call(calls, tc)
+            await _read_to_the_end(lines)
         response.content = "".join(text)
         response.tool_calls = [
             ToolCallRequest(
@@ -248,6 +252,17 @@ class LLMClient:
             for index, slot in sorted(calls.items())
         ]
         return response
+
+
+async def _read_to_the_end(lines: AsyncIterator[str]) -> None:
+    """Read what follows ``[DONE]`` (the body's end), so the connection goes back to the
+    pool for the next call instead of being closed (a new TCP and TLS set-up each turn)."""
+    try:
+        async with asyncio.timeout(DRAIN_SECONDS):
+            async for _ in lines:
+                pass
+    except Exception as exc:  # the connection is closed instead; the answer is complete
+        logger.debug("the end of a streamed answer was not read (%s)", type(exc).__name__)
 
 
 async def _call(callback: DeltaCallback, text: str) -> None:

@@ -325,3 +325,16 @@ async def test_recalled_context_echoed_by_the_model_never_reaches_the_chat(
         assert "diagnosis" not in shown and "memory-context" not in shown
     assert answer.startswith("Here is what I know:") and answer.endswith("Nothing more.")
     assert streamed.startswith("Here is what I know:") and streamed.endswith("Nothing more.")
+
+
+async def test_turns_reuse_one_connection_to_the_endpoint(
+    server: FakeOpenAI, make_agent: MakeAgent
+) -> None:
+    """A streamed answer is read to its end, so its connection serves the next call
+    (no new TCP and TLS set-up per turn)."""
+    agent = await make_agent()
+    for n in range(3):
+        server.reply(f"answer {n}")
+        assert await agent.run_turn(f"question {n}") == f"answer {n}"
+    assert len(server.connections) == 3
+    assert len(set(server.connections)) == 1

@@ -325,6 +325,8 @@ class FakeOpenAI(LoopThread):
         self.embedding_dimensions = 1536
         self.in_flight = 0
         self.in_flight_max = 0
+        self.connections: list[tuple[str, int]] = []
+        """The client address of each chat request (one per TCP connection it came on)."""
         self.base_url = ""
         self._queue: deque[Reply] = deque()
         self._embedding_queue: deque[Reply] = deque()
@@ -458,6 +460,7 @@ class FakeOpenAI(LoopThread):
             self.requests.clear()
             self.embedding_requests.clear()
             self.in_flight_max = 0
+            self.connections.clear()
 
     @property
     def last_request(self) -> dict[str, Any]:
@@ -605,6 +608,9 @@ class FakeOpenAI(LoopThread):
         return None
 
     async def _chat_completions(self, request: web.Request) -> web.StreamResponse:
+        peer = request.transport.get_extra_info("peername") if request.transport else None
+        if peer:
+            self.connections.append((str(peer[0]), int(peer[1])))
         self.in_flight += 1
         self.in_flight_max = max(self.in_flight_max, self.in_flight)
         try:

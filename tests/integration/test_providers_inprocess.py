@@ -174,3 +174,23 @@ async def test_provider_settings_reach_initialize_and_health_is_recorded(
         assert events["failed"].detail == "RuntimeError"
     finally:
         await close_stack(stack)
+
+
+async def test_ending_many_sessions_reuses_one_llm_connection(
+    stack: Stack, server: FakeOpenAI
+) -> None:
+    for n in range(3):
+        agent = await stack.agent(f"end-{n}", user_key=f"telegram:{n + 1}")
+        server.reply(f"answer {n}")
+        await agent.run_turn(f"question {n}")
+    assert stack.background.queue.flush(10)
+    before = len(server.connections)
+    for n in range(3):
+        stack.background.scheduler.end_session(f"end-{n}", "idle")
+    assert stack.background.queue.flush(20)
+    ending = server.connections[before:]
+    assert len(ending) >= 6  # a flush and a handoff summary for each session
+    assert len(set(ending)) == 1  # one client on one kept loop, not one per job
+    for n in range(3):
+        record = await stack.db.get_session(f"end-{n}")
+        assert record is not None and record.end_reason == "idle" and record.summary
