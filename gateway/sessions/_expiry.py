@@ -15,6 +15,9 @@ from gateway.config import SessionsSettings
 
 logger = logging.getLogger(__name__)
 
+COMPACT_SLACK = 1024
+"""Stale heap entries allowed beyond one per session before the heap is rebuilt."""
+
 IDLE = "idle"
 DAILY_RESET = "daily_reset"
 
@@ -59,7 +62,15 @@ class Reaper:
     def schedule(self, key: str, deadline: float) -> None:
         self._current[key] = deadline
         heapq.heappush(self._heap, (deadline, key))
+        if len(self._heap) > 2 * len(self._current) + COMPACT_SLACK:
+            self._compact()
         self._wake.set()
+
+    def _compact(self) -> None:
+        """Drop the stale entries at once: the heap stays in proportion to the sessions,
+        however many turns rescheduled them (amortised O(1) per schedule)."""
+        self._heap = [(deadline, key) for key, deadline in self._current.items()]
+        heapq.heapify(self._heap)
 
     def cancel(self, key: str) -> None:
         self._current.pop(key, None)
