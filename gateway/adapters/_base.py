@@ -49,6 +49,9 @@ class AdapterCapabilities:
     typing: bool = False
     min_edit_interval: float = 1.0
     """Seconds between two edits of one streamed message."""
+    paced: bool = False
+    """The adapter paces every send and edit to the platform's limits itself (a budget
+    per chat and in all), so a final edit need not wait out ``min_edit_interval``."""
     length: Length = len
     """How the platform counts ``max_text_length``: ``len`` or ``utf16_length`` (Telegram)."""
 

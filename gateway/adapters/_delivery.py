@@ -103,6 +103,7 @@ class ReplyStream:
         self._length = length or capabilities.length
         self._limit = capabilities.max_text_length
         self._interval = capabilities.min_edit_interval
+        self._paced = capabilities.paced
         self._live = streaming and capabilities.edits
         self._pieces: list[str] = []
         self._pushed = 0
@@ -266,12 +267,16 @@ class ReplyStream:
         return [message.sent for message in answer]
 
     async def _correct(self, message: _Shown, part: TextPart) -> bool:
-        """Edit ``message`` to ``part`` now; False if it failed.
+        """Edit ``message`` to ``part``; False if it failed.
 
-        The edit interval paces streaming only: the final text goes out as soon as
-        the platform's own budget allows (the adapter's pacer, or its 429 handling),
-        so an answer completed just after its first streamed words lands at once.
+        On a platform whose adapter paces every call (``capabilities.paced``) the final
+        text goes out as soon as that budget allows, so an answer completed just after
+        its first streamed words lands at once; elsewhere it waits out the edit interval.
         """
+        if not self._paced:
+            wait = message.at + self._interval - self._clock.time()
+            if wait > 0:
+                await self._clock.sleep(wait)
         try:
             await self._adapter.edit(message.sent, part.text)
         except Exception as exc:

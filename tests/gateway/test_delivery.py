@@ -197,8 +197,12 @@ def test_splitting_again_from_a_part_gives_the_same_remaining_parts() -> None:
 # --- ReplyStream -----------------------------------------------------------------------
 
 
-def caps(limit: int = 4000, *, edits: bool = True, interval: float = 1.0) -> AdapterCapabilities:
-    return AdapterCapabilities(max_text_length=limit, edits=edits, min_edit_interval=interval)
+def caps(
+    limit: int = 4000, *, edits: bool = True, interval: float = 1.0, paced: bool = False
+) -> AdapterCapabilities:
+    return AdapterCapabilities(
+        max_text_length=limit, edits=edits, min_edit_interval=interval, paced=paced
+    )
 
 
 def make_stream(
@@ -496,13 +500,29 @@ async def test_text_pushed_while_an_edit_was_sent_shows_though_no_more_comes() -
     await assert_done_once_each(adapter)
 
 
-async def test_the_final_text_lands_at_once_after_the_first_streamed_words() -> None:
-    clock, adapter = FakeClock(), MemoryAdapter(capabilities=caps(interval=1.0))
+async def test_where_the_adapter_paces_the_final_text_lands_at_once() -> None:
+    clock, adapter = FakeClock(), MemoryAdapter(capabilities=caps(interval=1.0, paced=True))
     stream = make_stream(adapter, clock)
     await clock.advance(1.0)
     await push(stream, "The first words")
     assert adapter.texts() == ["The first words"]
-    # the clock stands still: the edit interval paces streaming, not the final answer
+    # the clock stands still: the edit interval paces streaming, the adapter the rest
     await asyncio.wait_for(stream.finish("The first words, and the rest."), 1)
     assert adapter.texts() == ["The first words, and the rest."]
     await assert_done_once_each(adapter)
+
+
+async def test_elsewhere_the_final_edit_waits_out_the_edit_interval() -> None:
+    clock, adapter = FakeClock(), MemoryAdapter(capabilities=caps(interval=1.0))
+    stream = make_stream(adapter, clock)
+    await clock.advance(1.0)
+    await push(stream, "The first words")
+    finishing = asyncio.ensure_future(stream.finish("The first words, and the rest."))
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert not finishing.done() and adapter.texts() == ["The first words"]
+    await clock.advance(0.5)
+    assert not finishing.done()
+    await clock.advance(0.5)
+    await asyncio.wait_for(finishing, 1)
+    assert adapter.texts() == ["The first words, and the rest."]

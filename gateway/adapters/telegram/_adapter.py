@@ -67,6 +67,7 @@ class TelegramAdapter(BaseAdapter):
         edits=True,
         typing=True,
         min_edit_interval=1.0,
+        paced=True,  # ChatPacer: every path draws from the chat's and the bot's budget
         length=utf16_length,
     )
 
