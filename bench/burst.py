@@ -113,9 +113,10 @@ def run(users: int, latency: float, streaming: bool, profile: Path | None = None
                 time.sleep(0.05)
             chats = [1_000_000 + n for n in range(users)]
             cpu_before = cpu_seconds(proc.pid)
+            with telegram.at_once():  # all N there to fetch at one moment
+                for chat in chats:
+                    telegram.message(f"hello from {chat}", user_id=chat)
             start = time.monotonic()
-            for chat in chats:
-                telegram.message(f"hello from {chat}", user_id=chat)
             deadline = time.monotonic() + 120 + users
             landed: dict[int, float] = {}
             while len(landed) < users and time.monotonic() < deadline:

@@ -44,6 +44,9 @@ REFUSAL_AUDIT_INTERVAL = 60.0
 """Seconds within which one stranger's repeats of one admin command are audited once."""
 REFUSALS_REMEMBERED = 10_000
 TYPING_INTERVAL = 4.0
+INTAKE_AT_ONCE = 8
+"""Messages through the access check at once; in a burst the rest wait in arrival order
+(the session manager opens sessions and builds agents the same way)."""
 
 
 class GatewayRunner:
@@ -66,6 +69,7 @@ class GatewayRunner:
         self.live = live
         self.inbox = InboxKeeper(inbox, clock, lambda: self.settings) if inbox else None
         self._resumed = asyncio.Event()
+        self._checking = asyncio.Semaphore(INTAKE_AT_ONCE)
         self._settling: set[asyncio.Task[None]] = set()
         self.sessions = sessions
         self.auth = auth
@@ -162,7 +166,8 @@ class GatewayRunner:
         addressed = msg.is_direct or msg.mentions_bot or msg.reply_to_bot or command is not None
         if not addressed and self.settings.gateway.group_require_mention:
             return True
-        decision = await asyncio.to_thread(self.auth.decide, msg)
+        async with self._checking:
+            decision = await asyncio.to_thread(self.auth.decide, msg)
         if not decision.allowed:
             self.metrics.rejected(decision.reason)
             if command is not None and self._refusals.add((msg.user_key, command[0])):

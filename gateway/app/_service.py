@@ -23,6 +23,10 @@ from gateway.ops import HTTPServer
 
 logger = logging.getLogger(__name__)
 
+EXIT_RESERVE = 2.0
+"""Seconds of ``gateway.shutdown_timeout`` (at most a fifth of it) kept for the process
+to exit after the shutdown work: the whole stop stays within the timeout."""
+
 NO_PLATFORMS = (
     "no chat platform is enabled: set {hints} (see README, 'Connecting platforms'); "
     "to chat in this terminal, run `chorus console`"
@@ -55,10 +59,11 @@ async def serve(settings: Settings, adapters: list[BaseAdapter], stop: asyncio.E
         logger.info("gateway up: %s; http on %s", ", ".join(a.name for a in adapters), http.url)
         await stop.wait()
         timeout = stack.settings.gateway.shutdown_timeout
-        deadline = loop.time() + timeout
+        # the process still has to exit after the work below: that share is kept back
+        deadline = loop.time() + timeout - min(EXIT_RESERVE, timeout * 0.2)
         logger.info("shutting down (within %.0fs)", timeout)
         stack.closing = True  # /readyz fails from now on
-        await stack.runner.shutdown(timeout)
+        await stack.runner.shutdown(max(0.1, deadline - loop.time()))
     finally:
         await http.stop()
         await stack.close(None if deadline is None else max(0.5, deadline - loop.time()))

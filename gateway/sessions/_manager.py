@@ -40,6 +40,10 @@ from memory.transcripts import AsyncSessionDB
 
 logger = logging.getLogger(__name__)
 
+AT_ONCE = 8
+"""Sessions opened, and agents built, at once; in a burst the others wait their turn in
+arrival order, so the first messages reach the LLM first instead of every message
+advancing one step at a time (and each step queueing behind all the others)."""
 END_RESERVE = 5.0
 """Seconds of a shutdown kept for ending sessions after the turns (at most a third of it)."""
 
@@ -80,6 +84,8 @@ class SessionManager:
         self._agents: OrderedDict[SessionKey, None] = OrderedDict()
         self._renewed: dict[SessionKey, str] = {}
         self.answer_slots = asyncio.Semaphore(settings.max_concurrent_turns)
+        self._opening = asyncio.Semaphore(AT_ONCE)
+        self._building = asyncio.Semaphore(AT_ONCE)
         self._closing = False
         self._ending = 0
         self._locks: dict[SessionKey, asyncio.Lock] = {}
@@ -206,11 +212,12 @@ class SessionManager:
             live = LiveSession(key, uuid.uuid4().hex, str(self.profile_key(msg)), now, now)
             live.chat = (msg.platform, msg.chat_id, msg.thread_id)
             live.is_direct = msg.is_direct
-            live.parent = await self.db.previous_session(
-                live.user_key, msg.platform, msg.chat_id, msg.thread_id
-            )
-            self._register(live)
-            summary = await self._handoff_summary(live, msg)
+            async with self._opening:  # a burst opens sessions a few at a time, in order
+                live.parent = await self.db.previous_session(
+                    live.user_key, msg.platform, msg.chat_id, msg.thread_id
+                )
+                self._register(live)
+                summary = await self._handoff_summary(live, msg)
             renewed = self._renewed.pop(key, None)
             if renewed is not None:
                 note = t.RENEWED_NOTICE.get(renewed, "(This is a fresh session.{summary})")
@@ -241,10 +248,11 @@ class SessionManager:
                 parent_session_id=live.parent[0] if live.parent else None,
                 started_because=live.parent[1] if live.parent else None,
             )
-            agent = await asyncio.to_thread(
-                self.builder.agent_for, context, handoff_summary=live.handoff
-            )
-            await agent.start()
+            async with self._building:  # a burst builds agents a few at a time, in order
+                agent = await asyncio.to_thread(
+                    self.builder.agent_for, context, handoff_summary=live.handoff
+                )
+                await agent.start()
             live.agent = agent
         agent = live.agent
         self._agents[live.key] = None

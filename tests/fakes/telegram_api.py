@@ -22,7 +22,7 @@ import contextlib
 import itertools
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,6 +100,7 @@ class FakeTelegram(LoopThread):
         self._format_rejections = 0
         self._poll_generation = 0
         self._lock = threading.Lock()
+        self._held: list[dict[str, Any]] | None = None
         self._waiters: list[asyncio.Future[None]] = []
         self._deliverer: asyncio.Task[None] | None = None
 
@@ -152,9 +153,26 @@ class FakeTelegram(LoopThread):
     def add_update(self, update: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
             update = {"update_id": next(self._update_ids), **update}
+            if self._held is not None:
+                self._held.append(update)
+                return update
             self._pending.append(update)
         self._poke()
         return update
+
+    @contextlib.contextmanager
+    def at_once(self) -> Iterator[None]:
+        """Updates added inside the block become available together, as it ends (a
+        burst that arrives at one moment, however long building it took)."""
+        with self._lock:
+            self._held = []
+        try:
+            yield
+        finally:
+            with self._lock:
+                held, self._held = self._held or [], None
+                self._pending.extend(held)
+            self._poke()
 
     def message(
         self,
