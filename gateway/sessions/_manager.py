@@ -41,9 +41,7 @@ from memory.transcripts import AsyncSessionDB
 logger = logging.getLogger(__name__)
 
 AT_ONCE = 8
-"""Sessions opened, and agents built, at once; in a burst the others wait their turn in
-arrival order, so the first messages reach the LLM first instead of every message
-advancing one step at a time (and each step queueing behind all the others)."""
+"""Sessions opened, and agents built, at once (a burst waits in arrival order)."""
 END_RESERVE = 5.0
 """Seconds of a shutdown kept for ending sessions after the turns (at most a third of it)."""
 

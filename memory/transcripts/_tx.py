@@ -53,15 +53,8 @@ class Transactions(SQLiteTables):
                 with self._savepoint(conn):
                     yield conn
                 return
-            try:
-                self._begin(conn)
+            with self._transaction(conn):
                 yield conn
-                conn.execute("COMMIT")
-            except BaseException as exc:
-                _rollback(conn)
-                if isinstance(exc, sqlite3.Error):
-                    raise SessionDBError(f"session database write failed: {exc}") from exc
-                raise
 
     @contextmanager
     def batch(self) -> Iterator[None]:
@@ -75,21 +68,25 @@ class Transactions(SQLiteTables):
             if self._batching is threading.current_thread():
                 yield  # already in one
                 return
-            try:
-                self._begin(conn)
-            except sqlite3.Error as exc:
+            with self._transaction(conn):
+                self._batching = threading.current_thread()
+                try:
+                    yield
+                finally:
+                    self._batching = None
+
+    @contextmanager
+    def _transaction(self, conn: sqlite3.Connection) -> Iterator[None]:
+        """``BEGIN IMMEDIATE`` … ``COMMIT``; rolled back (and SQLite errors wrapped) on failure."""
+        try:
+            self._begin(conn)
+            yield
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            _rollback(conn)
+            if isinstance(exc, sqlite3.Error):
                 raise SessionDBError(f"session database write failed: {exc}") from exc
-            self._batching = threading.current_thread()
-            try:
-                yield
-                conn.execute("COMMIT")
-            except BaseException as exc:
-                _rollback(conn)
-                if isinstance(exc, sqlite3.Error):
-                    raise SessionDBError(f"session database write failed: {exc}") from exc
-                raise
-            finally:
-                self._batching = None
+            raise
 
     @contextmanager
     def _savepoint(self, conn: sqlite3.Connection) -> Iterator[None]:

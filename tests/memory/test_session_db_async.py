@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -145,33 +146,18 @@ async def test_writes_queued_together_commit_once_and_each_caller_hears_its_own(
     await adb.create_session("s1", platform="slack", user_key=ALICE)
     assert adb.db._conn is not None
     statements: list[str] = []
-    held, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with adb.db._lock:
-            held.set()
-            release.wait(timeout=5)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    assert await asyncio.to_thread(held.wait, 5)
-    blocker = asyncio.create_task(adb.get_session("none"))  # takes the thread and waits
-    await asyncio.sleep(0.05)
     adb.db._conn.set_trace_callback(statements.append)
-    writes = [
-        asyncio.create_task(adb.append_message("s1", "user", f"message {n}")) for n in range(10)
-    ]
-    bad = asyncio.create_task(adb.append_message("gone", "user", "to no session"))
-    writes += [asyncio.create_task(adb.add_usage("s1", input_tokens=5))]
-    await asyncio.sleep(0.05)
-    release.set()
-    await blocker
-    holder.join()
-    ids = await asyncio.gather(*writes[:10])
-    await writes[10]
-    with pytest.raises(SessionDBError, match="unknown session"):
-        await bad
+    tasks = await _queued_behind_a_busy_thread(
+        adb,
+        *(functools.partial(adb.append_message, "s1", "user", f"message {n}") for n in range(10)),
+        lambda: adb.append_message("gone", "user", "to no session"),
+        lambda: adb.add_usage("s1", input_tokens=5),
+    )
     adb.db._conn.set_trace_callback(None)
+    ids = [task.result() for task in tasks[:10]]
+    bad = tasks[10].exception()
+    assert isinstance(bad, SessionDBError) and "unknown session" in str(bad)
+    assert tasks[11].exception() is None
 
     assert [s for s in statements if s in ("BEGIN IMMEDIATE", "COMMIT")] == [
         "BEGIN IMMEDIATE",
