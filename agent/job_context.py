@@ -20,10 +20,11 @@ from agent.context import AgentConfig
 from agent.job_loop import JobLoop
 from agent.provider_source import ProviderSource, build_manager
 from agent.shared_writes import SharedWriteGate
+from memory.database import Location
 from memory.jobs import JobState
 from memory.paths import ChorusPaths, UserKey
 from memory.providers import MemoryManager, ProviderHealth
-from memory.store import MemoryStore, StagedWrites
+from memory.store import MemoryStore, PostgresMemoryFiles, StagedWrites, memory_files_for
 from memory.transcripts import SessionDB, SessionRecord
 
 logger = logging.getLogger(__name__)
@@ -39,12 +40,15 @@ class JobContext:
     is_admin: Callable[[str], bool] = field(default=lambda _: False)
     """Whose sessions may write the shared MEMORY.md directly (``memory.shared_writes``)."""
     max_cached_managers: int = 256
+    database: Location | None = None
+    """Where the shared tables are (``database.url``); None: ``CHORUS_HOME/state.db``."""
     _pid: int = field(default=-1, init=False, repr=False)
     _db: SessionDB | None = field(default=None, init=False, repr=False)
     _state: JobState | None = field(default=None, init=False, repr=False)
     _staging: StagedWrites | None = field(default=None, init=False, repr=False)
     _health: ProviderHealth | None = field(default=None, init=False, repr=False)
     _loop: JobLoop | None = field(default=None, init=False, repr=False)
+    _memory_files: PostgresMemoryFiles | None = field(default=None, init=False, repr=False)
     _managers: OrderedDict[tuple[str, str], MemoryManager | None] = field(
         default_factory=OrderedDict, init=False, repr=False
     )
@@ -54,8 +58,8 @@ class JobContext:
         return ChorusPaths(self.home)
 
     @property
-    def db_path(self) -> Path:
-        return self.paths.state_db
+    def db_path(self) -> Location:
+        return self.paths.state_db if self.database is None else self.database
 
     def _ensure_process(self) -> None:
         if self._pid != os.getpid():
@@ -65,6 +69,7 @@ class JobContext:
             self._staging = None
             self._health = None
             self._loop = None
+            self._memory_files = None
             self._managers = OrderedDict()
 
     @property
@@ -120,12 +125,25 @@ class JobContext:
             user_key=user_key,
         )
 
+    @property
+    def memory_files(self) -> PostgresMemoryFiles | None:
+        """The memory files in PostgreSQL (``database`` is a URL), else None: files on disk.
+
+        One per process, kept from job to job like the other connections; a
+        store is made per job and must not open a pool of its own.
+        """
+        self._ensure_process()
+        if self._memory_files is None:
+            self._memory_files = memory_files_for(self.db_path, self.paths.memories_dir)
+        return self._memory_files
+
     def store_for(self, user: UserKey) -> MemoryStore:
         return MemoryStore(
             self.paths.memory_file,
             self.paths.user_file(user),
             memory_char_limit=self.config.memory.memory_char_limit,
             user_char_limit=self.config.memory.user_char_limit,
+            files=self.memory_files,
         )
 
     def manager_for(self, record: SessionRecord, agent_context: str) -> MemoryManager | None:
@@ -179,6 +197,9 @@ class JobContext:
             self._staging.close()
         if self._health is not None:
             self._health.close()
+        if self._memory_files is not None:
+            self._memory_files.close()
+        self._memory_files = None
         self._db = None
         self._state = None
         self._staging = None

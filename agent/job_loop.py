@@ -17,11 +17,11 @@ import os
 import threading
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeVar
 
 from agent.llm import LLMClient
 from agent.settings import LLMSettings
+from memory.database import Location
 from memory.transcripts import AsyncSessionDB
 
 __all__ = ["JobLoop"]
@@ -43,7 +43,7 @@ class _Kept:
 class JobLoop:
     """``run(work)`` runs ``work(llm, db)`` on this thread's kept loop; thread-safe."""
 
-    def __init__(self, db_path: Path) -> None:
+    def __init__(self, db_path: Location) -> None:
         self._db_path = db_path
         self._local = threading.local()
         self._all: list[_Kept] = []

@@ -142,6 +142,20 @@ def _concurrency(r: Figures) -> Verdict:
     )
 
 
+def _replicas(r: Figures) -> Verdict:
+    runs = r["runs"]
+    text = "; ".join(
+        f"{run['replicas']}: {run['replica_cpu_ms_per_message']} ms CPU/msg,"
+        f" p50 {run['p50_ms']} ms, p99 {run['p99_ms']} ms"
+        for run in runs
+    )
+    met = all(
+        run["answered"] == run["messages"] and run["people_all_correct"] == run["people"]
+        for run in runs
+    )
+    return text, "every message answered once, in order, at every replica count", met
+
+
 @dataclass(frozen=True)
 class Bench:
     name: str
@@ -161,6 +175,7 @@ BENCHES = [
     Bench("holographic_recall", (), _holographic),
     Bench("memory_store", (), _memory_store),
     Bench("gateway_concurrency", ("20", "2", "0.1"), _concurrency),
+    Bench("replicas", ("--users", "10", "--messages", "3", "--counts", "1", "2"), _replicas),
 ]
 
 

@@ -33,6 +33,8 @@ class InboxKeeper:
         self.inbox = inbox
         self._clock = clock
         self._settings = settings
+        self.on_settled: list[Callable[[list[InboundMessage]], Awaitable[None]]] = []
+        """Told after each settle (the replica router acknowledges its mailbox entries)."""
 
     async def settle(self, batch: list[InboundMessage]) -> None:
         """Cross the messages' deliveries off: nothing more is owed for them."""
@@ -43,6 +45,12 @@ class InboxKeeper:
                     await asyncio.to_thread(self.inbox.done, platform, receipts)
                 except Exception as exc:
                     logger.warning("the inbox could not be updated (%s)", type(exc).__name__)
+                    return
+        for listener in self.on_settled:
+            try:
+                await listener(batch)
+            except Exception as exc:
+                logger.warning("a settle listener failed (%s)", type(exc).__name__)
 
     def noting_shown(
         self, platform: str, receipts: list[str]

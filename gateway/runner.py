@@ -15,12 +15,19 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Awaitable, Callable
 
 from agent.agent import Agent
 from agent.context import ImageInput
 from gateway import _texts as t
 from gateway._inbox_keeper import InboxKeeper
-from gateway.access import Authorizer, Deduplicator, RateLimiter, normalize_user_key
+from gateway.access import (
+    Authorizer,
+    Deduplicator,
+    RateDecision,
+    RateLimiter,
+    normalize_user_key,
+)
 from gateway.adapters import (
     BaseAdapter,
     CommandInfo,
@@ -68,6 +75,9 @@ class GatewayRunner:
     ) -> None:
         self.live = live
         self.inbox = InboxKeeper(inbox, clock, lambda: self.settings) if inbox else None
+        self.resume_inbox = True
+        self.rate_check: Callable[[str], Awaitable[RateDecision]] = self._own_rate
+        """Take up what the inbox holds at start (one process); replicas hand it on instead."""
         self._resumed = asyncio.Event()
         self._checking = asyncio.Semaphore(INTAKE_AT_ONCE)
         self._settling: set[asyncio.Task[None]] = set()
@@ -113,7 +123,7 @@ class GatewayRunner:
         for adapter in self.adapters.values():
             await adapter.start()
             await self._publish_commands(adapter)
-        if self.inbox is not None:
+        if self.inbox is not None and self.resume_inbox:
             await self.inbox.resume(self.adapters.values(), self._take, self.notice)
         self._resumed.set()
 
@@ -176,7 +186,7 @@ class GatewayRunner:
             if decision.reply:
                 await self.notice(msg, decision.reply)
             return True
-        rate = self.rate.check(msg.user_key)
+        rate = await self.rate_check(msg.user_key)
         if not rate.allowed:
             self.metrics.rejected("rate_limited")
             if rate.notify:
@@ -201,6 +211,9 @@ class GatewayRunner:
             return False  # shutting down: it stays in the inbox and is answered after the restart
         await self.notice(msg, t.SHUTTING_DOWN)
         return True
+
+    async def _own_rate(self, user_key: str) -> RateDecision:
+        return self.rate.check(user_key)
 
     async def _settle(self, batch: list[InboundMessage]) -> None:
         if self.inbox is not None:

@@ -11,6 +11,14 @@ manifest names the schema version and when the backup was made.
 ``restore_backup`` unpacks an archive into a home that is empty or missing
 (``force`` overwrites a non-empty one), refusing members that would land outside
 it, and leaves directories 0700 and files 0600, as chorus makes them.
+
+With ``database.url`` set (``where`` a ``postgresql://`` URL) the memory files
+live in PostgreSQL (``memory.store.PostgresMemoryFiles``); the archive holds
+them at the same paths (``memories/MEMORY.md``, ``memories/users/…/USER.md``)
+as if they came from disk, so a backup of either kind restores into either: a
+restore with a URL writes them into PostgreSQL, one without onto the disk.
+Transcripts and the other tables in PostgreSQL are *not* in the archive: they
+are the operator's ``pg_dump``, which is consistent and does it better.
 """
 
 from __future__ import annotations
@@ -26,8 +34,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from memory.database import Location, is_postgres
 from memory.errors import MemoryLayerError
 from memory.paths import ChorusPaths
+from memory.store import PostgresMemoryFiles
 from memory.transcripts import SCHEMA_VERSION
 
 MANIFEST = "chorus-backup.json"
@@ -52,6 +62,39 @@ def default_name(now: float | None = None) -> str:
     return f"chorus-backup-{stamp}.tar.gz"
 
 
+def _is_memory_file(relative: PurePosixPath) -> bool:
+    """A curated memory file (MEMORY.md, a USER.md): on disk, or a row with ``database.url``."""
+    return len(relative.parts) > 1 and relative.parts[0] == "memories" and relative.suffix == ".md"
+
+
+def _open_memory_files(where: Location | None, home: Path) -> PostgresMemoryFiles | None:
+    if where is None or not is_postgres(where):
+        return None
+    try:
+        return PostgresMemoryFiles(str(where), ChorusPaths(home).memories_dir)
+    except MemoryLayerError as exc:
+        raise BackupError(str(exc)) from exc
+
+
+def _memory_rows(where: Location | None, home: Path) -> list[tuple[str, str]] | None:
+    """The memory files in PostgreSQL as ``(name, text)``; None when they are on disk."""
+    pg_files = _open_memory_files(where, home)
+    if pg_files is None:
+        return None
+    try:
+        return pg_files.all_files()
+    except MemoryLayerError as exc:
+        raise BackupError(f"backup failed: {exc}") from exc
+    finally:
+        pg_files.close()
+
+
+def _add_text(archive: tarfile.TarFile, name: str, data: bytes) -> None:
+    info = tarfile.TarInfo(name)
+    info.size, info.mode, info.mtime = len(data), 0o600, int(time.time())
+    archive.addfile(info, io.BytesIO(data))
+
+
 def _skipped(relative: PurePosixPath, home: Path, target: Path) -> bool:
     if relative.name in SKIPPED_NAMES or relative.name.endswith(SKIPPED_SUFFIXES):
         return True
@@ -73,9 +116,16 @@ def copy_database(source: Path, target: Path) -> None:
         src.close()
 
 
-def write_backup(home: Path, target: Path, *, now: float | None = None) -> BackupSummary:
+def write_backup(
+    home: Path, target: Path, *, where: Location | None = None, now: float | None = None
+) -> BackupSummary:
     """Archive ``home`` at ``target``: a ``.tar.gz``/``.tgz`` file, or else a directory
-    (made if missing) to put ``chorus-backup-<UTC time>.tar.gz`` in."""
+    (made if missing) to put ``chorus-backup-<UTC time>.tar.gz`` in.
+
+    ``where`` is ``database_location(settings)``: with a PostgreSQL URL the
+    memory files are read from PostgreSQL (disk copies under ``memories/`` are
+    stale and left out); transcripts there are for ``pg_dump``.
+    """
     if not home.is_dir():
         raise BackupError(f"CHORUS_HOME {home} does not exist")
     if target.is_dir() or not target.name.endswith((".tar.gz", ".tgz")):
@@ -85,6 +135,7 @@ def write_backup(home: Path, target: Path, *, now: float | None = None) -> Backu
         raise BackupError(f"{target} exists already; name a new file")
     target.parent.mkdir(parents=True, exist_ok=True)
     state_db = ChorusPaths(home).state_db
+    pg_rows = _memory_rows(where, home)
     files = 0
     # the copy of state.db is made beside the archive, not in /tmp (often a small tmpfs)
     with tempfile.TemporaryDirectory(prefix="chorus-backup-", dir=target.parent) as scratch:
@@ -102,7 +153,12 @@ def write_backup(home: Path, target: Path, *, now: float | None = None) -> Backu
                         continue
                     if _skipped(relative, home, target) or path == partial:
                         continue
+                    if pg_rows is not None and _is_memory_file(relative):
+                        continue
                     archive.add(path, arcname=relative.as_posix())
+                    files += 1
+                for name, text in pg_rows or ():
+                    _add_text(archive, f"memories/{name}", text.encode("utf-8"))
                     files += 1
                 manifest = {
                     "format": 1,
@@ -112,10 +168,7 @@ def write_backup(home: Path, target: Path, *, now: float | None = None) -> Backu
                     ),
                     "files": files,
                 }
-                data = json.dumps(manifest, indent=2).encode()
-                info = tarfile.TarInfo(MANIFEST)
-                info.size, info.mode, info.mtime = len(data), 0o600, int(time.time())
-                archive.addfile(info, io.BytesIO(data))
+                _add_text(archive, MANIFEST, json.dumps(manifest, indent=2).encode())
             os.chmod(partial, 0o600)
             partial.replace(target)
         except (OSError, sqlite3.Error, tarfile.TarError) as exc:
@@ -138,8 +191,14 @@ def read_manifest(archive_path: Path) -> dict[str, object]:
     return data
 
 
-def restore_backup(archive_path: Path, home: Path, *, force: bool = False) -> BackupSummary:
-    """Unpack ``archive_path`` into ``home``; refuses a non-empty home unless ``force``."""
+def restore_backup(
+    archive_path: Path, home: Path, *, force: bool = False, where: Location | None = None
+) -> BackupSummary:
+    """Unpack ``archive_path`` into ``home``; refuses a non-empty home unless ``force``.
+
+    With ``where`` a PostgreSQL URL the memory files go into PostgreSQL, which
+    must hold none yet (unless ``force``); everything else goes onto the disk.
+    """
     manifest = read_manifest(archive_path)
     version = manifest.get("schema_version")
     if not isinstance(version, int) or version > SCHEMA_VERSION:
@@ -149,6 +208,26 @@ def restore_backup(archive_path: Path, home: Path, *, force: bool = False) -> Ba
         )
     if home.exists() and any(home.iterdir()) and not force:
         raise BackupError(f"CHORUS_HOME {home} is not empty; restore into an empty one or --force")
+    pg_files = _open_memory_files(where, home)
+    try:
+        if pg_files is not None and not force and any(text for _, text in pg_files.all_files()):
+            raise BackupError(
+                "PostgreSQL (database.url) holds memory files already; "
+                "restore into an empty database or --force"
+            )
+        files = _unpack(archive_path, home, pg_files)
+    except BackupError:
+        raise
+    except MemoryLayerError as exc:  # PostgreSQL refused a read or a write
+        raise BackupError(f"restore failed: {exc}") from exc
+    finally:
+        if pg_files is not None:
+            pg_files.close()
+    return BackupSummary(archive_path, files, version)
+
+
+def _unpack(archive_path: Path, home: Path, pg_files: PostgresMemoryFiles | None) -> int:
+    """Write every member into ``home`` (memory files into ``pg_files`` if given)."""
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(home, 0o700)
     files = 0
@@ -160,12 +239,21 @@ def restore_backup(archive_path: Path, home: Path, *, force: bool = False) -> Ba
                 relative = PurePosixPath(member.name)
                 if relative.is_absolute() or ".." in relative.parts or not relative.parts:
                     raise BackupError(f"the backup holds an unsafe path: {member.name!r}")
-                destination = home.joinpath(*relative.parts)
-                for parent in reversed(destination.relative_to(home).parents):
-                    (home / parent).mkdir(mode=0o700, exist_ok=True)
                 source = archive.extractfile(member)
                 if source is None:
                     continue
+                if pg_files is not None and _is_memory_file(relative):
+                    name = PurePosixPath(*relative.parts[1:]).as_posix()
+                    try:
+                        text = source.read().decode("utf-8")
+                    except UnicodeDecodeError as exc:
+                        raise BackupError(f"{member.name} is not UTF-8 text") from exc
+                    pg_files.write_text(name, text)
+                    files += 1
+                    continue
+                destination = home.joinpath(*relative.parts)
+                for parent in reversed(destination.relative_to(home).parents):
+                    (home / parent).mkdir(mode=0o700, exist_ok=True)
                 for side in ("-wal", "-shm"):  # a stale side file would corrupt the copy
                     destination.with_name(destination.name + side).unlink(missing_ok=True)
                 fd = os.open(destination, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -175,4 +263,4 @@ def restore_backup(archive_path: Path, home: Path, *, force: bool = False) -> Ba
                 files += 1
     except (OSError, tarfile.TarError) as exc:
         raise BackupError(f"restore failed: {exc}") from exc
-    return BackupSummary(archive_path, files, version)
+    return files

@@ -34,3 +34,7 @@ class SessionDBError(MemoryLayerError):
 
 class JobQueueError(MemoryLayerError):
     """The job queue's own storage (the outbox in ``state.db``) cannot be used."""
+
+
+class DatabaseCopyError(MemoryLayerError):
+    """``chorus migrate-db`` refused or failed; nothing was copied."""

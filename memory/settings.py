@@ -49,6 +49,19 @@ class MemorySettings(_Section):
     )
 
 
+class DatabaseSettings(_Section):
+    """The ``database`` section: without ``url`` everything is in ``CHORUS_HOME/state.db``."""
+
+    url: SecretStr | None = Field(
+        None,
+        description="postgresql://… URL of the store several replicas share (transcripts, "
+        "sessions, the gateway's tables, the memory files); may carry a password.",
+    )
+    pool_size: int = Field(
+        10, gt=0, description="Connections one process keeps open to PostgreSQL at most."
+    )
+
+
 class RedisSettings(_Section):
     """The ``redis`` section: without ``url`` background jobs run in-process."""
 

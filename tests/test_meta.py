@@ -30,8 +30,10 @@ MAX_LINES = 600
 RESTRICTED: dict[str, tuple[str, ...]] = {
     **{sdk: (f"gateway/adapters/{spec.name}/",) for spec in PLATFORMS for sdk in spec.sdk},
     "openai": ("agent/llm.py",),
-    "redis": ("memory/jobs/_rq", "gateway/app/_worker.py"),
+    "redis": ("memory/jobs/_rq", "gateway/app/_worker.py", "gateway/replicas/"),
     "rq": ("memory/jobs/_rq", "gateway/app/_worker.py"),
+    "psycopg": ("memory/database/_postgres",),
+    "psycopg_pool": ("memory/database/_postgres",),
 }
 
 # package -> packages it must never import
@@ -50,6 +52,7 @@ GATEWAY_LAYERS: dict[str, int] = {
     "gateway.logs": 0,
     "gateway._texts": 0,
     "gateway.adapters": 1,
+    "gateway.replicas": 1,
     "gateway.config": 2,
     "gateway.access": 3,
     "gateway.ops": 3,

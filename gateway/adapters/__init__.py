@@ -12,6 +12,7 @@ from gateway.adapters._base import (
     CommandInfo,
     MessageHandler,
     RouteHandler,
+    SharedBudgets,
 )
 from gateway.adapters._console import ConsoleAdapter
 from gateway.adapters._delivery import WITHDRAWN_TEXT, ReplyStream, send_text
@@ -39,6 +40,7 @@ __all__ = [
     "ReplyStream",
     "RouteHandler",
     "SeenSet",
+    "SharedBudgets",
     "enable_hints",
     "enabled_adapters",
     "platform_spec",

@@ -67,6 +67,25 @@ class CommandInfo:
     """What the command takes after its name ("" for nothing): a picker's one text option."""
 
 
+class SharedBudgets(Protocol):
+    """Budgets several replicas draw from together (``gateway.app`` gives Redis-backed ones)."""
+
+    async def wait_for(
+        self, chat_id: str, rate: float, burst: float, global_rate: float, global_burst: float
+    ) -> float:
+        """Take one message from the chat's and the bot's shared budgets and return 0, or
+        return the seconds until both allow one (taking nothing)."""
+        ...
+
+    async def block(self, chat_id: str, seconds: float) -> None:
+        """A flood block on the chat, for every replica."""
+        ...
+
+
+def _always_open() -> bool:
+    return True
+
+
 class BaseAdapter(ABC):
     """A platform connection. ``start``/``stop`` are idempotent; ``stop`` never raises."""
 
@@ -79,6 +98,7 @@ class BaseAdapter(ABC):
         self._on_message: MessageHandler | None = None
         self._on_command: CommandHandler | None = None
         self._inbox: Inbox | None = None
+        self._gate: Callable[[], bool] = _always_open
         self.counters: Counter[str] = Counter()
         """Events of note (``skipped_updates``, …), exported as ``chorus_adapter_events_total``."""
 
@@ -94,6 +114,24 @@ class BaseAdapter(ABC):
         if self._on_command is None:
             raise RuntimeError(f"{self.name} adapter has no command handler")
         return await self._on_command(cleaned(message))
+
+    def set_intake_gate(self, gate: Callable[[], bool]) -> None:
+        """Whether deliveries may be taken now; when not, webhooks answer 503 and the
+        platform delivers again later (a replica that lost Redis)."""
+        self._gate = gate
+
+    def accepting(self) -> bool:
+        return self._gate()
+
+    def share_send_budgets(self, budgets: SharedBudgets) -> None:
+        """Several replicas: a platform whose sends are budgeted (Telegram's per-chat and
+        global limits) draws from ``budgets`` too; others need nothing of it."""
+        del budgets
+
+    def polling_token(self) -> str | None:
+        """The token of a long poller the platform allows only one of (Telegram's
+        ``getUpdates``); None when this adapter does not poll that way."""
+        return None
 
     def set_inbox(self, inbox: Inbox) -> None:
         """Where deliveries are recorded before they are acknowledged (durable turns)."""

@@ -15,11 +15,11 @@ from agent.shared_writes import SharedWriteGate
 from agent.tools.registry import ToolRegistry
 from gateway.access import admin_checker
 from gateway.app._background import agent_config
-from gateway.config import LiveSettings, Settings
+from gateway.config import LiveSettings, Settings, database_location
 from gateway.errors import ConfigError
 from memory.paths import ChorusPaths, UserKey
 from memory.providers import BuiltinMemoryProvider, MemoryManager
-from memory.store import MemoryStore, StagedWrites
+from memory.store import MemoryStore, PostgresMemoryFiles, StagedWrites, memory_files_for
 from memory.transcripts import AsyncSessionDB
 
 
@@ -66,6 +66,7 @@ class AgentFactory:
         self.now = now
         self.staging = staging
         self._admins: tuple[list[str], Callable[[str], bool]] | None = None
+        self._memory_files: PostgresMemoryFiles | None = None
 
     @property
     def settings(self) -> Settings:
@@ -86,7 +87,20 @@ class AgentFactory:
             self.paths.user_file(user) if user is not None else self.paths.no_user_file,
             memory_char_limit=memory.memory_char_limit,
             user_char_limit=memory.user_char_limit,
+            files=self.memory_files(),
         )
+
+    def memory_files(self) -> PostgresMemoryFiles | None:
+        """The PostgreSQL memory files with ``database.url`` set, else None (files on disk).
+
+        One for the factory, made on first use, not one per store: stores are
+        made per session and this holds the process's pool for the URL.
+        (``database`` is restart-only, so the location never changes under it.)
+        """
+        if self._memory_files is None:
+            where = database_location(self.settings)
+            self._memory_files = memory_files_for(where, self.paths.memories_dir)
+        return self._memory_files
 
     def manager_for(self, session: SessionContext, store: MemoryStore) -> MemoryManager | None:
         """The session's MemoryManager (built-in + external provider), if one is configured."""
@@ -132,3 +146,6 @@ class AgentFactory:
 
     async def aclose(self) -> None:
         await self.llm.aclose()
+        files, self._memory_files = self._memory_files, None
+        if files is not None:
+            files.close()

@@ -19,9 +19,8 @@ from agent.job_context import JobContext
 from agent.provider_source import ProviderSource
 from agent.scheduler import JobScheduler
 from gateway.access import admin_checker
-from gateway.config import LiveSettings, Settings, secrets_environment
+from gateway.config import LiveSettings, Settings, database_location, secrets_environment
 from memory.jobs import BackgroundQueue, InProcessQueue, JobState, Outbox
-from memory.paths import ChorusPaths
 from memory.providers import MemoryProvider
 from plugins.memory import load_memory_provider, resolve_config
 
@@ -66,6 +65,7 @@ def job_context(live: LiveSettings) -> JobContext:
         provider_source(live),
         handoff=settings.sessions.handoff,
         is_admin=admin_checker(settings.auth.admins),
+        database=database_location(settings),
     )
     if context.provider is not None:
         context.provider.health = lambda: context.health
@@ -90,7 +90,7 @@ def make_queue(settings: Settings, *, start_drainer: bool = True) -> BackgroundQ
 
     queue = RQQueue(
         redis.url.get_secret_value(),
-        outbox=Outbox(ChorusPaths(settings.home).state_db),
+        outbox=Outbox(database_location(settings)),
         queue_name=redis.queue_name,
         retries=redis.job_retries,
         retry_intervals=redis.retry_intervals,
@@ -132,7 +132,7 @@ def start_background(
     context = job_context(live)
     live.subscribe(lambda fresh: update_job_context(context, fresh))
     jobs.configure(context)
-    state = JobState(ChorusPaths(settings.home).state_db)
+    state = JobState(database_location(settings))
     queue = queue_factory(settings)
     return Background(
         queue=queue,

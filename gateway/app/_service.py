@@ -55,7 +55,7 @@ async def serve(settings: Settings, adapters: list[BaseAdapter], stop: asyncio.E
     deadline: float | None = None
     try:
         await http.start()  # /healthz answers while the platforms are still connecting
-        await stack.runner.start()
+        await stack.start()
         logger.info("gateway up: %s; http on %s", ", ".join(a.name for a in adapters), http.url)
         await stop.wait()
         timeout = stack.settings.gateway.shutdown_timeout

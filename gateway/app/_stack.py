@@ -12,14 +12,15 @@ from gateway.access import Authorizer, Deduplicator, GatewayDB, RateLimiter
 from gateway.adapters import BaseAdapter
 from gateway.app._agents import AgentFactory
 from gateway.app._background import Background, start_background
+from gateway.app._replica import ReplicaRouter
+from gateway.app._replicas import claim_pollers, replica_router
 from gateway.app._services import GatewayServices
 from gateway.clock import Clock, SystemClock
 from gateway.commands import CommandRegistry, register_admin_commands, register_user_commands
-from gateway.config import LiveSettings, Settings, load_settings
+from gateway.config import LiveSettings, Settings, database_location, load_settings
 from gateway.ops import Activity, Metrics
 from gateway.runner import GatewayRunner
-from gateway.sessions import Inbox, SessionManager
-from memory.paths import ChorusPaths
+from gateway.sessions import Inbox, SessionManager, SharedSessions
 from memory.store import StagedWrites
 from memory.transcripts import AsyncSessionDB
 
@@ -38,6 +39,16 @@ class GatewayStack:
     runner: GatewayRunner
     inbox: Inbox
     closing: bool = False
+    router: ReplicaRouter | None = None
+    """Set when several replicas share Redis and PostgreSQL (``gateway.app._replica``)."""
+
+    async def start(self) -> None:
+        """Take up sessions, connect the platforms, and (replicas) serve the mailbox."""
+        if self.router is not None:
+            await claim_pollers(self.router.coordination, self.runner.adapters.values())
+        await self.runner.start()
+        if self.router is not None:
+            await self.router.start()
 
     @property
     def settings(self) -> Settings:
@@ -47,9 +58,13 @@ class GatewayStack:
         checks = {"accepting": not self.closing}
         checks |= {f"adapter:{n}": a.is_connected() for n, a in self.runner.adapters.items()}
         checks["session_db"] = await asyncio.to_thread(self._db_writable)
+        if self.settings.database.url is not None:
+            checks["postgres"] = checks["session_db"]
         if self.settings.redis.url is not None:
             status = await asyncio.to_thread(self.background.queue.status)
             checks["redis"] = status.reachable
+        if self.router is not None:
+            checks["replica"] = self.router.healthy
         return checks
 
     def _db_writable(self) -> bool:
@@ -62,6 +77,8 @@ class GatewayStack:
     async def close(self, timeout: float | None = None) -> None:
         """Hand queued jobs over (bounded by ``timeout``) and release everything."""
         timeout = self.settings.gateway.shutdown_timeout if timeout is None else timeout
+        if self.router is not None:
+            await self.router.stop()
         await asyncio.to_thread(self.background.close, timeout)
         await self.factory.aclose()
         await self.db.aclose()
@@ -89,13 +106,13 @@ async def open_stack(
 ) -> GatewayStack:
     """Every part of a gateway or console process; ``load`` re-reads settings for a reload."""
     live = LiveSettings(settings)
-    paths = ChorusPaths(settings.home)
     clock = clock or SystemClock()
-    db = await AsyncSessionDB.open(paths.state_db)
+    where = database_location(settings)
+    db = await AsyncSessionDB.open(where)
     background = await asyncio.to_thread(start_background, live)
-    gateway_db = await asyncio.to_thread(GatewayDB, paths.state_db)
-    staging = await asyncio.to_thread(StagedWrites, paths.state_db)
-    inbox = await asyncio.to_thread(Inbox, paths.state_db, clock)
+    gateway_db = await asyncio.to_thread(GatewayDB, where)
+    staging = await asyncio.to_thread(StagedWrites, where)
+    inbox = await asyncio.to_thread(Inbox, where, clock)
     factory = AgentFactory(
         live,
         db=db,
@@ -109,7 +126,8 @@ async def open_stack(
     activity = Activity(clock)
     auth = Authorizer(settings.auth, gateway_db, clock)
     rate = RateLimiter(settings.auth.rate_limit_per_minute, clock)
-    sessions = SessionManager(
+    replicated = settings.database.url is not None and settings.redis.url is not None
+    sessions = (SharedSessions if replicated else SessionManager)(
         settings.sessions,
         builder=factory,
         db=db,
@@ -161,4 +179,11 @@ async def open_stack(
             metrics.observe_llm(seconds)
 
     factory.llm.observers.append(observe_llm)
-    return GatewayStack(live, db, background, factory, gateway_db, metrics, services, runner, inbox)
+    stack = GatewayStack(
+        live, db, background, factory, gateway_db, metrics, services, runner, inbox
+    )
+    if isinstance(sessions, SharedSessions):
+        stack.router = replica_router(settings, runner, sessions, inbox, clock)
+        metrics.set_replica(stack.router.replica_id)
+        stack.router.attach(lambda: not stack.closing)
+    return stack

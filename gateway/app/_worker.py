@@ -15,12 +15,12 @@ from gateway.config import (
     ConfigWatcher,
     LiveSettings,
     Settings,
+    database_location,
     load_settings,
     require_private_home,
 )
 from gateway.errors import ConfigError
 from memory.jobs import Outbox, mask_url
-from memory.paths import ChorusPaths
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ def run_worker(settings: Settings, *, burst: bool = False, concurrency: int = 1)
     url = redis.url.get_secret_value()
     queue = RQQueue(
         url,
-        outbox=Outbox(ChorusPaths(settings.home).state_db),
+        outbox=Outbox(database_location(settings)),
         queue_name=redis.queue_name,
         retries=redis.job_retries,
         retry_intervals=redis.retry_intervals,

@@ -1,4 +1,9 @@
-"""``chorus backup`` and ``chorus restore``: a CHORUS_HOME in one archive, and back."""
+"""``chorus backup`` and ``chorus restore``: a CHORUS_HOME in one archive, and back.
+
+With ``database.url`` set the memory files are read from and restored into
+PostgreSQL, at the same paths in the archive as on disk; the transcripts and
+other tables in PostgreSQL are left to ``pg_dump``/``pg_restore``.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +14,15 @@ from typing import Annotated
 import typer
 
 from gateway.cli._common import fail, out, settings
-from gateway.config import resolve_home
+from gateway.config import database_location, load_settings, resolve_home
+from gateway.errors import GatewayError
 from memory.backup import BackupError, restore_backup, write_backup
+from memory.database import Location, is_postgres
+
+PG_DUMP_NOTE = (
+    "transcripts and the other tables are in PostgreSQL (database.url): "
+    "back them up with pg_dump and restore them with pg_restore"
+)
 
 
 def backup_command(
@@ -21,17 +33,24 @@ def backup_command(
         ),
     ] = None,
 ) -> None:
-    """Back up CHORUS_HOME into one .tar.gz (safe while the gateway runs; .env left out)."""
+    """Back up CHORUS_HOME into one .tar.gz (safe while the gateway runs; .env left out).
+
+    With database.url set, the memory files come from PostgreSQL; the transcripts
+    there are not copied: back them up with pg_dump.
+    """
     cfg = settings()
     try:
-        summary = write_backup(cfg.home, path if path is not None else Path.cwd())
-    except BackupError as exc:
+        where = database_location(cfg)
+        summary = write_backup(cfg.home, path if path is not None else Path.cwd(), where=where)
+    except (BackupError, GatewayError) as exc:
         raise fail(str(exc)) from None
     out.print(
         f"backed up {summary.files} files (schema version {summary.schema_version}) "
         f"to {summary.path}",
         markup=False,
     )
+    if is_postgres(where):
+        out.print(f"memory files were read from PostgreSQL; {PG_DUMP_NOTE}", markup=False)
 
 
 def restore_command(
@@ -40,10 +59,26 @@ def restore_command(
         bool, typer.Option("--force", help="Restore into a CHORUS_HOME that is not empty.")
     ] = False,
 ) -> None:
-    """Restore a backup into an empty CHORUS_HOME; then run chorus doctor."""
+    """Restore a backup into an empty CHORUS_HOME; then run chorus doctor.
+
+    With database.url set (in the environment, or the home's config.yaml) the
+    memory files go into PostgreSQL; restore the transcripts there with pg_restore.
+    """
     home = resolve_home(dict(os.environ))
     try:
-        summary = restore_backup(path, home, force=force)
-    except BackupError as exc:
+        where = _restore_location(home)
+        summary = restore_backup(path, home, force=force, where=where)
+    except (BackupError, GatewayError) as exc:
         raise fail(str(exc)) from None
     out.print(f"restored {summary.files} files into {home}; now run: chorus doctor", markup=False)
+    if is_postgres(where):
+        out.print(f"memory files were written into PostgreSQL; {PG_DUMP_NOTE}", markup=False)
+
+
+def _restore_location(home: Path) -> Location:
+    """``database_location`` of the home being restored into, without creating it.
+
+    Read before unpacking, so ``database.url`` comes from the environment (or a
+    config.yaml the home has already), not from the archive's config.yaml.
+    """
+    return database_location(load_settings(home, create_home=False))

@@ -19,8 +19,15 @@ from agent.errors import LLMError
 from agent.llm import LLMClient
 from gateway.adapters import PLATFORMS, PlatformSpec
 from gateway.app import make_queue
-from gateway.config import Settings, load_settings, require_private_home, resolve_home
+from gateway.config import (
+    Settings,
+    database_location,
+    load_settings,
+    require_private_home,
+    resolve_home,
+)
 from gateway.errors import ConfigError
+from memory.database import safe_location
 from memory.errors import SessionDBError
 from memory.paths import ChorusPaths
 from memory.transcripts import SessionDB, fts5_available
@@ -74,16 +81,20 @@ def check_sqlite(settings: Settings) -> CheckResult:
     version = sqlite3.sqlite_version
     if not fts5_available():
         return CheckResult("sqlite", False, f"SQLite {version} lacks FTS5; session search needs it")
-    path = ChorusPaths(settings.home).state_db
+    where = database_location(settings)
     try:
-        db = SessionDB(path)
+        db = SessionDB(where)
     except SessionDBError as exc:
         return CheckResult("sqlite", False, str(exc))
     try:
         count = len(db.list_sessions(limit=1_000_000))
     finally:
         db.close()
-    return CheckResult("sqlite", True, f"SQLite {version} with FTS5; {path.name}: {count} sessions")
+    if isinstance(where, str):
+        return CheckResult("database", True, f"PostgreSQL {safe_location(where)}: {count} sessions")
+    return CheckResult(
+        "sqlite", True, f"SQLite {version} with FTS5; {where.name}: {count} sessions"
+    )
 
 
 def check_memory_files(settings: Settings) -> CheckResult:

@@ -5,18 +5,21 @@ from __future__ import annotations
 import getpass
 import logging
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
 from gateway.access import GatewayDB
-from gateway.cli._common import out, settings, user_key
+from gateway.cli._common import fail, out, settings, user_key
 from gateway.cli._provider_setup import memory_setup_command, memory_status_command
 from gateway.commands import review
-from gateway.config import Settings, load_settings
+from gateway.config import Settings, database_location, load_settings
+from memory.errors import MemoryStoreError
 from memory.paths import ChorusPaths, UserKey
-from memory.store import MemoryStore, StagedWrites
+from memory.store import MemoryStore, StagedWrites, memory_files_for
 from plugins.memory import discover_memory_providers, provider_cli
 
 logger = logging.getLogger(__name__)
@@ -46,14 +49,28 @@ def add_provider_commands(app: typer.Typer) -> None:
         app.add_typer(group, name=name)
 
 
-def _store(cfg: Settings, user: UserKey | None) -> MemoryStore:
+@contextmanager
+def _store(cfg: Settings, user: UserKey | None) -> Iterator[MemoryStore]:
+    """The store the gateway would use: the files on disk, or PostgreSQL with ``database.url``.
+
+    The PostgreSQL backend holds a pool, so the store is only lent for the block.
+    """
     paths = ChorusPaths(cfg.home)
-    return MemoryStore(
-        paths.memory_file,
-        paths.user_file(user) if user is not None else paths.no_user_file,
-        memory_char_limit=cfg.memory.memory_char_limit,
-        user_char_limit=cfg.memory.user_char_limit,
-    )
+    try:
+        files = memory_files_for(database_location(cfg), paths.memories_dir)
+    except MemoryStoreError as exc:
+        raise fail(str(exc)) from None
+    try:
+        yield MemoryStore(
+            paths.memory_file,
+            paths.user_file(user) if user is not None else paths.no_user_file,
+            memory_char_limit=cfg.memory.memory_char_limit,
+            user_char_limit=cfg.memory.user_char_limit,
+            files=files,
+        )
+    finally:
+        if files is not None:
+            files.close()
 
 
 @memory_app.command("show")
@@ -66,8 +83,8 @@ def memory_show(
     """Print the shared MEMORY.md, or one user's USER.md, with usage."""
     cfg = settings()
     ref = user_key(user) if user else None
-    store = _store(cfg, ref)
-    store.load_from_disk()
+    with _store(cfg, ref) as store:
+        store.load_from_disk()
     target = "user" if ref else "memory"
     label = f"USER.md of {ref}" if ref else "MEMORY.md (shared)"
     block = store.format_for_system_prompt(target)
@@ -105,13 +122,13 @@ def providers_command(
 
 def _review(action: str, target: str) -> None:
     cfg = settings()
-    paths = ChorusPaths(cfg.home)
-    staging = StagedWrites(paths.state_db)
+    staging = StagedWrites(database_location(cfg))
     actor = f"cli:{getpass.getuser()}"
     try:
-        out.print(review(staging, _store(cfg, None), action, target, actor), markup=False)
+        with _store(cfg, None) as store:
+            out.print(review(staging, store, action, target, actor), markup=False)
         if action != "pending":
-            with GatewayDB(paths.state_db) as db:
+            with GatewayDB(database_location(cfg)) as db:
                 db.audit(actor, f"memory {action}", target, "ok", time.time())
     finally:
         staging.close()

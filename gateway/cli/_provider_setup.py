@@ -15,9 +15,14 @@ from typing import Annotated, Any
 import typer
 
 from gateway.cli._common import fail, out, settings
-from gateway.config import Settings, secrets_environment, set_memory_provider, set_secret
+from gateway.config import (
+    Settings,
+    database_location,
+    secrets_environment,
+    set_memory_provider,
+    set_secret,
+)
 from gateway.errors import GatewayError
-from memory.paths import ChorusPaths
 from memory.providers import MemoryProvider, ProviderHealth
 from plugins.errors import PluginError
 from plugins.memory import (
@@ -182,7 +187,7 @@ def memory_status_command() -> None:
     except PluginError as exc:
         out.print(f"settings: {exc}", markup=False)
         healthy = False
-    with ProviderHealth(ChorusPaths(cfg.home).state_db) as health:
+    with ProviderHealth(database_location(cfg)) as health:
         events = health.events(name)
     started, failed = events.get("started"), events.get("failed")
     if started is not None:

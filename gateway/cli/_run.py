@@ -6,8 +6,10 @@ import asyncio
 from typing import Annotated
 
 import typer
+from pydantic import ValidationError
 
 from gateway.cli._common import fail, out, settings
+from gateway.config import GatewaySettings, Settings
 from gateway.errors import GatewayError
 from memory.errors import MemoryLayerError
 
@@ -25,16 +27,40 @@ def console_command() -> None:
         raise typer.Exit(130) from None
 
 
-def gateway_command() -> None:
+def gateway_command(
+    replica_id: Annotated[
+        str | None,
+        typer.Option(
+            "--replica-id",
+            help="This replica's name among several (default: gateway.replica_id, else the "
+            "host name); unique per process.",
+        ),
+    ] = None,
+) -> None:
     """Run the service: platform adapters, sessions, background jobs, HTTP probes."""
     from gateway.app import run_gateway
 
     cfg = settings()
+    if replica_id is not None:
+        cfg = with_replica_id(cfg, replica_id)
     try:
         code = asyncio.run(run_gateway(cfg))
     except (GatewayError, MemoryLayerError) as exc:
         raise fail(str(exc), 2) from None
     raise typer.Exit(code)
+
+
+def with_replica_id(cfg: Settings, replica_id: str) -> Settings:
+    """``cfg`` with ``gateway.replica_id`` from the command line (checked like the setting)."""
+    try:
+        gateway = GatewaySettings.model_validate(
+            {**cfg.gateway.model_dump(), "replica_id": replica_id}
+        )
+    except ValidationError:
+        raise fail("--replica-id: use 1-100 letters, digits, '.', '_', ':' or '-'", 2) from None
+    if cfg.redis.url is None or cfg.database.url is None:
+        raise fail("--replica-id: several replicas need redis.url and database.url", 2)
+    return cfg.model_copy(update={"gateway": gateway})
 
 
 def worker_command(

@@ -8,9 +8,8 @@ import typer
 from rich.table import Table
 
 from gateway.cli._common import fail, out, settings, user_key, when
-from gateway.config import Settings
+from gateway.config import Settings, database_location
 from memory.errors import MemoryLayerError
-from memory.paths import ChorusPaths
 from memory.transcripts import SessionDB
 
 sessions_app = typer.Typer(help="Inspect session transcripts.", no_args_is_help=True)
@@ -18,7 +17,7 @@ sessions_app = typer.Typer(help="Inspect session transcripts.", no_args_is_help=
 
 def _open_db(cfg: Settings) -> SessionDB:
     try:
-        return SessionDB(ChorusPaths(cfg.home).state_db)
+        return SessionDB(database_location(cfg))
     except MemoryLayerError as exc:
         raise fail(str(exc)) from None
 

@@ -14,7 +14,7 @@ from gateway.access import Authorizer, GatewayDB
 from gateway.cli._common import out
 from gateway.cli._common import settings as _settings
 from gateway.clock import SystemClock
-from memory.paths import ChorusPaths
+from gateway.config import database_location
 
 users_app = typer.Typer(help="Who may talk to the bot.", no_args_is_help=True)
 
@@ -22,7 +22,7 @@ users_app = typer.Typer(help="Who may talk to the bot.", no_args_is_help=True)
 def _authorize(command: str, argument: str, act: Callable[[Authorizer, str], str]) -> None:
     cfg = _settings()
     actor = f"cli:{getpass.getuser()}"
-    with GatewayDB(ChorusPaths(cfg.home).state_db) as db:
+    with GatewayDB(database_location(cfg)) as db:
         auth = Authorizer(cfg.auth, db, SystemClock())
         result = act(auth, actor)
         outcome = getattr(result, "outcome", "ok")
@@ -56,7 +56,7 @@ def users_deny(user: Annotated[str, typer.Argument(help="PLATFORM:ID")]) -> None
 def users_list() -> None:
     """Admins, allowed and denied users, and where each decision came from."""
     cfg = _settings()
-    with GatewayDB(ChorusPaths(cfg.home).state_db) as db:
+    with GatewayDB(database_location(cfg)) as db:
         rows = Authorizer(cfg.auth, db, SystemClock()).users()
     if not rows:
         out.print("no users configured or approved")

@@ -9,6 +9,7 @@ from gateway.config._live import ConfigWatcher, LiveSettings
 from gateway.config._loader import (
     CONFIG_FILE_NAME,
     Settings,
+    database_location,
     ensure_home,
     load_settings,
     require_private_home,
@@ -27,6 +28,7 @@ __all__ = [
     "LiveSettings",
     "SessionsSettings",
     "Settings",
+    "database_location",
     "ensure_home",
     "load_settings",
     "require_private_home",

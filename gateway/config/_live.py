@@ -17,7 +17,7 @@ from gateway.errors import GatewayError
 
 logger = logging.getLogger(__name__)
 
-RESTART_ONLY_SECTIONS = ("llm", "redis", *(spec.name for spec in PLATFORMS))
+RESTART_ONLY_SECTIONS = ("llm", "redis", "database", *(spec.name for spec in PLATFORMS))
 """Whole sections a running process keeps from start-up (every platform's among them)."""
 
 RESTART_ONLY_KEYS = (

@@ -26,7 +26,9 @@ from gateway.adapters import PLATFORMS
 from gateway.config._sections import AuthSettings, GatewaySettings, SessionsSettings
 from gateway.errors import ConfigError
 from gateway.logs import register_secret
-from memory.settings import MemorySettings, RedisSettings
+from memory.database import Location, configure_pool_size, location_of
+from memory.paths import ChorusPaths
+from memory.settings import DatabaseSettings, MemorySettings, RedisSettings
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +39,7 @@ ENV_PREFIX = "CHORUS_"
 WELL_KNOWN_ENV: dict[str, tuple[str, str]] = {
     "OPENAI_API_KEY": ("llm", "api_key"),
     "OPENAI_BASE_URL": ("llm", "base_url"),
+    "DATABASE_URL": ("database", "url"),
     **{var: (spec.name, key) for spec in PLATFORMS for var, key in spec.env.items()},
 }
 """Conventional variable names mapped to their setting (each platform names its own)."""
@@ -64,6 +67,7 @@ class _CoreSettings(BaseSettings):
     sessions: SessionsSettings = Field(default_factory=SessionsSettings)
     auth: AuthSettings = Field(default_factory=AuthSettings)
     redis: RedisSettings = Field(default_factory=RedisSettings)
+    database: DatabaseSettings = Field(default_factory=DatabaseSettings)
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)
 
     @classmethod
@@ -93,6 +97,15 @@ else:
         __module__=__name__,
         **{spec.name: (spec.settings, Field(default_factory=spec.settings)) for spec in PLATFORMS},
     )
+
+
+def database_location(settings: _CoreSettings) -> Location:
+    """Where the shared tables are: ``database.url`` if set, else ``CHORUS_HOME/state.db``."""
+    configure_pool_size(settings.database.pool_size)
+    try:
+        return location_of(ChorusPaths(settings.home).state_db, settings.database.url)
+    except ValueError as exc:
+        raise ConfigError(f"database.url: {exc}") from exc
 
 
 def resolve_home(environ: Mapping[str, str] | None = None) -> Path:

@@ -63,3 +63,23 @@ class GatewaySettings(_Section):
     http: HTTPSettings = Field(default_factory=HTTPSettings)
     shutdown_timeout: float = Field(30.0, gt=0)
     group_require_mention: bool = True
+    replica_id: str | None = Field(
+        None,
+        min_length=1,
+        max_length=100,
+        pattern=r"^[A-Za-z0-9_.:-]+$",
+        description="This replica's name among several (redis.url and database.url set); "
+        "unique per process; default: the host name. `chorus gateway --replica-id` sets it.",
+    )
+    lease_seconds: float = Field(
+        15.0,
+        ge=1.0,
+        description="Replicas: how long a replica's hold on a session (and its heartbeat) "
+        "lasts unrenewed; a replica that died hands its sessions over after this.",
+    )
+    orphan_seconds: float = Field(
+        10.0,
+        ge=1.0,
+        description="Replicas: a delivery recorded this long ago that never reached its "
+        "session's owner (its replica died in between) is handed on by another replica.",
+    )

@@ -196,6 +196,10 @@ class Metrics:
         if adapter_events is not None:
             self._live.adapter_events = adapter_events
 
+    def set_replica(self, replica_id: str) -> None:
+        """Several replicas: every scrape says which one it is (``target_info{replica=…}``)."""
+        self._registry.set_target_info({"replica": replica_id})
+
     # -- events ------------------------------------------------------------------------
 
     def message_in(self, platform: str) -> None:

@@ -4,6 +4,7 @@ from gateway.sessions._expiry import Reaper, next_reset_after, session_deadline
 from gateway.sessions._inbox import Inbox, InboxError, PendingDelivery
 from gateway.sessions._live import LiveSession, TurnRunner, merge_texts, speaker_of
 from gateway.sessions._manager import AgentBuilder, SessionManager
+from gateway.sessions._shared import SharedSessions
 
 __all__ = [
     "AgentBuilder",
@@ -13,6 +14,7 @@ __all__ = [
     "PendingDelivery",
     "Reaper",
     "SessionManager",
+    "SharedSessions",
     "TurnRunner",
     "merge_texts",
     "next_reset_after",

@@ -367,16 +367,7 @@ class SessionManager:
         ``shutdown`` (it is recorded first)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        self._closing = True
-        await self.reaper.stop()
-        workers = [s.worker for s in self._open.values() if s.worker and not s.worker.done()]
-        if workers:
-            turns_until = deadline - min(END_RESERVE, timeout / 3)
-            _, still = await asyncio.wait(workers, timeout=max(0.0, turns_until - loop.time()))
-            for task in still:
-                task.cancel()
-            if still:
-                logger.warning("%d answer(s) still running at shutdown were stopped", len(still))
+        await self._stop_turns(deadline - min(END_RESERVE, timeout / 3))
         sessions = list(self._open.values())
         for live in sessions:  # recorded at once, so recovery knows why they end
             await self.db.request_end(live.session_id, "shutdown")
@@ -387,6 +378,19 @@ class SessionManager:
             _, late = await asyncio.wait(ending, timeout=max(0.1, deadline - loop.time()))
             if late:
                 logger.warning("%d session(s) end at the next start (reason shutdown)", len(late))
+
+    async def _stop_turns(self, until: float) -> None:
+        """Take no more messages; let running turns finish until ``until`` (loop time)."""
+        loop = asyncio.get_running_loop()
+        self._closing = True
+        await self.reaper.stop()
+        workers = [s.worker for s in self._open.values() if s.worker and not s.worker.done()]
+        if workers:
+            _, still = await asyncio.wait(workers, timeout=max(0.0, until - loop.time()))
+            for task in still:
+                task.cancel()
+            if still:
+                logger.warning("%d answer(s) still running at shutdown were stopped", len(still))
 
 
 async def _no_notice(msg: InboundMessage, text: str) -> None:

@@ -1,11 +1,12 @@
-"""What background jobs remember between runs, in SQLite beside the transcripts.
+"""What background jobs remember between runs, beside the transcripts (SQLite or PostgreSQL).
 
 The *ledger* makes job functions idempotent: a step of a job (``flush:<id>``,
 ``sync:<id>:<turn>``…) is marked done once it succeeded, and a retried or
 duplicated job skips every step already marked. (A ``prefetched_context`` table
 of earlier versions may remain in old files, unused.)
 
-Each process opens its own connection; SQLite (WAL) serialises the writers.
+Each process opens its own connection; SQLite (WAL) or PostgreSQL serialises the
+writers, and the primary key decides which of two racing ``mark_done`` wins.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 
-from memory.sqlite_tables import SQLiteTables
+from memory.tables import Tables
 
 logger = logging.getLogger(__name__)
 
@@ -26,11 +27,21 @@ _SCHEMA = (
     """,
 )
 
+_SCHEMA_PG = (
+    """
+    CREATE TABLE IF NOT EXISTS job_ledger (
+        key TEXT PRIMARY KEY,
+        done_at DOUBLE PRECISION NOT NULL
+    )
+    """,
+)
 
-class JobState(SQLiteTables):
+
+class JobState(Tables):
     """The ledger of the background jobs of one CHORUS_HOME."""
 
     SCHEMA = _SCHEMA
+    SCHEMA_PG = _SCHEMA_PG
     WHAT = "job state"
 
     def is_done(self, key: str) -> bool:
@@ -42,7 +53,7 @@ class JobState(SQLiteTables):
         """Record ``key`` as done; False if it already was."""
         with self._locked() as conn:
             cursor = conn.execute(
-                "INSERT OR IGNORE INTO job_ledger (key, done_at) VALUES (?, ?)",
+                "INSERT INTO job_ledger (key, done_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
                 (key, time.time() if at is None else at),
             )
         return cursor.rowcount == 1

@@ -1,9 +1,10 @@
 """How the external memory provider has been doing, for ``chorus memory status``.
 
 Every process that holds providers (the gateway, each ``chorus worker``) records
-in ``state.db`` when a provider last started for a session and the last failure
-of any of its calls: the method and the exception class, never its message (it
-may quote memory). One row per provider and kind, overwritten.
+in ``state.db`` (or the shared PostgreSQL database) when a provider last started
+for a session and the last failure of any of its calls: the method and the
+exception class, never its message (it may quote memory). One row per provider
+and kind, overwritten.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import os
 import time
 from dataclasses import dataclass
 
-from memory.sqlite_tables import SQLiteTables
+from memory.tables import Tables
 
 __all__ = ["ProviderEvent", "ProviderHealth"]
 
@@ -25,6 +26,20 @@ _SCHEMA = (
         detail TEXT NOT NULL,
         pid INTEGER NOT NULL,
         at REAL NOT NULL,
+        PRIMARY KEY (provider, kind)
+    )
+    """,
+)
+
+_SCHEMA_PG = (
+    """
+    CREATE TABLE IF NOT EXISTS provider_health (
+        provider TEXT NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('started', 'failed')),
+        method TEXT NOT NULL,
+        detail TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        at DOUBLE PRECISION NOT NULL,
         PRIMARY KEY (provider, kind)
     )
     """,
@@ -43,15 +58,18 @@ class ProviderEvent:
     at: float
 
 
-class ProviderHealth(SQLiteTables):
+class ProviderHealth(Tables):
     SCHEMA = _SCHEMA
+    SCHEMA_PG = _SCHEMA_PG
     WHAT = "provider health"
 
     def _put(self, provider: str, kind: str, method: str, detail: str) -> None:
         with self._locked(write=True) as conn:
             conn.execute(
-                "INSERT OR REPLACE INTO provider_health (provider, kind, method, detail, pid, at)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO provider_health (provider, kind, method, detail, pid, at)"
+                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (provider, kind) DO UPDATE SET"
+                " method = excluded.method, detail = excluded.detail, pid = excluded.pid,"
+                " at = excluded.at",
                 (provider, kind, method, detail, os.getpid(), time.time()),
             )
 

@@ -3,22 +3,38 @@
 - ``MemoryStore``: § delimited entries with character limits, a frozen
   snapshot for the system prompt, atomic locked writes, and a threat scan on
   every write (``scan_memory_content``).
+- ``MemoryFiles``: where the store keeps the files, ``DiskMemoryFiles`` (the
+  default: flock, temp file, rename) or ``PostgresMemoryFiles`` (one row per
+  file, a row lock per write) for replicas with ``database.url`` set.
 - ``StagedWrites``: writes to the shared MEMORY.md from non-admin sessions,
   waiting for an admin's review (``memory.shared_writes: review``).
 """
 
+from memory.store._pg_files import PostgresMemoryFiles, memory_files_for
 from memory.store._staged import StagedWrite, StagedWrites, StagingRefused
-from memory.store._store import ENTRY_DELIMITER, TARGETS, MemoryResult, MemoryStore, parse_entries
+from memory.store._store import (
+    ENTRY_DELIMITER,
+    TARGETS,
+    DiskMemoryFiles,
+    MemoryFiles,
+    MemoryResult,
+    MemoryStore,
+    parse_entries,
+)
 from memory.store._threats import scan_memory_content
 
 __all__ = [
     "ENTRY_DELIMITER",
     "TARGETS",
+    "DiskMemoryFiles",
+    "MemoryFiles",
     "MemoryResult",
     "MemoryStore",
+    "PostgresMemoryFiles",
     "StagedWrite",
     "StagedWrites",
     "StagingRefused",
+    "memory_files_for",
     "parse_entries",
     "scan_memory_content",
 ]

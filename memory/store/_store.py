@@ -10,9 +10,14 @@ keeps two views of them:
 * live entries, changed by :meth:`add`, :meth:`replace` and :meth:`remove`,
   written to disk at once and returned in every tool result.
 
-A write re-reads the file under an exclusive lock on ``<file>.lock``, applies
-the change and replaces the file atomically, so writers in other processes
-never lose each other's entries and readers never see a half-written file.
+Where the entries are kept is a ``MemoryFiles``: a read, and an edit that
+re-reads, changes and writes one file atomically. ``DiskMemoryFiles`` (the
+default) re-reads the file under an exclusive lock on ``<file>.lock`` and
+replaces it atomically, so writers in other processes never lose each other's
+entries and readers never see a half-written file. Replicas on different
+machines share no disk and no flock, so with ``database.url`` set the files
+live in PostgreSQL (``PostgresMemoryFiles``), where a row lock held by one
+transaction does the same job. The store above is the same for both.
 Limits are counted in characters, which is the same for every tokenizer.
 """
 
@@ -25,7 +30,7 @@ import os
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TypedDict
+from typing import Protocol, TypedDict
 
 from memory.errors import MemoryStoreError
 from memory.log_content import loggable
@@ -60,6 +65,27 @@ class _Refusal(Exception):
 # An edit gets the entries read under the lock and the checked content; it returns
 # the new entries (None: nothing to write) and a message, or raises _Refusal.
 _Edit = Callable[[list[str], str], tuple[list[str] | None, str]]
+
+Change = Callable[[list[str]], list[str] | None]
+"""What ``MemoryFiles.edit`` applies: the current entries in, the new ones (None: keep) out."""
+
+
+class MemoryFiles(Protocol):
+    """Where the memory files are kept: on this machine's disk, or in PostgreSQL.
+
+    ``path`` names the file as ``ChorusPaths`` gives it, whatever the backend.
+    ``edit`` is the only write, so that re-reading, changing and writing are one
+    atomic step: another process's (or replica's) write in between is never
+    lost. An exception raised by ``change`` leaves the file as it was.
+    """
+
+    def read(self, path: Path) -> list[str]:
+        """The entries of ``path`` (none if it does not exist yet)."""
+        ...
+
+    def edit(self, path: Path, change: Change) -> list[str]:
+        """Apply ``change`` to the entries re-read under a lock; the entries after it."""
+        ...
 
 
 def parse_entries(text: str) -> list[str]:
@@ -139,6 +165,23 @@ def _write_entries(path: Path, entries: list[str]) -> None:
         raise
 
 
+class DiskMemoryFiles:
+    """The memory files as plain files: flock on ``<file>.lock``, temp file, fsync, rename."""
+
+    def read(self, path: Path) -> list[str]:
+        return _read_entries(path)
+
+    def edit(self, path: Path, change: Change) -> list[str]:
+        with _file_lock(path):
+            _remove_stale_temps(path)
+            current = _read_entries(path)
+            new = change(current)
+            if new is None:
+                return current
+            _write_entries(path, new)
+            return new
+
+
 def _preview(entry: str) -> str:
     return entry if len(entry) <= _PREVIEW_CHARS else entry[:_PREVIEW_CHARS] + "..."
 
@@ -188,7 +231,11 @@ class MemoryStore:
         user_path: Path,
         memory_char_limit: int = DEFAULT_MEMORY_CHAR_LIMIT,
         user_char_limit: int = DEFAULT_USER_CHAR_LIMIT,
+        *,
+        files: MemoryFiles | None = None,
     ) -> None:
+        """``files`` is where the entries are kept; the default is the plain files on disk."""
+        self.files: MemoryFiles = files if files is not None else DiskMemoryFiles()
         self.memory_path = memory_path
         self.user_path = user_path
         self.memory_char_limit = memory_char_limit
@@ -201,8 +248,8 @@ class MemoryStore:
 
     def load_from_disk(self) -> None:
         """Read both files into the live entries and retake the frozen snapshot."""
-        self.memory_entries = _read_entries(self.memory_path)
-        self.user_entries = _read_entries(self.user_path)
+        self.memory_entries = self.files.read(self.memory_path)
+        self.user_entries = self.files.read(self.user_path)
         self._snapshot = {}
         for target in TARGETS:
             entries = self._entries(target)
@@ -312,16 +359,20 @@ class MemoryStore:
                 target, False, f"Unknown target {target!r}; use 'memory' or 'user'."
             )
         path = self._path(target)
+        current: list[str] = []
+        new: list[str] | None = None
+        message = ""
+
+        def change(entries: list[str]) -> list[str] | None:
+            nonlocal current, new, message
+            current = entries
+            self._set_entries(target, entries)
+            new, message = edit(entries, text)
+            return new
+
         try:
             text = "" if content is None else _check_content(content)
-            with _file_lock(path):
-                _remove_stale_temps(path)
-                current = _read_entries(path)
-                self._set_entries(target, current)
-                new, message = edit(current, text)
-                if new is not None:
-                    _write_entries(path, new)
-                    self._set_entries(target, new)
+            self._set_entries(target, self.files.edit(path, change))
         except _Refusal as refusal:
             return self._result(target, False, str(refusal))
         except OSError as exc:

@@ -21,9 +21,9 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
+from memory.database import Location
 from memory.errors import SessionDBError
 from memory.transcripts._db import SessionDB, ToolCalls
 from memory.transcripts._records import SearchHit, SessionRecord, StoredMessage
@@ -50,8 +50,8 @@ class AsyncSessionDB:
         """Transactions of more than one write so far (group commits)."""
 
     @classmethod
-    async def open(cls, path: Path) -> AsyncSessionDB:
-        """Open (and create or migrate) the database at ``path`` off the event loop."""
+    async def open(cls, path: Location) -> AsyncSessionDB:
+        """Open (and create or migrate) the database at ``path`` (a file or a URL) off the loop."""
         return cls(await asyncio.to_thread(SessionDB, path))
 
     @property
@@ -157,6 +157,11 @@ class AsyncSessionDB:
 
     async def find_open_sessions(self) -> list[SessionRecord]:
         return await self._run(self._db.find_open_sessions)
+
+    async def open_session_of(
+        self, user_key: str, platform: str, chat_id: str | None, thread_id: str | None
+    ) -> SessionRecord | None:
+        return await self._run(self._db.open_session_of, user_key, platform, chat_id, thread_id)
 
     async def add_usage(
         self,

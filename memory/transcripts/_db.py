@@ -17,13 +17,18 @@ import logging
 import sqlite3
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from memory.errors import SessionDBError
+from memory.transcripts._pg_schema import apply_pg_schema
+from memory.transcripts._pg_search import search_messages_pg
 from memory.transcripts._records import SESSION_COLUMNS, SearchHit, SessionRecord, StoredMessage
 from memory.transcripts._schema import fts5_available, prepare_connection
 from memory.transcripts._search import search_messages
 from memory.transcripts._tx import Transactions
+
+if TYPE_CHECKING:
+    from memory.database import PostgresPool
 
 __all__ = ["SessionDB", "UserSessions", "fts5_available"]
 
@@ -39,6 +44,18 @@ _USER_NUMBER = (
 )
 """The number of a session's user, which keys its messages in the FTS index."""
 
+_MESSAGE_COLUMNS = (
+    "session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp, token_count,"
+    " finish_reason, reasoning, speaker"
+)
+_INSERT_MESSAGE = {
+    False: f"INSERT INTO messages ({_MESSAGE_COLUMNS}, user_n)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, " + _USER_NUMBER + ") RETURNING id",
+    True: f"INSERT INTO messages ({_MESSAGE_COLUMNS})"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+}
+"""By backend (``True``: PostgreSQL, whose search needs no user number)."""
+
 
 class SessionDB(Transactions):
     """Transcript store in one SQLite file; safe to share between threads.
@@ -53,6 +70,19 @@ class SessionDB(Transactions):
 
     def _prepare(self, conn: sqlite3.Connection) -> None:
         prepare_connection(conn, self._path)  # FTS5 check, migrations
+
+    def _prepare_postgres(self, pool: PostgresPool) -> None:
+        with pool.lock:
+            if "transcripts" in pool.prepared:
+                return
+            with pool.transaction() as conn:
+                apply_pg_schema(conn)
+            pool.prepared.add("transcripts")
+
+    @property
+    def _order(self) -> str:
+        """The column that keeps sessions in insertion order."""
+        return "seq" if self._pg is not None else "rowid"
 
     def for_user(self, user_key: str) -> UserSessions:
         """A view of this database limited to the sessions of ``user_key``."""
@@ -150,7 +180,8 @@ class SessionDB(Transactions):
             clauses.append("ended_at IS NULL")
         where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
         sql = (
-            f"SELECT {_COLUMNS} FROM sessions {where} ORDER BY started_at DESC, rowid DESC LIMIT ?"
+            f"SELECT {_COLUMNS} FROM sessions {where} ORDER BY started_at DESC, {self._order} DESC"
+            " LIMIT ?"
         )
         with self._read() as conn:
             rows = conn.execute(sql, (*params, max(limit, 0))).fetchall()
@@ -160,9 +191,24 @@ class SessionDB(Transactions):
         """Every session not yet ended, oldest first (for the reaper at start-up)."""
         with self._read() as conn:
             rows = conn.execute(
-                f"SELECT {_COLUMNS} FROM sessions WHERE ended_at IS NULL ORDER BY started_at, rowid"
+                f"SELECT {_COLUMNS} FROM sessions WHERE ended_at IS NULL"
+                f" ORDER BY started_at, {self._order}"
             ).fetchall()
         return [SessionRecord.from_row(row) for row in rows]
+
+    def open_session_of(
+        self, user_key: str, platform: str, chat_id: str | None, thread_id: str | None
+    ) -> SessionRecord | None:
+        """The user's newest open session in that chat (and thread, unless None: any)."""
+        thread = "" if thread_id is None else " AND thread_id = ?"
+        with self._read() as conn:
+            row = conn.execute(
+                f"SELECT {_COLUMNS} FROM sessions WHERE user_key = ? AND platform = ?"
+                f" AND chat_id IS ? AND ended_at IS NULL{thread}"
+                f" ORDER BY started_at DESC, {self._order} DESC LIMIT 1",
+                (user_key, platform, chat_id, *(() if thread_id is None else (thread_id,))),
+            ).fetchone()
+        return None if row is None else SessionRecord.from_row(row)
 
     def add_usage(
         self,
@@ -212,7 +258,7 @@ class SessionDB(Transactions):
             row = conn.execute(
                 "SELECT id, end_reason FROM sessions WHERE platform = ? AND chat_id IS ?"
                 " AND user_key = ? AND thread_id IS ? AND end_reason IS NOT NULL"
-                " ORDER BY started_at DESC, rowid DESC LIMIT 1",
+                f" ORDER BY started_at DESC, {self._order} DESC LIMIT 1",
                 (platform, chat_id, user_key, thread_id),
             ).fetchone()
         return None if row is None else (str(row["id"]), str(row["end_reason"]))
@@ -229,7 +275,7 @@ class SessionDB(Transactions):
                 "SELECT summary FROM sessions WHERE platform = ? AND chat_id IS ?"
                 " AND user_key = ? AND thread_id IS ? AND ended_at IS NOT NULL"
                 " AND summary IS NOT NULL AND summary != ''"
-                " ORDER BY ended_at DESC, rowid DESC LIMIT 1",
+                f" ORDER BY ended_at DESC, {self._order} DESC LIMIT 1",
                 (platform, chat_id, user_key, thread_id),
             ).fetchone()
         return None if row is None else str(row["summary"])
@@ -260,33 +306,32 @@ class SessionDB(Transactions):
             cur = conn.execute(
                 "UPDATE sessions SET message_count = message_count + 1,"
                 " tool_call_count = tool_call_count + ?,"
-                " last_active_at = MAX(COALESCE(last_active_at, ?), ?) WHERE id = ?",
+                " last_active_at = CASE WHEN last_active_at IS NULL OR last_active_at < ?"
+                " THEN ? ELSE last_active_at END WHERE id = ?",
                 (call_count, ts, ts, session_id),
             )
             if cur.rowcount != 1:
                 raise SessionDBError(f"cannot append to unknown session {session_id!r}")
-            cur = conn.execute(
-                "INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls,"
-                " tool_name, timestamp, token_count, finish_reason, reasoning, speaker, user_n)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, " + _USER_NUMBER + ")",
-                (
-                    session_id,
-                    role,
-                    content,
-                    tool_call_id,
-                    calls_json,
-                    tool_name,
-                    ts,
-                    token_count,
-                    finish_reason,
-                    reasoning,
-                    speaker,
-                    session_id,
-                ),
+            params: tuple[Any, ...] = (
+                session_id,
+                role,
+                content,
+                tool_call_id,
+                calls_json,
+                tool_name,
+                ts,
+                token_count,
+                finish_reason,
+                reasoning,
+                speaker,
             )
-        if cur.lastrowid is None:  # pragma: no cover - an INSERT always sets it
+            postgres = self._pg is not None
+            row = conn.execute(
+                _INSERT_MESSAGE[postgres], params if postgres else (*params, session_id)
+            ).fetchone()
+        if row is None:  # pragma: no cover - an INSERT … RETURNING always returns the row
             raise SessionDBError("the database did not return the new message id")
-        return cur.lastrowid
+        return int(row[0])
 
     def get_messages(self, session_id: str) -> list[StoredMessage]:
         """The session's transcript in the order it was appended."""
@@ -310,7 +355,9 @@ class SessionDB(Transactions):
         own messages). The work done follows the user's history, not the table's.
         """
         with self._read() as conn:
-            return search_messages(conn, user_key, query, limit, exclude_session_id)
+            if self._pg is not None:
+                return search_messages_pg(conn, user_key, query, limit, exclude_session_id)
+            return search_messages(conn, user_key, query, limit, exclude_session_id)  # type: ignore[arg-type]
 
     def _set(self, session_id: str, column: _SETTABLE, value: str | None) -> None:
         with self._write() as conn:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Literal
 
 from memory.errors import SessionDBError
-from memory.sqlite_tables import private_database
+from memory.tables import private_database
 
 __all__ = [
     "INDEXED_ROLES",

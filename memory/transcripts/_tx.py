@@ -13,20 +13,30 @@ import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
+from memory.database import Connection
 from memory.errors import SessionDBError
-from memory.sqlite_tables import SQLiteTables
+from memory.tables import Tables
+
+if TYPE_CHECKING:
+    from memory.database import PgConnection
 
 __all__ = ["Transactions"]
 
 logger = logging.getLogger(__name__)
 
 
-class Transactions(SQLiteTables):
-    """``_read``, ``_write`` and ``batch`` over the (shared, locked) connection."""
+class Transactions(Tables):
+    """``_read``, ``_write`` and ``batch`` over the (shared, locked) connection.
+
+    On PostgreSQL each read and write is one transaction on a pooled connection,
+    and a batch holds one connection (for its thread) until it commits.
+    """
 
     _batching: threading.Thread | None = None
     """The thread whose batch is open (the lock keeps every other thread out)."""
+    _pg_batch: tuple[threading.Thread, PgConnection] | None = None
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -34,7 +44,32 @@ class Transactions(SQLiteTables):
         return self._conn
 
     @contextmanager
-    def _read(self) -> Iterator[sqlite3.Connection]:
+    def _pg_transaction(self) -> Iterator[Connection]:
+        """PostgreSQL: the batch's connection on its thread, else a transaction of its own."""
+        batch = self._pg_batch
+        if batch is not None and batch[0] is threading.current_thread():
+            with batch[1].savepoint():
+                yield batch[1]
+            return
+        if self._pg is None:
+            raise SessionDBError("session database is closed")
+        with self._pg.transaction() as conn:
+            yield conn
+
+    @contextmanager
+    def _pg_wrapped(self, what: str) -> Iterator[Connection]:
+        try:
+            with self._pg_transaction() as conn:
+                yield conn
+        except sqlite3.Error as exc:
+            raise SessionDBError(f"session database {what} failed: {exc}") from exc
+
+    @contextmanager
+    def _read(self) -> Iterator[Connection]:
+        if self._pg is not None:
+            with self._pg_wrapped("query") as conn:
+                yield conn
+            return
         with self._lock:
             try:
                 yield self._connection()
@@ -42,9 +77,13 @@ class Transactions(SQLiteTables):
                 raise SessionDBError(f"session database query failed: {exc}") from exc
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def _write(self) -> Iterator[Connection]:
         """One ``BEGIN IMMEDIATE`` transaction, committed on success, rolled back otherwise;
         inside a batch, a savepoint of the batch's transaction."""
+        if self._pg is not None:
+            with self._pg_wrapped("write") as conn:
+                yield conn
+            return
         with self._lock:
             conn = self._connection()
             if self._batching is threading.current_thread():
@@ -63,6 +102,10 @@ class Transactions(SQLiteTables):
         A write that raises is undone alone (its savepoint); if the commit fails,
         none of the writes happened and ``SessionDBError`` is raised.
         """
+        if self._pg is not None:
+            with self._pg_batch_of_thread():
+                yield
+            return
         with self._lock:
             conn = self._connection()
             if self._batching is threading.current_thread():
@@ -74,6 +117,24 @@ class Transactions(SQLiteTables):
                     yield
                 finally:
                     self._batching = None
+
+    @contextmanager
+    def _pg_batch_of_thread(self) -> Iterator[None]:
+        here = threading.current_thread()
+        if self._pg_batch is not None and self._pg_batch[0] is here:
+            yield
+            return
+        if self._pg is None:
+            raise SessionDBError("session database is closed")
+        try:
+            with self._lock, self._pg.transaction() as conn:  # one batch at a time
+                self._pg_batch = (here, conn)
+                try:
+                    yield
+                finally:
+                    self._pg_batch = None
+        except sqlite3.Error as exc:
+            raise SessionDBError(f"session database write failed: {exc}") from exc
 
     @contextmanager
     def _transaction(self, conn: sqlite3.Connection) -> Iterator[None]:

@@ -83,6 +83,11 @@ class FakeTelegram(LoopThread):
         self.files: dict[str, bytes] = {}
         self.webhook: dict[str, Any] | None = None
         self.webhook_deliveries: list[tuple[int, int]] = []
+        self.webhook_targets: list[str] = []
+        """Where updates are posted instead of the webhook's URL, in turn, as a load balancer
+        in front of several replicas would: a delivery that fails goes to the next one."""
+        self.webhook_posts: list[tuple[int, str, int]] = []
+        """``(update_id, target, status)`` of every post to ``webhook_targets``."""
         self.down = False
         self.delays: dict[str, float] = {}
         """Seconds the fake takes to answer a method (``sendChatAction``: 2.0, say)."""
@@ -453,7 +458,9 @@ class FakeTelegram(LoopThread):
     # -------------------------------------------------------------------- webhooks
 
     async def _deliver_webhooks(self) -> None:
-        async with aiohttp.ClientSession() as client:
+        turn = itertools.count()
+        timeout = aiohttp.ClientTimeout(total=30)
+        async with aiohttp.ClientSession(timeout=timeout) as client:
             while True:
                 waiter = self._waiter()
                 with self._lock:
@@ -466,12 +473,16 @@ class FakeTelegram(LoopThread):
                 if hook["secret"]:
                     headers["X-Telegram-Bot-Api-Secret-Token"] = hook["secret"]
                 status = 0
+                targets = list(self.webhook_targets)
+                url = targets[next(turn) % len(targets)] if targets else hook["url"]
                 with contextlib.suppress(aiohttp.ClientError, TimeoutError):
-                    async with client.post(hook["url"], json=update, headers=headers) as response:
+                    async with client.post(url, json=update, headers=headers) as response:
                         status = response.status
                 with self._lock:
                     self.webhook_deliveries.append((update["update_id"], status))
+                    if targets:
+                        self.webhook_posts.append((update["update_id"], url, status))
                     if status == 200 and self._pending and self._pending[0] is update:
                         self._pending.pop(0)
                 if status != 200:
-                    await asyncio.sleep(0.2)
+                    await asyncio.sleep(0.05 if targets else 0.2)

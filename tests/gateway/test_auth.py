@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,21 +13,29 @@ import pytest
 from gateway.access import CODE_ALPHABET, Authorizer, GatewayDB
 from gateway.config import AuthSettings
 from gateway.events import InboundMessage
+from memory.database import Location
 from tests.fakes.clock import FakeClock
+
+pytest_plugins = ["tests.fakes.tables_backends"]
 
 ADMIN = "telegram:1"
 CODE = re.compile(rf"\b[{CODE_ALPHABET}]{{8}}\b")
 
 
 @pytest.fixture
-def db_path(tmp_path: Path) -> Path:
-    return tmp_path / "state.db"
-
-
-@pytest.fixture
-def db(db_path: Path) -> Iterator[GatewayDB]:
-    with GatewayDB(db_path) as gateway_db:
+def db(where: Location) -> Iterator[GatewayDB]:
+    with GatewayDB(where) as gateway_db:
         yield gateway_db
+
+
+def stored_bytes(db: GatewayDB) -> bytes:
+    """Everything the gateway's tables hold: the SQLite files, or every PostgreSQL row."""
+    if isinstance(db.location, Path):
+        return b"".join(p.read_bytes() for p in db.path.parent.glob(db.path.name + "*"))
+    tables = ("gateway_settings", "user_access", "pairing_codes", "pairing_requests", "audit_log")
+    with db._locked() as conn:
+        rows = [row for table in tables for row in conn.execute(f"SELECT * FROM {table}")]
+    return b"".join(v if isinstance(v, bytes) else str(v).encode() for row in rows for v in row)
 
 
 @pytest.fixture
@@ -122,16 +131,15 @@ def test_refusal_reply_is_not_repeated_within_an_hour(db: GatewayDB, clock: Fake
 # -- pairing ---------------------------------------------------------------
 
 
-def test_pairing_code_is_issued_in_dm_and_approved_once(
-    db: GatewayDB, db_path: Path, clock: FakeClock
-) -> None:
+def test_pairing_code_is_issued_in_dm_and_approved_once(db: GatewayDB, clock: FakeClock) -> None:
     auth = Authorizer(settings(policy="pairing"), db, clock)
     decision = auth.decide(dm("42"))
     assert not decision.allowed and decision.reason == "pairing_code_issued"
     code = code_of(decision.reply)
     assert "admin" in (decision.reply or "")
 
-    stored = b"".join(p.read_bytes() for p in db_path.parent.glob(db_path.name + "*"))
+    stored = stored_bytes(db)
+    assert db.pending_code("telegram:42", clock.time()) is not None  # the code is in there
     assert code.encode() not in stored and code.lower().encode() not in stored
 
     reply = auth.approve_code(f"  {code.lower()} ", by=ADMIN)
@@ -196,12 +204,12 @@ def test_code_rate_limit_is_per_user(db: GatewayDB, clock: FakeClock) -> None:
 # -- run-time allow and deny -----------------------------------------------------
 
 
-def test_allow_and_deny_persist_across_restarts(db_path: Path, clock: FakeClock) -> None:
-    with GatewayDB(db_path) as first_db:
+def test_allow_and_deny_persist_across_restarts(where: Location, clock: FakeClock) -> None:
+    with GatewayDB(where) as first_db:
         auth = Authorizer(settings(), first_db, clock)
         assert auth.allow("telegram:42", by=ADMIN).ok
         assert auth.deny("discord:77", by=ADMIN).ok  # was allowed by the config
-    with GatewayDB(db_path) as second_db:
+    with GatewayDB(where) as second_db:
         auth = Authorizer(settings(), second_db, clock)
         assert auth.decide(dm("42")).allowed
         refused = auth.decide(dm("77", platform="discord"))
@@ -252,14 +260,85 @@ def test_reload_changes_the_lists(db: GatewayDB, clock: FakeClock) -> None:
 # -- audit log ---------------------------------------------------------------
 
 
-def test_audit_entries_round_trip(db_path: Path) -> None:
-    with GatewayDB(db_path) as db:
-        db.audit(ADMIN, "approve", "telegram:42", "ok", at=100.0)
-        db.audit("telegram:2", "deny", "telegram:1", "refused", at=200.0)
-    with GatewayDB(db_path) as db:
+def test_audit_entries_round_trip(where: Location) -> None:
+    with GatewayDB(where) as db:
+        first = db.audit(ADMIN, "approve", "telegram:42", "ok", at=100.0)
+        second = db.audit("telegram:2", "deny", "telegram:1", "refused", at=200.0)
+        assert 0 < first < second
+    with GatewayDB(where) as db:
         entries = db.audit_entries()
         assert [(e.actor, e.command, e.args, e.outcome, e.at) for e in entries] == [
             ("telegram:2", "deny", "telegram:1", "refused", 200.0),
             (ADMIN, "approve", "telegram:42", "ok", 100.0),
         ]
         assert len(db.audit_entries(limit=1)) == 1
+        assert [e.id for e in entries] == [second, first]
+        assert db.audit_entries(limit=0) == []
+        long = db.audit(ADMIN, "note", "x" * 1000, "ok", at=300.0)
+        assert db.audit_entries(limit=1)[0].id == long
+        assert db.audit_entries(limit=1)[0].args == "x" * 500
+
+
+# -- the same tables seen by two replicas (PostgreSQL) ---------------------------------
+
+
+def test_two_replicas_share_pairing_access_and_audit(postgres_url: str, clock: FakeClock) -> None:
+    with GatewayDB(postgres_url) as db_a, GatewayDB(postgres_url) as db_b:
+        assert db_a.install_salt() == db_b.install_salt()
+        auth_a = Authorizer(settings(policy="pairing"), db_a, clock)
+        auth_b = Authorizer(settings(policy="pairing"), db_b, clock)
+        code = code_of(auth_a.decide(dm("42")).reply)
+        assert auth_b.decide(dm("42", text="did it work?")).reason == "pairing_pending"
+        assert auth_b.approve_code(code, by=ADMIN).ok  # issued on A, approved on B
+        assert auth_a.decide(dm("42")).allowed
+        again = auth_a.approve_code(code, by=ADMIN)
+        assert not again.ok and "already used" in again
+
+        auth_a.deny("telegram:42", by=ADMIN)
+        assert not auth_b.decide(dm("42")).allowed
+        assert db_b.get_access("telegram:42") == db_a.get_access("telegram:42")
+
+        db_a.audit(ADMIN, "deny", "telegram:42", "ok", at=100.0)
+        db_b.audit(ADMIN, "allow", "telegram:43", "ok", at=200.0)
+        assert [e.command for e in db_a.audit_entries()] == ["allow", "deny"]
+        assert db_a.audit_entries() == db_b.audit_entries()
+
+
+def redeem_at_once(code: str, dbs: tuple[GatewayDB, ...], clock: FakeClock) -> list[bool]:
+    """Whether each of ``dbs`` approved ``code``, all trying at the same moment."""
+    replies: list[bool] = []
+    start = threading.Barrier(len(dbs))
+
+    def approve(db: GatewayDB) -> None:
+        auth = Authorizer(settings(policy="pairing"), db, clock)
+        start.wait()
+        replies.append(auth.approve_code(code, by=ADMIN).ok)
+
+    threads = [threading.Thread(target=approve, args=(db,)) for db in dbs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return replies
+
+
+def test_a_code_redeemed_by_two_replicas_at_once_is_used_once(
+    postgres_url: str, clock: FakeClock
+) -> None:
+    with GatewayDB(postgres_url) as db_a, GatewayDB(postgres_url) as db_b:
+        auth = Authorizer(settings(policy="pairing"), db_a, clock)
+        for n in range(5):
+            code = code_of(auth.decide(dm(f"{50 + n}")).reply)
+            assert sorted(redeem_at_once(code, (db_a, db_b), clock)) == [False, True], n
+            assert db_b.get_access(f"telegram:{50 + n}") is not None
+
+
+def test_the_pairing_quota_holds_across_replicas(postgres_url: str, clock: FakeClock) -> None:
+    with GatewayDB(postgres_url) as db_a, GatewayDB(postgres_url) as db_b:
+        now = clock.time()
+        assert db_a.take_pairing_quota("telegram:42", now, 3600, 2)
+        assert db_b.take_pairing_quota("telegram:42", now, 3600, 2)
+        assert not db_a.take_pairing_quota("telegram:42", now, 3600, 2)
+        assert not db_b.take_pairing_quota("telegram:42", now, 3600, 2)
+        assert db_b.take_pairing_quota("telegram:43", now, 3600, 2)
+        assert db_a.take_pairing_quota("telegram:42", now + 3601, 3600, 2)

@@ -20,11 +20,13 @@ import pytest
 import redis
 from rq import Worker
 
+from memory.database import Location
 from memory.jobs import (
     BackgroundQueue,
     InProcessQueue,
     JobSpec,
     Outbox,
+    OutboxRelay,
     RQQueue,
     make_queue,
     mask_url,
@@ -35,7 +37,7 @@ if TYPE_CHECKING:
     from tests.fakes.redis_fixtures import WorkerProcesses
     from tests.fakes.redis_server import RedisServer
 
-pytest_plugins = ["tests.fakes.redis_fixtures"]
+pytest_plugins = ["tests.fakes.redis_fixtures", "tests.fakes.tables_backends"]
 
 RETRIES = 2
 QUEUE_NAME = "chorus"
@@ -269,8 +271,63 @@ def test_outbox_is_a_durable_fifo_next_to_other_tables(tmp_path: Path) -> None:
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
 
-def test_outbox_is_thread_safe(tmp_path: Path) -> None:
-    outbox = Outbox(tmp_path / "state.db")
+def test_outbox_is_a_fifo_whose_ids_give_the_order(where: Location) -> None:
+    jobs = [
+        JobSpec("a.b", (n, "x", None, [1, 2], {"k": True}), f"s{n}", f"j{n}", "d") for n in range(5)
+    ]
+    with Outbox(where) as outbox:
+        ids = [outbox.put(job) for job in jobs[:3]]
+        outbox.delete(ids[1])
+        outbox.delete(10_000)  # unknown: ignored
+        ids += [outbox.put(job) for job in jobs[3:]]
+        assert ids == sorted(ids) and len(set(ids)) == 5
+        assert outbox.location == where
+    with Outbox(where) as reopened:
+        assert reopened.count() == 4
+        pending = reopened.pending()
+        assert [row_id for row_id, _ in pending] == [ids[0], ids[2], ids[3], ids[4]]
+        assert [job for _, job in pending] == [jobs[0], jobs[2], jobs[3], jobs[4]]
+        assert [job.job_id for _, job in reopened.pending(limit=2)] == ["j0", "j2"]
+        assert reopened.pending(limit=0) == []
+
+
+def test_outbox_relay_parks_jobs_and_sends_them_in_order(where: Location) -> None:
+    sent: list[str] = []
+    down = True
+
+    def submit(job: JobSpec) -> None:
+        if down:
+            raise ConnectionError("refused")
+        sent.append(job.job_id)
+
+    relay = OutboxRelay(
+        Outbox(where), submit, errors=(ConnectionError,), target="redis", reconnect_delay=0.0
+    )
+    for n in range(3):
+        relay.send(JobSpec("a.b", (n,), "s", f"j{n}"))
+    assert (relay.reachable, relay.pending(), sent) == (False, 3, [])
+    down = False
+    relay.send(JobSpec("a.b", (3,), "s", "j3"))  # drains the older ones first
+    assert (relay.reachable, relay.pending(), sent) == (True, 0, ["j0", "j1", "j2", "j3"])
+    relay.close()
+
+
+def test_two_replicas_share_one_outbox(postgres_url: str) -> None:
+    with Outbox(postgres_url) as first, Outbox(postgres_url) as second:
+        a = first.put(JobSpec("a.b", (1,), "s", "from-first"))
+        b = second.put(JobSpec("a.b", (2,), "s", "from-second"))
+        assert a < b
+        assert [(row_id, job.job_id) for row_id, job in first.pending()] == [
+            (a, "from-first"),
+            (b, "from-second"),
+        ]
+        first.delete(b)
+        assert second.count() == 1
+        assert [job.job_id for _, job in second.pending()] == ["from-first"]
+
+
+def test_outbox_is_thread_safe(where: Location) -> None:
+    outbox = Outbox(where)
 
     def put_many(t: int) -> None:
         for n in range(50):

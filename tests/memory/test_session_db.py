@@ -12,6 +12,8 @@ import pytest
 from memory.errors import SessionDBError
 from memory.transcripts import SCHEMA_VERSION, SessionDB, fts5_available
 
+pytest_plugins = ["tests.fakes.postgres_fixtures"]
+
 ALICE = "telegram:100"
 BOB = "telegram:200"
 
@@ -22,8 +24,18 @@ def db_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def db(db_path: Path) -> Iterator[SessionDB]:
+def sqlite_db(db_path: Path) -> Iterator[SessionDB]:
+    """For what is SQLite's own (the file, its modes, its schema version)."""
     database = SessionDB(db_path)
+    yield database
+    database.close()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db(request: pytest.FixtureRequest, db_path: Path) -> Iterator[SessionDB]:
+    """The same behaviour on both backends: a SQLite file, a PostgreSQL database."""
+    where = db_path if request.param == "sqlite" else request.getfixturevalue("postgres_url")
+    database = SessionDB(where)
     yield database
     database.close()
 
@@ -55,7 +67,7 @@ def test_fts5_is_available() -> None:
     assert fts5_available() is True
 
 
-def test_new_database_is_wal_with_current_schema(db: SessionDB, db_path: Path) -> None:
+def test_new_database_is_wal_with_current_schema(sqlite_db: SessionDB, db_path: Path) -> None:
     other = sqlite3.connect(db_path)
     try:
         assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -81,10 +93,10 @@ def test_reopening_keeps_data(db_path: Path) -> None:
         assert [hit.session_id for hit in second.search(ALICE, "lighthouse")] == ["s1"]
 
 
-def test_two_connections_share_the_file(db: SessionDB, db_path: Path) -> None:
+def test_two_connections_share_the_file(sqlite_db: SessionDB, db_path: Path) -> None:
     with SessionDB(db_path) as other:
-        start(db, "s1")
-        db.append_message("s1", "user", "hello from the first")
+        start(sqlite_db, "s1")
+        sqlite_db.append_message("s1", "user", "hello from the first")
         assert other.get_messages("s1")[0].content == "hello from the first"
 
 

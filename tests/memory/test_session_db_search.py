@@ -16,12 +16,28 @@ from memory.transcripts import SearchHit, SessionDB
 from memory.transcripts._schema import USER_SHIFT, build_fts_query, query_tokens
 from memory.transcripts._tokens import fts5_tokens
 
+pytest_plugins = ["tests.fakes.postgres_fixtures"]
+
 ALICE = "telegram:100"
 BOB = "discord:200"
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SessionDB]:
+    """The same cases on both backends: SQLite's FTS5, PostgreSQL's tsvector."""
+    where = (
+        tmp_path / "sessions.db"
+        if request.param == "sqlite"
+        else request.getfixturevalue("postgres_url")
+    )
+    database = SessionDB(where)
+    yield database
+    database.close()
+
+
 @pytest.fixture
-def db(tmp_path: Path) -> Iterator[SessionDB]:
+def sqlite_db(tmp_path: Path) -> Iterator[SessionDB]:
+    """For SQLite's own index internals (FTS5 rowids, user numbers, triggers)."""
     database = SessionDB(tmp_path / "sessions.db")
     yield database
     database.close()
@@ -124,15 +140,15 @@ def test_and_then_or_fallback(db: SessionDB) -> None:
     assert db.search(ALICE, "delta epsilon") == []
 
 
-def test_index_follows_updates_and_deletes(db: SessionDB) -> None:
-    start(db, "s1", ALICE)
-    message_id = db.append_message("s1", "user", "original walrus")
-    conn = db._connection()
+def test_index_follows_updates_and_deletes(sqlite_db: SessionDB) -> None:
+    start(sqlite_db, "s1", ALICE)
+    message_id = sqlite_db.append_message("s1", "user", "original walrus")
+    conn = sqlite_db._connection()
     conn.execute("UPDATE messages SET content = 'edited narwhal' WHERE id = ?", (message_id,))
-    assert db.search(ALICE, "walrus") == []
-    assert [hit.message_id for hit in db.search(ALICE, "narwhal")] == [message_id]
+    assert sqlite_db.search(ALICE, "walrus") == []
+    assert [hit.message_id for hit in sqlite_db.search(ALICE, "narwhal")] == [message_id]
     conn.execute("DELETE FROM messages WHERE id = ?", (message_id,))
-    assert db.search(ALICE, "narwhal") == []
+    assert sqlite_db.search(ALICE, "narwhal") == []
 
 
 HOSTILE = [
@@ -267,7 +283,8 @@ def test_other_users_never_come_back_for_the_same_words(
             hits = db.search(user, query, limit=100)
             assert hits and ids(hits) <= mine, (user, query)
         assert len(db.search(user, "lighthouse", limit=100)) == 4
-    assert_index_matches_messages(db._connection())
+    if not db.is_postgres:  # FTS5's own tables
+        assert_index_matches_messages(db._connection())
 
 
 def test_the_current_session_is_left_out_and_nobody_elses_fills_in(
@@ -299,61 +316,61 @@ def test_a_session_of_an_unknown_user_finds_nothing(db: SessionDB) -> None:
     assert db.search("telegram:404", "lighthouse") == []
 
 
-def test_a_deleted_session_leaves_the_index(db: SessionDB) -> None:
-    conn = db._connection()
-    start(db, "a1", ALICE)
-    start(db, "a2", ALICE)
-    start(db, "b1", BOB)
-    gone = db.append_message("a1", "user", "the lighthouse keeper")
-    kept = db.append_message("a2", "user", "the lighthouse keeper")
-    db.append_message("b1", "user", "the lighthouse keeper")
+def test_a_deleted_session_leaves_the_index(sqlite_db: SessionDB) -> None:
+    conn = sqlite_db._connection()
+    start(sqlite_db, "a1", ALICE)
+    start(sqlite_db, "a2", ALICE)
+    start(sqlite_db, "b1", BOB)
+    gone = sqlite_db.append_message("a1", "user", "the lighthouse keeper")
+    kept = sqlite_db.append_message("a2", "user", "the lighthouse keeper")
+    sqlite_db.append_message("b1", "user", "the lighthouse keeper")
     conn.execute("DELETE FROM sessions WHERE id = 'a1'")  # cascades to its messages
-    assert ids(db.search(ALICE, "lighthouse")) == {kept}
-    assert gone not in {m.id for m in db.get_messages("a1")}
+    assert ids(sqlite_db.search(ALICE, "lighthouse")) == {kept}
+    assert gone not in {m.id for m in sqlite_db.get_messages("a1")}
     assert_index_matches_messages(conn)
     numbers = dict(conn.execute("SELECT user_key, n FROM user_numbers").fetchall())
     assert set(numbers) == {ALICE, BOB}  # Alice still has a session
     conn.execute("DELETE FROM sessions WHERE id = 'a2'")
-    assert db.search(ALICE, "lighthouse") == []
-    assert [hit.session_id for hit in db.search(BOB, "lighthouse")] == ["b1"]
+    assert sqlite_db.search(ALICE, "lighthouse") == []
+    assert [hit.session_id for hit in sqlite_db.search(BOB, "lighthouse")] == ["b1"]
     assert set(dict(conn.execute("SELECT user_key, n FROM user_numbers").fetchall())) == {BOB}
     assert_index_matches_messages(conn)
-    start(db, "a3", ALICE)  # back again: a new number, never an old one
-    found = db.append_message("a3", "user", "lighthouse once more")
+    start(sqlite_db, "a3", ALICE)  # back again: a new number, never an old one
+    found = sqlite_db.append_message("a3", "user", "lighthouse once more")
     assert conn.execute("SELECT n FROM user_numbers WHERE user_key = ?", (ALICE,)).fetchone()[
         0
     ] > max(numbers.values())
-    assert ids(db.search(ALICE, "lighthouse")) == {found}
+    assert ids(sqlite_db.search(ALICE, "lighthouse")) == {found}
     assert_index_matches_messages(conn)
 
 
-def test_plain_sql_writes_keep_the_index_right(db: SessionDB) -> None:
+def test_plain_sql_writes_keep_the_index_right(sqlite_db: SessionDB) -> None:
     """Rows written without SessionDB (a repair script, an old tool) are indexed too."""
-    conn = db._connection()
-    start(db, "alice", ALICE)
-    start(db, "bob", BOB)
+    conn = sqlite_db._connection()
+    start(sqlite_db, "alice", ALICE)
+    start(sqlite_db, "bob", BOB)
     conn.execute(
         "INSERT INTO messages (session_id, role, content, timestamp)"
         " VALUES ('alice', 'user', 'written by hand: zeppelin', 1.0)"
     )
-    [hit] = db.search(ALICE, "zeppelin")
+    [hit] = sqlite_db.search(ALICE, "zeppelin")
     assert hit.session_id == "alice"
-    assert db.search(BOB, "zeppelin") == []
+    assert sqlite_db.search(BOB, "zeppelin") == []
     conn.execute("UPDATE messages SET content = 'edited: blimp' WHERE id = ?", (hit.message_id,))
-    assert db.search(ALICE, "zeppelin") == []
-    assert ids(db.search(ALICE, "blimp")) == {hit.message_id}
+    assert sqlite_db.search(ALICE, "zeppelin") == []
+    assert ids(sqlite_db.search(ALICE, "blimp")) == {hit.message_id}
     assert_index_matches_messages(conn)
     conn.execute("DELETE FROM messages WHERE id = ?", (hit.message_id,))
-    assert db.search(ALICE, "blimp") == []
+    assert sqlite_db.search(ALICE, "blimp") == []
     assert_index_matches_messages(conn)
 
 
-def test_a_message_never_changes_user(db: SessionDB) -> None:
-    conn = db._connection()
-    start(db, "alice", ALICE)
-    start(db, "alice-2", ALICE)
-    start(db, "bob", BOB)
-    message = db.append_message("alice", "user", "private words")
+def test_a_message_never_changes_user(sqlite_db: SessionDB) -> None:
+    conn = sqlite_db._connection()
+    start(sqlite_db, "alice", ALICE)
+    start(sqlite_db, "alice-2", ALICE)
+    start(sqlite_db, "bob", BOB)
+    message = sqlite_db.append_message("alice", "user", "private words")
     bob_number = conn.execute("SELECT n FROM user_numbers WHERE user_key = ?", (BOB,)).fetchone()
     refused = [
         ("UPDATE messages SET session_id = 'bob' WHERE id = ?", (message,)),
@@ -373,17 +390,17 @@ def test_a_message_never_changes_user(db: SessionDB) -> None:
         with pytest.raises(sqlite3.IntegrityError):
             conn.execute(statement, params)
     conn.execute("UPDATE sessions SET user_key = ? WHERE id = 'alice'", (ALICE,))  # no change
-    assert ids(db.search(ALICE, "private")) == {message}
-    assert db.search(BOB, "private") == []
-    assert db.search(BOB, "forged") == []
+    assert ids(sqlite_db.search(ALICE, "private")) == {message}
+    assert sqlite_db.search(BOB, "private") == []
+    assert sqlite_db.search(BOB, "forged") == []
     assert_index_matches_messages(conn)
 
 
-def test_tool_output_and_system_text_stay_out_of_the_index(db: SessionDB) -> None:
-    conn = db._connection()
-    start(db, "s1", ALICE)
-    db.append_message("s1", "system", "kraken in the system prompt")
-    tool = db.append_message("s1", "tool", "kraken in a tool result", tool_call_id="c1")
+def test_tool_output_and_system_text_stay_out_of_the_index(sqlite_db: SessionDB) -> None:
+    conn = sqlite_db._connection()
+    start(sqlite_db, "s1", ALICE)
+    sqlite_db.append_message("s1", "system", "kraken in the system prompt")
+    tool = sqlite_db.append_message("s1", "tool", "kraken in a tool result", tool_call_id="c1")
     conn.execute(
         "INSERT INTO messages (session_id, role, content, timestamp)"
         " VALUES ('s1', 'tool', 'kraken by hand', 1.0)"
@@ -391,9 +408,9 @@ def test_tool_output_and_system_text_stay_out_of_the_index(db: SessionDB) -> Non
     assert conn.execute("SELECT COUNT(*) FROM messages_fts_docsize").fetchone()[0] == 0
     conn.execute("UPDATE messages SET content = 'kraken edited' WHERE id = ?", (tool,))
     conn.execute("DELETE FROM messages WHERE id = ?", (tool,))
-    assert db.search(ALICE, "kraken") == []
-    said = db.append_message("s1", "user", "a kraken at last")
-    assert ids(db.search(ALICE, "kraken")) == {said}
+    assert sqlite_db.search(ALICE, "kraken") == []
+    said = sqlite_db.append_message("s1", "user", "a kraken at last")
+    assert ids(sqlite_db.search(ALICE, "kraken")) == {said}
     assert_index_matches_messages(conn)
 
 
@@ -402,12 +419,12 @@ def test_a_forked_child_searches_afresh(db: SessionDB) -> None:
     start(db, "s1", ALICE)
     db.append_message("s1", "user", "the kraken and the café, déjà vu")
     assert len(db.search(ALICE, "kraken")) == 1  # the parent has made its scratch table
-    path = db.path
+    where = db.location
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
         code = 1
         try:
-            with SessionDB(path) as child:
+            with SessionDB(where) as child:
                 hits = child.search(ALICE, "deja kraken")
                 code = 0 if [">>>kraken<<<" in hit.snippet for hit in hits] == [True] else 3
         finally:

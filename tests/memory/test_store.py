@@ -1,39 +1,92 @@
-"""MemoryStore: entries, limits, results, the frozen snapshot and the files on disk."""
+"""MemoryStore: entries, limits, results, the frozen snapshot and where the files are kept.
+
+The behaviour tests run on both backends (``files``: plain files on disk, the
+default; ``postgres``: ``PostgresMemoryFiles`` on a real, throwaway database);
+the tests of lock files, temp files and permissions are for the disk alone.
+"""
 
 from __future__ import annotations
 
 import json
 import logging
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from memory import log_content
-from memory.store import ENTRY_DELIMITER, MemoryStore, parse_entries
+from memory.store import (
+    ENTRY_DELIMITER,
+    DiskMemoryFiles,
+    MemoryStore,
+    PostgresMemoryFiles,
+    parse_entries,
+)
+
+pytest_plugins = ["tests.fakes.postgres_fixtures"]
 
 SEP = "═" * 46
 
 
-def make_store(root: Path, memory_limit: int = 2200, user_limit: int = 1375) -> MemoryStore:
-    store = MemoryStore(
-        root / "memories" / "MEMORY.md",
-        root / "memories" / "users" / "telegram" / "42" / "USER.md",
-        memory_char_limit=memory_limit,
-        user_char_limit=user_limit,
-    )
-    store.load_from_disk()
-    return store
+class Backend:
+    """Makes stores on one backend and reads or hand-edits the files behind them."""
+
+    def __init__(self, root: Path, pg: PostgresMemoryFiles | None) -> None:
+        self.root = root
+        self.pg = pg
+
+    def make(self, memory_limit: int = 2200, user_limit: int = 1375) -> MemoryStore:
+        store = MemoryStore(
+            self.root / "memories" / "MEMORY.md",
+            self.root / "memories" / "users" / "telegram" / "42" / "USER.md",
+            memory_char_limit=memory_limit,
+            user_char_limit=user_limit,
+            files=self.pg,
+        )
+        store.load_from_disk()
+        return store
+
+    def text(self, path: Path) -> str | None:
+        """The file's whole text, as on disk; None if it does not exist."""
+        if self.pg is not None:
+            return self.pg.read_text(self.pg.name_of(path))
+        return path.read_text(encoding="utf-8") if path.exists() else None
+
+    def put_text(self, path: Path, text: str) -> None:
+        """A hand edit of the file, behind the store's back."""
+        if self.pg is not None:
+            self.pg.write_text(self.pg.name_of(path), text)
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+    def put(self, path: Path, entries: list[str]) -> None:
+        self.put_text(path, ENTRY_DELIMITER.join(entries))
 
 
-def write_entries(path: Path, entries: list[str]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(ENTRY_DELIMITER.join(entries), encoding="utf-8")
+@pytest.fixture(params=["files", "postgres"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    if request.param == "files":
+        yield Backend(tmp_path, None)
+        return
+    url: str = request.getfixturevalue("postgres_url")
+    pg = PostgresMemoryFiles(url, tmp_path / "memories")
+    try:
+        yield Backend(tmp_path, pg)
+    finally:
+        pg.close()
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> MemoryStore:
-    return make_store(tmp_path)
+def store(backend: Backend) -> MemoryStore:
+    return backend.make()
+
+
+@pytest.fixture
+def disk_store(tmp_path: Path) -> MemoryStore:
+    """A store on the plain files, for what only the disk backend has."""
+    return Backend(tmp_path, None).make()
 
 
 # -- reading --------------------------------------------------------------
@@ -53,10 +106,9 @@ def test_parse_strips_entries_and_drops_empty_ones() -> None:
     assert parse_entries("") == []
 
 
-def test_load_reads_hand_edited_files(tmp_path: Path) -> None:
-    store = make_store(tmp_path)
-    store.memory_path.parent.mkdir(parents=True)
-    store.memory_path.write_text("a\n§\n  \n§\nb\n", encoding="utf-8")
+def test_load_reads_hand_edited_files(backend: Backend) -> None:
+    store = backend.make()
+    backend.put_text(store.memory_path, "a\n§\n  \n§\nb\n")
     store.load_from_disk()
     assert store.memory_entries == ["a", "b"]
 
@@ -64,7 +116,7 @@ def test_load_reads_hand_edited_files(tmp_path: Path) -> None:
 # -- add ------------------------------------------------------------------
 
 
-def test_add_writes_entries_to_disk(store: MemoryStore) -> None:
+def test_add_writes_entries_to_disk(backend: Backend, store: MemoryStore) -> None:
     first = store.add("memory", "Server runs Ubuntu 22.04")
     second = store.add("memory", "  Deploys go through GitHub Actions \n")
     assert first["success"] and second["success"]
@@ -75,23 +127,24 @@ def test_add_writes_entries_to_disk(store: MemoryStore) -> None:
         "entries": ["Server runs Ubuntu 22.04", "Deploys go through GitHub Actions"],
         "usage": "2% — 60/2,200 chars",
     }
-    assert store.memory_path.read_text(encoding="utf-8") == (
+    assert backend.text(store.memory_path) == (
         "Server runs Ubuntu 22.04\n§\nDeploys go through GitHub Actions"
     )
     assert store.memory_entries == second["entries"]
     json.dumps(second)
 
 
-def test_add_to_user_uses_user_file(store: MemoryStore) -> None:
+def test_add_to_user_uses_user_file(backend: Backend, store: MemoryStore) -> None:
     result = store.add("user", "Name: Ada")
     assert result["usage"] == "0% — 9/1,375 chars"
-    assert store.user_path.read_text(encoding="utf-8") == "Name: Ada"
-    assert not store.memory_path.exists()
+    assert backend.text(store.user_path) == "Name: Ada"
+    assert backend.text(store.memory_path) is None
     assert store.user_entries == ["Name: Ada"]
     assert store.memory_entries == []
 
 
-def test_files_and_directories_are_private(store: MemoryStore) -> None:
+def test_files_and_directories_are_private(disk_store: MemoryStore) -> None:
+    store = disk_store
     store.add("user", "Name: Ada")
     store.add("memory", "Shared fact")
     for path in (store.user_path, store.memory_path):
@@ -103,42 +156,44 @@ def test_files_and_directories_are_private(store: MemoryStore) -> None:
     assert stat.S_IMODE(store.memory_path.parent.stat().st_mode) == 0o700
 
 
-def test_duplicate_add_is_a_successful_no_op(store: MemoryStore) -> None:
+def test_duplicate_add_is_a_successful_no_op(backend: Backend, store: MemoryStore) -> None:
     store.add("memory", "Fact one")
-    before = store.memory_path.read_bytes()
+    before = backend.text(store.memory_path)
     result = store.add("memory", "  Fact one ")
     assert result["success"] is True
     assert "already exists" in result["message"]
     assert result["entries"] == ["Fact one"]
-    assert store.memory_path.read_bytes() == before
+    assert backend.text(store.memory_path) == before
 
 
 @pytest.mark.parametrize("content", ["", "   ", "\n\t\n"])
-def test_empty_content_is_refused(store: MemoryStore, content: str) -> None:
+def test_empty_content_is_refused(backend: Backend, store: MemoryStore, content: str) -> None:
     store.add("memory", "Fact one")
     for result in (store.add("memory", content), store.replace("memory", "Fact", content)):
         assert result["success"] is False
         assert "empty" in result["message"].lower()
         assert result["entries"] == ["Fact one"]
-    assert store.memory_path.read_text(encoding="utf-8") == "Fact one"
+    assert backend.text(store.memory_path) == "Fact one"
 
 
 @pytest.mark.parametrize("content", ["a\n§\nb", "§", "first\n§", "§\nlast", "x\n§\n§\ny"])
-def test_content_with_delimiter_line_is_refused(store: MemoryStore, content: str) -> None:
+def test_content_with_delimiter_line_is_refused(
+    backend: Backend, store: MemoryStore, content: str
+) -> None:
     result = store.add("memory", content)
     assert result["success"] is False
     assert "separates entries" in result["message"]
-    assert not store.memory_path.exists()
+    assert backend.text(store.memory_path) is None
 
 
-def test_section_sign_inside_a_line_is_fine(store: MemoryStore) -> None:
+def test_section_sign_inside_a_line_is_fine(backend: Backend, store: MemoryStore) -> None:
     assert store.add("memory", "See § 4\n §  \nend")["success"]
-    fresh = make_store(store.memory_path.parents[1])
+    fresh = backend.make()
     assert fresh.memory_entries == ["See § 4\n §  \nend"]
 
 
 @pytest.mark.parametrize("action", ["add", "replace", "remove"])
-def test_unknown_target_is_refused(store: MemoryStore, action: str) -> None:
+def test_unknown_target_is_refused(backend: Backend, store: MemoryStore, action: str) -> None:
     if action == "add":
         result = store.add("notes", "Fact")
     elif action == "replace":
@@ -153,25 +208,26 @@ def test_unknown_target_is_refused(store: MemoryStore, action: str) -> None:
         "usage": "",
     }
     assert not store.memory_path.parent.exists()
+    assert backend.text(store.memory_path) is None
 
 
-def test_newlines_and_carriage_returns_round_trip(store: MemoryStore) -> None:
+def test_newlines_and_carriage_returns_round_trip(backend: Backend, store: MemoryStore) -> None:
     content = "line one\r\nline two\rline three\nline four"
     assert store.add("memory", content)["entries"] == [content]
-    fresh = make_store(store.memory_path.parents[1])
+    fresh = backend.make()
     assert fresh.memory_entries == [content]
 
 
 # -- replace and remove ---------------------------------------------------
 
 
-def test_replace_changes_one_entry(store: MemoryStore) -> None:
+def test_replace_changes_one_entry(backend: Backend, store: MemoryStore) -> None:
     for text in ("Likes tea", "Works at ACME", "Lives in Oslo"):
         store.add("user", text)
     result = store.replace("user", "ACME", "Works at Initech since 2023")
     assert result["success"] is True
     assert result["entries"] == ["Likes tea", "Works at Initech since 2023", "Lives in Oslo"]
-    assert store.user_path.read_text(encoding="utf-8") == (
+    assert backend.text(store.user_path) == (
         "Likes tea\n§\nWorks at Initech since 2023\n§\nLives in Oslo"
     )
 
@@ -191,22 +247,22 @@ def test_replace_into_an_existing_entry_is_refused(store: MemoryStore) -> None:
     assert result["entries"] == ["Likes tea", "Likes coffee"]
 
 
-def test_remove_deletes_one_entry(store: MemoryStore) -> None:
+def test_remove_deletes_one_entry(backend: Backend, store: MemoryStore) -> None:
     for text in ("Likes tea", "Works at ACME", "Lives in Oslo"):
         store.add("user", text)
     result = store.remove("user", "Works at")
     assert result["success"] is True
     assert result["message"] == "Entry removed."
     assert result["entries"] == ["Likes tea", "Lives in Oslo"]
-    assert store.user_path.read_text(encoding="utf-8") == "Likes tea\n§\nLives in Oslo"
+    assert backend.text(store.user_path) == "Likes tea\n§\nLives in Oslo"
     store.remove("user", "tea")
     store.remove("user", "Oslo")
-    assert store.user_path.read_text(encoding="utf-8") == ""
-    assert make_store(store.user_path.parents[4]).user_entries == []
+    assert backend.text(store.user_path) == ""
+    assert backend.make().user_entries == []
 
 
 @pytest.mark.parametrize("action", ["replace", "remove"])
-def test_old_text_matching_nothing(store: MemoryStore, action: str) -> None:
+def test_old_text_matching_nothing(backend: Backend, store: MemoryStore, action: str) -> None:
     store.add("memory", "Fact one")
     if action == "replace":
         result = store.replace("memory", "Fact two", "Fact three")
@@ -215,12 +271,12 @@ def test_old_text_matching_nothing(store: MemoryStore, action: str) -> None:
     assert result["success"] is False
     assert "No entry contains 'Fact two'" in result["message"]
     assert result["entries"] == ["Fact one"]
-    assert store.memory_path.read_text(encoding="utf-8") == "Fact one"
+    assert backend.text(store.memory_path) == "Fact one"
 
 
 @pytest.mark.parametrize("action", ["replace", "remove"])
 @pytest.mark.parametrize("old_text", ["", "   "])
-def test_empty_old_text(store: MemoryStore, action: str, old_text: str) -> None:
+def test_empty_old_text(backend: Backend, store: MemoryStore, action: str, old_text: str) -> None:
     store.add("memory", "Fact one")
     if action == "replace":
         result = store.replace("memory", old_text, "Fact three")
@@ -228,15 +284,17 @@ def test_empty_old_text(store: MemoryStore, action: str, old_text: str) -> None:
         result = store.remove("memory", old_text)
     assert result["success"] is False
     assert "old_text is empty" in result["message"]
-    assert store.memory_path.read_text(encoding="utf-8") == "Fact one"
+    assert backend.text(store.memory_path) == "Fact one"
 
 
 @pytest.mark.parametrize("action", ["replace", "remove"])
-def test_old_text_matching_several_entries(store: MemoryStore, action: str) -> None:
+def test_old_text_matching_several_entries(
+    backend: Backend, store: MemoryStore, action: str
+) -> None:
     long_entry = "User likes coffee " + "x" * 200
     for text in ("User likes tea", long_entry, "Lives in Oslo"):
         store.add("user", text)
-    before = store.user_path.read_bytes()
+    before = backend.text(store.user_path)
     if action == "replace":
         result = store.replace("user", "likes", "User likes water")
     else:
@@ -248,7 +306,7 @@ def test_old_text_matching_several_entries(store: MemoryStore, action: str) -> N
     assert repr(long_entry[:80] + "...") in message
     assert long_entry not in message
     assert "Oslo" not in message
-    assert store.user_path.read_bytes() == before
+    assert backend.text(store.user_path) == before
 
 
 def test_exact_entry_wins_over_substring_matches(store: MemoryStore) -> None:
@@ -258,8 +316,8 @@ def test_exact_entry_wins_over_substring_matches(store: MemoryStore) -> None:
     assert result["entries"] == ["green tea"]
 
 
-def test_identical_copies_in_a_hand_edited_file(store: MemoryStore) -> None:
-    write_entries(store.user_path, ["tea", "tea", "cake"])
+def test_identical_copies_in_a_hand_edited_file(backend: Backend, store: MemoryStore) -> None:
+    backend.put(store.user_path, ["tea", "tea", "cake"])
     result = store.remove("user", "te")
     assert result["success"] is True
     assert result["entries"] == ["tea", "cake"]
@@ -268,18 +326,18 @@ def test_identical_copies_in_a_hand_edited_file(store: MemoryStore) -> None:
 # -- limits ---------------------------------------------------------------
 
 
-def test_limit_counts_delimiters_and_allows_exact_fit(tmp_path: Path) -> None:
-    store = make_store(tmp_path, memory_limit=23)
+def test_limit_counts_delimiters_and_allows_exact_fit(backend: Backend) -> None:
+    store = backend.make(memory_limit=23)
     assert store.add("memory", "a" * 10)["success"]
     result = store.add("memory", "b" * 10)  # 10 + 3 + 10 = 23
     assert result["success"] is True
     assert result["usage"] == "100% — 23/23 chars"
 
 
-def test_add_over_limit_is_refused_without_truncating(tmp_path: Path) -> None:
-    store = make_store(tmp_path, memory_limit=100)
+def test_add_over_limit_is_refused_without_truncating(backend: Backend) -> None:
+    store = backend.make(memory_limit=100)
     store.add("memory", "a" * 60)
-    before = store.memory_path.read_bytes()
+    before = backend.text(store.memory_path)
     result = store.add("memory", "b" * 40)  # 60 + 3 + 40 = 103
     assert result["success"] is False
     message = result["message"]
@@ -290,28 +348,28 @@ def test_add_over_limit_is_refused_without_truncating(tmp_path: Path) -> None:
     assert "replace or remove" in message
     assert result["entries"] == ["a" * 60]
     assert result["usage"] == "60% — 60/100 chars"
-    assert store.memory_path.read_bytes() == before
+    assert backend.text(store.memory_path) == before
 
 
-def test_replace_over_limit_is_refused(tmp_path: Path) -> None:
-    store = make_store(tmp_path, memory_limit=50)
+def test_replace_over_limit_is_refused(backend: Backend) -> None:
+    store = backend.make(memory_limit=50)
     store.add("memory", "short")
     store.add("memory", "x" * 30)
-    before = store.memory_path.read_bytes()
+    before = backend.text(store.memory_path)
     result = store.replace("memory", "short", "y" * 20)  # 20 + 3 + 30 = 53
     assert result["success"] is False
     assert "Consolidate" in result["message"]
-    assert store.memory_path.read_bytes() == before
+    assert backend.text(store.memory_path) == before
     assert store.replace("memory", "short", "y" * 17)["success"]  # exactly 50
 
 
 @pytest.mark.parametrize("char", ["é", "中", "😀"])
-def test_limit_counts_characters_not_bytes(tmp_path: Path, char: str) -> None:
-    store = make_store(tmp_path)
+def test_limit_counts_characters_not_bytes(backend: Backend, char: str) -> None:
+    store = backend.make()
     result = store.add("user", char * 1375)
     assert result["success"] is True
     assert result["usage"] == "100% — 1,375/1,375 chars"
-    assert len(store.user_path.read_bytes()) > 1375
+    assert len((backend.text(store.user_path) or "").encode("utf-8")) > 1375
     store.remove("user", char)
     refused = store.add("user", char * 1376)
     assert refused["success"] is False
@@ -322,8 +380,8 @@ def test_limit_counts_characters_not_bytes(tmp_path: Path, char: str) -> None:
 # -- the frozen snapshot --------------------------------------------------
 
 
-def test_header_format(tmp_path: Path) -> None:
-    store = make_store(tmp_path)
+def test_header_format(backend: Backend) -> None:
+    store = backend.make()
     entries = ["a" * 735, "b" * 736]  # 735 + 3 + 736 = 1,474 chars
     for entry in entries:
         result = store.add("memory", entry)
@@ -339,22 +397,22 @@ def test_header_format(tmp_path: Path) -> None:
     )
 
 
-def test_header_percentage_is_capped(tmp_path: Path) -> None:
-    store = make_store(tmp_path, memory_limit=10)
-    write_entries(store.memory_path, ["x" * 25])
+def test_header_percentage_is_capped(backend: Backend) -> None:
+    store = backend.make(memory_limit=10)
+    backend.put(store.memory_path, ["x" * 25])
     store.load_from_disk()
     block = store.format_for_system_prompt("memory")
     assert block is not None
     assert "[100% — 25/10 chars]" in block
 
 
-def test_snapshot_stays_frozen_while_live_entries_change(tmp_path: Path) -> None:
-    seed = make_store(tmp_path)
+def test_snapshot_stays_frozen_while_live_entries_change(backend: Backend) -> None:
+    seed = backend.make()
     seed.add("memory", "Fact one")
     seed.add("memory", "Fact two")
     seed.add("user", "Likes tea")
 
-    store = make_store(tmp_path)
+    store = backend.make()
     memory_block = store.format_for_system_prompt("memory")
     user_block = store.format_for_system_prompt("user")
     assert memory_block is not None and "Fact two" in memory_block
@@ -371,7 +429,7 @@ def test_snapshot_stays_frozen_while_live_entries_change(tmp_path: Path) -> None
     assert store.format_for_system_prompt("memory") == memory_block
     assert store.format_for_system_prompt("user") == user_block
 
-    fresh = make_store(tmp_path)
+    fresh = backend.make()
     fresh_block = fresh.format_for_system_prompt("memory")
     assert fresh_block is not None
     assert fresh_block.endswith("Fact one, revised\n§\nFact three")
@@ -393,9 +451,9 @@ def test_snapshot_of_empty_file_stays_none(store: MemoryStore) -> None:
 # -- sharing and recovery -------------------------------------------------
 
 
-def test_writes_reread_the_file_so_other_writers_are_kept(tmp_path: Path) -> None:
-    first = make_store(tmp_path)
-    second = make_store(tmp_path)
+def test_writes_reread_the_file_so_other_writers_are_kept(backend: Backend) -> None:
+    first = backend.make()
+    second = backend.make()
     first.add("memory", "From the first store")
     result = second.add("memory", "From the second store")
     assert result["entries"] == ["From the first store", "From the second store"]
@@ -404,7 +462,8 @@ def test_writes_reread_the_file_so_other_writers_are_kept(tmp_path: Path) -> Non
     assert first.memory_entries == refused["entries"]
 
 
-def test_stale_temp_files_of_this_file_are_removed(store: MemoryStore) -> None:
+def test_stale_temp_files_of_this_file_are_removed(disk_store: MemoryStore) -> None:
+    store = disk_store
     directory = store.memory_path.parent
     directory.mkdir(parents=True)
     stale = directory / ".mem_MEMORY.md.abc123.tmp"
@@ -441,3 +500,9 @@ def test_logs_hide_content_below_debug(
     finally:
         log_content.enable(False)
     assert "a third detail" in caplog.text
+
+
+def test_the_default_backend_is_the_plain_files(disk_store: MemoryStore) -> None:
+    assert isinstance(disk_store.files, DiskMemoryFiles)
+    disk_store.add("memory", "Fact one")
+    assert disk_store.memory_path.read_text(encoding="utf-8") == "Fact one"

@@ -334,7 +334,7 @@ class SlackAdapter(BaseAdapter):
                 return BoltResponse(status=200, body=answer)
             await next()
             return None
-        if self._paused:
+        if self._paused or not self.accepting():
             return BoltResponse(status=503, body={"error": "shutting down"})
         event_id = body.get("event_id") if body.get("type") == "event_callback" else None
         payload = json.dumps(body)  # ASCII: a lone surrogate in an event stays storable

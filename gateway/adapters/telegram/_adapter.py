@@ -27,7 +27,13 @@ from aiohttp import web
 from telegram import BotCommand, BotCommandScopeChat
 from telegram.error import BadRequest, Conflict, InvalidToken, NetworkError, TelegramError
 
-from gateway.adapters._base import AdapterCapabilities, BaseAdapter, CommandInfo, RouteHandler
+from gateway.adapters._base import (
+    AdapterCapabilities,
+    BaseAdapter,
+    CommandInfo,
+    RouteHandler,
+    SharedBudgets,
+)
 from gateway.adapters._support import Backoff, Sometimes, retrying
 from gateway.adapters._text_split import utf16_length
 from gateway.adapters.telegram._bot import build_application, token_of
@@ -90,9 +96,10 @@ class TelegramAdapter(BaseAdapter):
         self._clock = clock or SystemClock()
         self._app = build_application(settings, on_poll=self._note_poll, screen=self._screen)
         self._consumer: asyncio.Task[None] | None = None
+        self._pacer = ChatPacer(now=self._clock.time, sleep=self._clock.sleep)
         self._sender = TelegramSender(
             self._app.bot,
-            ChatPacer(now=self._clock.time, sleep=self._clock.sleep),
+            self._pacer,
             sleep=self._clock.sleep,
             now=self._clock.time,
         )
@@ -254,6 +261,12 @@ class TelegramAdapter(BaseAdapter):
             return
         logger.warning("telegram polling failed (%s); retrying with backoff", type(exc).__name__)
 
+    def share_send_budgets(self, budgets: SharedBudgets) -> None:
+        self._pacer.shared = budgets
+
+    def polling_token(self) -> str | None:
+        return None if self._settings.webhook_url else token_of(self._settings)
+
     def http_routes(self) -> list[tuple[str, str, RouteHandler]]:
         if not self._settings.webhook_url:
             return []
@@ -266,7 +279,7 @@ class TelegramAdapter(BaseAdapter):
         if not expected or not hmac.compare_digest(given, expected):
             logger.warning("refused a telegram webhook request: wrong secret token")
             return web.json_response({"error": "forbidden"}, status=403)
-        if not self._started or self._paused:
+        if not self._started or self._paused or not self.accepting():
             return web.json_response({"error": "not ready"}, status=503)
         try:
             data = await request.json()

@@ -10,9 +10,14 @@ overall limit.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+
+from gateway.adapters._base import SharedBudgets
+
+logger = logging.getLogger(__name__)
 
 PRIVATE_RATE = 1.0
 """Messages (sends and edits) per second in one private chat, on average."""
@@ -77,6 +82,8 @@ class ChatPacer:
         self._senders = 0
         self._no_senders = asyncio.Event()
         self._no_senders.set()
+        self.shared: SharedBudgets | None = None
+        """With several replicas: every message also waits for the budgets they share."""
 
     def _bucket(self, chat_id: str) -> _Bucket:
         bucket = self._chats.get(chat_id)
@@ -120,12 +127,26 @@ class ChatPacer:
                         continue  # the chat was flood-blocked meanwhile
                     bucket.tokens -= 1.0
                     self._global.tokens -= 1.0
-                    return
+                    break
+            if self.shared is not None:
+                await self._take_shared(chat_id, bucket)
         finally:
             self._waiting -= 1
             self._senders -= 1
             if self._senders == 0:
                 self._no_senders.set()
+
+    async def _take_shared(self, chat_id: str, bucket: _Bucket) -> None:
+        assert self.shared is not None
+        try:
+            while (
+                wait := await self.shared.wait_for(
+                    chat_id, bucket.rate, bucket.burst, GLOBAL_RATE, GLOBAL_BURST
+                )
+            ) > 0:
+                await self._sleep(wait)
+        except Exception as exc:  # Redis away: this replica's own budget still holds
+            logger.warning("shared telegram budget unavailable (%s)", type(exc).__name__)
 
     def has_spare(self) -> bool:
         """Whether the bot's budget has room beyond what messages need now (for typing…)."""
@@ -158,8 +179,16 @@ class ChatPacer:
         """Telegram said ``retry_after``: nothing goes to this chat for ``seconds``."""
         bucket = self._bucket(chat_id)
         bucket.blocked_until = max(bucket.blocked_until, self._now() + seconds)
+        if self.shared is not None:
+            task = asyncio.ensure_future(self.shared.block(chat_id, seconds))
+            task.add_done_callback(_quiet)
 
     def blocked_for(self, chat_id: str) -> float:
         """Seconds left of a flood block on this chat (0 when none)."""
         bucket = self._chats.get(chat_id)
         return 0.0 if bucket is None else max(0.0, bucket.blocked_until - self._now())
+
+
+def _quiet(task: asyncio.Future[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        logger.warning("could not share a flood block (%s)", type(task.exception()).__name__)

@@ -15,7 +15,7 @@ import sqlite3
 from functools import lru_cache
 from pathlib import Path
 
-from memory.sqlite_tables import BUSY_TIMEOUT_MS, private_database
+from memory.tables import BUSY_TIMEOUT_MS, private_database
 
 SCHEMA_VERSION = 1
 

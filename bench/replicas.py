@@ -1,0 +1,153 @@
+"""Several gateway replicas: CPU per answered message and end-to-end latency, 1, 2 and 4 replicas.
+
+For each replica count a fresh cluster (tests/replicas/cluster.py): real
+``chorus gateway --replica-id`` processes and one ``chorus worker`` on one
+redis-server and one PostgreSQL database (a throwaway cluster), the tests'
+fake Telegram posting webhook updates to the replicas in turn, the fake LLM
+answering at once. ``--users`` people each write ``--messages`` messages, each
+one after the answer to the one before. Reported per replica count:
+
+- answered and correct (each answer once, in order),
+- CPU seconds of the replica processes per answered message (their user+system
+  time over the run, from /proc), and of the worker,
+- end-to-end latency (message posted to the fake until its answer is there):
+  p50 and p99.
+
+On a 2-core machine this measures what a message costs, not a speed-up: the
+replicas, the worker, Redis, PostgreSQL and the fakes share the two cores.
+
+Run: uv run python bench/replicas.py [--users 30] [--messages 5] [--counts 1 2 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.fakes import FakeOpenAI, Reply  # noqa: E402
+from tests.fakes.postgres_server import PostgresServer  # noqa: E402
+from tests.fakes.redis_server import RedisServer  # noqa: E402
+from tests.fakes.telegram_api import FakeTelegram  # noqa: E402
+from tests.replicas.cluster import Cluster, Process  # noqa: E402
+
+FIRST_USER = 7000
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(process: Process) -> float:
+    """User + system time of a live process so far."""
+    fields = Path(f"/proc/{process.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def echo(body: dict[str, Any]) -> Reply:
+    users = [m for m in body["messages"] if m["role"] == "user"]
+    text = str(users[-1]["content"]).splitlines()[0] if users else ""
+    return Reply.of_text(f"echo: {text}")
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def one_run(root: Path, replicas: int, users: int, messages: int) -> dict[str, Any]:
+    with (
+        RedisServer(root / "redis") as redis_server,
+        PostgresServer(root / "postgres") as postgres,
+        FakeOpenAI() as llm,
+        FakeTelegram() as telegram,
+    ):
+        llm.responder(echo)
+        cluster = Cluster(
+            root / "cluster", redis_server.url, postgres.create_database(), llm, telegram
+        )
+        try:
+            started = [await cluster.replica(f"replica-{n}") for n in range(replicas)]
+            worker = cluster.worker("worker")
+            cluster.balance(*started)
+            cpu_before = {p.name: cpu_seconds(p) for p in [*started, worker]}
+            latencies: list[float] = []
+
+            async def converse(user: int) -> None:
+                for n in range(messages):
+                    expected = f"echo: u{user} m{n}"
+                    sent = time.monotonic()
+                    telegram.message(f"u{user} m{n}", user_id=user)
+                    await telegram.wait_for(
+                        lambda expected=expected, user=user: any(
+                            m.text == expected for m in telegram.in_chat(user)
+                        ),
+                        timeout=120,
+                    )
+                    latencies.append(time.monotonic() - sent)
+
+            wall = time.monotonic()
+            people = [FIRST_USER + n for n in range(users)]
+            await asyncio.gather(*(converse(u) for u in people))
+            wall = time.monotonic() - wall
+            await asyncio.sleep(1.0)
+            correct = sum(
+                [m.text for m in telegram.in_chat(u)]
+                == [f"echo: u{u} m{n}" for n in range(messages)]
+                for u in people
+            )
+            replica_cpu = sum(cpu_seconds(p) - cpu_before[p.name] for p in started)
+            worker_cpu = cpu_seconds(worker) - cpu_before[worker.name]
+        finally:
+            for process in cluster.processes:
+                if process.proc.poll() is None:
+                    process.kill()
+    answered = len(latencies)
+    return {
+        "replicas": replicas,
+        "messages": users * messages,
+        "answered": answered,
+        "people_all_correct": correct,
+        "people": users,
+        "wall_s": round(wall, 2),
+        "replica_cpu_ms_per_message": round(1000 * replica_cpu / max(answered, 1), 1),
+        "worker_cpu_ms_per_message": round(1000 * worker_cpu / max(answered, 1), 1),
+        "p50_ms": round(1000 * statistics.median(latencies), 1) if latencies else None,
+        "p99_ms": round(1000 * percentile(latencies, 0.99), 1) if latencies else None,
+    }
+
+
+async def main_async(args: argparse.Namespace) -> dict[str, Any]:
+    runs = []
+    for count in args.counts:
+        with tempfile.TemporaryDirectory(prefix="chorus-replicas-") as tmp:
+            result = await one_run(Path(tmp), count, args.users, args.messages)
+        print(json.dumps(result), flush=True)
+        runs.append(result)
+    return {"users": args.users, "messages_each": args.messages, "runs": runs}
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.WARNING)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--users", type=int, default=30)
+    parser.add_argument("--messages", type=int, default=5)
+    parser.add_argument("--counts", type=int, nargs="+", default=[1, 2, 4])
+    args = parser.parse_args()
+    figures = asyncio.run(main_async(args))
+    out = Path(os.environ.get("BENCH_RESULTS_DIR", ROOT / "bench" / "results")) / "replicas.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(figures, indent=2))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

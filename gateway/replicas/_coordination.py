@@ -1,0 +1,79 @@
+"""``Coordination``: one Redis client and every primitive one replica uses, built together.
+
+The gateway's wiring (``gateway.app``) holds this one object; it never sees the
+Redis client itself, so ``redis`` stays imported in this package only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass
+
+from redis.asyncio import Redis
+
+from gateway.replicas._budget import SharedBudget
+from gateway.replicas._common import DEFAULT_PREFIX
+from gateway.replicas._errors import guard
+from gateway.replicas._leases import SessionLeases
+from gateway.replicas._mailbox import ReplicaMailbox
+from gateway.replicas._ratelimit import SharedRateLimiter
+from gateway.replicas._registry import PollerLock, ReplicaRegistry
+
+__all__ = ["Coordination", "token_name"]
+
+logger = logging.getLogger(__name__)
+
+SOCKET_TIMEOUT = 10.0
+"""Seconds a Redis call may take; longer than a mailbox read blocks (1 s)."""
+
+
+def token_name(token: str) -> str:
+    """A name for a lock on a bot token that does not reveal the token."""
+    return hashlib.sha256(token.encode()).hexdigest()[:16]
+
+
+@dataclass(eq=False)
+class Coordination:
+    replica_id: str
+    leases: SessionLeases
+    mailbox: ReplicaMailbox
+    registry: ReplicaRegistry
+    budget: SharedBudget
+    _client: Redis
+    _prefix: str
+
+    @classmethod
+    def open(
+        cls, url: str, replica_id: str, *, lease_seconds: float, prefix: str = DEFAULT_PREFIX
+    ) -> Coordination:
+        client = Redis.from_url(
+            url, socket_timeout=SOCKET_TIMEOUT, socket_connect_timeout=SOCKET_TIMEOUT
+        )
+        return cls(
+            replica_id,
+            SessionLeases(client, replica_id, ttl=lease_seconds, prefix=prefix),
+            ReplicaMailbox(client, replica_id, prefix=prefix),
+            ReplicaRegistry(client, replica_id, ttl=lease_seconds, prefix=prefix),
+            SharedBudget(client, prefix=prefix),
+            client,
+            prefix,
+        )
+
+    def rate_limiter(self, per_minute: int) -> SharedRateLimiter:
+        return SharedRateLimiter(self._client, per_minute, prefix=self._prefix)
+
+    def poller_lock(self, name: str, ttl: float = 30.0) -> PollerLock:
+        return PollerLock(self._client, name, self.replica_id, ttl, prefix=self._prefix)
+
+    async def ping(self) -> bool:
+        """Whether Redis answers now."""
+        try:
+            with guard("pinging Redis"):
+                await self._client.ping()
+        except Exception:
+            return False
+        return True
+
+    async def aclose(self) -> None:
+        await self._client.aclose()

@@ -1,0 +1,250 @@
+"""PostgreSQL behind the same small connection interface as SQLite (psycopg 3, a pool).
+
+The components that keep tables (transcripts, inbox, access, staged writes,
+job ledger, outbox, provider health) write their SQL once, in the subset both
+engines speak: ``?`` placeholders, ``INSERT … ON CONFLICT``, ``RETURNING``,
+``IS ?`` for a comparison that treats NULL as a value. ``PgConnection``
+translates that subset for PostgreSQL (``%s``, ``IS NOT DISTINCT FROM``) and
+hands rows that answer both ``row[0]`` and ``row["name"]``, like
+``sqlite3.Row``. Errors come out as ``sqlite3`` errors (``IntegrityError`` for
+a violated constraint, ``OperationalError`` for the rest), so a component
+catches one vocabulary whatever the backend; the driver's message is kept.
+
+One pool per URL per process, shared by every component, opened on first use
+and closed with the last user. A forked process opens its own.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+import psycopg.errors
+import psycopg_pool
+from psycopg.rows import RowMaker
+
+__all__ = ["PgConnection", "PgCursor", "PgRow", "PostgresPool", "acquire_pool", "release_pool"]
+
+logger = logging.getLogger(__name__)
+
+CONNECT_TIMEOUT = 10.0
+"""Seconds to wait for a connection from the pool before the operation fails."""
+
+_PLACEHOLDER = re.compile(r"'(?:[^']|'')*'|\bIS\s+NOT\s+\?|\bIS\s+\?|\?|%")
+"""Quoted literals (kept), ``IS [NOT] ?``, ``?`` and ``%`` outside them."""
+
+
+def translate(sql: str) -> str:
+    """The SQLite-style ``sql`` for psycopg: ``?`` → ``%s``, ``IS ?`` → ``IS NOT DISTINCT FROM``."""
+
+    def one(match: re.Match[str]) -> str:
+        text = match.group(0)
+        if text.startswith("'"):
+            return text.replace("%", "%%")
+        if text == "?":
+            return "%s"
+        if text == "%":
+            return "%%"
+        if "NOT" in text.upper():
+            return "IS DISTINCT FROM %s"
+        return "IS NOT DISTINCT FROM %s"
+
+    return _PLACEHOLDER.sub(one, sql)
+
+
+class PgRow(tuple[Any, ...]):
+    """A result row: by position or by column name, like ``sqlite3.Row``."""
+
+    _names: dict[str, int]
+
+    def __new__(cls, values: Sequence[Any], names: dict[str, int]) -> PgRow:
+        row = super().__new__(cls, values)
+        row._names = names
+        return row
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, str):
+            return tuple.__getitem__(self, self._names[key])
+        return tuple.__getitem__(self, key)
+
+    def keys(self) -> list[str]:
+        return list(self._names)
+
+
+def _pg_rows(cursor: psycopg.Cursor[Any]) -> RowMaker[PgRow]:
+    description = cursor.description or ()
+    names = {column.name: index for index, column in enumerate(description)}
+
+    def make(values: Sequence[Any]) -> PgRow:
+        return PgRow(values, names)
+
+    return make
+
+
+def as_sqlite_error(exc: psycopg.Error) -> sqlite3.Error:
+    """The ``sqlite3`` error a component expects for this driver error."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if isinstance(exc, psycopg.errors.IntegrityError):
+        return sqlite3.IntegrityError(text)
+    return sqlite3.OperationalError(text)
+
+
+class PgCursor:
+    """The result of one statement: ``fetchone``, ``fetchall``, ``rowcount``, iteration."""
+
+    def __init__(self, cursor: psycopg.Cursor[PgRow]) -> None:
+        self._cursor = cursor
+
+    @property
+    def rowcount(self) -> int:
+        return self._cursor.rowcount
+
+    def fetchone(self) -> PgRow | None:
+        if self._cursor.description is None:
+            return None
+        return self._cursor.fetchone()
+
+    def fetchall(self) -> list[PgRow]:
+        if self._cursor.description is None:
+            return []
+        return self._cursor.fetchall()
+
+    def __iter__(self) -> Iterator[PgRow]:
+        return iter(self.fetchall())
+
+
+class PgConnection:
+    """One pooled connection inside one transaction; SQLite-style ``execute``."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.raw = conn
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> PgCursor:
+        cursor = self.raw.cursor(row_factory=_pg_rows)
+        try:
+            cursor.execute(translate(sql), tuple(params) if params else None)
+        except psycopg.Error as exc:
+            raise as_sqlite_error(exc) from exc
+        return PgCursor(cursor)
+
+    @contextmanager
+    def savepoint(self) -> Iterator[None]:
+        """A savepoint around the block: an error undoes the block alone, then propagates."""
+        try:
+            with self.raw.transaction():
+                yield
+        except psycopg.Error as exc:
+            raise as_sqlite_error(exc) from exc
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        if not rows:
+            return
+        try:
+            with self.raw.cursor() as cursor:
+                cursor.executemany(translate(sql), [tuple(row) for row in rows])
+        except psycopg.Error as exc:
+            raise as_sqlite_error(exc) from exc
+
+
+@dataclass(eq=False)
+class PostgresPool:
+    """A psycopg pool and the components whose schema is ready on it."""
+
+    pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]]
+    url: str
+    pid: int
+    users: int = 0
+    prepared: set[str] = field(default_factory=set)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @contextmanager
+    def transaction(self) -> Iterator[PgConnection]:
+        """A connection in one transaction: committed when the block ends, rolled back on error."""
+        try:
+            with self.pool.connection(timeout=CONNECT_TIMEOUT) as conn, conn.transaction():
+                yield PgConnection(conn)
+        except psycopg.Error as exc:
+            raise as_sqlite_error(exc) from exc
+        except psycopg_pool.PoolTimeout as exc:
+            raise sqlite3.OperationalError(f"no PostgreSQL connection: {exc}") from exc
+
+    def prepare(self, component: str, statements: Sequence[str]) -> None:
+        """Run ``component``'s schema statements once per pool, under an advisory lock."""
+        with self.lock:
+            if component in self.prepared:
+                return
+            with self.transaction() as conn:
+                conn.execute("SELECT pg_advisory_xact_lock(hashtext(?))", (component,))
+                for statement in statements:
+                    conn.execute(statement)
+            self.prepared.add(component)
+
+
+_pools: dict[str, PostgresPool] = {}
+_registry = threading.Lock()
+
+
+def acquire_pool(url: str, *, size: int = 10) -> PostgresPool:
+    """The shared pool of ``url`` in this process, opened if needed (fails if unreachable)."""
+    pid = os.getpid()
+    with _registry:
+        shared = _pools.get(url)
+        if shared is None or shared.pid != pid:
+            _probe(url)
+            pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = (
+                psycopg_pool.ConnectionPool(
+                    url,
+                    min_size=1,
+                    max_size=max(size, 1),
+                    open=False,
+                    kwargs={"connect_timeout": int(CONNECT_TIMEOUT)},
+                    name="chorus",
+                )
+            )
+            try:
+                pool.open(wait=True, timeout=CONNECT_TIMEOUT)
+            except psycopg_pool.PoolTimeout as exc:
+                pool.close()
+                raise sqlite3.OperationalError(
+                    f"cannot connect to PostgreSQL at {_safe(url)}"
+                ) from exc
+            shared = PostgresPool(pool, url, pid)
+            _pools[url] = shared
+        shared.users += 1
+    return shared
+
+
+def release_pool(shared: PostgresPool) -> None:
+    """Let go of ``shared``; the last user closes the pool."""
+    with _registry:
+        shared.users -= 1
+        if shared.users > 0:
+            return
+        if _pools.get(shared.url) is shared:
+            del _pools[shared.url]
+    if shared.pid == os.getpid():
+        shared.pool.close()
+
+
+def _probe(url: str) -> None:
+    """Connect once, so that a wrong URL fails at once with the server's reason."""
+    try:
+        psycopg.connect(url, connect_timeout=int(CONNECT_TIMEOUT)).close()
+    except psycopg.Error as exc:
+        reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+        raise sqlite3.OperationalError(
+            f"cannot connect to PostgreSQL at {_safe(url)}: {reason}"
+        ) from exc
+
+
+def _safe(url: str) -> str:
+    """``url`` without its password, for a message."""
+    return re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", url)

@@ -1,0 +1,200 @@
+"""A few tables of one component, in the shared ``state.db`` or in PostgreSQL.
+
+Several components keep small tables beside the transcripts (job ledger,
+staged memory writes, the gateway's access and audit tables). Each creates its
+own tables if missing and goes through ``_locked()``, which hands it a
+connection (``memory.database.Connection``) inside one transaction.
+
+- SQLite (a ``Path``): one connection per file per process
+  (``memory.sqlite_shared``), WAL mode, behind one lock; SQLite serialises
+  writers across processes.
+- PostgreSQL (a ``postgresql://`` URL): a pooled connection per operation
+  (``memory.database._postgres``); PostgreSQL serialises what conflicts. A
+  component whose SQLite schema does not suit PostgreSQL sets ``SCHEMA_PG``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Self
+
+from memory.database import (
+    Connection,
+    Location,
+    close_pool,
+    is_postgres,
+    open_pool,
+    safe_location,
+)
+from memory.errors import SessionDBError
+from memory.sqlite_shared import BUSY_TIMEOUT_MS, SharedConnection, acquire, release
+
+if TYPE_CHECKING:
+    from memory.database import PostgresPool
+
+__all__ = ["BUSY_TIMEOUT_MS", "Tables", "private_database"]
+
+logger = logging.getLogger(__name__)
+
+
+def private_database(path: Path) -> None:
+    """Make sure ``path`` (and its WAL and SHM files) can be read by this user only.
+
+    A new file is created empty with mode 0600 before SQLite opens it; SQLite
+    gives the WAL and SHM files the database's mode. An existing file that
+    others could read is closed to them.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        pass
+    else:
+        os.close(fd)
+    for one in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        try:
+            mode = one.stat().st_mode & 0o777
+            if mode & 0o077:
+                one.chmod(mode & 0o700)
+                logger.info("%s was readable by others; now %o", one.name, mode & 0o700)
+        except FileNotFoundError:
+            continue
+
+
+class Tables:
+    """Subclasses set ``SCHEMA`` (CREATE … IF NOT EXISTS statements) and may set ``ERROR``.
+
+    ``SCHEMA_PG`` replaces ``SCHEMA`` on PostgreSQL where the two differ.
+    ``SYNCHRONOUS`` is the SQLite ``PRAGMA synchronous`` of this component's
+    writes: FULL (each commit reaches the disk) unless a subclass can afford
+    NORMAL. (PostgreSQL commits are durable as the server is configured.)
+    """
+
+    SCHEMA: tuple[str, ...] = ()
+    SCHEMA_PG: tuple[str, ...] | None = None
+    ERROR: type[Exception] = SessionDBError
+    WHAT = "database"
+    SYNCHRONOUS = "FULL"
+
+    def __init__(self, where: Location, *, pool_size: int | None = None) -> None:
+        self._where: Location = where
+        self._path = Path(where) if isinstance(where, Path) else Path("postgresql")
+        self._shared: SharedConnection | None = None
+        self._conn: sqlite3.Connection | None = None
+        self._pg: PostgresPool | None = None
+        self._lock = threading.RLock()
+        component = f"{type(self).__module__}.{type(self).__qualname__}"
+        if is_postgres(where):
+            self._open_postgres(str(where), component, pool_size)
+            return
+        try:
+            private_database(self._path)
+            self._shared = acquire(self._path, component, self._prepare)
+        except (OSError, sqlite3.Error) as exc:
+            raise self.ERROR(f"cannot open {self.WHAT} in {where}: {exc}") from exc
+        self._lock = self._shared.lock
+        self._conn = self._shared.conn
+
+    def _open_postgres(self, url: str, component: str, pool_size: int | None) -> None:
+        try:
+            self._pg = open_pool(url, size=pool_size)
+        except sqlite3.Error as exc:
+            raise self.ERROR(f"cannot open {self.WHAT} in {safe_location(url)}: {exc}") from exc
+        try:
+            self._prepare_postgres(self._pg)
+        except sqlite3.Error as exc:
+            close_pool(self._pg)
+            self._pg = None
+            raise self.ERROR(f"cannot prepare the {self.WHAT} in PostgreSQL: {exc}") from exc
+
+    def _prepare_postgres(self, pool: PostgresPool) -> None:
+        """Create this component's tables in PostgreSQL if missing (once per pool)."""
+        component = f"{type(self).__module__}.{type(self).__qualname__}"
+        pool.prepare(component, self.SCHEMA if self.SCHEMA_PG is None else self.SCHEMA_PG)
+
+    @property
+    def is_postgres(self) -> bool:
+        return self._pg is not None
+
+    @property
+    def location(self) -> Location:
+        return self._where
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        """Create this component's tables if missing (once per connection)."""
+        try:
+            for statement in self.SCHEMA:
+                conn.execute(statement)
+        except sqlite3.Error as exc:
+            raise self.ERROR(f"cannot prepare the {self.WHAT} in {self._path}: {exc}") from exc
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    def close(self) -> None:
+        """Let go of the connection; closing twice is harmless."""
+        with self._lock:
+            shared, self._shared, self._conn = self._shared, None, None
+            pg, self._pg = self._pg, None
+        if shared is not None:
+            release(shared)
+        if pg is not None:
+            close_pool(pg)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _begin(self, conn: sqlite3.Connection) -> None:
+        """Start a write transaction at this component's ``SYNCHRONOUS`` level."""
+        if self._shared is not None:
+            self._shared.set_synchronous(self.SYNCHRONOUS)
+        conn.execute("BEGIN IMMEDIATE")
+
+    @contextmanager
+    def _locked(self, *, write: bool = False) -> Iterator[Connection]:
+        """The connection under the lock; ``write`` wraps the block in one transaction.
+
+        On PostgreSQL every block is one transaction on a pooled connection.
+        """
+        if self._pg is not None:
+            try:
+                with self._pg.transaction() as pg:
+                    yield pg
+            except sqlite3.Error as exc:
+                logger.warning("%s operation failed: %s", self.WHAT, exc)
+                raise self.ERROR(f"{self.WHAT} error: {exc}") from exc
+            return
+        with self._lock:
+            if self._conn is None:
+                raise self.ERROR(f"the {self.WHAT} is closed")
+            conn = self._conn
+            try:
+                if not write:
+                    yield conn
+                    return
+                self._begin(conn)
+                try:
+                    yield conn
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                logger.warning("%s operation failed: %s", self.WHAT, exc)
+                raise self.ERROR(f"{self.WHAT} error: {exc}") from exc
