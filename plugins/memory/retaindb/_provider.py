@@ -1,0 +1,275 @@
+"""The RetainDB provider: every write through the durable queue, recall, six tools.
+
+Writes never wait on the server to be safe: ``sync_turn`` (``"background"``)
+and ``on_memory_write`` (``"primary"``, a mirror of the built-in ``memory``
+tool's adds and replaces) put the write in ``queue.db`` (:mod:`._queue`) and
+return once it is committed there; the queue is then drained, inline for
+``sync_turn`` (bounded by the timeout), on a daemon thread for
+``on_memory_write`` so a turn never waits. ``initialize`` starts a drain of
+whatever an earlier, perhaps killed, process left, also on a thread. The
+server dedupes by each write's idempotency key, so a replay never doubles.
+
+``prefetch`` (``"primary"``) searches with a short timeout and falls back to
+the recall ``queue_prefetch`` (``"background"``) cached for that user.
+
+Isolation: the RetainDB user of a call is its ``speaker`` when given (a group
+chat), else the session's ``user_key``; every path is ``/v1/users/<that id>/…``
+and cached recall is keyed by it. Logs carry no memory text above DEBUG and
+never the API key.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from memory.log_content import loggable
+from memory.paths import UserKey
+from memory.providers import MemoryProvider, provider_dir, strip_memory_context
+
+from . import _config, _deps, _ops, _tools
+from ._breaker import DEFAULT_COOLDOWN, DEFAULT_THRESHOLD, CircuitBreaker
+from ._client import BackendFailed, Client, NotFound, Paused
+from ._queue import WriteQueue
+
+logger = logging.getLogger(__name__)
+
+PREFETCH_TIMEOUT = 2.0
+WARM_MAX_AGE = 900.0
+DRAIN_JOIN = 5.0
+"""How long ``shutdown`` waits for a running drain thread."""
+
+SYSTEM_PROMPT_BLOCK = (
+    "You have a RetainDB memory of each person: what it recalls for a message arrives "
+    "with that message. retaindb_search looks things up, retaindb_remember stores a fact, "
+    "retaindb_forget removes one by id; retaindb_file_put, retaindb_file_get and "
+    "retaindb_file_list keep small text files for the person."
+)
+
+
+def _error(message: str) -> str:
+    return json.dumps({"success": False, "error": message}, ensure_ascii=False)
+
+
+class RetainDBProvider(MemoryProvider):
+    """RetainDB over REST (``pip install 'chorus[retaindb]'``)."""
+
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        failure_threshold: int = DEFAULT_THRESHOLD,
+        cooldown: float = DEFAULT_COOLDOWN,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.breaker = CircuitBreaker(threshold=failure_threshold, cooldown=cooldown, clock=clock)
+        self._environ = environ
+        self.settings = _config.Settings()
+        self._client: Client | None = None
+        self.queue: WriteQueue | None = None
+        self._user_key = ""
+        self._session_id = ""
+        self._context = "primary"
+        self._drainer: threading.Thread | None = None
+        self._lock = threading.RLock()
+
+    @property
+    def name(self) -> str:
+        return _config.PROVIDER_NAME
+
+    def is_available(self) -> bool:
+        return _deps.installed()
+
+    @property
+    def unavailable_reason(self) -> str | None:
+        return None if self.is_available() else _deps.UNAVAILABLE_REASON
+
+    def initialize(self, session_id: str, **kwargs: Any) -> None:
+        home = Path(kwargs["chorus_home"])
+        user_key = UserKey.parse(str(kwargs["user_key"])).key
+        settings = _config.parse(kwargs.get("config"), self._environ)
+        if not settings.api_key:
+            raise ValueError("retaindb needs an API key: set RETAINDB_API_KEY")
+        client = Client(settings, self.breaker)
+        queue = WriteQueue(provider_dir(home, self.name))
+        with self._lock:
+            self.shutdown()
+            self._client, self.queue, self.settings = client, queue, settings
+            self._user_key, self._session_id = user_key, session_id
+            self._context = str(kwargs.get("agent_context") or "primary")
+        if queue.size():
+            self._drain_later()  # replay what an earlier process left
+        logger.debug("retaindb provider ready for session %s (%s)", session_id, self._context)
+
+    # -- plumbing ------------------------------------------------------------
+
+    def _ready(self) -> tuple[Client, WriteQueue]:
+        with self._lock:
+            if self._client is None or self.queue is None:
+                raise RuntimeError("the retaindb provider is not initialised")
+            return self._client, self.queue
+
+    def _user(self, speaker: Any = None) -> str:
+        if speaker is None or speaker == "":
+            return self._user_key
+        if not isinstance(speaker, str):
+            raise ValueError("speaker must be a user key")
+        return UserKey.parse(speaker).key
+
+    def _drain_quietly(self) -> None:
+        try:
+            client, queue = self._ready()
+            sent = _ops.drain(client, queue, wait=DRAIN_JOIN)
+        except Exception as exc:  # rows stay queued for the next drain
+            logger.info("retaindb drain stopped (%s)", type(exc).__name__)
+            return
+        if sent:
+            logger.debug("retaindb sent %d queued write(s)", sent)
+
+    def _drain_later(self) -> None:
+        with self._lock:
+            if self._drainer is not None and self._drainer.is_alive():
+                return
+            self._drainer = threading.Thread(
+                target=self._drain_quietly, name="retaindb-drain", daemon=True
+            )
+            self._drainer.start()
+
+    def flush(self, timeout: float = 30.0) -> int:
+        """Wait for a running drain, drain once more, and return how many writes remain."""
+        drainer = self._drainer
+        if drainer is not None:
+            drainer.join(timeout)
+        client, queue = self._ready()
+        _ops.drain(client, queue, wait=timeout, deadline=timeout)
+        return queue.size()
+
+    # -- recall --------------------------------------------------------------
+
+    def system_prompt_block(self) -> str:
+        return SYSTEM_PROMPT_BLOCK
+
+    def prefetch(self, query: str, *, session_id: str = "", speaker: str | None = None) -> str:
+        text = strip_memory_context(query).strip()
+        if not text:
+            return ""
+        client, queue = self._ready()
+        user = self._user(speaker)
+        if not self.breaker.allow():
+            return queue.cached_recall(user, WARM_MAX_AGE)
+        timeout = min(self.settings.timeout, PREFETCH_TIMEOUT)
+        try:
+            found = _ops.search(client, user, text, _config.SEARCH_LIMIT, timeout=timeout)
+        except (BackendFailed, Paused, NotFound):
+            return queue.cached_recall(user, WARM_MAX_AGE)
+        logger.debug("retaindb prefetch for %s: %d hits", loggable(text), len(found))
+        return _ops.format_recall(found)
+
+    def queue_prefetch(
+        self, query: str, *, session_id: str = "", speaker: str | None = None
+    ) -> None:
+        text = strip_memory_context(query).strip()
+        if not text or not self.breaker.allow():
+            return
+        client, queue = self._ready()
+        user = self._user(speaker)
+        found = _ops.search(client, user, text, _config.SEARCH_LIMIT)
+        queue.store_recall(user, _ops.format_recall(found))
+
+    # -- write ---------------------------------------------------------------
+
+    def sync_turn(
+        self,
+        user_content: str,
+        assistant_content: str,
+        *,
+        session_id: str = "",
+        messages: list[dict[str, Any]] | None = None,
+        speaker: str | None = None,
+    ) -> None:
+        if self._context == "flush":
+            return
+        said = strip_memory_context(user_content or "").strip()
+        answer = strip_memory_context(assistant_content or "").strip()
+        if not said and not answer:
+            return
+        client, queue = self._ready()
+        user = self._user(speaker)
+        session = session_id or self._session_id
+        content = "\n".join(
+            f"{who}: {text}" for who, text in (("User", said), ("Assistant", answer)) if text
+        )
+        payload = {"content": content, "metadata": {"kind": "turn", "session_id": session}}
+        idem = _ops.idem_key("turn", user, session, said, answer)
+        sent = _ops.queue_and_send(client, queue, idem, user, "memory", payload)
+        logger.debug("retaindb sync_turn of session %s: %s", session, "sent" if sent else "queued")
+
+    def on_memory_write(
+        self,
+        action: str,
+        target: str,
+        content: str,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        """Mirror an add or replace of the built-in memory (removals stay local)."""
+        text = strip_memory_context(content or "").strip()
+        if action not in ("add", "replace") or not text or self._context == "background":
+            return
+        _, queue = self._ready()
+        speaker = (metadata or {}).get("speaker")
+        user = self._user(speaker if isinstance(speaker, str) else None)
+        payload = {"content": text, "metadata": {"kind": "memory", "target": target}}
+        queue.enqueue(_ops.idem_key("memory", user, target, text), user, "memory", payload)
+        self._drain_later()
+
+    # -- tools ---------------------------------------------------------------
+
+    def get_tool_schemas(self) -> list[dict[str, Any]]:
+        return [json.loads(json.dumps(schema)) for schema in _tools.SCHEMAS]
+
+    def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
+        if not isinstance(args, dict):
+            return _error("arguments must be a JSON object")
+        if tool_name not in _tools.TOOL_NAMES:
+            return _error(f"unknown tool '{tool_name}'")
+        try:
+            client, queue = self._ready()
+            user = self._user(kwargs.get("speaker"))
+            result = _ops.run_tool(client, queue, user, tool_name, args)
+        except _tools.ToolError as exc:
+            return _error(str(exc))
+        except Paused as exc:
+            return _error(str(exc))
+        except BackendFailed as exc:
+            return _error(f"{tool_name} could not run: RetainDB failed ({exc.cause})")
+        except NotFound:
+            return _error(f"{tool_name}: not found")
+        except ValueError:
+            return _error("speaker must be a user key such as telegram:12345")
+        except RuntimeError:
+            return _error("retaindb is not ready for this session")
+        return json.dumps({"success": True, **result}, ensure_ascii=False)
+
+    # -- teardown and configuration ------------------------------------------
+
+    def shutdown(self) -> None:
+        with self._lock:
+            drainer, self._drainer = self._drainer, None
+        if drainer is not None:
+            drainer.join(DRAIN_JOIN)
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+    def get_config_schema(self) -> list[dict[str, Any]]:
+        return [dict(field) for field in _config.SCHEMA]
+
+    def save_config(self, values: dict[str, Any], chorus_home: Path) -> None:
+        """Nothing to write: the settings live in config.yaml (``memory.providers.retaindb``)."""
+        return None

@@ -1,0 +1,159 @@
+"""The durable write queue and the recall cache: ``CHORUS_HOME/providers/retaindb/queue.db``.
+
+Every write to RetainDB (a turn from ``sync_turn``, a mirrored ``memory`` tool
+write, a tool's memory or file) is first a row in this SQLite database (WAL
+mode, ``synchronous=FULL``), committed before the provider returns, and only
+then sent. A row is deleted after the server acknowledged it, so a process
+killed at any point leaves its unsent (or unacknowledged) writes here; the next
+provider to start on this home replays them, oldest first. Each row carries an
+idempotency key derived from what it writes (the same turn of the same session
+always has the same key) and sent as ``Idempotency-Key``: a write that reached
+the server before the crash is answered with the first copy, never stored
+twice, and a job delivered twice finds its row already queued.
+
+Only one process drains at a time (an ``flock`` on ``queue.lock``, released by
+the kernel when a holder dies), so writes reach the server in order.
+
+``recall`` holds the text ``queue_prefetch`` found after each user's last turn,
+read by ``prefetch`` when the server is slow or down. Rows are per user id and
+every query names it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+QUEUE_FILE = "queue.db"
+LOCK_FILE = "queue.lock"
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS writes (seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " idem TEXT NOT NULL UNIQUE, user_id TEXT NOT NULL, kind TEXT NOT NULL,"
+    " target TEXT NOT NULL DEFAULT '', payload TEXT NOT NULL, enqueued_at REAL NOT NULL,"
+    " attempts INTEGER NOT NULL DEFAULT 0)",
+    "CREATE TABLE IF NOT EXISTS recall (user_id TEXT PRIMARY KEY, text TEXT NOT NULL,"
+    " at REAL NOT NULL)",
+)
+
+
+@dataclass(frozen=True)
+class Write:
+    seq: int
+    idem: str
+    user_id: str
+    kind: str
+    """``memory`` or ``file``."""
+    target: str
+    payload: dict[str, Any]
+
+
+class WriteQueue:
+    def __init__(self, directory: Path) -> None:
+        self.path = directory / QUEUE_FILE
+        self._lock_path = directory / LOCK_FILE
+        self._ready = False
+        self._init = threading.Lock()
+
+    @contextlib.contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        conn = sqlite3.connect(self.path, timeout=30)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=FULL")
+            with self._init:
+                if not self._ready:
+                    for statement in _SCHEMA:
+                        conn.execute(statement)
+                    conn.commit()
+                    self._ready = True
+            with conn:
+                yield conn
+        finally:
+            conn.close()
+
+    def enqueue(
+        self, idem: str, user_id: str, kind: str, payload: dict[str, Any], target: str = ""
+    ) -> bool:
+        """Queue one write; False when a write with this key is already queued."""
+        with self._connect() as conn:
+            cursor = conn.execute(
+                "INSERT OR IGNORE INTO writes (idem, user_id, kind, target, payload, enqueued_at)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (idem, user_id, kind, target, json.dumps(payload, ensure_ascii=False), time.time()),
+            )
+            return cursor.rowcount == 1
+
+    def oldest(self) -> Write | None:
+        with self._connect() as conn:
+            row = conn.execute(
+                "SELECT seq, idem, user_id, kind, target, payload FROM writes ORDER BY seq LIMIT 1"
+            ).fetchone()
+        if row is None:
+            return None
+        return Write(
+            int(row[0]), str(row[1]), str(row[2]), str(row[3]), str(row[4]), json.loads(row[5])
+        )
+
+    def done(self, write: Write) -> None:
+        with self._connect() as conn:
+            conn.execute("DELETE FROM writes WHERE seq = ?", (write.seq,))
+
+    def failed(self, write: Write) -> None:
+        with self._connect() as conn:
+            conn.execute("UPDATE writes SET attempts = attempts + 1 WHERE seq = ?", (write.seq,))
+
+    def queued(self, idem: str) -> bool:
+        with self._connect() as conn:
+            return (
+                conn.execute("SELECT 1 FROM writes WHERE idem = ?", (idem,)).fetchone() is not None
+            )
+
+    def size(self) -> int:
+        with self._connect() as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM writes").fetchone()[0])
+
+    @contextlib.contextmanager
+    def draining(self, wait: float) -> Iterator[bool]:
+        """Hold the drain lock (True), or give up after ``wait`` seconds (False)."""
+        with open(self._lock_path, "a+b") as handle:
+            deadline = time.monotonic() + wait
+            while True:
+                try:
+                    fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        yield False
+                        return
+                    time.sleep(0.02)
+            try:
+                yield True
+            finally:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+    # -- recall cache --------------------------------------------------------
+
+    def store_recall(self, user_id: str, text: str) -> None:
+        with self._connect() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO recall (user_id, text, at) VALUES (?, ?, ?)",
+                (user_id, text, time.time()),
+            )
+
+    def cached_recall(self, user_id: str, max_age: float) -> str:
+        with self._connect() as conn:
+            row = conn.execute(
+                "SELECT text, at FROM recall WHERE user_id = ?", (user_id,)
+            ).fetchone()
+        if row is None or time.time() - float(row[1]) > max_age:
+            return ""
+        return str(row[0])
