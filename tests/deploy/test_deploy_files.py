@@ -152,3 +152,105 @@ def test_env_example_lists_every_variable_chorus_reads_outside_its_settings() ->
     text = (DEPLOY / ".env.example").read_text()
     named = set(re.findall(r"^#?\s*([A-Z][A-Z0-9_]+)=", text, re.MULTILINE))
     assert set(WELL_KNOWN_ENV) | set(NON_SETTING_ENV) <= named
+
+
+# -- several replicas ------------------------------------------------------------------
+
+
+def compose_replicas() -> dict[str, Any]:
+    data = yaml.safe_load((DEPLOY / "compose.replicas.yaml").read_text())
+    assert isinstance(data, dict)
+    return data
+
+
+def replicas_documents() -> list[dict[str, Any]]:
+    root = DEPLOY / "k8s" / "replicas"
+    kustomization = yaml.safe_load((root / "kustomization.yaml").read_text())
+    documents: list[dict[str, Any]] = []
+    for name in kustomization["resources"]:
+        documents += [d for d in yaml.safe_load_all((root / name).read_text()) if d]
+    return documents
+
+
+def test_compose_replicas_runs_two_gateways_behind_a_balancer_on_shared_stores() -> None:
+    services = compose_replicas()["services"]
+    assert set(services) == {"redis", "postgres", "gateway", "lb", "worker"}
+    for name in ("gateway", "worker"):
+        service = services[name]
+        env = service["environment"]
+        assert env["CHORUS_REDIS__URL"].startswith("redis://redis:")
+        assert env["DATABASE_URL"].startswith("postgresql://chorus:")
+        assert "@postgres:5432/" in env["DATABASE_URL"]
+        assert service["command"][0] == "chorus" and service["command"][1] in CHORUS_COMMANDS
+        assert service["read_only"] is True and service["cap_drop"] == ["ALL"]
+        assert "volumes" not in service  # nothing shared on disk
+        assert set(service["depends_on"]) == {"redis", "postgres"}
+    assert services["gateway"]["command"] == ["chorus", "gateway"]  # the host name is the id
+    assert services["gateway"]["deploy"]["replicas"] == 2
+    assert "ports" not in services["gateway"]
+    assert seconds(services["gateway"]["stop_grace_period"]) > SHUTDOWN_BOUND
+    assert services["postgres"]["healthcheck"]["test"][1] == "pg_isready"
+    assert services["lb"]["ports"] == ["8080:8080"]
+    mount = services["lb"]["volumes"][0]
+    assert mount.startswith("./nginx-replicas.conf:") and mount.endswith(":ro")
+
+
+def test_the_balancer_skips_a_replica_that_answers_503() -> None:
+    conf = (DEPLOY / "nginx-replicas.conf").read_text()
+    directives = {
+        line.strip().split()[0]: line.strip().rstrip(";").split()[1:]
+        for line in conf.splitlines()
+        if line.strip() and not line.strip().startswith("#") and line.strip().endswith(";")
+    }
+    assert directives["resolver"][0] == "127.0.0.11"  # Docker's DNS: scaled replicas are found
+    assert directives["set"] == ["$gateway", "http://gateway:8080"]
+    assert directives["proxy_pass"] == ["$gateway"]
+    assert {"error", "timeout", "http_503"} <= set(directives["proxy_next_upstream"])
+    assert directives["listen"] == ["8080"]
+
+
+@pytest.mark.parametrize(
+    "document", replicas_documents(), ids=lambda d: f"{d['kind']}/{d['metadata']['name']}"
+)
+def test_k8s_replicas_manifests_validate_against_the_schemas(document: dict[str, Any]) -> None:
+    kubernetes_validate.validate(document, K8S_VERSION, strict=True)
+
+
+def test_k8s_replicas_run_two_gateways_without_a_shared_volume() -> None:
+    documents = replicas_documents()
+    deployments = {d["metadata"]["name"]: d for d in documents if d["kind"] == "Deployment"}
+    assert set(deployments) == {"chorus-gateway", "chorus-worker", "chorus-redis"}
+    del deployments["chorus-redis"]  # the base's Redis, with its volume
+    gateway = deployments["chorus-gateway"]
+    assert gateway["spec"]["replicas"] == 2
+    assert gateway["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
+    for deployment in deployments.values():
+        spec = deployment["spec"]["template"]["spec"]
+        assert all("persistentVolumeClaim" not in v for v in spec["volumes"])
+        assert "affinity" not in spec
+        [container] = spec["containers"]
+        assert {r["secretRef"]["name"] for r in container["envFrom"] if "secretRef" in r} == {
+            "chorus-secrets"
+        }
+        assert spec["securityContext"]["runAsUser"] == 10001
+        assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    [container] = gateway["spec"]["template"]["spec"]["containers"]
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert gateway["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] > SHUTDOWN_BOUND
+    secret = next(d for d in documents if d["kind"] == "Secret")["stringData"]
+    assert secret["DATABASE_URL"].startswith("postgresql://")
+    config = next(d for d in documents if d["kind"] == "ConfigMap")["data"]
+    assert config["CHORUS_REDIS__URL"].startswith("redis://")
+    assert config["CHORUS_TELEGRAM__WEBHOOK_URL"].endswith("/telegram/webhook")
+    assert {d["kind"] for d in documents} >= {"StatefulSet", "PodDisruptionBudget", "Service"}
+    settings = load_settings(
+        Path("/nonexistent-home"),
+        environ={
+            **config,
+            **{key: value or "x" * 16 for key, value in secret.items()},  # filled in
+            "CHORUS_HOME": "/nonexistent-home",
+        },
+        create_home=False,
+    )
+    assert settings.database.url is not None and settings.redis.url is not None
