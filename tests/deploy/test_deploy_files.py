@@ -5,6 +5,8 @@ and the manifests validate against the Kubernetes schemas (offline)."""
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -254,3 +256,223 @@ def test_k8s_replicas_run_two_gateways_without_a_shared_volume() -> None:
         create_home=False,
     )
     assert settings.database.url is not None and settings.redis.url is not None
+
+
+def test_compose_replicas_is_hardened_and_shares_no_disk() -> None:
+    services = compose_replicas()["services"]
+    for name in ("gateway", "worker"):
+        service = services[name]
+        assert service["build"]["dockerfile"] == "deploy/Dockerfile"
+        assert (DEPLOY / service["build"]["context"]).resolve() == ROOT
+        assert service["command"] == ["chorus", name]
+        assert service["env_file"] == ".env" and service["restart"] == "unless-stopped"
+        assert "no-new-privileges:true" in service["security_opt"]
+        assert "memory" in service["deploy"]["resources"]["limits"]
+        # CHORUS_HOME: the image's /data (or a directory in it), the container's own tmpfs.
+        tmpfs = {entry.split(":")[0]: entry for entry in service["tmpfs"]}
+        home = service["environment"].get("CHORUS_HOME", "/data")
+        assert home == "/data" or home.startswith("/data/")
+        assert "uid=10001" in tmpfs["/data"] and "mode=0700" in tmpfs["/data"]
+        assert "/tmp" in tmpfs
+        assert all(d["condition"] == "service_healthy" for d in service["depends_on"].values())
+    test = services["gateway"]["healthcheck"]["test"]
+    assert yaml.safe_load(dockerfile_healthcheck()) == test[1:] and test[0] == "CMD"
+    assert services["worker"]["healthcheck"] == {"disable": True}
+    assert "replicas" not in services["worker"]["deploy"]  # --scale worker=N
+    assert "--appendonly" in services["redis"]["command"]
+
+
+def test_compose_replicas_postgres_is_the_one_the_gateways_name() -> None:
+    data = compose_replicas()
+    postgres = data["services"]["postgres"]
+    assert postgres["image"] == "postgres:16"
+    assert postgres["healthcheck"]["test"][:2] == ["CMD", "pg_isready"]
+    environment = postgres["environment"]
+    assert environment["POSTGRES_PASSWORD"].startswith("${POSTGRES_PASSWORD:?")  # deploy/.env
+    [volume] = postgres["volumes"]
+    name, path = volume.split(":")
+    assert name in data["volumes"] and path == "/var/lib/postgresql/data"
+    assert "memory" in postgres["deploy"]["resources"]["limits"]
+    user, db = environment["POSTGRES_USER"], environment["POSTGRES_DB"]
+    for service in ("gateway", "worker"):
+        url = data["services"][service]["environment"]["DATABASE_URL"]
+        password = r"\$\{POSTGRES_PASSWORD:\?[^}]*\}"
+        assert re.fullmatch(rf"postgresql://{user}:{password}@postgres:5432/{db}", url)
+
+
+def interpolated(value: str, values: dict[str, str]) -> str:
+    """Compose's ``${NAME}``, ``${NAME:?message}`` and ``${NAME:-default}`` from ``values``."""
+
+    def one(found: re.Match[str]) -> str:
+        name, op, default = found.group(1), found.group(2), found.group(3)
+        if values.get(name):
+            return values[name]
+        assert op == ":-", f"{name} has no value and no default"
+        return default
+
+    return re.sub(r"\$\{(\w+)(?:(:\?|:-)([^}]*))?\}", one, value)
+
+
+def test_compose_replicas_environment_is_a_chorus_configuration(tmp_path: Path) -> None:
+    lines = (DEPLOY / ".env.example").read_text().splitlines()
+    pairs = dict(line.split("=", 1) for line in lines if line and not line.startswith("#"))
+    filled = {key: value or "x" * 12 for key, value in pairs.items()}
+    for key in ("SLACK_APP_TOKEN", "SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET"):
+        filled.pop(key)
+    filled["CHORUS_AUTH__ALLOWED_USERS"] = filled["CHORUS_AUTH__ADMINS"] = "telegram:1"
+    filled["POSTGRES_PASSWORD"] = "p" * 24
+    filled["CHORUS_TELEGRAM__WEBHOOK_URL"] = "https://chat.example.com/telegram/webhook"
+    filled["CHORUS_TELEGRAM__WEBHOOK_SECRET"] = "s" * 32
+    for name in ("gateway", "worker"):
+        service = compose_replicas()["services"][name]
+        environ = filled | {k: interpolated(v, filled) for k, v in service["environment"].items()}
+        environ.pop("CHORUS_HOME", None)
+        settings = load_settings(tmp_path / name, environ=environ)
+        assert settings.database.url is not None and settings.redis.url is not None
+        url = settings.database.url.get_secret_value()
+        assert url == "postgresql://chorus:" + "p" * 24 + "@postgres:5432/chorus"
+
+
+def nginx_contexts(text: str) -> list[tuple[tuple[str, ...], list[str]]]:
+    """Each directive of an nginx config with the blocks it is in (``("http", "server")``)."""
+    text = re.sub(r"#[^\n]*", "", text)
+    found: list[tuple[tuple[str, ...], list[str]]] = []
+    stack: list[str] = []
+    for token in re.finditer(r"([^;{}]*)([;{}])", text):
+        words, end = token.group(1).split(), token.group(2)
+        if end == "{":
+            found.append((tuple(stack), words))
+            stack.append(words[0])
+        elif end == "}":
+            stack.pop()
+        elif words:
+            found.append((tuple(stack), words))
+    assert not stack
+    return found
+
+
+def test_the_balancer_is_a_whole_nginx_conf_for_an_unprivileged_read_only_nginx() -> None:
+    lb = compose_replicas()["services"]["lb"]
+    assert lb["image"] == "nginx:1.27"
+    source, target, mode = lb["volumes"][0].split(":")
+    assert (DEPLOY / source).resolve() == DEPLOY / "nginx-replicas.conf"
+    assert (target, mode) == ("/etc/nginx/nginx.conf", "ro")  # replaces the image's
+    assert lb["read_only"] is True and lb["cap_drop"] == ["ALL"]
+    assert "no-new-privileges:true" in lb["security_opt"]
+    assert not str(lb["user"]).startswith("0") and "/tmp" in lb["tmpfs"]
+    assert "memory" in lb["deploy"]["resources"]["limits"]
+
+    directives = nginx_contexts((DEPLOY / "nginx-replicas.conf").read_text())
+    where = {words[0]: context for context, words in directives}
+    args = {words[0]: words[1:] for _, words in directives}
+    # A main nginx.conf: events and http at the top, server and resolver inside http.
+    assert where["events"] == () and where["http"] == ()
+    assert where["server"] == ("http",) and where["resolver"][0] == "http"
+    assert args["resolver"][0] == "127.0.0.11" and "valid=10s" in args["resolver"]
+    # A read-only root: the pid file and every temp path in the tmpfs.
+    assert args["pid"] == ["/tmp/nginx.pid"]
+    temp = [words for _, words in directives if words[0].endswith("_temp_path")]
+    assert len(temp) == 5 and all(words[1].startswith("/tmp/") for words in temp)
+    # A variable upstream, retried on the next replica on 503.
+    assert args["proxy_pass"][0] == args["set"][0] and args["set"][1] == "http://gateway:8080"
+    assert {"error", "timeout", "http_503"} <= set(args["proxy_next_upstream"])
+    # The health check's path is answered by nginx itself, not proxied.
+    health = lb["healthcheck"]["test"][-1]
+    path = re.sub(r"^http://127\.0\.0\.1:8080", "", health)
+    assert where["location"] == ("http", "server")
+    locations = [words for context, words in directives if words[0] == "location"]
+    assert ["location", "=", path] in locations
+    returns = [context for context, words in directives if words[0] == "return"]
+    assert returns and all(context[-1] == "location" for context in returns)
+
+
+def replica_kinds() -> dict[tuple[str, str], dict[str, Any]]:
+    return {(d["kind"], d["metadata"]["name"]): d for d in replicas_documents()}
+
+
+def test_k8s_replicas_copies_the_base_namespace_and_redis() -> None:
+    # kustomize loads no file outside an overlay's directory: these are copies.
+    root = DEPLOY / "k8s" / "replicas"
+    resources = yaml.safe_load((root / "kustomization.yaml").read_text())["resources"]
+    assert {"namespace.yaml", "redis.yaml"} <= set(resources)
+    assert all("/" not in name for name in resources)
+    for name in ("namespace.yaml", "redis.yaml"):
+        assert (root / name).read_text() == (DEPLOY / "k8s" / name).read_text(), name
+    assert set(resources) == {p.name for p in root.glob("*.yaml")} - {"kustomization.yaml"}
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+def test_k8s_replicas_overlay_builds_with_kustomize() -> None:
+    built = subprocess.run(
+        ["kubectl", "kustomize", str(DEPLOY / "k8s" / "replicas")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    names = {(d["kind"], d["metadata"]["name"]) for d in yaml.safe_load_all(built) if d}
+    assert names == set(replica_kinds())
+
+
+def test_k8s_replicas_pods_take_the_database_url_from_the_secret() -> None:
+    kinds = replica_kinds()
+    secret = kinds[("Secret", "chorus-secrets")]["stringData"]
+    config = kinds[("ConfigMap", "chorus-config")]["data"]
+    for name in ("chorus-gateway", "chorus-worker"):
+        spec = kinds[("Deployment", name)]["spec"]["template"]["spec"]
+        [container] = spec["containers"]
+        # Named on its own: a Secret without it keeps the pod from starting.
+        [env] = [e for e in container["env"] if e["name"] == "DATABASE_URL"]
+        ref = {"name": "chorus-secrets", "key": "DATABASE_URL"}
+        assert env["valueFrom"]["secretKeyRef"] == ref
+        volumes = {v["name"]: v for v in spec["volumes"]}
+        mounts = {m["mountPath"]: volumes[m["name"]] for m in container["volumeMounts"]}
+        assert set(mounts) == {"/data", "/tmp"} and all("emptyDir" in v for v in mounts.values())
+    assert not any(kind == "PersistentVolumeClaim" and n == "chorus-home" for kind, n in kinds)
+    assert config["CHORUS_HOME"].startswith("/data/")  # a 0700 directory in the emptyDir
+    port = kinds[("Service", "chorus-postgres")]["spec"]["ports"][0]["port"]
+    assert re.fullmatch(
+        rf"postgresql://chorus:[^@]+@chorus-postgres:{port}/chorus", secret["DATABASE_URL"]
+    )
+    assert ("Service", "chorus-redis") in kinds
+    assert config["CHORUS_REDIS__URL"].startswith("redis://chorus-redis:")
+
+
+def test_k8s_replicas_gateway_service_and_budget_select_the_gateway_pods() -> None:
+    kinds = replica_kinds()
+    deployment = kinds[("Deployment", "chorus-gateway")]
+    labels = deployment["spec"]["selector"]["matchLabels"]
+    assert deployment["spec"]["template"]["metadata"]["labels"] == labels
+    assert kinds[("Service", "chorus-gateway")]["spec"]["selector"] == labels
+    budget = kinds[("PodDisruptionBudget", "chorus-gateway")]["spec"]
+    assert budget["minAvailable"] == 1 and budget["selector"]["matchLabels"] == labels
+    config = kinds[("ConfigMap", "chorus-config")]["data"]
+    grace = deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+    assert float(config["CHORUS_GATEWAY__SHUTDOWN_TIMEOUT"]) < grace
+    base = {(d["kind"], d["metadata"]["name"]): d for d in k8s_documents()}
+    assert base[("ConfigMap", "chorus-config")]["data"].items() <= config.items()
+    base_secret = base[("Secret", "chorus-secrets")]["stringData"]
+    assert base_secret.keys() <= kinds[("Secret", "chorus-secrets")]["stringData"].keys()
+
+
+def test_k8s_replicas_postgres_is_a_non_root_statefulset_on_its_own_claim() -> None:
+    kinds = replica_kinds()
+    statefulset = kinds[("StatefulSet", "chorus-postgres")]["spec"]
+    assert statefulset["serviceName"] == "chorus-postgres"
+    [claim] = statefulset["volumeClaimTemplates"]
+    spec = statefulset["template"]["spec"]
+    [container] = spec["containers"]
+    assert container["image"] == "postgres:16"
+    assert spec["securityContext"]["runAsNonRoot"] is True
+    assert spec["securityContext"]["runAsUser"] == 999  # the image's postgres user
+    assert container["securityContext"]["allowPrivilegeEscalation"] is False
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    env = {e["name"]: e for e in container["env"]}
+    assert env["PGDATA"]["value"].startswith(mounts[claim["metadata"]["name"]] + "/")
+    password = env["POSTGRES_PASSWORD"]["valueFrom"]["secretKeyRef"]
+    assert password == {"name": "chorus-secrets", "key": "POSTGRES_PASSWORD"}
+    assert container["readinessProbe"]["exec"]["command"][0] == "pg_isready"
+    assert (
+        kinds[("Service", "chorus-postgres")]["spec"]["selector"]
+        == (statefulset["selector"]["matchLabels"])
+    )

@@ -2,7 +2,8 @@
 
 An aiohttp server on 127.0.0.1 (its own loop in a thread, like the other
 fakes). Every ``/api/v1`` request must carry ``X-API-Key: <api_key>`` (else
-401 ``UNAUTHENTICATED``) and ``X-OpenViking-User`` (else 400); all data is kept
+401 ``UNAUTHENTICATED``), ``X-OpenViking-Account: default`` and
+``X-OpenViking-User`` (else 400); all data is kept
 per user, so ``viking://user/…`` means the requesting user's own space, as on
 the real server. Answers use OpenViking's envelope ``{"status", "result", "error"}``.
 
@@ -123,6 +124,8 @@ class FakeOpenViking(LoopThread):
         if request.path.startswith("/api/"):
             if request.headers.get("X-API-Key") != self.api_key:
                 return _err("UNAUTHENTICATED", 401, "missing or invalid API key")
+            if request.headers.get("X-OpenViking-Account") != "default":
+                return _err("INVALID_ARGUMENT", 400, "X-OpenViking-Account required")
             user = request.headers.get("X-OpenViking-User", "")
             if not re.fullmatch(r"[a-zA-Z0-9_-]+", user):
                 return _err("INVALID_ARGUMENT", 400, "X-OpenViking-User required")

@@ -8,7 +8,10 @@ one stored and counted in ``replays``, never stored again.
 
 Scripting: ``fail(status, times)`` fails the next requests; ``lose_answers(n)``
 stores the next ``n`` writes and then answers 503 (a reply lost on the way, as
-when the client dies); ``delay`` seconds are waited before each write.
+when the client dies); ``hold_after(n)`` stores the ``n``-th new write and then
+holds its answer until :meth:`release` (the client is killed waiting for it, so
+the write is on the server but not acknowledged); ``delay`` seconds are waited
+before each write.
 """
 
 from __future__ import annotations
@@ -47,6 +50,9 @@ class FakeRetainDB(LoopThread):
         self.delay = 0.0
         self._failures: deque[int] = deque()
         self._lose = 0
+        self._hold_at: int | None = None
+        self._held = threading.Event()
+        self._stored = 0
         self._next = 0
         self._lock = threading.Lock()
 
@@ -62,6 +68,10 @@ class FakeRetainDB(LoopThread):
         await self._listen(app)
         self.base_url = f"http://127.0.0.1:{self.port}"
 
+    async def _shutdown(self) -> None:
+        self._held.set()
+        await super()._shutdown()
+
     # -- scripting -----------------------------------------------------------
 
     def fail(self, status: int = 503, *, times: int = 1) -> None:
@@ -71,6 +81,22 @@ class FakeRetainDB(LoopThread):
     def lose_answers(self, times: int = 1) -> None:
         with self._lock:
             self._lose += times
+
+    def hold_after(self, count: int) -> None:
+        with self._lock:
+            self._hold_at, self._stored = count, 0
+            self._held.clear()
+
+    def release(self) -> None:
+        with self._lock:
+            self._hold_at = None
+        self._held.set()
+
+    @property
+    def holding(self) -> bool:
+        """Whether an answer is being held (its write is stored)."""
+        with self._lock:
+            return self._hold_at is not None and self._stored >= self._hold_at
 
     def memories_of(self, user: str) -> list[str]:
         with self._lock:
@@ -113,8 +139,12 @@ class FakeRetainDB(LoopThread):
                 result, status = store(), 201
                 if key:
                     self.keys[(user, key)] = result
+                self._stored += 1
             lose = self._lose > 0
             self._lose -= 1 if lose else 0
+            hold = self._hold_at is not None and self._stored == self._hold_at and status == 201
+        while hold and not self._held.is_set():
+            await asyncio.sleep(0.01)
         if lose:
             return web.json_response({"error": "lost"}, status=503)
         return web.json_response(result, status=status)

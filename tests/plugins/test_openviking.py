@@ -140,6 +140,9 @@ def test_tools(home: Path, ov: FakeOpenViking) -> None:
     gone = call(provider, "viking_forget", uri=uri)
     assert gone["success"] is False and "nothing at" in gone["error"]
     assert call(provider, "viking_search", query="")["success"] is False
+    again = call(provider, "viking_remember", content="My dog Biscuit is a beagle.")
+    assert again["success"] and ov.memories_of(ov_user(ALICE)) == ["My dog Biscuit is a beagle."]
+    assert call(provider, "viking_forget", uri=call(provider, "viking_list")["entries"][0]["uri"])
 
     provider.sync_turn("I collect stamps from Peru.", "Fun.")  # the batch, committed on demand
     assert call(provider, "viking_commit") == {"success": True, "committed": 2}

@@ -119,6 +119,14 @@ def test_tools(home: Path, rdb: FakeRetainDB) -> None:
     assert got["content"] == "- milk\n- eggs"
     listed = call(provider, "retaindb_file_list")
     assert listed["count"] == 1 and listed["files"][0]["name"] == "groceries.md"
+    for content in ("- bread", "- milk\n- eggs"):  # A, B, then A again: the last one wins
+        call(provider, "retaindb_file_put", name="groceries.md", content=content)
+    assert call(provider, "retaindb_file_get", name="groceries.md")["content"] == "- milk\n- eggs"
+    assert call(provider, "retaindb_remember", content="My dog Biscuit is a beagle.")["success"]
+    assert rdb.memories_of(ALICE) == [
+        "My dog Biscuit is a beagle."
+    ]  # remembered again after forget
+    assert rdb.replays == 0
     assert call(provider, "retaindb_file_get", name="../etc/passwd")["success"] is False
     assert "no file" in call(provider, "retaindb_file_get", name="nope.md")["error"]
     assert call(provider, "retaindb_search", query="")["success"] is False

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -29,21 +29,21 @@ USER = "slack:U1"
 
 BURST = r"""
 import sys
+import time
 from pathlib import Path
 from plugins.memory import load_memory_provider
 
 home, url, key, count = Path(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
 provider = load_memory_provider("retaindb", home)
 provider.initialize("burst", chorus_home=home, platform="telegram", user_key="telegram:1",
-                    agent_context="primary", config={"base_url": url, "api_key": key})
+                    agent_context="primary",
+                    config={"base_url": url, "api_key": key, "timeout": 60.0})
 for i in range(count):
-    provider.on_memory_write("add", "user", f"write number {i:03d}")
-    print(i, flush=True)
+    provider.on_memory_write("add", "user", f"write number {i:04d}")
+    print(i, flush=True)  # written only once the write is committed to the queue
+    time.sleep(0.005)
 if len(sys.argv) > 5:
     print("left", provider.flush(60), flush=True)
-else:
-    import time
-    time.sleep(120)  # killed before it ends
 """
 
 
@@ -64,40 +64,48 @@ def burst(home: Path, rdb: FakeRetainDB, count: int, *finish: str) -> subprocess
     )
 
 
+def queued_writes(home: Path) -> list[str]:
+    db = sqlite3.connect(home / "providers" / "retaindb" / "queue.db")
+    rows = db.execute("SELECT payload FROM writes ORDER BY seq").fetchall()
+    db.close()
+    return [json.loads(row[0])["content"] for row in rows]
+
+
 def test_kill_9_mid_burst_then_replay_leaves_every_write_exactly_once(
     tmp_path: Path, rdb: FakeRetainDB
 ) -> None:
     home = tmp_path / "home"
-    rdb.delay = 0.1  # the server lags, so the queue holds writes when the kill comes
-    child = burst(home, rdb, 60)
+    # The 5th write reaches the server but its answer never comes back, so the
+    # process dies with a write stored and not acknowledged: the replay must not double it.
+    rdb.hold_after(5)
+    child = burst(home, rdb, 100_000)
     try:
         assert child.stdout is not None
         accepted = -1
-        while accepted < 59:
+        while accepted < 30 or not rdb.holding:
             line = child.stdout.readline()
             assert line, child.stderr.read() if child.stderr else "child died"
             accepted = int(line)
-        deadline = time.monotonic() + 30
-        while len(rdb.memories_of("telegram:1")) < 3:
-            assert time.monotonic() < deadline, "nothing reached the server"
-            time.sleep(0.01)
+        assert child.poll() is None  # still writing: the kill comes mid-burst
         child.send_signal(signal.SIGKILL)
-        child.wait(timeout=10)
+        assert child.wait(timeout=10) == -signal.SIGKILL
     finally:
         if child.poll() is None:
             child.kill()
-    db = sqlite3.connect(home / "providers" / "retaindb" / "queue.db")
-    left = db.execute("SELECT COUNT(*) FROM writes").fetchone()[0]
-    db.close()
-    assert left > 0  # the kill really left writes behind
-    assert len(rdb.memories_of("telegram:1")) < 60
+    on_server, queued = rdb.memories_of("telegram:1"), queued_writes(home)
+    assert len(on_server) == 5 and queued[0] == on_server[-1]  # stored, never acknowledged
+    committed = sorted(set(on_server) | set(queued))
+    everything = [f"write number {i:04d}" for i in range(len(committed))]
+    assert committed == everything and len(committed) > accepted  # every accepted write is kept
 
-    rdb.delay = 0.0
+    rdb.release()
     replay = burst(home, rdb, 0, "flush")  # a new process starts the provider
     out, err = replay.communicate(timeout=60)
     assert replay.returncode == 0, err
     assert "left 0" in out
-    assert rdb.memories_of("telegram:1") == [f"write number {i:03d}" for i in range(60)]
+    assert rdb.memories_of("telegram:1") == everything  # each exactly once, in order
+    assert rdb.replays == 1  # the unacknowledged write was sent again and deduped
+    assert queued_writes(home) == []
 
 
 @pytest.fixture

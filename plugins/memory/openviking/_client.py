@@ -17,12 +17,16 @@ documents them (every answer is ``{"status": "ok"|"error", "result": ...,
   ``DELETE /api/v1/fs?uri=`` — browse, read and remove under ``viking://``;
 * ``GET /health``.
 
-Unsure parts, kept small on purpose: the meta field names ``message_count`` and
-``commit_count`` (used to resume an interrupted commit without adding a message
-twice), and the identity headers. Authentication is ``X-API-Key``; the user
-is named with ``X-OpenViking-User`` (and ``X-OpenViking-Agent: chorus``), as
-a root key in trusted mode does, so ``viking://user/…`` resolves to that
-user's own space on the server.
+The ``openviking`` server is not installed here and nothing was run against
+it. The session routes (``auto_create``, the meta's ``message_count`` and
+``commit_count``, NOT_FOUND answered inside the envelope), ``fs/ls``
+(entries with ``uri`` and ``isDir``), ``DELETE /fs`` and the identity headers
+were read from the OpenViking server's source; the shape of a ``search/find``
+result and of ``content/read`` are from its documentation only. Authentication
+is ``X-API-Key``; the request names ``X-OpenViking-Account: default``, the user
+(``X-OpenViking-User``) and ``X-OpenViking-Agent: chorus``, which a ROOT key
+(or trusted mode) may do, so ``viking://user/…`` resolves to that user's own
+space. A USER-role key cannot name other users: chorus needs a ROOT key.
 
 Every call is bounded by the configured timeout and goes through the circuit
 breaker; a failure raises :class:`BackendFailed` naming the exception class only.
@@ -41,6 +45,7 @@ from ._deps import load
 logger = logging.getLogger(__name__)
 
 AGENT_ID = "chorus"
+ACCOUNT_ID = "default"
 
 
 class BackendFailed(RuntimeError):
@@ -71,7 +76,7 @@ class Client:
     def _client(self) -> Any:
         with self._lock:
             if self._http is None:
-                headers = {"X-OpenViking-Agent": AGENT_ID}
+                headers = {"X-OpenViking-Agent": AGENT_ID, "X-OpenViking-Account": ACCOUNT_ID}
                 if self._settings.api_key:
                     headers["X-API-Key"] = self._settings.api_key
                 self._http = self._httpx.Client(

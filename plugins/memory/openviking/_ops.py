@@ -12,6 +12,7 @@ import json
 import logging
 import re
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -163,7 +164,9 @@ def run_tool(
     if name == _tools.VIKING_REMEMBER:
         content = _tools.content_arg(args)
         note: list[Message] = [{"role": "user", "content": content}]
-        note_session = f"note:{turn_id(session_id, content, '')}"
+        # a fresh OpenViking session per note, so the same fact stored again
+        # after viking_forget is committed again instead of matching the old commit
+        note_session = f"note:{uuid.uuid4().hex}"
         batches.append(user_key, note_session, turn_id(note_session, content, ""), note)
         marker = batches.seal(user_key, note_session)
         return {"remembered": content, **_commit_or_queue(client, batches, marker)}

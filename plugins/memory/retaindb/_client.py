@@ -11,8 +11,12 @@ URL-quoted, so no path reaches another user's data:
 * ``DELETE /memories/{id}`` — 204, or 404 when it is not this user's;
 * ``PUT /files/{name}`` ``{"content"}`` with an ``Idempotency-Key`` — 200 ``{"file": {...}}``;
 * ``GET /files/{name}`` — ``{"file": {"name", "content", "size", "updated_at"}}``;
-  ``GET /files`` — ``{"files": [...]}``; ``DELETE /files/{name}``;
+  ``GET /files`` — ``{"files": [{"name", "size", "updated_at"}]}``;
 * ``GET /v1/health``.
+
+No file deletion and no memory update are used (a changed fact is a new
+memory; a file is replaced by ``PUT``). An ``Idempotency-Key`` is remembered by
+the server per user: the same key again is never a second write.
 
 Each call is bounded by the configured timeout and goes through the circuit
 breaker; failures raise :class:`BackendFailed` with the exception class or the

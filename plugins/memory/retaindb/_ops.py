@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+import uuid
 from typing import Any
 
 from . import _tools
@@ -17,8 +18,21 @@ MAX_LINE = 400
 
 
 def idem_key(*parts: str) -> str:
-    """The idempotency key of a write: a hash of everything that makes it this write."""
+    """The idempotency key of a write that may be handed over twice: a hash of what it is.
+
+    For writes chorus can deliver again (a re-run ``sync_turn`` job, a mirrored
+    ``memory`` write): the same turn of the same session always has the same key.
+    """
     return "chorus-" + hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()[:40]
+
+
+def fresh_key() -> str:
+    """The key of a write made once (a tool call): unique, kept in its queue row for replays.
+
+    A content hash would be wrong here: putting A, then B, then A again must
+    leave A, and remembering a fact again after forgetting it must store it.
+    """
+    return "chorus-" + uuid.uuid4().hex
 
 
 def send(client: Client, write: Write) -> Any:
@@ -109,7 +123,7 @@ def run_tool(
     """One tool call's result (without ``success``); ToolError for bad input."""
     if name == _tools.REMEMBER:
         content = _tools.text_arg(args, "content", _tools.MAX_CONTENT)
-        idem = idem_key("tool", user_id, content)
+        idem = fresh_key()
         payload = {"content": content, "metadata": {"source": "chorus_tool"}}
         sent = queue_and_send(client, queue, idem, user_id, "memory", payload)
         return {"remembered": content, **({} if sent else {"queued": True})}
@@ -129,7 +143,7 @@ def run_tool(
     if name == _tools.FILE_PUT:
         file_name = _tools.name_arg(args)
         content = _tools.text_arg(args, "content", _tools.MAX_FILE)
-        idem = idem_key("file", user_id, file_name, content)
+        idem = fresh_key()
         sent = queue_and_send(client, queue, idem, user_id, "file", {"content": content}, file_name)
         return {"name": file_name, "size": len(content), **({} if sent else {"queued": True})}
     if name == _tools.FILE_GET:

@@ -8,6 +8,9 @@ return once it is committed there; the queue is then drained, inline for
 ``on_memory_write`` so a turn never waits. ``initialize`` starts a drain of
 whatever an earlier, perhaps killed, process left, also on a thread. The
 server dedupes by each write's idempotency key, so a replay never doubles.
+A turn's key is a hash of its user, session and texts (a re-run job sends the
+same key), so one exchange repeated word for word in one session is kept once;
+a tool's write gets a fresh key, kept in its queue row for the replay.
 
 ``prefetch`` (``"primary"``) searches with a short timeout and falls back to
 the recall ``queue_prefetch`` (``"background"``) cached for that user.

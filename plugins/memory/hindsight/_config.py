@@ -1,0 +1,242 @@
+"""The provider's settings (``memory.providers.hindsight``) and the bank id of each user.
+
+``initialize`` gets the section as ``config`` with the secret ``api_key``
+filled in from ``HINDSIGHT_API_KEY``; a key that is missing or empty falls back
+to its environment variable (if it has one) and then to its default, so the
+provider also runs with no section at all. A value of the wrong kind falls
+back to its default with a WARNING naming the key, never the value. Only
+``bank_prefix`` is strict: a typo there would quietly give every user a new,
+empty bank (and leave their memories behind in the old one).
+
+Bank ids: ``<bank_prefix>-<user key>`` with every character of the key other
+than ASCII letters, digits and ``-`` written as ``_`` and two hex digits per
+UTF-8 byte (``telegram:42`` is ``chorus-telegram_3a42``). ``_`` is always an
+escape, so the encoding is injective: two user keys never share a bank.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import string
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+PROVIDER_NAME = "hindsight"
+DEFAULT_BASE_URL = "http://localhost:8888"
+DEFAULT_PREFIX = "chorus"
+BUDGETS = ("low", "mid", "high")
+_PREFIX = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,31}")
+_SAFE = frozenset(string.ascii_letters + string.digits + "-")
+
+
+@dataclass(frozen=True)
+class Settings:
+    base_url: str = DEFAULT_BASE_URL
+    api_key: str = ""
+    bank_prefix: str = DEFAULT_PREFIX
+    timeout: float = 30.0
+    """Seconds any one call (tools, background retain and recall) may take."""
+    recall_timeout: float = 5.0
+    """Seconds the live recall before a turn may take (the turn waits less)."""
+    recall_budget: str = "mid"
+    recall_max_tokens: int = 1024
+    reflect_budget: str = "low"
+    buffer_turns: int = 20
+    """Turns of a session kept on disk before they are retained as a part of its document."""
+    retain_async: bool = True
+
+    def bank_id(self, user_key: str) -> str:
+        return bank_id(self.bank_prefix, user_key)
+
+
+def bank_id(prefix: str, user_key: str) -> str:
+    """The bank of ``user_key`` (canonical form) under ``prefix``; see the module docstring."""
+    encoded = "".join(
+        ch if ch in _SAFE else "".join(f"_{b:02x}" for b in ch.encode("utf-8")) for ch in user_key
+    )
+    return f"{prefix}-{encoded}"
+
+
+def user_key_of(prefix: str, bank: str) -> str:
+    """The inverse of :func:`bank_id`; ValueError for a bank id it did not make."""
+    head = f"{prefix}-"
+    if not bank.startswith(head):
+        raise ValueError("not a bank of this prefix")
+    raw, rest = bytearray(), bank[len(head) :]
+    i = 0
+    while i < len(rest):
+        if rest[i] == "_":
+            raw.append(int(rest[i + 1 : i + 3], 16))
+            i += 3
+        else:
+            raw.extend(rest[i].encode("ascii"))
+            i += 1
+    return raw.decode("utf-8")
+
+
+_DEFAULTS = Settings()
+
+SCHEMA: list[dict[str, Any]] = [
+    {
+        "key": "base_url",
+        "description": "URL of the Hindsight API server",
+        "required": False,
+        "default": DEFAULT_BASE_URL,
+        "env_var": "HINDSIGHT_BASE_URL",
+        "url": "https://hindsight.vectorize.io",
+    },
+    {
+        "key": "api_key",
+        "description": "Hindsight API key (sent as a Bearer token; leave empty for a server "
+        "without authentication)",
+        "secret": True,
+        "required": False,
+        "env_var": "HINDSIGHT_API_KEY",
+    },
+    {
+        "key": "bank_prefix",
+        "description": "Prefix of every bank id (letters, digits, '-'); each user's bank is "
+        "<prefix>-<user key>",
+        "required": False,
+        "default": DEFAULT_PREFIX,
+    },
+    {
+        "key": "timeout",
+        "description": "Seconds one call to Hindsight may take (tools, retain, recall in jobs)",
+        "required": False,
+        "default": _DEFAULTS.timeout,
+    },
+    {
+        "key": "recall_timeout",
+        "description": "Seconds the recall before a turn may take; then the cached recall is used",
+        "required": False,
+        "default": _DEFAULTS.recall_timeout,
+    },
+    {
+        "key": "recall_budget",
+        "description": "Recall budget (how hard Hindsight searches)",
+        "required": False,
+        "default": _DEFAULTS.recall_budget,
+        "choices": list(BUDGETS),
+    },
+    {
+        "key": "recall_max_tokens",
+        "description": "Most tokens of memories recalled before a turn",
+        "required": False,
+        "default": _DEFAULTS.recall_max_tokens,
+    },
+    {
+        "key": "reflect_budget",
+        "description": "Budget of hindsight_reflect",
+        "required": False,
+        "default": _DEFAULTS.reflect_budget,
+        "choices": list(BUDGETS),
+    },
+    {
+        "key": "buffer_turns",
+        "description": "Turns kept on disk before they are retained ahead of the session end",
+        "required": False,
+        "default": _DEFAULTS.buffer_turns,
+    },
+    {
+        "key": "retain_async",
+        "description": "Let Hindsight extract facts in the background (retain returns at once)",
+        "required": False,
+        "default": _DEFAULTS.retain_async,
+    },
+]
+
+_ENV = {field["key"]: field["env_var"] for field in SCHEMA if field.get("env_var")}
+
+
+def _value(config: Mapping[str, Any], environ: Mapping[str, str], key: str) -> Any:
+    value = config.get(key)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        env_var = _ENV.get(key)
+        value = environ.get(env_var) if env_var else None
+    if isinstance(value, str):
+        return value.strip() or None
+    return value
+
+
+def _warn(key: str, what: str) -> None:
+    logger.warning("memory.providers.hindsight.%s must be %s; using the default", key, what)
+
+
+def _number(value: Any, key: str, default: float, low: float, high: float) -> float:
+    if value is None:
+        return default
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = float("nan")
+    if isinstance(value, bool) or not low <= number <= high:
+        _warn(key, f"a number from {low:g} to {high:g}")
+        return default
+    return number
+
+
+def _bool(value: Any, key: str, default: bool) -> bool:
+    if value is None or isinstance(value, bool):
+        return default if value is None else value
+    text = str(value).strip().lower()
+    if text in ("true", "yes", "on", "1"):
+        return True
+    if text in ("false", "no", "off", "0"):
+        return False
+    _warn(key, "true or false")
+    return default
+
+
+def _choice(value: Any, key: str, default: str) -> str:
+    if value is None:
+        return default
+    text = str(value).strip().lower()
+    if text not in BUDGETS:
+        _warn(key, "one of " + ", ".join(BUDGETS))
+        return default
+    return text
+
+
+def parse(config: Mapping[str, Any] | None, environ: Mapping[str, str] | None = None) -> Settings:
+    """Settings from ``config`` and ``environ`` (``os.environ`` by default).
+
+    Raises ValueError for a ``bank_prefix`` that is not letters, digits and ``-``.
+    """
+    section: Mapping[str, Any] = config if isinstance(config, Mapping) else {}
+    env: Mapping[str, str] = os.environ if environ is None else environ
+
+    def get(key: str) -> Any:
+        return _value(section, env, key)
+
+    base_url = get("base_url") or DEFAULT_BASE_URL
+    if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
+        _warn("base_url", "an http(s) URL")
+        base_url = DEFAULT_BASE_URL
+    prefix = get("bank_prefix") or DEFAULT_PREFIX
+    if not isinstance(prefix, str) or not _PREFIX.fullmatch(prefix):
+        raise ValueError(
+            "memory.providers.hindsight.bank_prefix must be 1-32 letters, digits or '-'"
+        )
+    api_key = get("api_key")
+    return Settings(
+        base_url=base_url.rstrip("/"),
+        api_key=api_key if isinstance(api_key, str) else "",
+        bank_prefix=prefix,
+        timeout=_number(get("timeout"), "timeout", _DEFAULTS.timeout, 0.1, 600),
+        recall_timeout=_number(
+            get("recall_timeout"), "recall_timeout", _DEFAULTS.recall_timeout, 0.1, 120
+        ),
+        recall_budget=_choice(get("recall_budget"), "recall_budget", _DEFAULTS.recall_budget),
+        recall_max_tokens=int(
+            _number(get("recall_max_tokens"), "recall_max_tokens", 1024, 64, 32768)
+        ),
+        reflect_budget=_choice(get("reflect_budget"), "reflect_budget", _DEFAULTS.reflect_budget),
+        buffer_turns=int(_number(get("buffer_turns"), "buffer_turns", 20, 1, 500)),
+        retain_async=_bool(get("retain_async"), "retain_async", _DEFAULTS.retain_async),
+    )

@@ -1,0 +1,195 @@
+"""The provider's settings (``memory.providers.honcho``) and the Honcho names of chorus things.
+
+``initialize`` gets the section as ``config`` with the secret ``api_key`` filled
+in from ``HONCHO_API_KEY``; a missing or empty ``api_key`` falls back to that
+variable, every other missing key to its default, so the provider also runs
+with no section at all. A ``timeout`` of the wrong kind falls back to its
+default with a WARNING naming the key, never the value. ``base_url``,
+``workspace_id`` and ``recall_mode`` are strict (ValueError, so the provider is
+left out of the session and ``chorus memory status`` says why): a typo in the
+workspace would quietly start everyone over in another one, one in the recall
+mode would inject (and pay for) recall an operator turned off.
+
+Names: Honcho accepts ``[A-Za-z0-9_-]`` in peer and session ids. A user key or
+session id keeps its ASCII letters, digits and ``-``; every other character,
+``_`` included, becomes ``_`` and two hex digits per UTF-8 byte
+(``telegram:42`` is the peer ``telegram_3a42``). ``_`` is always an escape, so
+two keys never share a peer; every user key holds a ``:``, so no user's peer is
+ever :data:`ASSISTANT_PEER` (which has no ``_``). A name that would pass
+Honcho's 512 characters keeps its first 200 and adds ``_zz`` and a SHA-256,
+which no escape produces.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import string
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+logger = logging.getLogger(__name__)
+
+PROVIDER_NAME = "honcho"
+DEFAULT_BASE_URL = "https://api.honcho.dev"
+DEFAULT_WORKSPACE = "chorus"
+DEFAULT_TIMEOUT = 30.0
+RECALL_MODES = ("hybrid", "context", "tools")
+ASSISTANT_PEER = "chorus-assistant"
+"""The peer every chorus session's assistant speaks as."""
+MAX_NAME = 512
+_SAFE = frozenset(string.ascii_letters + string.digits + "-")
+_WORKSPACE = re.compile(r"[A-Za-z0-9_-]{1,512}")
+
+RecallMode = Literal["hybrid", "context", "tools"]
+
+
+@dataclass(frozen=True)
+class Settings:
+    base_url: str = DEFAULT_BASE_URL
+    api_key: str = ""
+    workspace_id: str = DEFAULT_WORKSPACE
+    recall_mode: RecallMode = "hybrid"
+    timeout: float = DEFAULT_TIMEOUT
+    """Seconds one request to Honcho may take (the live recall before a turn takes less)."""
+
+    @property
+    def injects(self) -> bool:
+        """Whether recall is injected before each turn (``hybrid``, ``context``)."""
+        return self.recall_mode != "tools"
+
+    @property
+    def has_tools(self) -> bool:
+        """Whether the model gets the honcho tools (``hybrid``, ``tools``)."""
+        return self.recall_mode != "context"
+
+
+def honcho_name(raw: str) -> str:
+    """``raw`` (a user key or session id) as a Honcho id; see the module docstring."""
+    encoded = "".join(
+        ch if ch in _SAFE else "".join(f"_{b:02x}" for b in ch.encode("utf-8")) for ch in raw
+    )
+    if len(encoded) <= MAX_NAME:
+        return encoded
+    return f"{encoded[:200]}_zz{hashlib.sha256(raw.encode('utf-8')).hexdigest()}"
+
+
+def original_name(name: str) -> str:
+    """The inverse of :func:`honcho_name` for names it did not hash; ValueError otherwise."""
+    raw, i = bytearray(), 0
+    while i < len(name):
+        if name[i] == "_":
+            raw.append(int(name[i + 1 : i + 3], 16))
+            i += 3
+        else:
+            raw.extend(name[i].encode("ascii"))
+            i += 1
+    return raw.decode("utf-8")
+
+
+_DEFAULTS = Settings()
+
+SCHEMA: list[dict[str, Any]] = [
+    {
+        "key": "base_url",
+        "description": "URL of the Honcho API (the hosted one, or your own server)",
+        "required": False,
+        "default": DEFAULT_BASE_URL,
+        "url": "https://honcho.dev",
+    },
+    {
+        "key": "api_key",
+        "description": "Honcho API key (sent as a Bearer token; may be left empty for a "
+        "self-hosted server without authentication)",
+        "secret": True,
+        "required": False,
+        "env_var": "HONCHO_API_KEY",
+        "url": "https://app.honcho.dev",
+    },
+    {
+        "key": "workspace_id",
+        "description": "Honcho workspace that holds chorus's peers and sessions "
+        "(letters, digits, '_' and '-')",
+        "required": False,
+        "default": DEFAULT_WORKSPACE,
+    },
+    {
+        "key": "recall_mode",
+        "description": "hybrid: recall injected before each turn and the honcho tools; "
+        "context: only the injected recall; tools: only the tools",
+        "required": False,
+        "default": _DEFAULTS.recall_mode,
+        "choices": list(RECALL_MODES),
+    },
+    {
+        "key": "timeout",
+        "description": "Seconds one request to Honcho may take",
+        "required": False,
+        "default": DEFAULT_TIMEOUT,
+    },
+]
+
+
+def _value(config: Mapping[str, Any], environ: Mapping[str, str], key: str) -> Any:
+    value = config.get(key)
+    if key == "api_key" and (value is None or (isinstance(value, str) and not value.strip())):
+        value = environ.get("HONCHO_API_KEY")
+    if isinstance(value, str):
+        return value.strip() or None
+    return value
+
+
+def _timeout(value: Any) -> float:
+    if value is None:
+        return DEFAULT_TIMEOUT
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = float("nan")
+    if isinstance(value, bool) or not 1.0 <= number <= 600.0:
+        logger.warning(
+            "memory.providers.honcho.timeout must be a number of seconds from 1 to 600; using %g",
+            DEFAULT_TIMEOUT,
+        )
+        return DEFAULT_TIMEOUT
+    return number
+
+
+def _recall_mode(value: Any) -> RecallMode:
+    text = str(value).strip().lower() if value is not None else "hybrid"
+    for mode in RECALL_MODES:
+        if text == mode:
+            return mode  # type: ignore[return-value]  # one of the literal's values
+    raise ValueError("memory.providers.honcho.recall_mode must be hybrid, context or tools")
+
+
+def parse(config: Mapping[str, Any] | None, environ: Mapping[str, str] | None = None) -> Settings:
+    """Settings from ``config`` and ``environ`` (``os.environ`` by default).
+
+    Raises ValueError for a bad ``workspace_id``, ``recall_mode`` or ``base_url``.
+    """
+    section: Mapping[str, Any] = config if isinstance(config, Mapping) else {}
+    env: Mapping[str, str] = os.environ if environ is None else environ
+
+    def get(key: str) -> Any:
+        return _value(section, env, key)
+
+    base_url = get("base_url") or DEFAULT_BASE_URL
+    if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
+        raise ValueError("memory.providers.honcho.base_url must be an http(s) URL")
+    workspace = get("workspace_id") or DEFAULT_WORKSPACE
+    if not isinstance(workspace, str) or not _WORKSPACE.fullmatch(workspace):
+        raise ValueError(
+            "memory.providers.honcho.workspace_id must be 1-512 letters, digits, '_' or '-'"
+        )
+    api_key = get("api_key")
+    return Settings(
+        base_url=base_url.rstrip("/"),
+        api_key=api_key if isinstance(api_key, str) else "",
+        workspace_id=workspace,
+        recall_mode=_recall_mode(get("recall_mode")),
+        timeout=_timeout(get("timeout")),
+    )

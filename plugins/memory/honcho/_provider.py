@@ -1,0 +1,397 @@
+"""The Honcho memory provider: peer cards, representations and dialectic Q&A per person.
+
+Who is who: the chorus user key is the Honcho peer (``telegram:42`` is the peer
+``telegram_3a42``, see :mod:`._config`), the speaker's key in a group session
+(``sessions.scope: chat``), else the session's; the assistant is the one peer
+:data:`~._config.ASSISTANT_PEER`, never observed. One chorus session is one
+Honcho session. Every read and write names the peer of the person talking:
+tools take no peer, conclusions are created, searched and deleted only on that
+peer's own view, and a conclusion is deleted only after it was fetched and
+found to be theirs.
+
+``recall_mode`` (``hybrid`` by default): ``hybrid`` injects recall before each
+turn and offers the five tools, ``context`` only injects, ``tools`` only offers
+the tools.
+
+Calls by context (see :mod:`memory.providers`): ``sync_turn`` (``"background"``)
+adds the turn as session messages, each text in parts of at most
+:data:`MAX_MESSAGE_CHARS` characters, all in one request tagged with the turn's
+hash, after checking the session holds no message with that tag (a re-delivered
+job adds nothing). ``prefetch`` asks Honcho for the person's card and their
+representation around the message (at most ``RECALL_TIMEOUT`` seconds); while
+Honcho fails or is paused it answers with the recall ``queue_prefetch`` warmed
+after the last turn. ``on_memory_write`` of the built-in tool's ``user`` target
+becomes a conclusion about the session's user. Honcho cannot delete a message,
+so a turn withdrawn by ``/undo`` after its sync stays in Honcho.
+
+Logs carry no message, query or memory text above DEBUG.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from memory.log_content import loggable
+from memory.paths import UserKey
+from memory.providers import MemoryProvider, provider_dir, strip_memory_context
+from plugins.memory._breaker import DEFAULT_COOLDOWN, DEFAULT_THRESHOLD, CircuitBreaker
+
+from . import _config, _deps, _tools
+from ._client import HonchoClient
+from ._guard import Guard, HonchoFailed, HonchoPaused
+from ._recall import WarmRecall, format_recall
+
+logger = logging.getLogger(__name__)
+
+MAX_MESSAGE_CHARS = 25_000
+"""Longest message Honcho accepts; a longer text is sent in parts."""
+MAX_PARTS = 50
+"""Parts kept of one text (1.25 M characters), so a turn is always one request of <= 100."""
+RECALL_CONCLUSIONS = 10
+CONTEXT_TOKENS = 2000
+CONTEXT_MESSAGES = 10
+MAX_SHOWN = 500
+"""Characters of one message honcho_context shows."""
+
+_BLOCKS = {
+    "hybrid": (
+        "You have a long-term memory of each person (Honcho): what it knows of them "
+        "arrives with their message. {tools}"
+    ),
+    "context": (
+        "You have a long-term memory of each person (Honcho): what it knows of them "
+        "arrives with their message."
+    ),
+    "tools": "You have a long-term memory of each person (Honcho). {tools}",
+}
+_TOOLS_TEXT = (
+    "honcho_profile reads or corrects their peer card; honcho_search finds what Honcho "
+    "concluded about them; honcho_context shows this conversation as Honcho holds it; "
+    "honcho_reasoning asks Honcho a question about them (slower); honcho_conclude records "
+    "a durable fact or deletes a wrong one by its id."
+)
+
+
+def _error(message: str) -> str:
+    return json.dumps({"success": False, "error": message}, ensure_ascii=False)
+
+
+def parts_of(text: str) -> list[str]:
+    """``text`` in parts of at most :data:`MAX_MESSAGE_CHARS`, at most :data:`MAX_PARTS`."""
+    cut = [text[i : i + MAX_MESSAGE_CHARS] for i in range(0, len(text), MAX_MESSAGE_CHARS)]
+    if len(cut) > MAX_PARTS:
+        logger.info("honcho: a text of %d characters is cut to %d parts", len(text), MAX_PARTS)
+    return cut[:MAX_PARTS]
+
+
+def turn_hash(session: str, peer: str, user: str, assistant: str) -> str:
+    """A stable name for one turn of one session, said by ``peer``."""
+    data = json.dumps([session, peer, user, assistant], ensure_ascii=False)
+    return hashlib.sha256(data.encode("utf-8")).hexdigest()[:32]
+
+
+class HonchoProvider(MemoryProvider):
+    """Honcho (``pip install 'chorus[honcho]'``), hosted or self-hosted.
+
+    ``clock``, ``failure_threshold`` and ``cooldown`` set the circuit breaker;
+    ``environ`` replaces ``os.environ`` as the fallback for ``api_key``.
+    """
+
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        failure_threshold: int = DEFAULT_THRESHOLD,
+        cooldown: float = DEFAULT_COOLDOWN,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        breaker = CircuitBreaker(threshold=failure_threshold, cooldown=cooldown, clock=clock)
+        self._guard = Guard(breaker)
+        self._environ = environ
+        self._settings = _config.Settings()
+        self._home: Path | None = None
+        self._user_key = ""
+        self._session_id = ""
+        self._context = "primary"
+        self._client: HonchoClient | None = None
+        self._lock = threading.RLock()
+
+    # -- identity and start-up -----------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return _config.PROVIDER_NAME
+
+    def is_available(self) -> bool:
+        return _deps.installed()
+
+    @property
+    def unavailable_reason(self) -> str | None:
+        """Why the provider cannot run here (with the fix), or None when it can."""
+        return None if self.is_available() else _deps.UNAVAILABLE_REASON
+
+    @property
+    def breaker(self) -> CircuitBreaker:
+        return self._guard.breaker
+
+    @property
+    def settings(self) -> _config.Settings:
+        return self._settings
+
+    def initialize(self, session_id: str, **kwargs: Any) -> None:
+        home = Path(kwargs["chorus_home"])
+        user_key = UserKey.parse(str(kwargs["user_key"])).key
+        settings = _config.parse(kwargs.get("config"), self._environ)
+        if not settings.api_key and settings.base_url == _config.DEFAULT_BASE_URL:
+            raise ValueError("the hosted Honcho needs an API key: set HONCHO_API_KEY")
+        context = str(kwargs.get("agent_context") or "primary")
+        client = HonchoClient(_deps.load(), settings, background=context == "background")
+        with self._lock:
+            self._close()
+            self._home, self._user_key, self._settings = home, user_key, settings
+            self._session_id, self._context, self._client = session_id, context, client
+        logger.debug(
+            "honcho provider ready for session %s (%s, %s)",
+            session_id,
+            context,
+            settings.recall_mode,
+        )
+
+    # -- plumbing ------------------------------------------------------------
+
+    def _ready(self) -> tuple[Path, HonchoClient]:
+        with self._lock:
+            if self._home is None or self._client is None:
+                raise RuntimeError("the honcho provider is not initialised")
+            return self._home, self._client
+
+    def _key(self, speaker: Any = None) -> str:
+        """The user key of who is talking: ``speaker`` when given, else the session's."""
+        self._ready()
+        if speaker is None or speaker == "":
+            return self._user_key
+        if not isinstance(speaker, str):
+            raise ValueError("speaker must be a user key")
+        return UserKey.parse(speaker).key
+
+    def _honcho_session(self, session_id: str = "") -> str:
+        return _config.honcho_name(session_id or self._session_id)
+
+    def _warm(self, user_key: str) -> WarmRecall:
+        home, _ = self._ready()
+        return WarmRecall(provider_dir(home, _config.PROVIDER_NAME, user_key))
+
+    def _recall(self, query: str, user_key: str, *, live: bool) -> str:
+        _, client = self._ready()
+        peer = _config.honcho_name(user_key)
+        call = partial(client.peer_context, peer, query, RECALL_CONCLUSIONS, live=live)
+        representation, card = self._guard.run("recall", call)
+        return format_recall(representation, card)
+
+    # -- recall --------------------------------------------------------------
+
+    def system_prompt_block(self) -> str:
+        return _BLOCKS[self._settings.recall_mode].format(tools=_TOOLS_TEXT)
+
+    def prefetch(self, query: str, *, session_id: str = "", speaker: str | None = None) -> str:
+        if not self._settings.injects:
+            return ""
+        key = self._key(speaker)
+        text = strip_memory_context(query).strip()
+        try:
+            recalled = self._recall(text, key, live=True)
+        except (HonchoFailed, HonchoPaused):
+            logger.debug("honcho prefetch: Honcho unavailable, using the warm recall")
+            return self._warm(key).load()
+        logger.debug("honcho prefetch for %s: %d characters", loggable(text), len(recalled))
+        return recalled
+
+    def queue_prefetch(
+        self, query: str, *, session_id: str = "", speaker: str | None = None
+    ) -> None:
+        if not self._settings.injects or self._context == "flush":
+            return
+        key = self._key(speaker)
+        text = strip_memory_context(query).strip()
+        try:
+            recalled = self._recall(text, key, live=False)
+        except (HonchoFailed, HonchoPaused):
+            return
+        self._warm(key).store(recalled)
+
+    # -- write ---------------------------------------------------------------
+
+    def sync_turn(
+        self,
+        user_content: str,
+        assistant_content: str,
+        *,
+        session_id: str = "",
+        messages: list[dict[str, Any]] | None = None,
+        speaker: str | None = None,
+    ) -> None:
+        if self._context == "flush":
+            return
+        user = strip_memory_context(user_content or "").strip()
+        assistant = strip_memory_context(assistant_content or "").strip()
+        if not user and not assistant:
+            return
+        _, client = self._ready()
+        peer = _config.honcho_name(self._key(speaker))
+        session = self._honcho_session(session_id)
+        turn = turn_hash(session, peer, user, assistant)
+        parts = [(peer, p) for p in parts_of(user)]
+        parts += [(_config.ASSISTANT_PEER, p) for p in parts_of(assistant)]
+        self._guard.run("open session", partial(client.open_session, session, peer))
+        if self._guard.run("check turn", partial(client.has_turn, session, turn)):
+            logger.debug("honcho sync_turn of session %s: turn already synced", session)
+            return
+        self._guard.run("add messages", partial(client.add_turn, session, turn, parts))
+        logger.debug("honcho sync_turn of session %s: %d messages", session, len(parts))
+
+    def on_memory_write(
+        self,
+        action: str,
+        target: str,
+        content: str,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        """A fact the built-in tool wrote to USER.md becomes a conclusion about that user."""
+        if target != "user" or action not in ("add", "replace"):
+            return
+        text = strip_memory_context(content or "").strip()[: _tools.MAX_CONCLUSION]
+        if not text:
+            return
+        _, client = self._ready()
+        peer = _config.honcho_name(self._user_key)
+        self._guard.run("conclude", partial(client.conclude, peer, text))
+
+    def on_session_switch(
+        self,
+        new_session_id: str,
+        *,
+        parent_session_id: str = "",
+        reset: bool = False,
+        rewound: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        if reset and new_session_id:
+            with self._lock:
+                self._session_id = new_session_id
+        elif rewound and kwargs.get("withdrawn_turn"):
+            logger.debug("honcho cannot delete messages: the withdrawn turn stays in Honcho")
+
+    # -- tools ---------------------------------------------------------------
+
+    def get_tool_schemas(self) -> list[dict[str, Any]]:
+        if not self._settings.has_tools:
+            return []
+        return [json.loads(json.dumps(schema)) for schema in _tools.SCHEMAS]
+
+    def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
+        if not isinstance(args, dict):
+            return _error("arguments must be a JSON object")
+        if tool_name not in _tools.TOOL_NAMES or not self._settings.has_tools:
+            return _error(f"unknown tool '{tool_name}'")
+        try:
+            peer = _config.honcho_name(self._key(kwargs.get("speaker")))
+            result = self._run_tool(tool_name, args, peer, str(kwargs.get("session_id") or ""))
+        except _tools.ToolError as exc:
+            return _error(str(exc))
+        except HonchoPaused as exc:
+            return _error(str(exc))
+        except HonchoFailed as exc:
+            return _error(f"{tool_name} could not run: Honcho failed ({exc.cause})")
+        except ValueError:
+            return _error("speaker must be a user key such as telegram:12345")
+        except RuntimeError:
+            return _error("Honcho is not ready for this session")
+        return json.dumps({"success": True, **result}, ensure_ascii=False)
+
+    def _run_tool(
+        self, name: str, args: dict[str, Any], peer: str, session_id: str
+    ) -> dict[str, Any]:
+        _, client = self._ready()
+        run = self._guard.run
+        if name == _tools.HONCHO_PROFILE:
+            card = _tools.card_arg(args)
+            if card is None:
+                facts = run("get card", partial(client.card, peer))
+                hint = "" if facts else "no card yet: Honcho writes one as it gets to know them"
+                return {"card": facts, **({"hint": hint} if hint else {})}
+            return {"card": run("set card", partial(client.set_card, peer, card)), "updated": True}
+        if name == _tools.HONCHO_SEARCH:
+            query, limit = _tools.query_arg(args), _tools.limit_arg(args)
+            found = run("search", partial(client.search, peer, query, limit))
+            mine = [c.public() for c in found if c.observer_id == c.observed_id == peer][:limit]
+            return {"results": mine, "count": len(mine)}
+        if name == _tools.HONCHO_REASONING:
+            query, level = _tools.query_arg(args), _tools.level_arg(args)
+            answer = run("dialectic", partial(client.ask, peer, query, level))
+            return {"answer": answer or None}
+        if name == _tools.HONCHO_CONTEXT:
+            return self._snapshot(client, peer, _tools.query_arg(args, required=False), session_id)
+        conclusion, delete_id = _tools.conclude_args(args)
+        if conclusion is not None:
+            made = run("conclude", partial(client.conclude, peer, conclusion))
+            return {"id": made.id, "conclusion": made.content}
+        assert delete_id is not None
+        if run("get conclusion", partial(client.owned_conclusion, peer, delete_id)) is None:
+            raise _tools.ToolError(f"no conclusion with id {delete_id} belongs to this person")
+        run("delete conclusion", partial(client.forget, peer, delete_id))
+        return {"id": delete_id, "deleted": True}
+
+    def _snapshot(
+        self, client: HonchoClient, peer: str, query: str, session_id: str
+    ) -> dict[str, Any]:
+        session = self._honcho_session(session_id)
+        self._guard.run("open session", partial(client.open_session, session, peer))
+        call = partial(client.snapshot, session, peer, query, CONTEXT_TOKENS)
+        snap = self._guard.run("session context", call)
+
+        def who(author: str) -> str:
+            if author == peer:
+                return "user"
+            if author == _config.ASSISTANT_PEER:
+                return "assistant"
+            try:
+                return _config.original_name(author)
+            except (ValueError, UnicodeDecodeError):
+                return author
+
+        recent = [
+            {"from": who(author), "content": text[:MAX_SHOWN]}
+            for author, text in snap.messages[-CONTEXT_MESSAGES:]
+        ]
+        return {
+            "summary": snap.summary or None,
+            "peer_card": snap.card,
+            "representation": snap.representation or None,
+            "recent_messages": recent,
+        }
+
+    # -- teardown and configuration ------------------------------------------
+
+    def _close(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+    def shutdown(self) -> None:
+        with self._lock:
+            self._close()
+
+    def get_config_schema(self) -> list[dict[str, Any]]:
+        return [dict(field) for field in _config.SCHEMA]
+
+    def save_config(self, values: dict[str, Any], chorus_home: Path) -> None:
+        """Nothing to write: the settings live in config.yaml (``memory.providers.honcho``)."""
+        return None
