@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from plugins.memory._breaker import CircuitBreaker
 from plugins.memory.mem0 import Mem0Provider
-from plugins.memory.mem0._breaker import CircuitBreaker
 from tests.fakes import FakeOpenAI
 from tests.fakes.mem0_platform import FakeMem0Platform, mem0_responder
 from tests.plugins.test_mem0 import open_provider

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable
 from typing import TypeVar
 
-from ._breaker import CircuitBreaker
+from plugins.memory._breaker import CircuitBreaker
 
 logger = logging.getLogger(__name__)
 

@@ -36,9 +36,9 @@ from typing import Any
 from memory.log_content import loggable
 from memory.paths import UserKey
 from memory.providers import MemoryProvider, provider_dir, strip_memory_context
+from plugins.memory._breaker import DEFAULT_COOLDOWN, DEFAULT_THRESHOLD, CircuitBreaker
 
 from . import _config, _deps, _ops, _render, _tools
-from ._breaker import DEFAULT_COOLDOWN, DEFAULT_THRESHOLD, CircuitBreaker
 from ._buffer import Buffer
 from ._client import HindsightAPI
 from ._guard import BackendFailed, Guard, HindsightPaused

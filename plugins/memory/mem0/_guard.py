@@ -13,8 +13,9 @@ import logging
 from collections.abc import Callable
 from typing import TypeVar
 
+from plugins.memory._breaker import CircuitBreaker
+
 from ._backend import StoreBusy
-from ._breaker import CircuitBreaker
 
 logger = logging.getLogger(__name__)
 

@@ -32,10 +32,10 @@ from typing import Any
 from memory.log_content import loggable
 from memory.paths import UserKey
 from memory.providers import MemoryProvider, provider_dir, strip_memory_context
+from plugins.memory._breaker import DEFAULT_COOLDOWN, DEFAULT_THRESHOLD, CircuitBreaker
 
 from . import _config, _deps, _tools
 from ._backend import Backend, MemoryRecord, Message, StoreBusy
-from ._breaker import DEFAULT_COOLDOWN, DEFAULT_THRESHOLD, CircuitBreaker
 from ._guard import BackendFailed, Guard, Mem0Paused
 from ._ops import UserOps
 from ._oss import OssBackend

@@ -38,7 +38,8 @@ import logging
 import threading
 from typing import Any
 
-from ._breaker import CircuitBreaker
+from plugins.memory._breaker import CircuitBreaker
+
 from ._config import Settings
 from ._deps import load
 

@@ -33,10 +33,10 @@ from typing import Any
 from memory.log_content import loggable
 from memory.paths import UserKey
 from memory.providers import MemoryProvider, provider_dir, strip_memory_context
+from plugins.memory._breaker import DEFAULT_COOLDOWN, DEFAULT_THRESHOLD, CircuitBreaker
 
 from . import _config, _deps, _ops, _tools
 from ._batch import Batches, Message, turn_id
-from ._breaker import DEFAULT_COOLDOWN, DEFAULT_THRESHOLD, CircuitBreaker
 from ._client import BackendFailed, Client, NotFound, Paused
 
 logger = logging.getLogger(__name__)

@@ -30,7 +30,8 @@ import threading
 from typing import Any
 from urllib.parse import quote
 
-from ._breaker import CircuitBreaker
+from plugins.memory._breaker import CircuitBreaker
+
 from ._config import Settings
 from ._deps import load
 

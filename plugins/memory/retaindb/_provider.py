@@ -34,9 +34,9 @@ from typing import Any
 from memory.log_content import loggable
 from memory.paths import UserKey
 from memory.providers import MemoryProvider, provider_dir, strip_memory_context
+from plugins.memory._breaker import DEFAULT_COOLDOWN, DEFAULT_THRESHOLD, CircuitBreaker
 
 from . import _config, _deps, _ops, _tools
-from ._breaker import DEFAULT_COOLDOWN, DEFAULT_THRESHOLD, CircuitBreaker
 from ._client import BackendFailed, Client, NotFound, Paused
 from ._queue import WriteQueue
 
