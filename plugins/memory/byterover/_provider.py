@@ -1,0 +1,286 @@
+"""The ByteRover provider: the ``brv`` CLI per user, curated from turns, queried for recall.
+
+Isolation is by directory: every ``brv`` run has the working directory of one
+user key (``speaker`` when given, else the session's ``user_key``) under
+``CHORUS_HOME/providers/byterover/users/<platform>/<id>/``, and brv keeps its
+context tree in its working directory, so no run for one person can read
+another's tree.
+
+Writes: ``sync_turn`` (``"background"``) curates the turn, once (a re-delivered
+job finds its hash in ``chorus-synced.txt``); ``on_memory_write`` and
+``on_pre_compress`` (``"primary"``) hand their curate to a background thread
+(:mod:`._curator`) so the live turn never waits for brv. brv has no delete, so
+a turn withdrawn by ``/undo`` after its sync stays curated.
+
+Every run is bounded by ``timeout`` and killed past it (:mod:`._runner`);
+prefetch waits only :data:`PREFETCH_TIMEOUT` and then answers with the recall
+``queue_prefetch`` warmed. Timeouts and failures count on a circuit breaker, so
+a broken brv is left alone for the cooldown. A missing binary makes
+``is_available()`` false with the install hint. Nothing raises to the turn.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from memory.log_content import loggable
+from memory.paths import UserKey
+from memory.providers import MemoryProvider, provider_dir, strip_memory_context
+from plugins.memory._breaker import DEFAULT_COOLDOWN, DEFAULT_THRESHOLD, CircuitBreaker
+
+from . import _config, _runner, _state, _tools
+from ._curator import Curator
+from ._runner import BrvError, BrvFailed, BrvMissing, BrvTimeout
+
+logger = logging.getLogger(__name__)
+
+PREFETCH_TIMEOUT = 5.0
+WARM_MAX_AGE = 900.0
+MAX_CURATE = 4000
+SYSTEM_PROMPT_BLOCK = (
+    "You have a ByteRover context tree for each person: what it recalls for a message "
+    "arrives with that message. brv_query asks it, brv_curate adds durable knowledge, "
+    "brv_status shows its state."
+)
+
+
+class BrvPaused(BrvError):
+    """brv is paused after repeated failures."""
+
+
+def _error(message: str) -> str:
+    return json.dumps({"success": False, "error": message}, ensure_ascii=False)
+
+
+def _turn_text(user: str, assistant: str) -> str:
+    lines = [f"User: {user}" if user else "", f"Assistant: {assistant}" if assistant else ""]
+    return "\n".join(line for line in lines if line)[:MAX_CURATE]
+
+
+class ByteRoverProvider(MemoryProvider):
+    """ByteRover through ``brv`` (``npm i -g byterover-cli``); no Python dependencies."""
+
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        failure_threshold: int = DEFAULT_THRESHOLD,
+        cooldown: float = DEFAULT_COOLDOWN,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.breaker = CircuitBreaker(threshold=failure_threshold, cooldown=cooldown, clock=clock)
+        self._environ = environ
+        self._settings = _config.Settings(binary=_config.default_binary(environ))
+        self._home: Path | None = None
+        self._user_key = ""
+        self._session_id = ""
+        self._context = "primary"
+        self._curator: Curator | None = None
+        self._lock = threading.RLock()
+
+    # -- identity and start-up -----------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return _config.PROVIDER_NAME
+
+    def is_available(self) -> bool:
+        return _runner.resolve(self._settings.binary) is not None
+
+    @property
+    def unavailable_reason(self) -> str | None:
+        if self.is_available():
+            return None
+        return f"the brv CLI ({self._settings.binary}) is not found: {_config.INSTALL_HINT}"
+
+    def initialize(self, session_id: str, **kwargs: Any) -> None:
+        home = Path(kwargs["chorus_home"])
+        user_key = UserKey.parse(str(kwargs["user_key"])).key
+        settings = _config.parse(kwargs.get("config"), self._environ)
+        if _runner.resolve(settings.binary) is None:
+            raise BrvMissing(settings.binary)
+        with self._lock:
+            self.shutdown()
+            self._settings, self._home, self._user_key = settings, home, user_key
+            self._session_id = session_id
+            self._context = str(kwargs.get("agent_context") or "primary")
+        logger.debug("byterover provider ready for session %s (%s)", session_id, self._context)
+
+    # -- plumbing ------------------------------------------------------------
+
+    def _who(self, speaker: Any = None) -> str:
+        if self._home is None:
+            raise RuntimeError("the byterover provider is not initialised")
+        if speaker is None or speaker == "":
+            return self._user_key
+        if not isinstance(speaker, str):
+            raise ValueError("speaker must be a user key")
+        return UserKey.parse(speaker).key
+
+    def _dir(self, user_key: str) -> Path:
+        if self._home is None:
+            raise RuntimeError("the byterover provider is not initialised")
+        return provider_dir(self._home, _config.PROVIDER_NAME, user_key)
+
+    def _brv(self, user_key: str, args: list[str], timeout: float | None = None) -> str:
+        """One brv run in ``user_key``'s directory, through the breaker."""
+        if not self.breaker.allow():
+            seconds = max(1, round(self.breaker.retry_in()))
+            raise BrvPaused(f"byterover is paused after repeated failures; retry in {seconds} s")
+        wait = min(timeout, self._settings.timeout) if timeout else self._settings.timeout
+        try:
+            out = _runner.run(self._settings.binary, args, self._dir(user_key), wait)
+        except (BrvTimeout, BrvFailed) as exc:
+            opened = self.breaker.failure()
+            logger.warning(
+                "%s (%d in a row%s)",
+                exc,
+                self.breaker.failures,
+                ", pausing byterover" if opened else "",
+            )
+            raise
+        if self.breaker.success():
+            logger.warning("byterover resumed: brv %s succeeded after the pause", args[0])
+        return out
+
+    def _curate(self, user_key: str, text: str) -> None:
+        self._brv(user_key, ["curate", text])
+
+    def _background(self, user_key: str, text: str) -> None:
+        """Curate now in a job; on a live turn, on the curator thread."""
+        if self._context == "background":
+            try:
+                self._curate(user_key, text)
+            except BrvError as exc:
+                logger.debug("byterover curate skipped: %s", type(exc).__name__)
+            return
+        with self._lock:
+            if self._curator is None:
+                self._curator = Curator(self._curate)
+            self._curator.submit(user_key, text)
+
+    # -- recall --------------------------------------------------------------
+
+    def system_prompt_block(self) -> str:
+        return SYSTEM_PROMPT_BLOCK
+
+    def prefetch(self, query: str, *, session_id: str = "", speaker: str | None = None) -> str:
+        text = strip_memory_context(query).strip()
+        if not text or text.startswith("-"):
+            return ""
+        who = self._who(speaker)
+        try:
+            answer = self._brv(who, ["query", text], PREFETCH_TIMEOUT)
+        except BrvError as exc:
+            logger.debug("byterover prefetch: %s, using the warm recall", type(exc).__name__)
+            return _state.warm(self._dir(who), WARM_MAX_AGE)
+        logger.debug("byterover prefetch for %s: %s", loggable(text), loggable(answer))
+        return answer
+
+    def queue_prefetch(
+        self, query: str, *, session_id: str = "", speaker: str | None = None
+    ) -> None:
+        text = strip_memory_context(query).strip()
+        if not text or text.startswith("-") or not self.breaker.allow():
+            return
+        who = self._who(speaker)
+        try:
+            answer = self._brv(who, ["query", text])
+        except BrvError as exc:
+            logger.debug("byterover queue_prefetch skipped: %s", type(exc).__name__)
+            return
+        _state.store_warm(self._dir(who), answer)
+
+    # -- write ---------------------------------------------------------------
+
+    def sync_turn(
+        self,
+        user_content: str,
+        assistant_content: str,
+        *,
+        session_id: str = "",
+        messages: list[dict[str, Any]] | None = None,
+        speaker: str | None = None,
+    ) -> None:
+        if self._context == "flush":
+            return
+        user = strip_memory_context(user_content or "").strip()
+        assistant = strip_memory_context(assistant_content or "").strip()
+        if not user and not assistant:
+            return
+        who = self._who(speaker)
+        turn = _state.turn_hash(session_id or self._session_id, who, user, assistant)
+        directory = self._dir(who)
+        if _state.was_synced(directory, turn):
+            return
+        self._curate(who, _turn_text(user, assistant))  # a failure lets the job retry
+        _state.mark_synced(directory, turn)
+
+    def on_memory_write(
+        self, action: str, target: str, content: str, metadata: dict[str, Any] | None = None
+    ) -> None:
+        if action not in ("add", "replace") or not content.strip():
+            return
+        speaker = (metadata or {}).get("speaker")
+        who = self._who(speaker if isinstance(speaker, str) else None)
+        about = "about this person" if target == "user" else "noted in shared memory"
+        self._background(who, f"Memory {about}: {content.strip()}"[:MAX_CURATE])
+
+    def on_pre_compress(self, messages: list[dict[str, Any]]) -> str:
+        lines = []
+        for message in messages:
+            role, content = message.get("role"), message.get("content")
+            if role in ("user", "assistant") and isinstance(content, str) and content.strip():
+                text = strip_memory_context(content).strip()
+                lines.append(f"{'User' if role == 'user' else 'Assistant'}: {text}")
+        if lines:
+            digest = "Earlier in this conversation:\n" + "\n".join(lines)
+            self._background(self._user_key, digest[-MAX_CURATE:])
+        return ""
+
+    # -- tools ---------------------------------------------------------------
+
+    def get_tool_schemas(self) -> list[dict[str, Any]]:
+        return [json.loads(json.dumps(schema)) for schema in _tools.SCHEMAS]
+
+    def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
+        if not isinstance(args, dict):
+            return _error("arguments must be a JSON object")
+        try:
+            who = self._who(kwargs.get("speaker"))
+            if tool_name == _tools.QUERY:
+                query = _tools.text_arg(args, "query", _tools.MAX_QUERY)
+                return json.dumps({"success": True, "answer": self._brv(who, ["query", query])})
+            if tool_name == _tools.CURATE:
+                self._curate(who, _tools.content_arg(args))
+                return json.dumps({"success": True, "curated": True})
+            if tool_name == _tools.STATUS:
+                return json.dumps({"success": True, "status": self._brv(who, ["status"])})
+            return _error(f"unknown tool '{tool_name}'")
+        except (_tools.ToolError, BrvError) as exc:
+            return _error(str(exc))
+        except ValueError:
+            return _error("speaker must be a user key such as telegram:12345")
+        except RuntimeError:
+            return _error("byterover is not ready for this session")
+
+    # -- teardown and configuration ------------------------------------------
+
+    def shutdown(self) -> None:
+        with self._lock:
+            curator, self._curator = self._curator, None
+        if curator is not None:
+            curator.close(self._settings.timeout)
+
+    def get_config_schema(self) -> list[dict[str, Any]]:
+        return [dict(field) for field in _config.SCHEMA]
+
+    def save_config(self, values: dict[str, Any], chorus_home: Path) -> None:
+        """Nothing to write: the settings live in config.yaml (``memory.providers.byterover``)."""
+        return None

@@ -1,0 +1,294 @@
+"""The Supermemory provider: recall before a turn, one memory per session at its end, four tools.
+
+Isolation: every call acts in one container tag, that of its ``speaker`` when
+given (a group chat session) else of the session's ``user_key``
+(:func:`~._tags.container_tag`, injective). Searches name only that tag and
+drop any hit that says it carries another; ``supermemory_forget`` first reads
+the memory and refuses one without the caller's tag.
+
+Writes: ``sync_turn`` (``"background"``) only appends the turn to the durable
+buffer on disk (:mod:`._buffer`), so a slow or dead Supermemory never holds up
+the turn's jobs; ``on_session_end`` ingests the session as one memory per
+speaker, with a ``customId`` derived from session and tag so a repeated job
+updates rather than duplicates. What cannot be ingested stays on disk and is
+tried again at the user's next session end.
+
+Recall: ``prefetch`` searches with a short timeout (:data:`PREFETCH_TIMEOUT`)
+and, when Supermemory is slow, failing or paused by the breaker, answers with
+the recall ``queue_prefetch`` warmed after the last turn. Nothing here raises
+to the turn for a backend failure; logs carry no memory text above DEBUG.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from memory.log_content import loggable
+from memory.paths import UserKey
+from memory.providers import MemoryProvider, provider_dir, strip_memory_context
+from plugins.memory._breaker import DEFAULT_COOLDOWN, DEFAULT_THRESHOLD, CircuitBreaker
+
+from . import _config, _deps, _tools
+from ._buffer import Turn, UserBuffer, turn_name
+from ._client import BackendFailed, Client, Guard, Paused, Rejected
+from ._ingest import format_recall, ingest_pending
+from ._tags import container_tag
+
+logger = logging.getLogger(__name__)
+
+PREFETCH_TIMEOUT = 2.0
+"""Seconds a prefetch search may take before the warm recall is used."""
+WARM_MAX_AGE = 900.0
+
+SYSTEM_PROMPT_BLOCK = (
+    "You have a long-term memory of each person (Supermemory): what it recalls for a message "
+    "arrives with that message. supermemory_search looks things up, supermemory_store keeps "
+    "one durable fact, supermemory_forget removes a memory by its id, supermemory_profile "
+    "shows what is known about the person."
+)
+
+_FAILURES = (BackendFailed, Paused, Rejected)
+
+
+def _error(message: str) -> str:
+    return json.dumps({"success": False, "error": message}, ensure_ascii=False)
+
+
+class SupermemoryProvider(MemoryProvider):
+    """Supermemory over its REST API (``pip install 'chorus[supermemory]'`` for httpx).
+
+    ``clock``, ``failure_threshold`` and ``cooldown`` set the circuit breaker;
+    ``environ`` replaces ``os.environ`` as the fallback for missing settings.
+    """
+
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        failure_threshold: int = DEFAULT_THRESHOLD,
+        cooldown: float = DEFAULT_COOLDOWN,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        breaker = CircuitBreaker(threshold=failure_threshold, cooldown=cooldown, clock=clock)
+        self._guard = Guard(breaker)
+        self._environ = environ
+        self._home: Path | None = None
+        self._user_key = ""
+        self._session_id = ""
+        self._context = "primary"
+        self._client: Client | None = None
+        self._lock = threading.RLock()
+
+    # -- identity and start-up -----------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return _config.PROVIDER_NAME
+
+    def is_available(self) -> bool:
+        return _deps.installed()
+
+    @property
+    def unavailable_reason(self) -> str | None:
+        return None if self.is_available() else _deps.UNAVAILABLE_REASON
+
+    @property
+    def breaker(self) -> CircuitBreaker:
+        return self._guard.breaker
+
+    def initialize(self, session_id: str, **kwargs: Any) -> None:
+        home = Path(kwargs["chorus_home"])
+        user_key = UserKey.parse(str(kwargs["user_key"])).key
+        settings = _config.parse(kwargs.get("config"), self._environ)
+        if not settings.api_key:
+            raise ValueError(f"supermemory needs an API key: set {_config.API_KEY_ENV}")
+        client = Client(_deps.load(), settings, self._guard)
+        with self._lock:
+            self.shutdown()
+            self._home, self._user_key, self._session_id = home, user_key, session_id
+            self._context = str(kwargs.get("agent_context") or "primary")
+            self._client = client
+        logger.debug("supermemory provider ready for session %s (%s)", session_id, self._context)
+
+    # -- plumbing ------------------------------------------------------------
+
+    def _ready(self) -> tuple[Path, Client]:
+        with self._lock:
+            if self._home is None or self._client is None:
+                raise RuntimeError("the supermemory provider is not initialised")
+            return self._home, self._client
+
+    def _who(self, speaker: Any = None) -> str:
+        """``speaker`` when given, else the session's user key (canonical either way)."""
+        self._ready()
+        if speaker is None or speaker == "":
+            return self._user_key
+        if not isinstance(speaker, str):
+            raise ValueError("speaker must be a user key")
+        return UserKey.parse(speaker).key
+
+    def _buffer(self, user_key: str) -> UserBuffer:
+        home, _ = self._ready()
+        return UserBuffer(provider_dir(home, _config.PROVIDER_NAME, user_key))
+
+    # -- recall --------------------------------------------------------------
+
+    def system_prompt_block(self) -> str:
+        return SYSTEM_PROMPT_BLOCK
+
+    def prefetch(self, query: str, *, session_id: str = "", speaker: str | None = None) -> str:
+        text = strip_memory_context(query).strip()
+        if not text:
+            return ""
+        _, client = self._ready()
+        who = self._who(speaker)
+        tag = container_tag(who)
+        try:
+            hits = client.search(tag, text, _config.SEARCH_LIMIT, timeout=PREFETCH_TIMEOUT)
+        except _FAILURES:
+            logger.debug("supermemory prefetch: backend unavailable, using the warm recall")
+            return self._buffer(who).warm(tag, WARM_MAX_AGE)
+        logger.debug("supermemory prefetch for %s: %d hits", loggable(text), len(hits))
+        return format_recall(hits)
+
+    def queue_prefetch(
+        self, query: str, *, session_id: str = "", speaker: str | None = None
+    ) -> None:
+        text = strip_memory_context(query).strip()
+        if not text or self._guard.paused:
+            return
+        _, client = self._ready()
+        who = self._who(speaker)
+        tag = container_tag(who)
+        try:
+            hits = client.search(tag, text, _config.SEARCH_LIMIT)
+        except _FAILURES as exc:
+            logger.debug("supermemory queue_prefetch skipped: %s", type(exc).__name__)
+            return
+        self._buffer(who).store_warm(tag, format_recall(hits))
+
+    # -- write ---------------------------------------------------------------
+
+    def sync_turn(
+        self,
+        user_content: str,
+        assistant_content: str,
+        *,
+        session_id: str = "",
+        messages: list[dict[str, Any]] | None = None,
+        speaker: str | None = None,
+    ) -> None:
+        if self._context == "flush":
+            return
+        user = strip_memory_context(user_content or "").strip()
+        assistant = strip_memory_context(assistant_content or "").strip()
+        if not user and not assistant:
+            return
+        who, session = self._who(speaker), session_id or self._session_id
+        turn = Turn(turn_name(session, who, user, assistant), session, who, user, assistant)
+        added = self._buffer(self._user_key).append(turn)
+        logger.debug("supermemory buffered a turn of session %s (new: %s)", session, added)
+
+    def on_session_switch(
+        self,
+        new_session_id: str,
+        *,
+        parent_session_id: str = "",
+        reset: bool = False,
+        rewound: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        """A reset moves on to the new session; ``/undo`` drops the withdrawn turn's buffer line."""
+        if reset:
+            self._session_id = new_session_id or self._session_id
+            return
+        withdrawn = kwargs.get("withdrawn_turn")
+        if not rewound or not isinstance(withdrawn, dict):
+            return
+        user = strip_memory_context(str(withdrawn.get("user_content") or "")).strip()
+        assistant = strip_memory_context(str(withdrawn.get("assistant_content") or "")).strip()
+        speaker = withdrawn.get("speaker", kwargs.get("speaker"))
+        who = self._who(speaker) if isinstance(speaker, str) and speaker else None
+        buffer = self._buffer(self._user_key)
+        for session in dict.fromkeys((new_session_id or self._session_id, self._session_id)):
+            if buffer.remove_last(session, user, assistant, who):
+                logger.debug("supermemory dropped a withdrawn turn of session %s", session)
+                return
+
+    def on_session_end(self, messages: list[dict[str, Any]]) -> None:
+        """Ingest the ended session (and any earlier one left over) as one memory per speaker."""
+        if self._context == "flush":
+            return
+        _, client = self._ready()
+        buffer = self._buffer(self._user_key)
+        buffer.close_session(self._session_id)
+        ingest_pending(client, buffer)
+
+    # -- tools ---------------------------------------------------------------
+
+    def get_tool_schemas(self) -> list[dict[str, Any]]:
+        return [json.loads(json.dumps(schema)) for schema in _tools.SCHEMAS]
+
+    def _run_tool(self, name: str, args: dict[str, Any], who: str) -> dict[str, Any]:
+        _, client = self._ready()
+        tag = container_tag(who)
+        if name == _tools.STORE:
+            content = _tools.content_arg(args)
+            digest = hashlib.sha256(f"{tag}\0{content}".encode()).hexdigest()[:40]
+            memory_id = client.add(
+                tag, content, custom_id=f"chorus_f_{digest}", metadata={"source": "chorus_tool"}
+            )
+            return {"id": memory_id, "memory": content}
+        if name == _tools.SEARCH:
+            query = _tools.query_arg(args)
+            hits = client.search(tag, query, _tools.limit_arg(args, _config.SEARCH_LIMIT))
+            return {"results": [h.public() for h in hits], "count": len(hits)}
+        if name == _tools.FORGET:
+            memory_id = _tools.memory_id_arg(args)
+            if not client.owns(tag, memory_id):
+                raise _tools.ToolError(f"no memory with id {memory_id} belongs to this person")
+            client.delete(memory_id)
+            return {"id": memory_id, "deleted": True}
+        profile = client.profile(tag, _tools.query_arg(args, optional=True) or None)
+        return {"static": profile.static, "dynamic": profile.dynamic}
+
+    def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
+        if not isinstance(args, dict):
+            return _error("arguments must be a JSON object")
+        if tool_name not in _tools.TOOL_NAMES:
+            return _error(f"unknown tool '{tool_name}'")
+        try:
+            result = self._run_tool(tool_name, args, self._who(kwargs.get("speaker")))
+        except _tools.ToolError as exc:
+            return _error(str(exc))
+        except (Paused, Rejected) as exc:
+            return _error(str(exc))
+        except BackendFailed as exc:
+            return _error(f"{tool_name} could not run: the memory backend failed ({exc.cause})")
+        except ValueError:
+            return _error("speaker must be a user key such as telegram:12345")
+        except RuntimeError:
+            return _error("supermemory is not ready for this session")
+        return json.dumps({"success": True, **result}, ensure_ascii=False)
+
+    # -- teardown and configuration ------------------------------------------
+
+    def shutdown(self) -> None:
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+    def get_config_schema(self) -> list[dict[str, Any]]:
+        return [dict(field) for field in _config.SCHEMA]
+
+    def save_config(self, values: dict[str, Any], chorus_home: Path) -> None:
+        """Nothing to write: the settings live in config.yaml (``memory.providers.supermemory``)."""
+        return None
