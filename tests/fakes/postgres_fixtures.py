@@ -6,7 +6,10 @@ that need PostgreSQL fail, never skip, when it is missing: CI installs it.
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -16,10 +19,19 @@ __all__ = ["postgres_server", "postgres_url"]
 
 
 @pytest.fixture(scope="session")
-def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresServer]:
-    """A PostgreSQL cluster for the whole run, stopped at the end."""
-    with PostgresServer(tmp_path_factory.mktemp("postgres")) as server:
-        yield server
+def postgres_server() -> Iterator[PostgresServer]:
+    """A PostgreSQL cluster for the whole run, stopped and removed at the end.
+
+    Its directory is not under pytest's temp root: every pytest session on the
+    machine makes that root 0700 again, which would lock out the unprivileged
+    server (run as ``nobody`` when the tests run as root) mid-run.
+    """
+    root = Path(tempfile.mkdtemp(prefix="chorus-postgres-"))
+    try:
+        with PostgresServer(root / "cluster") as server:
+            yield server
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture
