@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from tests.fakes.telegram_api import BotMessage
@@ -30,7 +31,13 @@ async def test_group_gating_mention_reply_and_command(make_gateway: GatewayFacto
     assert messages[2].text.startswith("Started a new session")
     assert messages[2].reply_to == command["message"]["message_id"]
     await gw.settle()
-    assert len(llm.requests) == 2  # the chatter and the other bot's command were ignored
+    await asyncio.to_thread(gw.stack.background.queue.flush, 30)
+    # the chatter and the other bot's command were ignored: two turns, then /new's
+    # handoff summary of those two turns (a background job)
+    turns = [user_texts(r) for r in llm.requests[:2]]
+    assert turns == [["what is 2+2?"], ["what is 2+2?", "and doubled?"]]
+    assert len(llm.requests) == 3
+    assert "CONVERSATION:" in llm.requests[2]["messages"][-1]["content"]
     assert len(tg.in_chat(GROUP)) == 3
 
 
