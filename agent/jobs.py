@@ -111,18 +111,23 @@ def rewind(session_id: str, position: int, reason: str) -> str:
         return "unknown session"
     manager = ctx.manager_for(record, "background")
     if manager is not None and ctx.state.is_done(f"sync:{session_id}:{position}"):
-        transcript = [m.to_openai() for m in ctx.db.get_messages(session_id)]
+        stored = ctx.db.get_messages(session_id)
+        transcript = [m.to_openai() for m in stored]
         user, assistant = turn_text(turn_messages(transcript, position) or [{}])
+        withdrawn: dict[str, Any] = {
+            "turn": position,
+            "user_content": user,
+            "assistant_content": assistant,
+        }
+        speaker = speaker_of(stored, position)
+        if speaker:
+            withdrawn["speaker"] = speaker  # whose memory the turn went to in a group
         manager.on_session_switch(
             session_id,
             parent_session_id=session_id,
             rewound=True,
             reason=reason,
-            withdrawn_turn={
-                "turn": position,
-                "user_content": user,
-                "assistant_content": assistant,
-            },
+            withdrawn_turn=withdrawn,
         )
     ctx.state.mark_done(key)
     return "withdrawn"

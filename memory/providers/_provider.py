@@ -238,7 +238,9 @@ class MemoryProvider(ABC):
         turn withdrawn; drop per-turn state. The ``"primary"`` instance is told at
         once. The ``"background"`` instance is told in order with the syncs, with
         ``withdrawn_turn`` = ``{"turn": n, "user_content": ..., "assistant_content":
-        ...}`` when that turn had been synced: remove it if the backend can.
+        ..., "speaker": ...}`` when that turn had been synced (``speaker`` only in a
+        group session, the user key ``sync_turn`` had as ``speaker``): remove it if
+        the backend can.
 
         Neither flag (reason ``"compression"``): the history was summarised; the
         session id stays.

@@ -159,6 +159,18 @@ async def test_speaker_reaches_the_provider_on_every_per_turn_call(
     assert synced == [("hi, I am Ann", "slack:U1"), ("and I am Bob", "slack:U2")]
     assert [e["speaker"] for e in hooks(home, "queue_prefetch")] == ["slack:U1", "slack:U2"]
 
+    assert await agent.undo_last_turn() == "and I am Bob"
+    assert stack.background.queue.flush(10)
+    withdrawn = [e["withdrawn"] for e in hooks(home, "on_session_switch") if e["withdrawn"]]
+    assert withdrawn == [  # says whose memory the withdrawn turn went to
+        {
+            "turn": 2,
+            "user_content": "and I am Bob",
+            "assistant_content": "hi Bob",
+            "speaker": "slack:U2",
+        }
+    ]
+
 
 async def test_recall_is_for_this_message_and_a_slow_provider_costs_at_most_the_timeout(
     chorus_home: Path, server: FakeOpenAI

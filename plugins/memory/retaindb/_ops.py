@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import time
@@ -26,6 +27,14 @@ def idem_key(*parts: str) -> str:
     return "chorus-" + hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()[:40]
 
 
+def turn_key(queue: WriteQueue, user_id: str, session: str, said: str, answer: str) -> str:
+    """The key of a turn write: the same for a re-delivered job, a new one for the same
+    words said again after the first were withdrawn."""
+    base = idem_key("turn", user_id, session, said, answer)
+    times = queue.withdrawals(base)
+    return base if times == 0 else idem_key(base, str(times))
+
+
 def fresh_key() -> str:
     """The key of a write made once (a tool call): unique, kept in its queue row for replays.
 
@@ -35,12 +44,48 @@ def fresh_key() -> str:
     return "chorus-" + uuid.uuid4().hex
 
 
-def send(client: Client, write: Write) -> Any:
+def send(client: Client, queue: WriteQueue, write: Write) -> None:
     if write.kind == "file":
         path = user_path(write.user_id, "files", write.target)
-        return client.call("file put", "PUT", path, json=write.payload, idempotency_key=write.idem)
-    path = user_path(write.user_id, "memories")
-    return client.call("remember", "POST", path, json=write.payload, idempotency_key=write.idem)
+        client.call("file put", "PUT", path, json=write.payload, idempotency_key=write.idem)
+    elif write.kind == "forget":
+        forget_turn(client, queue, write)
+    else:
+        path = user_path(write.user_id, "memories")
+        answer = client.call(
+            "remember", "POST", path, json=write.payload, idempotency_key=write.idem
+        )
+        if write.payload.get("metadata", {}).get("kind") == "turn":
+            memory = answer.get("memory") if isinstance(answer, dict) else None
+            memory_id = memory.get("id") if isinstance(memory, dict) else None
+            if memory_id is not None:
+                queue.record_turn(write.idem, write.user_id, str(memory_id))
+
+
+def forget_turn(client: Client, queue: WriteQueue, write: Write) -> None:
+    """Delete on the server the memory the withdrawn turn ``write.target`` became."""
+    memory_id = queue.turn_memory(write.target)
+    if memory_id is None:  # never stored (refused for good), or already forgotten
+        logger.debug("retaindb: a withdrawn turn has no memory to delete")
+        return
+    # NotFound: deleted already (a replayed forget, or by the retaindb_forget tool)
+    with contextlib.suppress(NotFound):
+        client.call("forget", "DELETE", user_path(write.user_id, "memories", memory_id))
+    queue.forget_turn(write.target)
+
+
+def withdraw_turn(
+    client: Client, queue: WriteQueue, user_id: str, session: str, said: str, answer: str
+) -> str:
+    """Take back a turn write: unsent, it is dropped from the queue; sent, a ``forget``
+    write is queued after it and the queue drained. Returns which."""
+    turn_idem = turn_key(queue, user_id, session, said, answer)
+    queue.count_withdrawal(idem_key("turn", user_id, session, said, answer))
+    with queue.draining(2.0) as holding:
+        if holding and queue.drop(turn_idem):
+            return "dropped"
+    sent = queue_and_send(client, queue, fresh_key(), user_id, "forget", {}, turn_idem)
+    return "forgotten" if sent else "queued"
 
 
 def drain(client: Client, queue: WriteQueue, *, wait: float = 0.0, deadline: float = 60.0) -> int:
@@ -60,7 +105,7 @@ def drain(client: Client, queue: WriteQueue, *, wait: float = 0.0, deadline: flo
             if write is None:
                 break
             try:
-                send(client, write)
+                send(client, queue, write)
             except BackendFailed as exc:
                 if not exc.permanent:
                     queue.failed(write)

@@ -12,6 +12,10 @@ A turn's key is a hash of its user, session and texts (a re-run job sends the
 same key), so one exchange repeated word for word in one session is kept once;
 a tool's write gets a fresh key, kept in its queue row for the replay.
 
+``/undo`` (``on_session_switch`` with ``withdrawn_turn``) takes the turn back:
+dropped from the queue if it was not sent, else deleted on the server by the
+memory id it was given, through the same durable queue.
+
 ``prefetch`` (``"primary"``) searches with a short timeout and falls back to
 the recall ``queue_prefetch`` (``"background"``) cached for that user.
 
@@ -208,9 +212,35 @@ class RetainDBProvider(MemoryProvider):
             f"{who}: {text}" for who, text in (("User", said), ("Assistant", answer)) if text
         )
         payload = {"content": content, "metadata": {"kind": "turn", "session_id": session}}
-        idem = _ops.idem_key("turn", user, session, said, answer)
+        idem = _ops.turn_key(queue, user, session, said, answer)
         sent = _ops.queue_and_send(client, queue, idem, user, "memory", payload)
         logger.debug("retaindb sync_turn of session %s: %s", session, "sent" if sent else "queued")
+
+    def on_session_switch(
+        self,
+        new_session_id: str,
+        *,
+        parent_session_id: str = "",
+        reset: bool = False,
+        rewound: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        """A reset moves on to the new session; ``/undo`` takes the withdrawn turn back."""
+        if reset:
+            self._session_id = new_session_id or self._session_id
+            return
+        withdrawn = kwargs.get("withdrawn_turn")
+        if not rewound or not isinstance(withdrawn, dict) or self._context == "flush":
+            return
+        said = strip_memory_context(str(withdrawn.get("user_content") or "")).strip()
+        answer = strip_memory_context(str(withdrawn.get("assistant_content") or "")).strip()
+        if not said and not answer:
+            return
+        client, queue = self._ready()
+        user = self._user(withdrawn.get("speaker"))
+        session = new_session_id or self._session_id
+        outcome = _ops.withdraw_turn(client, queue, user, session, said, answer)
+        logger.debug("retaindb withdrew a turn of session %s: %s", session, outcome)
 
     def on_memory_write(
         self,

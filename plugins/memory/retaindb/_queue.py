@@ -14,6 +14,14 @@ twice, and a job delivered twice finds its row already queued.
 Only one process drains at a time (an ``flock`` on ``queue.lock``, released by
 the kernel when a holder dies), so writes reach the server in order.
 
+``turns`` maps each turn write the server acknowledged to the memory it
+created, so a turn withdrawn by ``/undo`` can be deleted on the server; a
+``forget`` row of the queue does that, in order after the turn it withdraws.
+``withdrawals`` counts how often each turn key was withdrawn: the same words
+said again after an ``/undo`` are a new write with a new key, not a replay.
+Rows older than :data:`TURN_KEEP` seconds are pruned (only the last turn of an
+open session can be withdrawn).
+
 ``recall`` holds the text ``queue_prefetch`` found after each user's last turn,
 read by ``prefetch`` when the server is slow or down. Rows are per user id and
 every query names it.
@@ -42,7 +50,12 @@ _SCHEMA = (
     " attempts INTEGER NOT NULL DEFAULT 0)",
     "CREATE TABLE IF NOT EXISTS recall (user_id TEXT PRIMARY KEY, text TEXT NOT NULL,"
     " at REAL NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS turns (idem TEXT PRIMARY KEY, user_id TEXT NOT NULL,"
+    " memory_id TEXT NOT NULL, at REAL NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS withdrawals (base TEXT PRIMARY KEY,"
+    " times INTEGER NOT NULL, at REAL NOT NULL)",
 )
+TURN_KEEP = 30 * 86_400.0
 
 
 @dataclass(frozen=True)
@@ -51,7 +64,7 @@ class Write:
     idem: str
     user_id: str
     kind: str
-    """``memory`` or ``file``."""
+    """``memory``, ``file`` or ``forget`` (``target``: the idem of the turn to delete)."""
     target: str
     payload: dict[str, Any]
 
@@ -110,6 +123,47 @@ class WriteQueue:
     def failed(self, write: Write) -> None:
         with self._connect() as conn:
             conn.execute("UPDATE writes SET attempts = attempts + 1 WHERE seq = ?", (write.seq,))
+
+    def drop(self, idem: str) -> bool:
+        """Remove a write not sent yet; False when no such write is queued."""
+        with self._connect() as conn:
+            return conn.execute("DELETE FROM writes WHERE idem = ?", (idem,)).rowcount == 1
+
+    def record_turn(self, idem: str, user_id: str, memory_id: str) -> None:
+        """The server stored the turn write ``idem`` as ``memory_id``."""
+        now = time.time()
+        with self._connect() as conn:
+            conn.execute("DELETE FROM turns WHERE at < ?", (now - TURN_KEEP,))
+            conn.execute(
+                "INSERT OR REPLACE INTO turns (idem, user_id, memory_id, at) VALUES (?, ?, ?, ?)",
+                (idem, user_id, memory_id, now),
+            )
+
+    def turn_memory(self, idem: str) -> str | None:
+        """The memory id the server gave the turn write ``idem``; None if not known."""
+        with self._connect() as conn:
+            row = conn.execute("SELECT memory_id FROM turns WHERE idem = ?", (idem,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def withdrawals(self, base: str) -> int:
+        """How often a turn with the key ``base`` was withdrawn in its session."""
+        with self._connect() as conn:
+            row = conn.execute("SELECT times FROM withdrawals WHERE base = ?", (base,)).fetchone()
+        return 0 if row is None else int(row[0])
+
+    def count_withdrawal(self, base: str) -> None:
+        now = time.time()
+        with self._connect() as conn:
+            conn.execute("DELETE FROM withdrawals WHERE at < ?", (now - TURN_KEEP,))
+            conn.execute(
+                "INSERT INTO withdrawals (base, times, at) VALUES (?, 1, ?) ON CONFLICT (base)"
+                " DO UPDATE SET times = times + 1, at = excluded.at",
+                (base, now),
+            )
+
+    def forget_turn(self, idem: str) -> None:
+        with self._connect() as conn:
+            conn.execute("DELETE FROM turns WHERE idem = ?", (idem,))
 
     def queued(self, idem: str) -> bool:
         with self._connect() as conn:
