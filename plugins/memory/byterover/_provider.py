@@ -31,8 +31,9 @@ from typing import Any
 
 from memory.log_content import loggable
 from memory.paths import UserKey
-from memory.providers import MemoryProvider, provider_dir, strip_memory_context
+from memory.providers import provider_dir, strip_memory_context
 from plugins.memory._breaker import DEFAULT_COOLDOWN, DEFAULT_THRESHOLD, CircuitBreaker
+from plugins.memory._remote import RemoteProvider, tool_error, tool_success
 
 from . import _config, _runner, _state, _tools
 from ._curator import Curator
@@ -54,17 +55,16 @@ class BrvPaused(BrvError):
     """brv is paused after repeated failures."""
 
 
-def _error(message: str) -> str:
-    return json.dumps({"success": False, "error": message}, ensure_ascii=False)
-
-
 def _turn_text(user: str, assistant: str) -> str:
     lines = [f"User: {user}" if user else "", f"Assistant: {assistant}" if assistant else ""]
     return "\n".join(line for line in lines if line)[:MAX_CURATE]
 
 
-class ByteRoverProvider(MemoryProvider):
+class ByteRoverProvider(RemoteProvider):
     """ByteRover through ``brv`` (``npm i -g byterover-cli``); no Python dependencies."""
+
+    provider_name = _config.PROVIDER_NAME
+    config_schema = _config.SCHEMA
 
     def __init__(
         self,
@@ -85,10 +85,6 @@ class ByteRoverProvider(MemoryProvider):
         self._lock = threading.RLock()
 
     # -- identity and start-up -----------------------------------------------
-
-    @property
-    def name(self) -> str:
-        return _config.PROVIDER_NAME
 
     def is_available(self) -> bool:
         return _runner.resolve(self._settings.binary) is not None
@@ -251,24 +247,24 @@ class ByteRoverProvider(MemoryProvider):
 
     def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
         if not isinstance(args, dict):
-            return _error("arguments must be a JSON object")
+            return tool_error("arguments must be a JSON object")
         try:
             who = self._who(kwargs.get("speaker"))
             if tool_name == _tools.QUERY:
                 query = _tools.text_arg(args, "query", _tools.MAX_QUERY)
-                return json.dumps({"success": True, "answer": self._brv(who, ["query", query])})
+                return tool_success({"answer": self._brv(who, ["query", query])})
             if tool_name == _tools.CURATE:
                 self._curate(who, _tools.content_arg(args))
-                return json.dumps({"success": True, "curated": True})
+                return tool_success({"curated": True})
             if tool_name == _tools.STATUS:
-                return json.dumps({"success": True, "status": self._brv(who, ["status"])})
-            return _error(f"unknown tool '{tool_name}'")
+                return tool_success({"status": self._brv(who, ["status"])})
+            return tool_error(f"unknown tool '{tool_name}'")
         except (_tools.ToolError, BrvError) as exc:
-            return _error(str(exc))
+            return tool_error(str(exc))
         except ValueError:
-            return _error("speaker must be a user key such as telegram:12345")
+            return tool_error("speaker must be a user key such as telegram:12345")
         except RuntimeError:
-            return _error("byterover is not ready for this session")
+            return tool_error("byterover is not ready for this session")
 
     # -- teardown and configuration ------------------------------------------
 
@@ -277,10 +273,3 @@ class ByteRoverProvider(MemoryProvider):
             curator, self._curator = self._curator, None
         if curator is not None:
             curator.close(self._settings.timeout)
-
-    def get_config_schema(self) -> list[dict[str, Any]]:
-        return [dict(field) for field in _config.SCHEMA]
-
-    def save_config(self, values: dict[str, Any], chorus_home: Path) -> None:
-        """Nothing to write: the settings live in config.yaml (``memory.providers.byterover``)."""
-        return None

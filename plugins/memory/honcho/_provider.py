@@ -41,8 +41,9 @@ from typing import Any
 
 from memory.log_content import loggable
 from memory.paths import UserKey
-from memory.providers import MemoryProvider, provider_dir, strip_memory_context
+from memory.providers import provider_dir, strip_memory_context
 from plugins.memory._breaker import DEFAULT_COOLDOWN, DEFAULT_THRESHOLD, CircuitBreaker
+from plugins.memory._remote import RemoteProvider, tool_error, tool_success
 
 from . import _config, _deps, _tools
 from ._client import HonchoClient
@@ -80,10 +81,6 @@ _TOOLS_TEXT = (
 )
 
 
-def _error(message: str) -> str:
-    return json.dumps({"success": False, "error": message}, ensure_ascii=False)
-
-
 def parts_of(text: str) -> list[str]:
     """``text`` in parts of at most :data:`MAX_MESSAGE_CHARS`, at most :data:`MAX_PARTS`."""
     cut = [text[i : i + MAX_MESSAGE_CHARS] for i in range(0, len(text), MAX_MESSAGE_CHARS)]
@@ -98,12 +95,16 @@ def turn_hash(session: str, peer: str, user: str, assistant: str) -> str:
     return hashlib.sha256(data.encode("utf-8")).hexdigest()[:32]
 
 
-class HonchoProvider(MemoryProvider):
+class HonchoProvider(RemoteProvider):
     """Honcho (``pip install 'chorus[honcho]'``), hosted or self-hosted.
 
     ``clock``, ``failure_threshold`` and ``cooldown`` set the circuit breaker;
     ``environ`` replaces ``os.environ`` as the fallback for ``api_key``.
     """
+
+    provider_name = _config.PROVIDER_NAME
+    dependency = _deps
+    config_schema = _config.SCHEMA
 
     def __init__(
         self,
@@ -125,18 +126,6 @@ class HonchoProvider(MemoryProvider):
         self._lock = threading.RLock()
 
     # -- identity and start-up -----------------------------------------------
-
-    @property
-    def name(self) -> str:
-        return _config.PROVIDER_NAME
-
-    def is_available(self) -> bool:
-        return _deps.installed()
-
-    @property
-    def unavailable_reason(self) -> str | None:
-        """Why the provider cannot run here (with the fix), or None when it can."""
-        return None if self.is_available() else _deps.UNAVAILABLE_REASON
 
     @property
     def breaker(self) -> CircuitBreaker:
@@ -298,23 +287,23 @@ class HonchoProvider(MemoryProvider):
 
     def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
         if not isinstance(args, dict):
-            return _error("arguments must be a JSON object")
+            return tool_error("arguments must be a JSON object")
         if tool_name not in _tools.TOOL_NAMES or not self._settings.has_tools:
-            return _error(f"unknown tool '{tool_name}'")
+            return tool_error(f"unknown tool '{tool_name}'")
         try:
             peer = _config.honcho_name(self._key(kwargs.get("speaker")))
             result = self._run_tool(tool_name, args, peer, str(kwargs.get("session_id") or ""))
         except _tools.ToolError as exc:
-            return _error(str(exc))
+            return tool_error(str(exc))
         except HonchoPaused as exc:
-            return _error(str(exc))
+            return tool_error(str(exc))
         except HonchoFailed as exc:
-            return _error(f"{tool_name} could not run: Honcho failed ({exc.cause})")
+            return tool_error(f"{tool_name} could not run: Honcho failed ({exc.cause})")
         except ValueError:
-            return _error("speaker must be a user key such as telegram:12345")
+            return tool_error("speaker must be a user key such as telegram:12345")
         except RuntimeError:
-            return _error("Honcho is not ready for this session")
-        return json.dumps({"success": True, **result}, ensure_ascii=False)
+            return tool_error("Honcho is not ready for this session")
+        return tool_success(result)
 
     def _run_tool(
         self, name: str, args: dict[str, Any], peer: str, session_id: str
@@ -388,10 +377,3 @@ class HonchoProvider(MemoryProvider):
     def shutdown(self) -> None:
         with self._lock:
             self._close()
-
-    def get_config_schema(self) -> list[dict[str, Any]]:
-        return [dict(field) for field in _config.SCHEMA]
-
-    def save_config(self, values: dict[str, Any], chorus_home: Path) -> None:
-        """Nothing to write: the settings live in config.yaml (``memory.providers.honcho``)."""
-        return None

@@ -31,8 +31,9 @@ from typing import Any
 
 from memory.log_content import loggable
 from memory.paths import UserKey
-from memory.providers import MemoryProvider, provider_dir, strip_memory_context
+from memory.providers import provider_dir, strip_memory_context
 from plugins.memory._breaker import DEFAULT_COOLDOWN, DEFAULT_THRESHOLD, CircuitBreaker
+from plugins.memory._remote import RemoteProvider, tool_error, tool_success
 
 from . import _config, _deps, _tools
 from ._backend import Backend, MemoryRecord, Message, StoreBusy
@@ -59,10 +60,6 @@ SYSTEM_PROMPT_BLOCK = (
 )
 
 
-def _error(message: str) -> str:
-    return json.dumps({"success": False, "error": message}, ensure_ascii=False)
-
-
 def format_recall(records: list[MemoryRecord]) -> str:
     """Recalled memories as short lines; ``""`` for none."""
     lines = []
@@ -73,12 +70,16 @@ def format_recall(records: list[MemoryRecord]) -> str:
     return "\n".join(lines)
 
 
-class Mem0Provider(MemoryProvider):
+class Mem0Provider(RemoteProvider):
     """mem0 (``pip install 'chorus[mem0]'``) in process (oss) or on the Mem0 platform.
 
     ``clock``, ``failure_threshold`` and ``cooldown`` set the circuit breaker;
     ``environ`` replaces ``os.environ`` as the fallback for missing settings.
     """
+
+    provider_name = _config.PROVIDER_NAME
+    dependency = _deps
+    config_schema = _config.SCHEMA
 
     def __init__(
         self,
@@ -101,18 +102,6 @@ class Mem0Provider(MemoryProvider):
         self._lock = threading.RLock()
 
     # -- identity and start-up -----------------------------------------------
-
-    @property
-    def name(self) -> str:
-        return _config.PROVIDER_NAME
-
-    def is_available(self) -> bool:
-        return _deps.installed()
-
-    @property
-    def unavailable_reason(self) -> str | None:
-        """Why the provider cannot run here (with the fix), or None when it can."""
-        return None if self.is_available() else _deps.UNAVAILABLE_REASON
 
     @property
     def breaker(self) -> CircuitBreaker:
@@ -295,23 +284,23 @@ class Mem0Provider(MemoryProvider):
 
     def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
         if not isinstance(args, dict):
-            return _error("arguments must be a JSON object")
+            return tool_error("arguments must be a JSON object")
         if tool_name not in _tools.TOOL_NAMES:
-            return _error(f"unknown tool '{tool_name}'")
+            return tool_error(f"unknown tool '{tool_name}'")
         try:
             ops = self._ops(kwargs.get("speaker"))
             result = ops.run_tool(tool_name, args, self._settings.search_limit)
         except _tools.ToolError as exc:
-            return _error(str(exc))
+            return tool_error(str(exc))
         except Mem0Paused as exc:
-            return _error(str(exc))
+            return tool_error(str(exc))
         except BackendFailed as exc:
-            return _error(f"{tool_name} could not run: the memory backend failed ({exc.cause})")
+            return tool_error(f"{tool_name} could not run: the memory backend failed ({exc.cause})")
         except ValueError:
-            return _error("speaker must be a user key such as telegram:12345")
+            return tool_error("speaker must be a user key such as telegram:12345")
         except RuntimeError:
-            return _error("mem0 is not ready for this session")
-        return json.dumps({"success": True, **result}, ensure_ascii=False)
+            return tool_error("mem0 is not ready for this session")
+        return tool_success(result)
 
     # -- teardown and configuration ------------------------------------------
 
@@ -323,10 +312,3 @@ class Mem0Provider(MemoryProvider):
     def shutdown(self) -> None:
         with self._lock:
             self._close()
-
-    def get_config_schema(self) -> list[dict[str, Any]]:
-        return [dict(field) for field in _config.SCHEMA]
-
-    def save_config(self, values: dict[str, Any], chorus_home: Path) -> None:
-        """Nothing to write: the settings live in config.yaml (``memory.providers.mem0``)."""
-        return None

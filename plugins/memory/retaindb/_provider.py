@@ -37,8 +37,9 @@ from typing import Any
 
 from memory.log_content import loggable
 from memory.paths import UserKey
-from memory.providers import MemoryProvider, provider_dir, strip_memory_context
+from memory.providers import provider_dir, strip_memory_context
 from plugins.memory._breaker import DEFAULT_COOLDOWN, DEFAULT_THRESHOLD, CircuitBreaker
+from plugins.memory._remote import RemoteProvider, tool_error, tool_success
 
 from . import _config, _deps, _ops, _tools
 from ._client import BackendFailed, Client, NotFound, Paused
@@ -59,12 +60,12 @@ SYSTEM_PROMPT_BLOCK = (
 )
 
 
-def _error(message: str) -> str:
-    return json.dumps({"success": False, "error": message}, ensure_ascii=False)
-
-
-class RetainDBProvider(MemoryProvider):
+class RetainDBProvider(RemoteProvider):
     """RetainDB over REST (``pip install 'chorus[retaindb]'``)."""
+
+    provider_name = _config.PROVIDER_NAME
+    dependency = _deps
+    config_schema = _config.SCHEMA
 
     def __init__(
         self,
@@ -84,17 +85,6 @@ class RetainDBProvider(MemoryProvider):
         self._context = "primary"
         self._drainer: threading.Thread | None = None
         self._lock = threading.RLock()
-
-    @property
-    def name(self) -> str:
-        return _config.PROVIDER_NAME
-
-    def is_available(self) -> bool:
-        return _deps.installed()
-
-    @property
-    def unavailable_reason(self) -> str | None:
-        return None if self.is_available() else _deps.UNAVAILABLE_REASON
 
     def initialize(self, session_id: str, **kwargs: Any) -> None:
         home = Path(kwargs["chorus_home"])
@@ -267,26 +257,26 @@ class RetainDBProvider(MemoryProvider):
 
     def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
         if not isinstance(args, dict):
-            return _error("arguments must be a JSON object")
+            return tool_error("arguments must be a JSON object")
         if tool_name not in _tools.TOOL_NAMES:
-            return _error(f"unknown tool '{tool_name}'")
+            return tool_error(f"unknown tool '{tool_name}'")
         try:
             client, queue = self._ready()
             user = self._user(kwargs.get("speaker"))
             result = _ops.run_tool(client, queue, user, tool_name, args)
         except _tools.ToolError as exc:
-            return _error(str(exc))
+            return tool_error(str(exc))
         except Paused as exc:
-            return _error(str(exc))
+            return tool_error(str(exc))
         except BackendFailed as exc:
-            return _error(f"{tool_name} could not run: RetainDB failed ({exc.cause})")
+            return tool_error(f"{tool_name} could not run: RetainDB failed ({exc.cause})")
         except NotFound:
-            return _error(f"{tool_name}: not found")
+            return tool_error(f"{tool_name}: not found")
         except ValueError:
-            return _error("speaker must be a user key such as telegram:12345")
+            return tool_error("speaker must be a user key such as telegram:12345")
         except RuntimeError:
-            return _error("retaindb is not ready for this session")
-        return json.dumps({"success": True, **result}, ensure_ascii=False)
+            return tool_error("retaindb is not ready for this session")
+        return tool_success(result)
 
     # -- teardown and configuration ------------------------------------------
 
@@ -299,10 +289,3 @@ class RetainDBProvider(MemoryProvider):
             client, self._client = self._client, None
         if client is not None:
             client.close()
-
-    def get_config_schema(self) -> list[dict[str, Any]]:
-        return [dict(field) for field in _config.SCHEMA]
-
-    def save_config(self, values: dict[str, Any], chorus_home: Path) -> None:
-        """Nothing to write: the settings live in config.yaml (``memory.providers.retaindb``)."""
-        return None

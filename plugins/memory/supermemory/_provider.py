@@ -32,8 +32,9 @@ from typing import Any
 
 from memory.log_content import loggable
 from memory.paths import UserKey
-from memory.providers import MemoryProvider, provider_dir, strip_memory_context
+from memory.providers import provider_dir, strip_memory_context
 from plugins.memory._breaker import DEFAULT_COOLDOWN, DEFAULT_THRESHOLD, CircuitBreaker
+from plugins.memory._remote import RemoteProvider, tool_error, tool_success
 
 from . import _config, _deps, _tools
 from ._buffer import Turn, UserBuffer, turn_name
@@ -57,16 +58,16 @@ SYSTEM_PROMPT_BLOCK = (
 _FAILURES = (BackendFailed, Paused, Rejected)
 
 
-def _error(message: str) -> str:
-    return json.dumps({"success": False, "error": message}, ensure_ascii=False)
-
-
-class SupermemoryProvider(MemoryProvider):
+class SupermemoryProvider(RemoteProvider):
     """Supermemory over its REST API (``pip install 'chorus[supermemory]'`` for httpx).
 
     ``clock``, ``failure_threshold`` and ``cooldown`` set the circuit breaker;
     ``environ`` replaces ``os.environ`` as the fallback for missing settings.
     """
+
+    provider_name = _config.PROVIDER_NAME
+    dependency = _deps
+    config_schema = _config.SCHEMA
 
     def __init__(
         self,
@@ -87,17 +88,6 @@ class SupermemoryProvider(MemoryProvider):
         self._lock = threading.RLock()
 
     # -- identity and start-up -----------------------------------------------
-
-    @property
-    def name(self) -> str:
-        return _config.PROVIDER_NAME
-
-    def is_available(self) -> bool:
-        return _deps.installed()
-
-    @property
-    def unavailable_reason(self) -> str | None:
-        return None if self.is_available() else _deps.UNAVAILABLE_REASON
 
     @property
     def breaker(self) -> CircuitBreaker:
@@ -261,22 +251,22 @@ class SupermemoryProvider(MemoryProvider):
 
     def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
         if not isinstance(args, dict):
-            return _error("arguments must be a JSON object")
+            return tool_error("arguments must be a JSON object")
         if tool_name not in _tools.TOOL_NAMES:
-            return _error(f"unknown tool '{tool_name}'")
+            return tool_error(f"unknown tool '{tool_name}'")
         try:
             result = self._run_tool(tool_name, args, self._who(kwargs.get("speaker")))
         except _tools.ToolError as exc:
-            return _error(str(exc))
+            return tool_error(str(exc))
         except (Paused, Rejected) as exc:
-            return _error(str(exc))
+            return tool_error(str(exc))
         except BackendFailed as exc:
-            return _error(f"{tool_name} could not run: the memory backend failed ({exc.cause})")
+            return tool_error(f"{tool_name} could not run: the memory backend failed ({exc.cause})")
         except ValueError:
-            return _error("speaker must be a user key such as telegram:12345")
+            return tool_error("speaker must be a user key such as telegram:12345")
         except RuntimeError:
-            return _error("supermemory is not ready for this session")
-        return json.dumps({"success": True, **result}, ensure_ascii=False)
+            return tool_error("supermemory is not ready for this session")
+        return tool_success(result)
 
     # -- teardown and configuration ------------------------------------------
 
@@ -285,10 +275,3 @@ class SupermemoryProvider(MemoryProvider):
             client, self._client = self._client, None
         if client is not None:
             client.close()
-
-    def get_config_schema(self) -> list[dict[str, Any]]:
-        return [dict(field) for field in _config.SCHEMA]
-
-    def save_config(self, values: dict[str, Any], chorus_home: Path) -> None:
-        """Nothing to write: the settings live in config.yaml (``memory.providers.supermemory``)."""
-        return None

@@ -1,0 +1,67 @@
+"""What the remote memory providers share: who they are, and how a tool answers.
+
+Each remote provider (Honcho, Hindsight, OpenViking, RetainDB, Supermemory,
+ByteRover, Mem0) names itself, reports whether its client library can be
+imported (with the install hint when not), offers its config schema to
+``chorus memory setup`` and keeps its settings in config.yaml under
+``memory.providers.<name>`` (so :meth:`save_config` writes nothing). Its tools
+answer JSON: ``{"success": true, ...}`` or ``{"success": false, "error": ...}``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Protocol
+
+from memory.providers import MemoryProvider
+
+__all__ = ["Dependency", "RemoteProvider", "findable", "tool_error", "tool_success"]
+
+
+class Dependency(Protocol):
+    """A provider's ``_deps`` module: whether its client imports, and what to do if not."""
+
+    UNAVAILABLE_REASON: str
+
+    def installed(self) -> bool: ...
+
+
+def findable(*modules: str) -> bool:
+    """Whether every one of ``modules`` can be imported (found by the import system, not run)."""
+    try:
+        return all(importlib.util.find_spec(name) is not None for name in modules)
+    except (ImportError, ValueError):
+        return False
+
+
+def tool_error(message: str) -> str:
+    return json.dumps({"success": False, "error": message}, ensure_ascii=False)
+
+
+def tool_success(result: Mapping[str, Any]) -> str:
+    return json.dumps({"success": True, **result}, ensure_ascii=False)
+
+
+class RemoteProvider(MemoryProvider):
+    """Identity and set-up of a remote provider; subclasses set the three class attributes."""
+
+    provider_name: ClassVar[str]
+    dependency: Dependency
+    config_schema: ClassVar[Sequence[Mapping[str, Any]]]
+
+    @property
+    def name(self) -> str:
+        return self.provider_name
+
+    def is_available(self) -> bool:
+        return self.dependency.installed()
+
+    @property
+    def unavailable_reason(self) -> str | None:
+        """Why the provider cannot run here (with the fix), or None when it can."""
+        return None if self.is_available() else self.dependency.UNAVAILABLE_REASON
+
+    def get_config_schema(self) -> list[dict[str, Any]]:
+        return [dict(field) for field in self.config_schema]
