@@ -135,7 +135,7 @@ def test_sync_turn_buffers_on_disk_and_session_end_retains_one_document(
         "User: My sister Anna lives in Lisbon.\nAssistant: Lovely city."
     )
     assert item["metadata"] == {"source": "chorus", "session_id": "s1"}
-    assert body["async"] is True
+    assert body["async"] is False  # answered once the facts are stored: a failure keeps them
     assert fake.facts(ALICE_BANK) == [
         "I love dark roast coffee.",
         "My sister Anna lives in Lisbon.",
@@ -221,6 +221,7 @@ def test_every_tool(alice: HindsightProvider, fake: FakeHindsight) -> None:
     assert stored == {"success": True, "stored": True, "items": 1}
     _, body = fake.calls("retain")[-1]
     assert body["items"][0]["content"] == "My dog Biscuit is a beagle."
+    assert body["async"] is True  # the turn does not wait for the extraction
     found = call(alice, "hindsight_recall", query="what breed is Biscuit", budget="low")
     assert found["success"] and found["count"] == 1
     assert found["results"][0]["text"] == "My dog Biscuit is a beagle."

@@ -101,6 +101,8 @@ class HindsightLLM:
     def __init__(self) -> None:
         self.calls: dict[str, int] = {}
         self.unknown: list[dict[str, Any]] = []
+        self.extraction_fails = False
+        """While True, every fact extraction is answered 500 (the model is down)."""
         self._lock = threading.Lock()
 
     def _count(self, kind: str) -> None:
@@ -114,6 +116,9 @@ class HindsightLLM:
         system = " ".join(_text(m) for m in messages if m.get("role") == "system")
         user = _text(messages[-1]) if messages else ""
         if "Extract facts from the following chunk" in user or system.startswith("Extract"):
+            if self.extraction_fails:
+                self._count("extract-failed")
+                return Reply.of_error(500, "the model is down")
             self._count("extract")
             return self._extract(user)
         if "memory consolidation system" in system:

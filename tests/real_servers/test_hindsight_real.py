@@ -274,6 +274,30 @@ def test_the_server_took_every_field_chorus_sent(hindsight: HindsightServer) -> 
 # -- 4. the server goes away ------------------------------------------------------------------
 
 
+def test_a_failed_extraction_keeps_the_turns_for_the_next_try(
+    tmp_path: Path, hindsight: HindsightServer, model: HindsightLLM
+) -> None:
+    """Hindsight's model failing while it extracts a retained session: the retain fails
+    (it is synchronous by default), the turns stay on disk and the next try stores them."""
+    home, owner = tmp_path / "home", "telegram:5"
+    worker = open_provider(home, hindsight, owner)
+    worker.sync_turn("My cat is called Miso.", "Cute.")
+    failures: list[tuple[str, str, str]] = []
+    jobs = MemoryManager(on_failure=lambda *failure: failures.append(failure))
+    jobs.add_provider(worker)
+    model.extraction_fails = True
+    try:
+        jobs.on_session_end([])
+    finally:
+        model.extraction_fails = False
+    assert model.calls.get("extract-failed", 0) >= 1
+    assert failures == [("hindsight", "on_session_end", "BackendFailed")]
+    assert facts(hindsight, owner) == []
+    jobs.on_session_end([])  # the next background call (or the next session's) retries
+    wait_for_facts(hindsight, owner, lambda got: got == ["My cat is called Miso."], "the kept turn")
+    assert failures == [("hindsight", "on_session_end", "BackendFailed")]
+
+
 def test_a_stopped_server_costs_the_turn_nothing_and_the_turns_wait_on_disk(
     tmp_path: Path, hindsight: HindsightServer
 ) -> None:

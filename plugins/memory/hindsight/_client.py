@@ -109,8 +109,14 @@ class HindsightAPI:
         timestamp: str | None = None,
         metadata: dict[str, str] | None = None,
         tags: list[str] | None = None,
+        asynchronous: bool = False,
     ) -> int:
-        """Retain ``content`` in ``bank_id`` (a document upserts by its id); items accepted."""
+        """Retain ``content`` in ``bank_id`` (a document upserts by its id); items accepted.
+
+        ``asynchronous``: Hindsight answers once it has queued the content and
+        extracts the facts later; otherwise it answers when the facts are stored,
+        so a failed extraction is a failed call (and the caller keeps the content).
+        """
 
         async def call(client: Any) -> int:
             response = await client.aretain(
@@ -121,7 +127,7 @@ class HindsightAPI:
                 document_id=document_id,
                 metadata=metadata,
                 tags=tags,
-                retain_async=self._settings.retain_async,
+                retain_async=asynchronous,
             )
             if not getattr(response, "success", False):
                 raise RuntimeError("Hindsight did not accept the retain")

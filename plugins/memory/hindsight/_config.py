@@ -48,7 +48,12 @@ class Settings:
     reflect_budget: str = "low"
     buffer_turns: int = 20
     """Turns of a session kept on disk before they are retained as a part of its document."""
-    retain_async: bool = True
+    retain_async: bool = False
+    """Let Hindsight extract a retained session's facts after answering. Off: it answers
+    when the facts are stored, so a failed extraction keeps the turns on disk for the
+    next try (retaining a part again replaces it)."""
+    retain_timeout: float = 120.0
+    """Seconds the retain of a session part may take (it includes the extraction)."""
 
     def bank_id(self, user_key: str) -> str:
         return bank_id(self.bank_prefix, user_key)
@@ -145,9 +150,18 @@ SCHEMA: list[dict[str, Any]] = [
     },
     {
         "key": "retain_async",
-        "description": "Let Hindsight extract facts in the background (retain returns at once)",
+        "description": (
+            "Let Hindsight extract facts after answering (faster, but a failed extraction "
+            "loses those turns)"
+        ),
         "required": False,
         "default": _DEFAULTS.retain_async,
+    },
+    {
+        "key": "retain_timeout",
+        "description": "Seconds the retain of a session may take, fact extraction included",
+        "required": False,
+        "default": _DEFAULTS.retain_timeout,
     },
 ]
 
@@ -239,4 +253,7 @@ def parse(config: Mapping[str, Any] | None, environ: Mapping[str, str] | None = 
         reflect_budget=_choice(get("reflect_budget"), "reflect_budget", _DEFAULTS.reflect_budget),
         buffer_turns=int(_number(get("buffer_turns"), "buffer_turns", 20, 1, 500)),
         retain_async=_bool(get("retain_async"), "retain_async", _DEFAULTS.retain_async),
+        retain_timeout=_number(
+            get("retain_timeout"), "retain_timeout", _DEFAULTS.retain_timeout, 1, 3600
+        ),
     )

@@ -40,11 +40,12 @@ def retain_sealed(
             api.retain,
             part.bank_id,
             _render.document(turns),
-            timeout=settings.timeout,
+            timeout=settings.retain_timeout,
             context=_render.context(platform),
             document_id=_render.document_id(part),
             timestamp=_render.iso(turns[0].at),
             metadata={"source": "chorus", "session_id": part.session_id},
+            asynchronous=settings.retain_async,
         )
         guard.run("retain", call)
         buffer.mark_retained(part)
@@ -69,6 +70,7 @@ def run_tool(
             timeout=settings.timeout,
             context=_tools.context_arg(args) or TOOL_CONTEXT,
             metadata={"source": "chorus_tool"},
+            asynchronous=True,  # the turn waits for the call: no waiting for extraction
         )
         return {"stored": True, "items": guard.run("retain", retain)}
     query = _tools.query_arg(args)
