@@ -1,24 +1,36 @@
 """A fake OpenViking server: the ``/api/v1`` subset the openviking provider speaks.
 
 An aiohttp server on 127.0.0.1 (its own loop in a thread, like the other
-fakes). Every ``/api/v1`` request must carry ``X-API-Key: <api_key>`` (else
-401 ``UNAUTHENTICATED``), ``X-OpenViking-Account: default`` and
-``X-OpenViking-User`` (else 400); all data is kept
-per user, so ``viking://user/…`` means the requesting user's own space, as on
-the real server. Answers use OpenViking's envelope ``{"status", "result", "error"}``.
+fakes), shaped after the real ``openviking-server`` 0.5.2 in ``trusted`` auth
+mode (tests/real_servers/test_openviking_real.py runs chorus against that).
+Every ``/api/v1`` request must carry ``X-API-Key: <api_key>`` (else 401
+``UNAUTHENTICATED``), ``X-OpenViking-Account: default`` and
+``X-OpenViking-User`` (else 400); all data is kept per user. Answers use
+OpenViking's envelope ``{"status", "result", "error"}``, ``error`` being
+``null`` on success.
+
+URIs name their user: ``viking://user/<user>/…``, with ``viking://~/…`` the
+requesting user's own; the uid-less ``viking://user/memories`` is 400
+``INVALID_URI`` and another user's space is 403 ``PERMISSION_DENIED``, as on
+the real server.
 
 * ``POST /api/v1/sessions``, ``GET /api/v1/sessions/{id}?auto_create=``
-  (meta with ``message_count`` pending and ``commit_count``),
+  (meta with ``message_count`` pending, ``commit_count`` and ``user``),
   ``POST /api/v1/sessions/{id}/messages``, ``POST /api/v1/sessions/{id}/commit``:
   a commit archives the pending messages and turns each user message into a
-  memory ``viking://user/memories/mem-<n>.md`` whose abstract is its text;
-* ``POST /api/v1/search/find``: the user's memories sharing words with the query;
-* ``GET /api/v1/fs/ls``, ``GET /api/v1/content/read``, ``DELETE /api/v1/fs``;
+  memory ``viking://user/<user>/memories/mem-<n>.md`` whose abstract is its text;
+* ``POST /api/v1/search/find``: the user's memories under ``target_uri``
+  sharing words with the query;
+* ``GET /api/v1/fs/ls``, ``GET /api/v1/fs/stat``, ``GET /api/v1/content/read``,
+  ``DELETE /api/v1/fs`` (ok, ``estimated_deleted_count`` 0, where nothing is);
 * ``GET /health`` (no key needed).
 
-``fail(status, times)`` makes the next requests fail; ``fail_path(suffix, after=n)``
-lets ``n`` requests whose path ends with ``suffix`` through and fails the rest
-with 503 (to cut a commit short, as a crash or an outage would).
+``honour_user=False`` plays the server in ``api_key`` mode with a user key:
+the ``X-OpenViking-User`` header is ignored and every request is the key's
+user ``default``. ``fail(status, times)`` makes the next requests fail;
+``fail_path(suffix, after=n)`` lets ``n`` requests whose path ends with
+``suffix`` through and fails the rest with 503 (to cut a commit short, as a
+crash or an outage would).
 """
 
 from __future__ import annotations
@@ -34,6 +46,7 @@ from aiohttp import web
 from .loop_thread import LoopThread
 
 _WORD = re.compile(r"[a-z0-9]+")
+_RESERVED = {"memories", "resources", "skills", "peers", "privacy", "sessions"}
 BODY = web.RequestKey("body", object)
 USER = web.RequestKey("user", str)
 
@@ -50,7 +63,7 @@ class FakeSession:
 
 
 def _ok(result: Any) -> web.Response:
-    return web.json_response({"status": "ok", "result": result})
+    return web.json_response({"status": "ok", "result": result, "error": None})
 
 
 def _err(code: str, status: int, message: str = "") -> web.Response:
@@ -61,9 +74,10 @@ def _err(code: str, status: int, message: str = "") -> web.Response:
 class FakeOpenViking(LoopThread):
     thread_name = "fake-openviking"
 
-    def __init__(self, *, api_key: str = "ov-test-key") -> None:
+    def __init__(self, *, api_key: str = "ov-test-key", honour_user: bool = True) -> None:
         super().__init__()
         self.api_key = api_key
+        self.honour_user = honour_user
         self.base_url = ""
         self.sessions: dict[tuple[str, str], FakeSession] = {}
         self.memories: dict[str, dict[str, str]] = {}
@@ -86,6 +100,7 @@ class FakeOpenViking(LoopThread):
         app.router.add_post("/api/v1/sessions/{sid}/commit", self._commit)
         app.router.add_post("/api/v1/search/find", self._find)
         app.router.add_get("/api/v1/fs/ls", self._ls)
+        app.router.add_get("/api/v1/fs/stat", self._stat)
         app.router.add_get("/api/v1/content/read", self._read)
         app.router.add_delete("/api/v1/fs", self._rm)
         await self._listen(app)
@@ -113,7 +128,7 @@ class FakeOpenViking(LoopThread):
     def add_memory(self, user: str, text: str) -> str:
         with self._lock:
             self._next += 1
-            uri = f"viking://user/memories/mem-{self._next}.md"
+            uri = f"viking://user/{user}/memories/mem-{self._next}.md"
             self.memories.setdefault(user, {})[uri] = text
             return uri
 
@@ -129,7 +144,7 @@ class FakeOpenViking(LoopThread):
             user = request.headers.get("X-OpenViking-User", "")
             if not re.fullmatch(r"[a-zA-Z0-9_-]+", user):
                 return _err("INVALID_ARGUMENT", 400, "X-OpenViking-User required")
-            request[USER] = user
+            request[USER] = user if self.honour_user else "default"
             body: Any = dict(request.query)
             if request.can_read_body:
                 try:
@@ -172,10 +187,13 @@ class FakeOpenViking(LoopThread):
         session = self._session(request, create)
         if session is None:
             return _err("NOT_FOUND", 404, "session not found")
+        user, sid = request[USER], request.match_info["sid"]
         meta = {
-            "session_id": request.match_info["sid"],
+            "session_id": sid,
             "message_count": len(session.messages),
             "commit_count": session.commit_count,
+            "uri": f"viking://user/{user}/sessions/{sid}",
+            "user": {"account_id": "default", "user_id": user},
         }
         return _ok(meta)
 
@@ -206,32 +224,82 @@ class FakeOpenViking(LoopThread):
                 self.add_memory(user, message["content"])
         return _ok({"session_id": sid, "status": "accepted", "task_id": f"task-{sid}"})
 
+    def _uri(self, request: web.Request, raw: Any) -> str | web.Response:
+        """``raw`` as a canonical URI of the requesting user's space, or the real server's error."""
+        uri = str(raw or "").rstrip("/")
+        user = request[USER]
+        parts = uri.removeprefix("viking://").split("/")
+        if not uri.startswith("viking://") or ".." in parts:
+            return _err("INVALID_URI", 400, f"Invalid URI: {uri}")
+        if parts[0] == "~":
+            return "/".join([f"viking://user/{user}", *parts[1:]])
+        if parts[0] != "user" or len(parts) < 2:
+            return _err("PERMISSION_DENIED", 403, f"Access denied for {uri}")
+        if parts[1] in _RESERVED and parts[1] != user:
+            return _err("INVALID_URI", 400, f"'{uri}' no longer expands to the current user")
+        if parts[1] != user:
+            return _err("PERMISSION_DENIED", 403, f"Access denied for {uri}")
+        return uri
+
     async def _find(self, request: web.Request) -> web.Response:
-        body = request[BODY] if isinstance(request[BODY], dict) else {}
-        query, target = str(body.get("query") or ""), str(body.get("target_uri") or "")
-        probe = _words(query)
-        scored = []
+        raw = request[BODY]
+        body: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        target = self._uri(request, body.get("target_uri") or "viking://~")
+        if isinstance(target, web.Response):
+            return target
+        probe = _words(str(body.get("query") or ""))
+        scored: list[dict[str, Any]] = []
         for uri, text in self.memories.get(request[USER], {}).items():
             overlap = len(probe & _words(text))
-            if overlap and uri.startswith(target):
-                scored.append({"uri": uri, "abstract": text, "score": overlap / len(probe)})
+            if overlap and uri.startswith(target + "/"):
+                hit = {"context_type": "memory", "uri": uri, "level": 2, "abstract": text}
+                scored.append({**hit, "score": overlap / len(probe)})
         scored.sort(key=lambda hit: -float(hit["score"]))
         limit = int(body.get("limit") or 10)
         return _ok(
             {"memories": scored[:limit], "resources": [], "skills": [], "total": len(scored)}
         )
 
+    def _children(self, user: str, uri: str) -> dict[str, bool]:
+        """The entries right under ``uri`` (``uri -> is a directory``)."""
+        children: dict[str, bool] = {}
+        for memory in self.memories.get(user, {}):
+            if memory.startswith(uri + "/"):
+                head, _, rest = memory[len(uri) + 1 :].partition("/")
+                children[f"{uri}/{head}"] = bool(rest)
+        return children
+
     async def _ls(self, request: web.Request) -> web.Response:
-        uri = str(request.query.get("uri", "")).rstrip("/") + "/"
-        mine = self.memories.get(request[USER], {})
-        entries = [{"uri": u, "isDir": False} for u in mine if u.startswith(uri)]
-        return _ok(entries)
+        uri = self._uri(request, request.query.get("uri"))
+        if isinstance(uri, web.Response):
+            return uri
+        children = self._children(request[USER], uri)
+        if not children and uri != f"viking://user/{request[USER]}":
+            return _err("NOT_FOUND", 404, f"File not found: {uri}")
+        return _ok([{"uri": u, "isDir": d, "size": 0} for u, d in sorted(children.items())])
+
+    async def _stat(self, request: web.Request) -> web.Response:
+        uri = self._uri(request, request.query.get("uri"))
+        if isinstance(uri, web.Response):
+            return uri
+        if uri in self.memories.get(request[USER], {}):
+            return _ok({"uri": uri, "name": uri.rsplit("/", 1)[1], "isDir": False})
+        if self._children(request[USER], uri):
+            return _ok({"uri": uri, "name": uri.rsplit("/", 1)[1], "isDir": True})
+        return _err("NOT_FOUND", 404, f"File not found: {uri}")
 
     async def _read(self, request: web.Request) -> web.Response:
-        text = self.memories.get(request[USER], {}).get(str(request.query.get("uri", "")))
-        return _err("NOT_FOUND", 404) if text is None else _ok(text)
+        uri = self._uri(request, request.query.get("uri"))
+        if isinstance(uri, web.Response):
+            return uri
+        text = self.memories.get(request[USER], {}).get(uri)
+        return _err("NOT_FOUND", 404, f"File not found: {uri}") if text is None else _ok(text)
 
     async def _rm(self, request: web.Request) -> web.Response:
+        uri = self._uri(request, request.query.get("uri"))
+        if isinstance(uri, web.Response):
+            return uri
         with self._lock:
-            text = self.memories.get(request[USER], {}).pop(str(request.query.get("uri", "")), None)
-        return _err("NOT_FOUND", 404) if text is None else _ok({"uri": request.query["uri"]})
+            text = self.memories.get(request[USER], {}).pop(uri, None)
+        # the real server answers ok where nothing is, only the count tells
+        return _ok({"uri": uri, "estimated_deleted_count": 0 if text is None else 1})

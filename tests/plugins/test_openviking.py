@@ -107,7 +107,8 @@ def test_recall_on_the_next_session(home: Path, ov: FakeOpenViking) -> None:
     gateway = open_ov(home, ov, context="primary", session="s2")
     assert gateway.prefetch("where does my sister Anna live") == "- My sister Anna lives in Lisbon."
     search = [r for r in ov.requests if r[1] == "/api/v1/search/find"][-1]
-    assert search[2] == ov_user(ALICE) and search[3]["target_uri"] == "viking://user/"
+    assert search[2] == ov_user(ALICE)
+    assert search[3]["target_uri"] == f"viking://user/{ov_user(ALICE)}"
     ov.fail(503, times=10)
     assert gateway.prefetch("Anna Lisbon") == "- My sister Anna lives in Lisbon."  # warm cache
     gateway.shutdown()
@@ -133,8 +134,12 @@ def test_tools(home: Path, ov: FakeOpenViking) -> None:
     listed = call(provider, "viking_list")
     assert listed["entries"] == [{"uri": uri, "is_dir": False}]
     assert call(provider, "viking_read", uri=uri)["content"] == "My dog Biscuit is a beagle."
+    alias = call(provider, "viking_read", uri="viking://~/memories/" + uri.rsplit("/", 1)[1])
+    assert alias == {"success": True, "uri": uri, "content": "My dog Biscuit is a beagle."}
     refused = call(provider, "viking_read", uri="viking://resources/shared.md")
-    assert refused["success"] is False and "viking://user/" in refused["error"]
+    assert refused["success"] is False and "own space" in refused["error"]
+    other = call(provider, "viking_read", uri=f"viking://user/{ov_user(BOB)}/memories/x.md")
+    assert other["success"] is False and "own space" in other["error"]
     assert call(provider, "viking_forget", uri=uri)["deleted"] is True
     assert ov.memories_of(ov_user(ALICE)) == []
     gone = call(provider, "viking_forget", uri=uri)
@@ -165,8 +170,12 @@ def test_users_and_speakers_stay_apart(home: Path, ov: FakeOpenViking) -> None:
     assert "cats" not in group.prefetch("what do I keep at home", speaker=BOB)
     assert "bees" in group.prefetch("what do I keep in the garden", speaker=BOB)
     bees = call(group, "viking_search", BOB, query="bees garden")["results"][0]["uri"]
-    # the same URI names Alice's own space when Alice asks: Bob's memory stays his
-    assert call(alice, "viking_read", uri=bees)["success"] is False
+    assert bees.startswith(f"viking://user/{ov_user(BOB)}/")
+    # Bob's URI is refused to Alice before it reaches the server: Bob's memory stays his
+    before = len(ov.requests)
+    for tool in ("viking_read", "viking_forget", "viking_list"):
+        assert call(alice, tool, uri=bees)["success"] is False
+    assert len(ov.requests) == before and ov.memories_of(ov_user(BOB))
     assert ov_user("a:b_c") != ov_user("a_b:c")
     alice.shutdown()
     group.shutdown()
@@ -254,3 +263,23 @@ def test_server_errors_and_a_wrong_key_are_json_errors(home: Path, ov: FakeOpenV
     assert result["success"] is False and "HTTP 401" in result["error"]
     assert "wrong" not in json.dumps(result)
     wrong.shutdown()
+
+
+def test_a_server_that_ignores_the_user_header_gets_nothing(
+    home: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """OpenViking in api_key mode with a user key: every request lands in that key's
+    one space. chorus commits nothing there and finds nothing of anyone else."""
+    with FakeOpenViking(honour_user=False) as ov:
+        provider = open_ov(home, ov, context="primary")
+        provider.sync_turn("My locker code is 4411.", "Noted.")
+        caplog.set_level(logging.WARNING)
+        with pytest.raises(RuntimeError, match="user not honoured"):
+            provider.on_session_end([])
+        assert ov.commits == [] and len(pending(home)) == 1  # kept, not sent to the wrong space
+        assert "auth_mode = trusted" in caplog.text and "4411" not in caplog.text
+        ov.add_memory("default", "Someone else's secret plan.")
+        found = call(provider, "viking_search", query="secret plan")
+        assert found["success"] is False and "403" in found["error"]
+        assert provider.prefetch("secret plan") == ""
+        provider.shutdown()

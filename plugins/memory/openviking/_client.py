@@ -1,32 +1,40 @@
-"""The OpenViking REST API (``/api/v1/*``), the small documented subset chorus uses.
+"""The OpenViking REST API (``/api/v1/*``), the small subset chorus uses.
 
 OpenViking's own Python client (``openviking`` on PyPI) is not a dependency;
-this speaks its HTTP API with httpx. Endpoints, as the OpenViking server
-documents them (every answer is ``{"status": "ok"|"error", "result": ...,
-"error": {"code", "message"}}``):
+this speaks its HTTP API with httpx. Checked against the real server
+(``openviking-server`` 0.5.2, tests/real_servers/test_openviking_real.py).
+Every answer is the envelope ``{"status": "ok"|"error", "result": ...,
+"error": null|{"code", "message"}}`` (``error`` is ``null``, not absent, on
+success):
 
-* ``POST /api/v1/sessions`` ``{"session_id"}`` — create a session with our id;
-* ``GET /api/v1/sessions/{id}`` — its meta; chorus reads ``message_count``
-  (messages added and not yet committed) and ``commit_count``;
+* ``GET /api/v1/sessions/{id}?auto_create=true`` — the session's meta, made
+  if missing; chorus reads ``message_count`` (messages added and not yet
+  committed), ``commit_count`` and ``user.user_id`` (whose space it is in).
+  A missing session without ``auto_create`` is ``NOT_FOUND`` (HTTP 404);
 * ``POST /api/v1/sessions/{id}/messages`` ``{"role", "content"}``;
-* ``POST /api/v1/sessions/{id}/commit`` — archive the session and extract memories;
-* ``POST /api/v1/search/find`` ``{"query", "target_uri", "limit"}`` — semantic
-  search; the result has ``memories``/``resources``/``skills`` lists of
-  ``{"uri", "abstract", "score"}``;
-* ``GET /api/v1/fs/ls?uri=``, ``GET /api/v1/content/read?uri=``,
-  ``DELETE /api/v1/fs?uri=`` — browse, read and remove under ``viking://``;
-* ``GET /health``.
+* ``POST /api/v1/sessions/{id}/commit`` — archives the messages before it
+  answers; extracting memories from them runs afterwards in the server's
+  durable queue (a server killed meanwhile resumes it when it restarts);
+* ``POST /api/v1/search/find`` ``{"query", "target_uri", "limit"}`` — the
+  result has ``memories``/``resources``/``skills`` lists of
+  ``{"uri", "abstract", "score", "level", ...}``;
+* ``GET /api/v1/fs/ls?uri=`` (entries with ``uri`` and ``isDir``),
+  ``GET /api/v1/fs/stat?uri=``, ``GET /api/v1/content/read?uri=`` (the text)
+  and ``DELETE /api/v1/fs?uri=`` — which answers ok for a URI that does not
+  exist, hence the ``stat`` first.
 
-The ``openviking`` server is not installed here and nothing was run against
-it. The session routes (``auto_create``, the meta's ``message_count`` and
-``commit_count``, NOT_FOUND answered inside the envelope), ``fs/ls``
-(entries with ``uri`` and ``isDir``), ``DELETE /fs`` and the identity headers
-were read from the OpenViking server's source; the shape of a ``search/find``
-result and of ``content/read`` are from its documentation only. Authentication
-is ``X-API-Key``; the request names ``X-OpenViking-Account: default``, the user
-(``X-OpenViking-User``) and ``X-OpenViking-Agent: chorus``, which a ROOT key
-(or trusted mode) may do, so ``viking://user/…`` resolves to that user's own
-space. A USER-role key cannot name other users: chorus needs a ROOT key.
+URIs name their user: ``viking://user/<user id>/…`` (``viking://~/…`` is an
+alias of the requesting user's own); the uid-less ``viking://user/memories``
+of older servers is refused (``INVALID_URI``), and another user's space is
+``PERMISSION_DENIED`` (HTTP 403) for a USER-role identity.
+
+Identity: every request names ``X-OpenViking-Account: default`` and the user
+(``X-OpenViking-User``), with the server's ``root_api_key`` as ``X-API-Key``.
+The server must run with ``server.auth_mode = "trusted"``, the one mode in
+which it honours those headers (as a USER-role identity). In ``api_key``
+mode it strips them: a ROOT key is refused on every data route (403) and a
+user key would put every chorus user in that key's one space, which
+:func:`._ops.commit_marker` detects (the session's ``user``) and refuses.
 
 Every call is bounded by the configured timeout and goes through the circuit
 breaker; a failure raises :class:`BackendFailed` naming the exception class only.
@@ -45,7 +53,6 @@ from ._deps import load
 
 logger = logging.getLogger(__name__)
 
-AGENT_ID = "chorus"
 ACCOUNT_ID = "default"
 
 
@@ -77,7 +84,7 @@ class Client:
     def _client(self) -> Any:
         with self._lock:
             if self._http is None:
-                headers = {"X-OpenViking-Agent": AGENT_ID, "X-OpenViking-Account": ACCOUNT_ID}
+                headers = {"X-OpenViking-Account": ACCOUNT_ID}
                 if self._settings.api_key:
                     headers["X-API-Key"] = self._settings.api_key
                 self._http = self._httpx.Client(
@@ -121,7 +128,8 @@ class Client:
             body = response.json()
         except ValueError:
             body = None
-        code = body.get("error", {}).get("code") if isinstance(body, dict) else None
+        error = body.get("error") if isinstance(body, dict) else None
+        code = error.get("code") if isinstance(error, dict) else None
         if response.status_code == 404 or code == "NOT_FOUND":
             self.breaker.success()
             raise NotFound(operation)

@@ -45,7 +45,7 @@ SCHEMA: list[dict[str, Any]] = [
     },
     {
         "key": "api_key",
-        "description": "OpenViking API key (sent as X-API-Key)",
+        "description": "The server's root_api_key (trusted auth mode; sent as X-API-Key)",
         "secret": True,
         "required": False,
         "env_var": ENV_API_KEY,

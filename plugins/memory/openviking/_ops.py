@@ -2,7 +2,10 @@
 
 The OpenViking user id of a chorus user key is :func:`ov_user`: the key made
 safe for the server's ``[a-zA-Z0-9_-]`` ids, plus a hash of the exact key so two
-keys that read alike never share a space. Every request names it.
+keys that read alike never share a space. Every request names it, and every
+URI chorus sends or accepts names that user's own space explicitly
+(``viking://user/<id>/…``), so a server that does not honour the identity
+headers refuses the request instead of mixing people up.
 """
 
 from __future__ import annotations
@@ -36,6 +39,12 @@ def _count(meta: Any, key: str) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
+def _owner(meta: Any) -> str | None:
+    owner = meta.get("user") if isinstance(meta, dict) else None
+    user_id = owner.get("user_id") if isinstance(owner, dict) else None
+    return user_id if isinstance(user_id, str) else None
+
+
 def commit_marker(client: Client, batches: Batches, marker: Marker) -> None:
     """Send a sealed batch as one OpenViking session and commit it, resuming where it stopped.
 
@@ -47,6 +56,13 @@ def commit_marker(client: Client, batches: Batches, marker: Marker) -> None:
         if not marker.path.exists():
             return  # another process finished it
         meta = client.call("session", "GET", path, user, params={"auto_create": "true"})
+        if _owner(meta) != user:
+            # api_key mode, or a proxy dropping headers: the session is someone else's space
+            logger.warning(
+                "openviking put a session of one user in another user's space: the server "
+                "must run with server.auth_mode = trusted; nothing is committed"
+            )
+            raise BackendFailed("session", "user not honoured")
         if _count(meta, "commit_count") == 0:
             for message in marker.messages[_count(meta, "message_count") :]:
                 client.call("add message", "POST", f"{path}/messages", user, json=message)
@@ -64,13 +80,14 @@ def resume(client: Client, batches: Batches) -> int:
     return done
 
 
-def hits(result: Any, limit: int) -> list[dict[str, Any]]:
-    """The memory hits of a ``search/find`` result inside the user's own space."""
+def hits(result: Any, user: str, limit: int) -> list[dict[str, Any]]:
+    """The memory hits of a ``search/find`` result inside ``user``'s own space."""
     found = []
+    root = _tools.user_root(user) + "/"
     items = result.get("memories") if isinstance(result, dict) else None
     for item in items if isinstance(items, list) else []:
         uri = item.get("uri") if isinstance(item, dict) else None
-        if not isinstance(uri, str) or not uri.startswith(_tools.USER_SPACE):
+        if not isinstance(uri, str) or not uri.startswith(root):
             continue
         text = " ".join(str(item.get("abstract") or item.get("content") or "").split())
         if text:
@@ -86,11 +103,10 @@ def format_recall(found: list[dict[str, Any]]) -> str:
 def search(
     client: Client, user_key: str, query: str, limit: int, timeout: float | None = None
 ) -> list[dict[str, Any]]:
-    body = {"query": query, "target_uri": _tools.USER_SPACE, "limit": limit}
-    result = client.call(
-        "search", "POST", "/api/v1/search/find", ov_user(user_key), json=body, timeout=timeout
-    )
-    return hits(result, limit)
+    user = ov_user(user_key)
+    body = {"query": query, "target_uri": _tools.user_root(user), "limit": limit}
+    result = client.call("search", "POST", "/api/v1/search/find", user, json=body, timeout=timeout)
+    return hits(result, user, limit)
 
 
 def store_recall(directory: Path, text: str) -> None:
@@ -135,7 +151,7 @@ def run_tool(
         found = search(client, user_key, _tools.query_arg(args), _tools.limit_arg(args, 5))
         return {"results": found, "count": len(found)}
     if name == _tools.VIKING_READ:
-        uri = _tools.uri_arg(args)
+        uri = _tools.uri_arg(args, user)
         try:
             text = client.call("read", "GET", "/api/v1/content/read", user, params={"uri": uri})
         except NotFound:
@@ -143,7 +159,7 @@ def run_tool(
         content = text if isinstance(text, str) else json.dumps(text, ensure_ascii=False)
         return {"uri": uri, "content": content[: _tools.MAX_READ]}
     if name == _tools.VIKING_LIST:
-        uri = _tools.uri_arg(args, _tools.DEFAULT_LIST_URI)
+        uri = _tools.uri_arg(args, user, _tools.DEFAULT_LIST)
         try:
             entries = client.call("list", "GET", "/api/v1/fs/ls", user, params={"uri": uri})
         except NotFound:
@@ -151,12 +167,16 @@ def run_tool(
         listed = [
             {"uri": e.get("uri"), "is_dir": bool(e.get("isDir", e.get("is_dir", False)))}
             for e in (entries if isinstance(entries, list) else [])
-            if isinstance(e, dict) and str(e.get("uri", "")).startswith(_tools.USER_SPACE)
+            if isinstance(e, dict) and str(e.get("uri", "")).startswith(uri + "/")
         ]
         return {"uri": uri, "entries": listed}
     if name == _tools.VIKING_FORGET:
-        uri = _tools.uri_arg(args)
+        uri = _tools.uri_arg(args, user)
+        # the server's DELETE answers ok for a URI where nothing is: look first
         try:
+            stat = client.call("forget", "GET", "/api/v1/fs/stat", user, params={"uri": uri})
+            if isinstance(stat, dict) and stat.get("isDir"):
+                raise _tools.ToolError(f"{uri} is a directory; viking_forget removes one memory")
             client.call("forget", "DELETE", "/api/v1/fs", user, params={"uri": uri})
         except NotFound:
             raise _tools.ToolError(f"nothing at {uri}") from None

@@ -15,8 +15,9 @@ Calls by context (see :mod:`memory.providers`):
 
 Isolation: the OpenViking user of a call is its ``speaker`` when given (a group
 chat), else the session's ``user_key``; every request names it
-(:func:`._ops.ov_user`) and every URI a tool or a search result may use lies
-under ``viking://user/``, which the server resolves to that user's own space.
+(:func:`._ops.ov_user`, the server in ``trusted`` auth mode) and every URI a
+tool or a search result may use lies in that user's own
+``viking://user/<id>/`` space, where the server lets only that user in.
 Logs carry no message or memory text above DEBUG; the API key is never logged.
 """
 

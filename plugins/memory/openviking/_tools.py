@@ -1,9 +1,12 @@
 """The six ``viking_*`` tools: their schemas and the checks of their arguments.
 
-Every URI a tool takes must lie under ``viking://user/``: the server resolves
-that space to the user named in the request, so the model can browse, read and
-forget only the person's own context. Account-wide spaces (``viking://resources/``,
-``viking://agent/``) are shared by everyone on the server and stay out of reach.
+Every URI a tool takes must lie in the person's own space: ``viking://user/<their
+OpenViking id>/…`` (as search and list results give it) or ``viking://~/…``,
+the server's alias of the requesting user's own space, which is rewritten to
+the explicit form. Anything else is refused here, before the server (which
+would answer ``PERMISSION_DENIED`` for another user's space). Account-wide
+spaces (``viking://resources/``, ``viking://agent/``) are shared by everyone on
+the server and stay out of reach.
 """
 
 from __future__ import annotations
@@ -28,7 +31,9 @@ TOOL_NAMES = (
     VIKING_COMMIT,
 )
 USER_SPACE = "viking://user/"
-DEFAULT_LIST_URI = "viking://user/memories"
+HOME = "viking://~"
+DEFAULT_LIST = "memories"
+"""What viking_list lists without a ``uri``: the person's ``viking://~/memories``."""
 MAX_LIMIT = 20
 MAX_CONTENT = 2000
 MAX_QUERY = 1000
@@ -41,7 +46,8 @@ class ToolError(ValueError):
 
 _URI = {
     "type": "string",
-    "description": "A viking:// URI under viking://user/, as viking_search or viking_list gave it.",
+    "description": "A viking:// URI of this person's own space, as viking_search or "
+    "viking_list gave it (viking://~/... also names their own space).",
 }
 
 SCHEMAS: list[dict[str, Any]] = [
@@ -68,7 +74,7 @@ SCHEMAS: list[dict[str, Any]] = [
     {
         "name": VIKING_LIST,
         "description": "List the entries under a viking:// directory of this person "
-        f"(default {DEFAULT_LIST_URI}).",
+        f"(default {HOME}/{DEFAULT_LIST}).",
         "parameters": {"type": "object", "properties": {"uri": _URI}},
     },
     {
@@ -85,7 +91,8 @@ SCHEMAS: list[dict[str, Any]] = [
     },
     {
         "name": VIKING_FORGET,
-        "description": "Remove one memory (a viking://user/ URI) that is wrong or unwanted.",
+        "description": "Remove one memory (a URI viking_search or viking_list gave) that is "
+        "wrong or unwanted.",
         "parameters": {"type": "object", "properties": {"uri": _URI}, "required": ["uri"]},
     },
     {
@@ -114,15 +121,27 @@ def limit_arg(args: dict[str, Any], default: int) -> int:
     return value
 
 
-def uri_arg(args: dict[str, Any], default: str | None = None) -> str:
-    value = args.get("uri", default)
+def user_root(user: str) -> str:
+    """The root of the OpenViking user ``user``'s own space."""
+    return f"{USER_SPACE}{user}"
+
+
+def uri_arg(args: dict[str, Any], user: str, default: str | None = None) -> str:
+    """The ``uri`` argument as an explicit URI of ``user``'s own space.
+
+    ``default`` is a path below that space's root, used when no ``uri`` is given.
+    """
+    value = args.get("uri", None if default is None else f"{HOME}/{default}")
     if not isinstance(value, str) or not value.strip():
-        raise ToolError("uri must be a viking://user/ URI")
-    uri = value.strip()
-    if uri.rstrip("/") + "/" == USER_SPACE:
-        return USER_SPACE
-    if not uri.startswith(USER_SPACE) or ".." in uri.split("/"):
-        raise ToolError("uri must lie under viking://user/ (this person's own space)")
+        raise ToolError("uri must be a viking:// URI of this person's own space")
+    uri = value.strip().rstrip("/")
+    root = user_root(user)
+    if uri == HOME or uri.startswith(HOME + "/"):
+        uri = root + uri[len(HOME) :]
+    elif uri + "/" == USER_SPACE:
+        uri = root
+    if (uri != root and not uri.startswith(root + "/")) or ".." in uri.split("/"):
+        raise ToolError(f"uri must lie in this person's own space ({HOME}/... or {root}/...)")
     return uri
 
 
