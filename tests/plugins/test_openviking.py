@@ -283,3 +283,43 @@ def test_a_server_that_ignores_the_user_header_gets_nothing(
         assert found["success"] is False and "403" in found["error"]
         assert provider.prefetch("secret plan") == ""
         provider.shutdown()
+
+
+def undo(provider: OpenVikingProvider, user: str, assistant: str, **extra: Any) -> None:
+    withdrawn = {"turn": 2, "user_content": user, "assistant_content": assistant, **extra}
+    provider.on_session_switch(
+        "s1", parent_session_id="s1", rewound=True, reason="undo", withdrawn_turn=withdrawn
+    )
+
+
+def test_a_turn_withdrawn_before_the_commit_never_reaches_openviking(
+    home: Path, ov: FakeOpenViking
+) -> None:
+    provider = open_ov(home, ov)
+    provider.sync_turn("I live in Porto.", "Nice.")
+    provider.sync_turn("My PIN is 4321.", "Noted.")
+    undo(provider, "My PIN is 4321.", "Noted.")
+    undo(provider, "My PIN is 4321.", "Noted.")  # a re-delivered rewind job: nothing more
+    provider.sync_turn("I work in Braga.", "Cool.")
+    provider.on_session_end([])
+    [(_, _, messages)] = ov.commits
+    assert [m["content"] for m in messages] == [
+        "I live in Porto.",
+        "Nice.",
+        "I work in Braga.",
+        "Cool.",
+    ]
+    provider.shutdown()
+
+
+def test_in_a_group_undo_takes_the_turn_of_the_person_who_said_it(
+    home: Path, ov: FakeOpenViking
+) -> None:
+    group = open_ov(home, ov, user_key=CHAT)
+    group.sync_turn("I keep bees.", "Nice.", speaker=ALICE)
+    group.sync_turn("I keep bees.", "Nice.", speaker=BOB)  # the same words, another person
+    undo(group, "I keep bees.", "Nice.", speaker=BOB)
+    group.on_session_end([])
+    assert ov.memories_of(ov_user(ALICE)) == ["I keep bees."]
+    assert ov.memories_of(ov_user(BOB)) == []
+    group.shutdown()

@@ -6,7 +6,8 @@ to a batch file in the speaker's own provider directory::
 
     CHORUS_HOME/providers/openviking/users/<platform>/<id>/batches/<session>.jsonl
 
-A worker killed between turns loses nothing. At session end the batch is
+A worker killed between turns loses nothing; a turn withdrawn by ``/undo``
+before the commit is taken out of the batch again. At session end the batch is
 *sealed*: under the directory's lock its messages are written (temp file,
 fsync, rename) to a marker ``pending/<commit id>.json`` and the batch file is
 removed. The marker is deleted only after the server acknowledged the
@@ -111,6 +112,20 @@ class Batches:
                 handle.flush()
                 os.fsync(handle.fileno())
             return True
+
+    def withdraw(self, owner: str, session_id: str, turn: str) -> bool:
+        """Drop the last entry of ``turn`` from the batch (``/undo``); False when it is not
+        there (already sealed and committed, or never synced)."""
+        with self.locked(owner) as directory:
+            path = self._batch_file(directory, session_id)
+            entries = self._read(path)
+            for index in range(len(entries) - 1, -1, -1):
+                if entries[index].get("turn") == turn:
+                    del entries[index]
+                    lines = (json.dumps(e, ensure_ascii=False) for e in entries)
+                    _write_atomic(path, "\n".join(lines))
+                    return True
+            return False
 
     def pending_turns(self, owner: str, session_id: str) -> int:
         with self.locked(owner) as directory:

@@ -223,6 +223,19 @@ class OpenVikingProvider(MemoryProvider):
     ) -> None:
         if reset and new_session_id:
             self._session_id = new_session_id
+            return
+        withdrawn = kwargs.get("withdrawn_turn")
+        if not rewound or not isinstance(withdrawn, dict) or self._context == "flush":
+            return
+        user = strip_memory_context(str(withdrawn.get("user_content") or "")).strip()
+        assistant = strip_memory_context(str(withdrawn.get("assistant_content") or "")).strip()
+        _, _, batches = self._ready()
+        owner = self._owner(withdrawn.get("speaker"))
+        session = new_session_id or self._session_id
+        if batches.withdraw(owner, session, turn_id(session, user, assistant)):
+            logger.debug("openviking dropped a withdrawn turn of session %s", session)
+        else:  # committed already (viking_commit): OpenViking keeps what it archived
+            logger.debug("openviking: a withdrawn turn of session %s was not in its batch", session)
 
     # -- tools ---------------------------------------------------------------
 
