@@ -20,6 +20,7 @@ from memory.providers._fence import (
 from memory.providers._health import ProviderEvent, ProviderHealth
 from memory.providers._manager import DEFAULT_RESERVED_TOOL_NAMES, FailureHook, MemoryManager
 from memory.providers._provider import AgentContext, MemoryProvider, provider_dir
+from memory.providers._withdrawn import WithdrawnTurn, withdrawn_turn
 
 __all__ = [
     "BUILTIN_PROVIDER_NAME",
@@ -34,8 +35,10 @@ __all__ = [
     "MemoryProvider",
     "ProviderEvent",
     "ProviderHealth",
+    "WithdrawnTurn",
     "build_memory_context_block",
     "provider_dir",
     "sanitize_context",
     "strip_memory_context",
+    "withdrawn_turn",
 ]

@@ -35,7 +35,7 @@ from typing import Any
 
 from memory.log_content import loggable
 from memory.paths import UserKey
-from memory.providers import MemoryProvider, provider_dir, strip_memory_context
+from memory.providers import MemoryProvider, provider_dir, strip_memory_context, withdrawn_turn
 from plugins.memory._breaker import DEFAULT_COOLDOWN, DEFAULT_THRESHOLD, CircuitBreaker
 
 from . import _config, _deps, _ops, _render, _tools
@@ -251,14 +251,12 @@ class HindsightProvider(MemoryProvider):
         if reset:
             self._session_id = new_session_id or self._session_id
             return
-        withdrawn = kwargs.get("withdrawn_turn")
-        if not rewound or not isinstance(withdrawn, dict) or self._context != "background":
+        withdrawn = withdrawn_turn(rewound, kwargs)
+        if withdrawn is None or self._context != "background":
             return
-        user = strip_memory_context(str(withdrawn.get("user_content") or "")).strip()
-        assistant = strip_memory_context(str(withdrawn.get("assistant_content") or "")).strip()
         buffer = self._buffer(self._user_key)
         for session in dict.fromkeys((new_session_id, self._session_id)):
-            reopened = buffer.withdraw(session, user, assistant)
+            reopened = buffer.withdraw(session, withdrawn.user, withdrawn.assistant)
             if reopened is not None:
                 self._retain_sealed(buffer)
                 return

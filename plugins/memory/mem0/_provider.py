@@ -31,7 +31,7 @@ from typing import Any
 
 from memory.log_content import loggable
 from memory.paths import UserKey
-from memory.providers import provider_dir, strip_memory_context
+from memory.providers import provider_dir, strip_memory_context, withdrawn_turn
 from plugins.memory._breaker import DEFAULT_COOLDOWN, DEFAULT_THRESHOLD, CircuitBreaker
 from plugins.memory._remote import RemoteProvider, tool_error, tool_success
 
@@ -257,13 +257,11 @@ class Mem0Provider(RemoteProvider):
         if reset:
             self._session_id = new_session_id or self._session_id
             return
-        withdrawn = kwargs.get("withdrawn_turn")
-        if not rewound or not isinstance(withdrawn, dict) or self._context == "flush":
+        withdrawn = withdrawn_turn(rewound, kwargs)
+        if withdrawn is None or self._context == "flush":
             return
-        user = strip_memory_context(str(withdrawn.get("user_content") or "")).strip()
-        assistant = strip_memory_context(str(withdrawn.get("assistant_content") or "")).strip()
-        speaker = withdrawn.get("speaker", kwargs.get("speaker"))
-        known = self._user_id(speaker) if isinstance(speaker, str) and speaker else None
+        user, assistant = withdrawn.user, withdrawn.assistant
+        known = self._user_id(withdrawn.speaker) if withdrawn.speaker else None
         state = self._state(self._user_key)
         for session in dict.fromkeys((new_session_id, self._session_id)):
             content = content_hash(self._settings.backend_id, session, user, assistant)

@@ -33,7 +33,7 @@ from typing import Any
 
 from memory.log_content import loggable
 from memory.paths import UserKey
-from memory.providers import MemoryProvider, provider_dir, strip_memory_context
+from memory.providers import MemoryProvider, provider_dir, strip_memory_context, withdrawn_turn
 from plugins.memory._breaker import DEFAULT_COOLDOWN, DEFAULT_THRESHOLD, CircuitBreaker
 
 from . import _config, _deps, _ops, _tools
@@ -224,15 +224,13 @@ class OpenVikingProvider(MemoryProvider):
         if reset and new_session_id:
             self._session_id = new_session_id
             return
-        withdrawn = kwargs.get("withdrawn_turn")
-        if not rewound or not isinstance(withdrawn, dict) or self._context == "flush":
+        withdrawn = withdrawn_turn(rewound, kwargs)
+        if withdrawn is None or self._context == "flush":
             return
-        user = strip_memory_context(str(withdrawn.get("user_content") or "")).strip()
-        assistant = strip_memory_context(str(withdrawn.get("assistant_content") or "")).strip()
         _, _, batches = self._ready()
-        owner = self._owner(withdrawn.get("speaker"))
+        owner = self._owner(withdrawn.speaker)
         session = new_session_id or self._session_id
-        if batches.withdraw(owner, session, turn_id(session, user, assistant)):
+        if batches.withdraw(owner, session, turn_id(session, withdrawn.user, withdrawn.assistant)):
             logger.debug("openviking dropped a withdrawn turn of session %s", session)
         else:  # committed already (viking_commit): OpenViking keeps what it archived
             logger.debug("openviking: a withdrawn turn of session %s was not in its batch", session)

@@ -37,7 +37,7 @@ from typing import Any
 
 from memory.log_content import loggable
 from memory.paths import UserKey
-from memory.providers import provider_dir, strip_memory_context
+from memory.providers import provider_dir, strip_memory_context, withdrawn_turn
 from plugins.memory._breaker import DEFAULT_COOLDOWN, DEFAULT_THRESHOLD, CircuitBreaker
 from plugins.memory._remote import RemoteProvider, tool_error, tool_success
 
@@ -219,17 +219,15 @@ class RetainDBProvider(RemoteProvider):
         if reset:
             self._session_id = new_session_id or self._session_id
             return
-        withdrawn = kwargs.get("withdrawn_turn")
-        if not rewound or not isinstance(withdrawn, dict) or self._context == "flush":
-            return
-        said = strip_memory_context(str(withdrawn.get("user_content") or "")).strip()
-        answer = strip_memory_context(str(withdrawn.get("assistant_content") or "")).strip()
-        if not said and not answer:
+        withdrawn = withdrawn_turn(rewound, kwargs)
+        if withdrawn is None or self._context == "flush":
             return
         client, queue = self._ready()
-        user = self._user(withdrawn.get("speaker"))
+        user = self._user(withdrawn.speaker)
         session = new_session_id or self._session_id
-        outcome = _ops.withdraw_turn(client, queue, user, session, said, answer)
+        outcome = _ops.withdraw_turn(
+            client, queue, user, session, withdrawn.user, withdrawn.assistant
+        )
         logger.debug("retaindb withdrew a turn of session %s: %s", session, outcome)
 
     def on_memory_write(

@@ -32,7 +32,7 @@ from typing import Any
 
 from memory.log_content import loggable
 from memory.paths import UserKey
-from memory.providers import provider_dir, strip_memory_context
+from memory.providers import provider_dir, strip_memory_context, withdrawn_turn
 from plugins.memory._breaker import DEFAULT_COOLDOWN, DEFAULT_THRESHOLD, CircuitBreaker
 from plugins.memory._remote import RemoteProvider, tool_error, tool_success
 
@@ -199,16 +199,13 @@ class SupermemoryProvider(RemoteProvider):
         if reset:
             self._session_id = new_session_id or self._session_id
             return
-        withdrawn = kwargs.get("withdrawn_turn")
-        if not rewound or not isinstance(withdrawn, dict):
+        withdrawn = withdrawn_turn(rewound, kwargs)
+        if withdrawn is None:
             return
-        user = strip_memory_context(str(withdrawn.get("user_content") or "")).strip()
-        assistant = strip_memory_context(str(withdrawn.get("assistant_content") or "")).strip()
-        speaker = withdrawn.get("speaker", kwargs.get("speaker"))
-        who = self._who(speaker) if isinstance(speaker, str) and speaker else None
+        who = self._who(withdrawn.speaker) if withdrawn.speaker else None
         buffer = self._buffer(self._user_key)
         for session in dict.fromkeys((new_session_id or self._session_id, self._session_id)):
-            if buffer.remove_last(session, user, assistant, who):
+            if buffer.remove_last(session, withdrawn.user, withdrawn.assistant, who):
                 logger.debug("supermemory dropped a withdrawn turn of session %s", session)
                 return
 
