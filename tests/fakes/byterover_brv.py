@@ -3,17 +3,24 @@
 :func:`install_fake_brv` writes the script as ``<directory>/brv`` and returns
 the directory. It implements the subcommands the provider calls, keeping its
 data in the working directory it is run in (``.brv/context-tree/
-entries.jsonl``), as the real brv keeps its context tree in the project:
+entries.jsonl``), as the real brv keeps its context tree in the project. Like
+the provider it speaks ``--format json`` only, and answers as brv 3.14 does:
+JSON lines, the last one ``{"command", "data", "success", "timestamp"}``:
 
-* ``brv curate "<text>"``: appends the text, prints ``Curated 1 entry``;
-* ``brv query "<question>"``: prints the entries sharing a word with the
-  question, best first, as ``- <entry>`` lines, or ``No relevant context found.``;
-* ``brv status``: the number of entries and the working directory.
+* ``brv curate --format json "<text>"``: appends the text; ``data`` is
+  ``{"event": "completed", "status": "completed", ...}``;
+* ``brv query --format json "<question>"``: the entries sharing a word with
+  the question, best first, as ``- <entry>`` lines in ``data.result`` (with
+  brv's ``Source`` footer), or brv's "No matching knowledge found" answer;
+* ``brv status --format json``: ``data`` with ``projectRoot`` (the working
+  directory), ``contextTreeDir`` and ``contextTreeStatus``.
 
 Each run appends ``{"argv", "cwd", "pid"}`` to ``calls.jsonl`` beside the
 script. :func:`set_mode` writes ``mode`` beside it: ``hang`` (start a
-grandchild, write both pids to ``hung.pids``, sleep two minutes) or ``fail``
-(exit 2 with an error on stderr); ``""`` is normal.
+grandchild, write both pids to ``hung.pids``, sleep two minutes), ``fail``
+(exit 2 with an error on stderr) or ``refuse`` (exit 0 with a failed answer,
+``"success": false``, as the real brv does when no LLM provider is connected
+or its LLM is down); ``""`` is normal.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from typing import Any
 
 SCRIPT = r"""#!__PYTHON__
 import json, os, re, subprocess, sys, time
+from datetime import datetime, timezone
 from pathlib import Path
 
 here = Path(__file__).resolve().parent
@@ -42,7 +50,20 @@ if mode == "fail":
     print("Error: not authenticated, run brv login", file=sys.stderr)
     sys.exit(2)
 
-store = Path(".brv") / "context-tree" / "entries.jsonl"
+command, args = (sys.argv[1], sys.argv[2:]) if len(sys.argv) > 1 else ("", [])
+if args[:2] != ["--format", "json"]:
+    print("this fake brv answers --format json only", file=sys.stderr)
+    sys.exit(64)
+args = args[2:]
+def answer(data, success=True):
+    stamp = datetime.now(timezone.utc).isoformat()
+    print(json.dumps({"command": command, "data": data, "success": success, "timestamp": stamp}))
+if mode == "refuse":
+    answer({"error": "No provider connected.", "status": "error"}, success=False)
+    sys.exit(0)
+
+tree = Path(".brv") / "context-tree"
+store = tree / "entries.jsonl"
 def entries():
     if not store.exists():
         return []
@@ -50,23 +71,29 @@ def entries():
 def words(text):
     return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if len(w) > 2}
 
-command, args = (sys.argv[1], sys.argv[2:]) if len(sys.argv) > 1 else ("", [])
 if command == "curate" and len(args) == 1:
     store.parent.mkdir(parents=True, exist_ok=True)
     with open(store, "a", encoding="utf-8") as handle:
         handle.write(json.dumps(args[0]) + "\n")
-    print("\x1b[32mCurated 1 entry\x1b[0m")
+    answer({"event": "thinking"})
+    answer({"event": "completed", "message": "Context curated successfully", "status": "completed"})
 elif command == "query" and len(args) == 1:
     probe = words(args[0])
     scored = [(len(probe & words(e)), i, e) for i, e in enumerate(entries())]
     scored.sort(key=lambda s: (-s[0], s[1]))
-    found = [e for score, _, e in scored if score]
-    print("\n".join(f"- {' '.join(e.split())}" for e in found[:5]) or "No relevant context found.")
+    found = [e for score, _, e in scored if score][:5]
+    lines = "\n".join(f"- {' '.join(e.split())}" for e in found)
+    none = f"**Summary**: No matching knowledge found for {args[0]!r}."
+    result = (lines or none) + "\n\n---\nSource: ByteRover Knowledge Base"
+    answer({"event": "completed", "result": result, "status": "completed"})
 elif command == "status" and not args:
-    print(f"Context tree: {len(entries())} entries\nDirectory: {os.getcwd()}")
+    root = os.getcwd()
+    state = "no_vc" if entries() else "not_initialized"
+    answer({"cliVersion": "fake", "contextTreeDir": str(Path(root) / tree),
+            "contextTreeStatus": state, "currentDirectory": root, "projectRoot": root})
 else:
-    print(f"Error: unknown command {command!r}", file=sys.stderr)
-    sys.exit(64)
+    print(f"Command {command!r} not found", file=sys.stderr)
+    sys.exit(1)
 """
 
 

@@ -18,7 +18,7 @@ import pytest
 from plugins.memory import discover_memory_providers, load_memory_provider, resolve_config
 from plugins.memory.byterover import ByteRoverProvider
 from plugins.memory.byterover._config import DEFAULT_TIMEOUT, parse
-from plugins.memory.byterover._runner import BrvMissing, BrvTimeout
+from plugins.memory.byterover._runner import BrvFailed, BrvMissing, BrvTimeout
 from tests.fakes.byterover_brv import (
     alive,
     calls,
@@ -30,6 +30,7 @@ from tests.fakes.byterover_brv import (
 
 ALICE = "telegram:1"
 BOB = "telegram:2"
+FOOTER = "\n\n---\nSource: ByteRover Knowledge Base"
 
 
 @pytest.fixture
@@ -131,11 +132,14 @@ def test_curate_query_status(home: Path, brv: Path) -> None:
         "success": True,
         "curated": True,
     }
-    answer = call(alice, "brv_query", query="what breed is Rufus")
-    assert answer == {"success": True, "answer": "- Alice's dog Rufus is a beagle."}
+    answer = call(alice, "brv_query", query="what breed is Rufus")["answer"]
+    assert answer == f"- Alice's dog Rufus is a beagle.{FOOTER}"
     status = call(alice, "brv_status")["status"]
-    assert "Context tree: 1 entries" in status and str(workdir(home, ALICE)) in status
-    assert [c["argv"][0] for c in calls(brv)] == ["curate", "query", "status"]
+    assert status["projectRoot"] == str(workdir(home, ALICE))
+    assert status["contextTreeStatus"] == "no_vc"
+    assert [c["argv"][:3] for c in calls(brv)] == [
+        [command, "--format", "json"] for command in ("curate", "query", "status")
+    ]
     assert {c["cwd"] for c in calls(brv)} == {str(workdir(home, ALICE))}
 
 
@@ -243,6 +247,27 @@ def test_failures_open_the_breaker_and_nothing_raises(
     now[0] += 31
     assert call(alice, "brv_status")["success"] is True
     assert not alice.breaker.is_open
+
+
+def test_an_error_in_brvs_answer_is_a_failure_and_the_turn_is_retried(
+    home: Path, brv: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="plugins.memory.byterover")
+    set_mode(brv, "refuse")  # exit code 0, "success": false
+    worker = open_provider(home)
+    with pytest.raises(BrvFailed, match="answered with an error"):
+        worker.sync_turn("My locker code is 4711.", "Noted.")
+    gateway = open_provider(home, context="primary", session="s2")
+    assert gateway.prefetch("What is my locker code?") == ""
+    failed = call(gateway, "brv_curate", content="Alice's dog Rufus is a beagle.")
+    assert failed["success"] is False and "is an LLM provider connected?" in failed["error"]
+    assert entries(workdir(home, ALICE)) == []
+    assert "4711" not in "".join(r.getMessage() for r in caplog.records if r.levelno > 10)
+
+    set_mode(brv, "")
+    worker.sync_turn("My locker code is 4711.", "Noted.")  # the job's retry
+    worker.sync_turn("My locker code is 4711.", "Noted.")
+    assert entries(workdir(home, ALICE)) == ["User: My locker code is 4711.\nAssistant: Noted."]
 
 
 def test_a_hanging_brv_is_killed_at_the_timeout(home: Path, brv: Path) -> None:

@@ -14,8 +14,10 @@ a turn withdrawn by ``/undo`` after its sync stays curated.
 
 Every run is bounded by ``timeout`` and killed past it (:mod:`._runner`);
 prefetch waits only :data:`PREFETCH_TIMEOUT` and then answers with the recall
-``queue_prefetch`` warmed. Timeouts and failures count on a circuit breaker, so
-a broken brv is left alone for the cooldown. A missing binary makes
+``queue_prefetch`` warmed. A run whose answer is an error (brv exits 0
+then) fails like a non-zero exit: the turn is not marked synced, so the job
+retries it. Timeouts and failures count on a circuit breaker, so a broken
+brv is left alone for the cooldown. A missing binary makes
 ``is_available()`` false with the install hint. Nothing raises to the turn.
 """
 
@@ -124,7 +126,7 @@ class ByteRoverProvider(RemoteProvider):
             raise RuntimeError("the byterover provider is not initialised")
         return provider_dir(self._home, _config.PROVIDER_NAME, user_key)
 
-    def _brv(self, user_key: str, args: list[str], timeout: float | None = None) -> str:
+    def _brv(self, user_key: str, args: list[str], timeout: float | None = None) -> dict[str, Any]:
         """One brv run in ``user_key``'s directory, through the breaker."""
         if not self.breaker.allow():
             seconds = max(1, round(self.breaker.retry_in()))
@@ -147,6 +149,10 @@ class ByteRoverProvider(RemoteProvider):
 
     def _curate(self, user_key: str, text: str) -> None:
         self._brv(user_key, ["curate", text])
+
+    def _query(self, user_key: str, text: str, timeout: float | None = None) -> str:
+        """brv's answer to ``text`` (the ``result`` of its JSON answer)."""
+        return _runner.text(self._brv(user_key, ["query", text], timeout).get("result"))
 
     def _background(self, user_key: str, text: str) -> None:
         """Curate now in a job; on a live turn, on the curator thread."""
@@ -172,7 +178,7 @@ class ByteRoverProvider(RemoteProvider):
             return ""
         who = self._who(speaker)
         try:
-            answer = self._brv(who, ["query", text], PREFETCH_TIMEOUT)
+            answer = self._query(who, text, PREFETCH_TIMEOUT)
         except BrvError as exc:
             logger.debug("byterover prefetch: %s, using the warm recall", type(exc).__name__)
             return _state.warm(self._dir(who), WARM_MAX_AGE)
@@ -187,7 +193,7 @@ class ByteRoverProvider(RemoteProvider):
             return
         who = self._who(speaker)
         try:
-            answer = self._brv(who, ["query", text])
+            answer = self._query(who, text)
         except BrvError as exc:
             logger.debug("byterover queue_prefetch skipped: %s", type(exc).__name__)
             return
@@ -252,7 +258,7 @@ class ByteRoverProvider(RemoteProvider):
             who = self._who(kwargs.get("speaker"))
             if tool_name == _tools.QUERY:
                 query = _tools.text_arg(args, "query", _tools.MAX_QUERY)
-                return tool_success({"answer": self._brv(who, ["query", query])})
+                return tool_success({"answer": self._query(who, query)})
             if tool_name == _tools.CURATE:
                 self._curate(who, _tools.content_arg(args))
                 return tool_success({"curated": True})
