@@ -12,12 +12,24 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Protocol
 
 from memory.providers import MemoryProvider
 
-__all__ = ["Dependency", "RemoteProvider", "findable", "tool_error", "tool_success"]
+__all__ = [
+    "Dependency",
+    "RemoteProvider",
+    "findable",
+    "http_url",
+    "number_in",
+    "setting",
+    "tool_error",
+    "tool_success",
+]
+
+logger = logging.getLogger(__name__)
 
 
 class Dependency(Protocol):
@@ -65,3 +77,37 @@ class RemoteProvider(MemoryProvider):
 
     def get_config_schema(self) -> list[dict[str, Any]]:
         return [dict(field) for field in self.config_schema]
+
+
+def setting(section: Mapping[str, Any], environ: Mapping[str, str], key: str, var: str) -> Any:
+    """``key`` of the provider's config section, else the environment variable ``var``
+    (when named); strings stripped, a blank one counts as unset."""
+    value = section.get(key)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        value = environ.get(var) if var else None
+    return value.strip() if isinstance(value, str) else value
+
+
+def http_url(value: Any, default: str, where: str) -> str:
+    """``value`` as an http(s) base URL without its trailing slash; ``default`` (with a
+    WARNING naming the setting ``where``) when it is set to something else."""
+    url = value or default
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        logger.warning("%s must be an http(s) URL; default", where)
+        url = default
+    return url.rstrip("/")
+
+
+def number_in(value: Any, default: float, low: float, high: float, where: str) -> float:
+    """``value`` as a number in ``[low, high]``; ``default`` when unset, or (with a
+    WARNING naming the setting ``where``) when it is not such a number."""
+    if value is None:
+        return default
+    try:
+        number = float(value)
+        if isinstance(value, bool) or not low <= number <= high:
+            raise ValueError
+    except (TypeError, ValueError):
+        logger.warning("%s is out of range; default", where)
+        return default
+    return number

@@ -10,13 +10,12 @@ not the session.
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-logger = logging.getLogger(__name__)
+from plugins.memory._remote import http_url, number_in, setting
 
 PROVIDER_NAME = "openviking"
 DEFAULT_BASE_URL = "http://127.0.0.1:1933"
@@ -60,30 +59,15 @@ SCHEMA: list[dict[str, Any]] = [
 ]
 
 
-def _value(section: Mapping[str, Any], env: Mapping[str, str], key: str, var: str) -> Any:
-    value = section.get(key)
-    if value is None or (isinstance(value, str) and not value.strip()):
-        value = env.get(var) if var else None
-    return value.strip() if isinstance(value, str) else value
-
-
 def parse(config: Mapping[str, Any] | None, environ: Mapping[str, str] | None = None) -> Settings:
     """Settings from the ``config`` section and ``environ`` (``os.environ`` by default)."""
     section: Mapping[str, Any] = config if isinstance(config, Mapping) else {}
     env: Mapping[str, str] = os.environ if environ is None else environ
-    url = _value(section, env, "base_url", ENV_BASE_URL) or DEFAULT_BASE_URL
-    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-        logger.warning("memory.providers.openviking.base_url must be an http(s) URL; default")
-        url = DEFAULT_BASE_URL
-    timeout = DEFAULT_TIMEOUT
-    raw = _value(section, env, "timeout", "")
-    if raw is not None:
-        try:
-            timeout = float(raw)
-            if isinstance(raw, bool) or not 0.1 <= timeout <= MAX_TIMEOUT:
-                raise ValueError
-        except (TypeError, ValueError):
-            logger.warning("memory.providers.openviking.timeout is out of range; default")
-            timeout = DEFAULT_TIMEOUT
-    key = _value(section, env, "api_key", ENV_API_KEY)
-    return Settings(url.rstrip("/"), key if isinstance(key, str) else "", timeout)
+    where = "memory.providers.openviking"
+    url = http_url(
+        setting(section, env, "base_url", ENV_BASE_URL), DEFAULT_BASE_URL, f"{where}.base_url"
+    )
+    raw = setting(section, env, "timeout", "")
+    timeout = number_in(raw, DEFAULT_TIMEOUT, 0.1, MAX_TIMEOUT, f"{where}.timeout")
+    key = setting(section, env, "api_key", ENV_API_KEY)
+    return Settings(url, key if isinstance(key, str) else "", timeout)
