@@ -23,18 +23,21 @@ The process that runs jobs calls ``configure(JobContext(...))`` once at start.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from typing import Any
 
-from agent.agent import Agent
-from agent.context import SessionContext
 from agent.errors import AgentError
+from agent.flush import flush_memories
 from agent.history import kept_turns, replay, turn_messages
 from agent.job_context import JobContext
 from agent.llm import LLMClient
+from agent.memory_writes import apply_memory_call
+from agent.prompt import build_system_prompt
 from memory.paths import UserKey
-from memory.store import scan_memory_content
+from memory.providers import MemoryManager
+from memory.store import MemoryStore, scan_memory_content
 from memory.transcripts import AsyncSessionDB, SessionRecord, StoredMessage
 
 logger = logging.getLogger(__name__)
@@ -182,26 +185,38 @@ def end_session(session_id: str, reason: str) -> str:
 async def _flush(
     ctx: JobContext, record: SessionRecord, llm: LLMClient, db: AsyncSessionDB
 ) -> None:
-    """One memory-only LLM call over the session's transcript, as its agent would make."""
+    """One memory-only LLM call over the session's transcript (``flush_memories``).
+
+    The model sees the system prompt the session's turns were answered with (the
+    one stored with the session), which this leaves as it is.
+    """
     if record.message_count == 0:
         return
-    session = SessionContext(
-        session_id=record.id,
-        user_key=record.user_key,
-        platform=record.platform,
-        chat_id=record.chat_id,
-        thread_id=record.thread_id,
-    )
-    agent = Agent(
-        session,
+    history = replay([m.to_openai() for m in await db.get_messages(record.id)])
+    store = ctx.store_for(UserKey.parse(record.user_key))
+    await asyncio.to_thread(store.load_from_disk)
+    manager = ctx.manager_for(record, "flush")
+    gate = ctx.shared_write_gate(record.id, record.user_key)
+
+    async def run_memory(arguments: dict[str, Any]) -> str:
+        write = await apply_memory_call(arguments, store=store, shared_writes=gate, memory=manager)
+        return write.text
+
+    await flush_memories(
+        history,
+        ctx.config.memory.flush_min_turns,
         llm=llm,
-        store=ctx.store_for(UserKey.parse(record.user_key)),
-        db=db,
-        config=ctx.config,
-        memory=ctx.manager_for(record, "flush"),
-        shared_writes=ctx.shared_write_gate(record.id, record.user_key),
+        system_prompt=record.system_prompt or await _prompt_now(ctx, store, manager),
+        run_memory=run_memory,
     )
-    await agent.flush()
+
+
+async def _prompt_now(ctx: JobContext, store: MemoryStore, manager: MemoryManager | None) -> str:
+    """A system prompt for a session that has none stored, built from memory as it is now."""
+    blocks: list[str] = []
+    if manager is not None:
+        blocks = await asyncio.to_thread(manager.build_system_prompt_blocks)
+    return build_system_prompt(store, persona=ctx.config.agent.persona, extra_blocks=blocks)
 
 
 HANDOFF_SUMMARY_MAX = 1_200
