@@ -23,11 +23,11 @@ from agent.context import AgentConfig, ImageInput, SessionContext
 from agent.errors import LLMError
 from agent.flush import flush_memories, public_messages
 from agent.history import UNDO_MARK, drop_last_turn, kept_turns, replay, unanswered_tool_calls
+from agent.jobs import JobScheduler
 from agent.llm import DeltaCallback, LLMClient, LLMResponse, ToolCallRequest, Usage, parse_arguments
 from agent.memory_writes import apply_memory_call
 from agent.prompt import build_system_prompt
 from agent.provider_calls import ProviderCalls
-from agent.scheduler import JobScheduler
 from agent.shared_writes import SharedWriteGate
 from agent.streaming import ContextScrubber, emit, scrubbed
 from agent.tools.memory_tool import MEMORY_TOOL_SCHEMA

@@ -8,10 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rq.utils import import_attribute
 
 from agent import jobs
 from agent.flush import FLUSH_PROMPT
-from agent.job_context import JobContext
+from agent.jobs import JobContext, JobScheduler
+from memory.jobs import InProcessQueue, import_function
 from tests.agent.conftest import MakeAgent, system_of
 from tests.fakes import FakeOpenAI
 
@@ -42,7 +44,13 @@ async def test_end_session_flushes_with_the_prompt_the_model_saw_and_keeps_it(
     server.tool_call("memory", {"action": "add", "target": "user", "content": "Is a botanist"})
     sid = agent.session.session_id
 
-    assert await asyncio.to_thread(jobs.end_session, sid, "console_exit") == "ended"
+    queue = InProcessQueue(retries=0)
+    try:
+        JobScheduler(queue, context.state).end_session(sid, "console_exit")
+        assert await asyncio.to_thread(queue.flush, 30)
+        assert queue.status().failed == 0
+    finally:
+        queue.close()
 
     flushes = [r for r in server.requests if is_flush(r)]
     assert len(flushes) == 1
@@ -76,3 +84,20 @@ async def test_end_session_without_enough_turns_asks_nothing(
     assert len(server.requests) == sent
     record = await agent.db.get_session(agent.session.session_id)
     assert record is not None and record.end_reason == "idle"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "agent.jobs.sync_turn",
+        "agent.jobs.rewind",
+        "agent.jobs.queue_prefetch",
+        "agent.jobs.prefetch",
+        "agent.jobs.end_session",
+    ],
+)
+def test_job_names_in_queues_of_earlier_versions_still_resolve(path: str) -> None:
+    """Queues (the outbox, Redis) hold jobs by these names across an upgrade."""
+    function = import_function(path)
+    assert function is getattr(jobs, path.rpartition(".")[2])
+    assert import_attribute(path) is function  # how an rq worker finds it
