@@ -23,20 +23,14 @@ from agent.context import AgentConfig, ImageInput, SessionContext
 from agent.errors import LLMError
 from agent.flush import flush_memories, public_messages
 from agent.history import UNDO_MARK, drop_last_turn, kept_turns, replay, unanswered_tool_calls
+from agent.jobs import JobScheduler
 from agent.llm import DeltaCallback, LLMClient, LLMResponse, ToolCallRequest, Usage, parse_arguments
+from agent.memory_writes import apply_memory_call
 from agent.prompt import build_system_prompt
 from agent.provider_calls import ProviderCalls
-from agent.scheduler import JobScheduler
 from agent.shared_writes import SharedWriteGate
 from agent.streaming import ContextScrubber, emit, scrubbed
-from agent.tools.memory_tool import (
-    MEMORY_TOOL_SCHEMA,
-    MemoryCallError,
-    memory_error_text,
-    memory_result_text,
-    resolve_memory_call,
-    run_memory_tool,
-)
+from agent.tools.memory_tool import MEMORY_TOOL_SCHEMA
 from agent.tools.registry import ToolRegistry, tool_error
 from agent.tools.session_search_tool import SESSION_SEARCH_SCHEMA, run_session_search
 from memory.providers import MemoryManager, strip_memory_context
@@ -292,27 +286,12 @@ class Agent:
 
     async def run_memory(self, arguments: dict[str, Any]) -> str:
         """Apply one memory tool call to this session's store; resets the nudge counter."""
-        try:
-            call = resolve_memory_call(arguments)
-        except MemoryCallError as exc:
-            return memory_error_text(exc)
-        if self.shared_writes is not None:
-            held = await self.shared_writes.intercept(self.store, call)
-            if held is not None:
-                if held["success"]:
-                    self.turns_since_memory = 0
-                return json.dumps(held, ensure_ascii=False)
-        result = await run_memory_tool(self.store, call)
-        if result["success"]:
+        write = await apply_memory_call(
+            arguments, store=self.store, shared_writes=self.shared_writes, memory=self.memory
+        )
+        if write.success:
             self.turns_since_memory = 0
-            if self.memory is not None:
-                await asyncio.to_thread(
-                    self.memory.on_memory_write,
-                    call.action,
-                    call.target,
-                    call.content or call.old_text,
-                )
-        return memory_result_text(result)
+        return write.text
 
     async def flush(self, min_turns: int | None = None) -> int:
         """``flush_memories`` over this session's history; returns memory writes made."""
@@ -341,19 +320,6 @@ class Agent:
         await self._rebuild_system_prompt()
         if self.providers is not None:
             await self.providers.compressed()
-
-    async def end(self, reason: str) -> None:
-        """End in place: flush memories (given enough turns), tell the providers, mark ended.
-
-        The gateway ends sessions through the ``end_session`` background job
-        instead, which does the same steps idempotently.
-        """
-        try:
-            await self.flush()
-            if self.memory is not None:
-                await asyncio.to_thread(self.memory.on_session_end, list(self.history))
-        finally:
-            await self.db.end_session(self.session.session_id, reason)
 
     async def undo_last_turn(self, reason: str = "undo") -> str | None:
         """Forget the last turn (the user's message and everything after it) from the context.

@@ -13,8 +13,8 @@ import asyncio
 from typing import Any
 
 from agent.context import SessionContext
+from agent.jobs import JobScheduler
 from agent.recall import Recall
-from agent.scheduler import JobScheduler
 from memory.providers import MemoryManager
 
 

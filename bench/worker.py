@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from agent.scheduler import JobScheduler  # noqa: E402
+from agent.jobs import JobScheduler  # noqa: E402
 from memory.jobs import JobState, Outbox, RQQueue  # noqa: E402
 from memory.paths import ChorusPaths  # noqa: E402
 from memory.transcripts import SessionDB  # noqa: E402

@@ -8,9 +8,8 @@ from collections.abc import Callable
 
 from agent.agent import Agent
 from agent.context import SessionContext
+from agent.jobs import JobScheduler, ProviderSource, build_manager
 from agent.llm import LLMClient
-from agent.provider_source import ProviderSource, build_manager
-from agent.scheduler import JobScheduler
 from agent.shared_writes import SharedWriteGate
 from agent.tools.registry import ToolRegistry
 from gateway.access import admin_checker

@@ -15,9 +15,7 @@ from typing import Any
 
 from agent import jobs
 from agent.context import AgentConfig
-from agent.job_context import JobContext
-from agent.provider_source import ProviderSource
-from agent.scheduler import JobScheduler
+from agent.jobs import JobContext, JobScheduler, ProviderSource
 from gateway.access import admin_checker
 from gateway.config import LiveSettings, Settings, database_location, secrets_environment
 from memory.jobs import BackgroundQueue, InProcessQueue, JobState, Outbox

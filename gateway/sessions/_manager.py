@@ -26,7 +26,7 @@ from typing import Protocol
 
 from agent.agent import Agent
 from agent.context import SessionContext
-from agent.scheduler import JobScheduler
+from agent.jobs import JobScheduler
 from gateway import logs
 from gateway.clock import Clock
 from gateway.config import SessionsSettings

@@ -9,6 +9,10 @@ Group commit: the writes that queue up while the thread is busy (a burst of
 messages opening sessions and appending to them) run as one batch, in order, in
 one transaction — each in its own savepoint, so one failing write fails alone —
 and every caller hears back once the batch is committed.
+
+The async methods are not written out: each is declared as ``read(...)`` or
+``write(...)`` of the ``SessionDB`` (or ``UserSessions``) method it runs, and
+takes exactly that method's parameters.
 """
 
 from __future__ import annotations
@@ -17,16 +21,16 @@ import asyncio
 import functools
 import logging
 import threading
+from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from memory.database import Location
 from memory.errors import SessionDBError
-from memory.transcripts._db import SessionDB, ToolCalls
-from memory.transcripts._records import SearchHit, SessionRecord, StoredMessage
+from memory.transcripts._db import SessionDB, UserSessions
 
 __all__ = ["AsyncSessionDB", "AsyncUserSessions"]
 
@@ -34,13 +38,73 @@ logger = logging.getLogger(__name__)
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
+_S = TypeVar("_S")
 
 
-class AsyncSessionDB:
-    """Async front of a ``SessionDB``; the methods mirror the synchronous ones."""
+class _Offloaded(Generic[_S, _P, _T]):
+    """A method of an async front, made from the synchronous method it runs.
+
+    ``read(SessionDB.get_session)`` in the class body of ``AsyncSessionDB``
+    gives it ``async get_session(...)`` with the very parameters of
+    ``SessionDB.get_session`` (mypy checks every call against them), run on the
+    front's worker thread; ``write(...)`` does the same for a write, which is
+    committed with the writes queued beside it.
+    """
+
+    def __init__(self, method: Callable[Concatenate[_S, _P], _T], *, write: bool) -> None:
+        self._method = method
+        self._write = write
+        self.__doc__ = method.__doc__
+
+    @overload
+    def __get__(self, front: None, owner: type[Any]) -> _Offloaded[_S, _P, _T]: ...
+
+    @overload
+    def __get__(
+        self, front: _Front[_S], owner: type[Any]
+    ) -> Callable[_P, Coroutine[Any, Any, _T]]: ...
+
+    def __get__(
+        self, front: _Front[_S] | None, owner: type[Any]
+    ) -> _Offloaded[_S, _P, _T] | Callable[_P, Coroutine[Any, Any, _T]]:
+        if front is None:
+            return self
+        method, write = self._method, self._write
+
+        async def call(*args: _P.args, **kwargs: _P.kwargs) -> _T:
+            target = front._target
+            return await front._submit(functools.partial(method, target, *args, **kwargs), write)
+
+        call.__name__ = call.__qualname__ = method.__name__
+        call.__doc__ = method.__doc__
+        return call
+
+
+def read(method: Callable[Concatenate[_S, _P], _T]) -> _Offloaded[_S, _P, _T]:
+    """The async form of a read: run in its turn on the worker thread."""
+    return _Offloaded(method, write=False)
+
+
+def write(method: Callable[Concatenate[_S, _P], _T]) -> _Offloaded[_S, _P, _T]:
+    """The async form of a write: run in its turn, committed with the writes queued beside it."""
+    return _Offloaded(method, write=True)
+
+
+class _Front(ABC, Generic[_S]):
+    """What an offloaded method runs on: a synchronous target and the worker that runs calls."""
+
+    _target: _S
+
+    @abstractmethod
+    async def _submit(self, fn: Callable[[], _T], write: bool) -> _T:
+        """Run ``fn`` on the worker thread in its turn (``write``: as part of a group commit)."""
+
+
+class AsyncSessionDB(_Front[SessionDB]):
+    """Async front of a ``SessionDB``: each method is the synchronous one, off the loop."""
 
     def __init__(self, db: SessionDB) -> None:
-        self._db = db
+        self._target = db
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="session-db")
         self._closed = False
         self._queue: deque[_Call] = deque()
@@ -57,14 +121,14 @@ class AsyncSessionDB:
     @property
     def db(self) -> SessionDB:
         """The synchronous database underneath, for code that runs outside the loop."""
-        return self._db
+        return self._target
 
     async def aclose(self) -> None:
         """Close the database after the calls already submitted, then stop the worker."""
         if self._closed:
             return
         try:
-            await self._run(self._db.close)
+            await self._submit(self._target.close, False)
         finally:
             self._closed = True
             self._executor.shutdown(wait=False)
@@ -74,152 +138,25 @@ class AsyncSessionDB:
         """An async view limited to the sessions of ``user_key``."""
         return AsyncUserSessions(self, user_key)
 
-    async def create_session(
-        self,
-        session_id: str,
-        *,
-        platform: str,
-        user_key: str,
-        chat_id: str | None = None,
-        thread_id: str | None = None,
-        user_id: str | None = None,
-        model: str | None = None,
-        system_prompt: str | None = None,
-        parent_session_id: str | None = None,
-        started_at: float | None = None,
-        is_direct: bool | None = None,
-    ) -> None:
-        await self._write(
-            self._db.create_session,
-            session_id,
-            platform=platform,
-            user_key=user_key,
-            chat_id=chat_id,
-            thread_id=thread_id,
-            user_id=user_id,
-            model=model,
-            system_prompt=system_prompt,
-            parent_session_id=parent_session_id,
-            started_at=started_at,
-            is_direct=is_direct,
-        )
+    create_session = write(SessionDB.create_session)
+    end_session = write(SessionDB.end_session)
+    request_end = write(SessionDB.request_end)
+    append_message = write(SessionDB.append_message)
+    add_usage = write(SessionDB.add_usage)
+    set_title = write(SessionDB.set_title)
+    set_summary = write(SessionDB.set_summary)
+    set_system_prompt = write(SessionDB.set_system_prompt)
 
-    async def end_session(
-        self, session_id: str, reason: str, ended_at: float | None = None
-    ) -> bool:
-        return await self._write(self._db.end_session, session_id, reason, ended_at)
+    get_messages = read(SessionDB.get_messages)
+    get_session = read(SessionDB.get_session)
+    list_sessions = read(SessionDB.list_sessions)
+    find_open_sessions = read(SessionDB.find_open_sessions)
+    open_session_of = read(SessionDB.open_session_of)
+    previous_session = read(SessionDB.previous_session)
+    latest_summary = read(SessionDB.latest_summary)
+    search = read(SessionDB.search)
 
-    async def request_end(self, session_id: str, reason: str) -> bool:
-        return await self._write(self._db.request_end, session_id, reason)
-
-    async def append_message(
-        self,
-        session_id: str,
-        role: str,
-        content: str | None,
-        *,
-        tool_call_id: str | None = None,
-        tool_calls: ToolCalls | None = None,
-        tool_name: str | None = None,
-        timestamp: float | None = None,
-        token_count: int | None = None,
-        finish_reason: str | None = None,
-        reasoning: str | None = None,
-        speaker: str | None = None,
-    ) -> int:
-        return await self._write(
-            self._db.append_message,
-            session_id,
-            role,
-            content,
-            tool_call_id=tool_call_id,
-            tool_calls=tool_calls,
-            tool_name=tool_name,
-            timestamp=timestamp,
-            token_count=token_count,
-            finish_reason=finish_reason,
-            reasoning=reasoning,
-            speaker=speaker,
-        )
-
-    async def get_messages(self, session_id: str) -> list[StoredMessage]:
-        return await self._run(self._db.get_messages, session_id)
-
-    async def get_session(self, session_id: str) -> SessionRecord | None:
-        return await self._run(self._db.get_session, session_id)
-
-    async def list_sessions(
-        self, *, user_key: str | None = None, active_only: bool = False, limit: int = 50
-    ) -> list[SessionRecord]:
-        return await self._run(
-            self._db.list_sessions, user_key=user_key, active_only=active_only, limit=limit
-        )
-
-    async def find_open_sessions(self) -> list[SessionRecord]:
-        return await self._run(self._db.find_open_sessions)
-
-    async def open_session_of(
-        self, user_key: str, platform: str, chat_id: str | None, thread_id: str | None
-    ) -> SessionRecord | None:
-        return await self._run(self._db.open_session_of, user_key, platform, chat_id, thread_id)
-
-    async def add_usage(
-        self,
-        session_id: str,
-        *,
-        input_tokens: int = 0,
-        output_tokens: int = 0,
-        cache_read_tokens: int = 0,
-        cache_write_tokens: int = 0,
-        reasoning_tokens: int = 0,
-    ) -> None:
-        await self._write(
-            self._db.add_usage,
-            session_id,
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
-            cache_read_tokens=cache_read_tokens,
-            cache_write_tokens=cache_write_tokens,
-            reasoning_tokens=reasoning_tokens,
-        )
-
-    async def set_title(self, session_id: str, title: str | None) -> None:
-        await self._write(self._db.set_title, session_id, title)
-
-    async def set_summary(self, session_id: str, summary: str | None) -> None:
-        await self._write(self._db.set_summary, session_id, summary)
-
-    async def set_system_prompt(self, session_id: str, prompt: str | None) -> None:
-        await self._write(self._db.set_system_prompt, session_id, prompt)
-
-    async def previous_session(
-        self, user_key: str, platform: str, chat_id: str | None, thread_id: str | None
-    ) -> tuple[str, str] | None:
-        return await self._run(self._db.previous_session, user_key, platform, chat_id, thread_id)
-
-    async def latest_summary(
-        self, user_key: str, platform: str, chat_id: str | None, thread_id: str | None
-    ) -> str | None:
-        return await self._run(self._db.latest_summary, user_key, platform, chat_id, thread_id)
-
-    async def search(
-        self,
-        user_key: str,
-        query: str,
-        limit: int = 10,
-        exclude_session_id: str | None = None,
-    ) -> list[SearchHit]:
-        return await self._run(self._db.search, user_key, query, limit, exclude_session_id)
-
-    async def _run(self, fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
-        """A read (or anything not to be batched), in its turn."""
-        return await self._submit(functools.partial(fn, *args, **kwargs), write=False)
-
-    async def _write(self, fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
-        """A write, in its turn, committed with the writes queued beside it."""
-        return await self._submit(functools.partial(fn, *args, **kwargs), write=True)
-
-    async def _submit(self, fn: Callable[[], _T], *, write: bool) -> _T:
+    async def _submit(self, fn: Callable[[], _T], write: bool) -> _T:
         if self._closed:
             raise SessionDBError("session database is closed")
         loop = asyncio.get_running_loop()
@@ -256,7 +193,7 @@ class AsyncSessionDB:
             calls[0].run()
         else:
             try:
-                with self._db.batch():
+                with self._target.batch():
                     for call in calls:
                         call.run()
                 self.batches += 1
@@ -303,23 +240,19 @@ class _Call:
             self.future.set_result(self.result)
 
 
-class AsyncUserSessions:
+class AsyncUserSessions(_Front[UserSessions]):
     """The sessions of one user, async: every query is bound to ``user_key``."""
 
     def __init__(self, db: AsyncSessionDB, user_key: str) -> None:
-        if not user_key:
-            raise SessionDBError("a per-user view needs a user key")
+        self._target = db.db.for_user(user_key)
         self._db = db
-        self._user_key = user_key
 
     @property
     def user_key(self) -> str:
-        return self._user_key
+        return self._target.user_key
 
-    async def search(
-        self, query: str, limit: int = 10, exclude_session_id: str | None = None
-    ) -> list[SearchHit]:
-        return await self._db.search(self._user_key, query, limit, exclude_session_id)
+    async def _submit(self, fn: Callable[[], _T], write: bool) -> _T:
+        return await self._db._submit(fn, write)
 
-    async def list_sessions(self, limit: int = 50) -> list[SessionRecord]:
-        return await self._db.list_sessions(user_key=self._user_key, limit=limit)
+    search = read(UserSessions.search)
+    list_sessions = read(UserSessions.list_sessions)

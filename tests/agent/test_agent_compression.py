@@ -155,15 +155,3 @@ async def test_flush_survives_endpoint_failure(server: FakeOpenAI, make_agent: M
     server.error(500)
     assert await agent.flush(min_turns=0) == 0
     assert agent.history == before
-
-
-async def test_end_flushes_and_marks_session(server: FakeOpenAI, make_agent: MakeAgent) -> None:
-    agent = await make_agent(session_id="ending", memory={"flush_min_turns": 1})
-    server.reply("ok")
-    await agent.run_turn("I am a botanist")
-    server.tool_call("memory", {"action": "add", "target": "user", "content": "Is a botanist"})
-    await agent.end("console_exit")
-    assert agent.store.user_entries == ["Is a botanist"]
-    record = await agent.db.get_session("ending")
-    assert record is not None and record.end_reason == "console_exit"
-    assert record.ended_at is not None

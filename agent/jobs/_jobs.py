@@ -19,6 +19,8 @@ Jobs of one session run in the order they were enqueued, so a turn reaches the
 provider before the next one, and its withdrawal after it.
 
 The process that runs jobs calls ``configure(JobContext(...))`` once at start.
+Jobs are enqueued under ``agent.jobs.<name>`` (``JobScheduler``), the names
+the package re-exports; queues written by earlier versions hold the same names.
 """
 
 from __future__ import annotations
@@ -27,15 +29,23 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from agent.agent import Agent
-from agent.context import SessionContext
 from agent.errors import AgentError
 from agent.history import kept_turns, replay, turn_messages
-from agent.job_context import JobContext
-from agent.llm import LLMClient
-from memory.paths import UserKey
-from memory.store import scan_memory_content
-from memory.transcripts import AsyncSessionDB, SessionRecord, StoredMessage
+from agent.jobs._context import JobContext
+from agent.jobs._flush import flush_session
+from agent.jobs._handoff import summarize_for_handoff
+from memory.transcripts import StoredMessage
+
+__all__ = [
+    "configure",
+    "context",
+    "end_session",
+    "prefetch",
+    "queue_prefetch",
+    "rewind",
+    "shutdown",
+    "sync_turn",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -158,7 +168,7 @@ def end_session(session_id: str, reason: str) -> str:
         return "unknown session"
     flush_key = f"flush:{session_id}"
     if not ctx.state.is_done(flush_key):
-        ctx.loop.run(ctx.config.llm, lambda llm, db: _flush(ctx, record, llm, db))
+        ctx.loop.run(ctx.config.llm, lambda llm, db: flush_session(ctx, record, llm, db))
         ctx.state.mark_done(flush_key)
     handoff_key = f"handoff:{session_id}"
     if ctx.handoff and not ctx.state.is_done(handoff_key):
@@ -177,78 +187,6 @@ def end_session(session_id: str, reason: str) -> str:
     ctx.release(session_id)
     logger.info("session %s ended (%s)", session_id, reason)
     return "ended"
-
-
-async def _flush(
-    ctx: JobContext, record: SessionRecord, llm: LLMClient, db: AsyncSessionDB
-) -> None:
-    """One memory-only LLM call over the session's transcript, as its agent would make."""
-    if record.message_count == 0:
-        return
-    session = SessionContext(
-        session_id=record.id,
-        user_key=record.user_key,
-        platform=record.platform,
-        chat_id=record.chat_id,
-        thread_id=record.thread_id,
-    )
-    agent = Agent(
-        session,
-        llm=llm,
-        store=ctx.store_for(UserKey.parse(record.user_key)),
-        db=db,
-        config=ctx.config,
-        memory=ctx.manager_for(record, "flush"),
-        shared_writes=ctx.shared_write_gate(record.id, record.user_key),
-    )
-    await agent.flush()
-
-
-HANDOFF_SUMMARY_MAX = 1_200
-"""Characters of a handoff summary kept for the next session's system prompt."""
-HANDOFF_PROMPT = (
-    "Summarise this conversation for yourself, to pick it up again in a new session: "
-    "at most five short bullet points — the topic, what was decided or answered, what "
-    "is still open. No greetings, no preamble.\n\nCONVERSATION:\n{transcript}"
-)
-HANDOFF_MAX_CHARS = 12_000
-
-
-async def summarize_for_handoff(llm: LLMClient, messages: list[dict[str, Any]]) -> str | None:
-    """A short summary of the session for the next one; None when there is nothing to say."""
-    lines = [
-        f"{m['role'].upper()}: {m['content']}"
-        for m in messages
-        if m.get("role") in ("user", "assistant") and isinstance(m.get("content"), str)
-    ]
-    if not lines:
-        return None
-    transcript = "\n".join(lines)[-HANDOFF_MAX_CHARS:]
-    try:
-        response = await llm.complete(
-            [{"role": "user", "content": HANDOFF_PROMPT.format(transcript=transcript)}],
-            model=llm.auxiliary_model,
-        )
-    except AgentError as exc:
-        logger.warning("handoff summary skipped: %s", exc)
-        return None
-    return checked_summary(response.content)
-
-
-def checked_summary(text: str) -> str | None:
-    """A summary fit to open the next system prompt: capped, and refused like a memory
-    write when it carries an instruction or hidden characters (it was written by the
-    model from what a user said, so it is untrusted text)."""
-    summary = text.strip()
-    if len(summary) > HANDOFF_SUMMARY_MAX:
-        summary = summary[:HANDOFF_SUMMARY_MAX].rsplit(" ", 1)[0] + " …"
-    if not summary:
-        return None
-    threat = scan_memory_content(summary)
-    if threat is not None:
-        logger.warning("handoff summary dropped: %s", threat)
-        return None
-    return summary
 
 
 def with_speakers(stored: list[StoredMessage]) -> list[dict[str, Any]]:

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.context import AgentConfig
-from agent.job_loop import JobLoop
-from agent.provider_source import ProviderSource, build_manager
+from agent.jobs._loop import JobLoop
+from agent.jobs._provider_source import ProviderSource, build_manager
 from agent.shared_writes import SharedWriteGate
 from memory.database import Location
 from memory.jobs import JobState
@@ -26,6 +26,8 @@ from memory.paths import ChorusPaths, UserKey
 from memory.providers import MemoryManager, ProviderHealth
 from memory.store import MemoryStore, PostgresMemoryFiles, StagedWrites, memory_files_for
 from memory.transcripts import SessionDB, SessionRecord
+
+__all__ = ["JobContext"]
 
 logger = logging.getLogger(__name__)
 

@@ -12,6 +12,8 @@ import uuid
 
 from memory.jobs import BackgroundQueue, JobSpec, JobState
 
+__all__ = ["JOBS_MODULE", "JobScheduler"]
+
 logger = logging.getLogger(__name__)
 
 JOBS_MODULE = "agent.jobs"

@@ -1,0 +1,61 @@
+"""The session-end memory flush, as the ``end_session`` job makes it.
+
+No agent is built for it: the transcript is replayed, the session's store,
+shared-write gate and provider (``agent_context="flush"``) are opened, and
+``flush_memories`` makes its one memory-only call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from agent.flush import flush_memories
+from agent.history import replay
+from agent.jobs._context import JobContext
+from agent.llm import LLMClient
+from agent.memory_writes import apply_memory_call
+from agent.prompt import build_system_prompt
+from memory.paths import UserKey
+from memory.providers import MemoryManager
+from memory.store import MemoryStore
+from memory.transcripts import AsyncSessionDB, SessionRecord
+
+__all__ = ["flush_session"]
+
+
+async def flush_session(
+    ctx: JobContext, record: SessionRecord, llm: LLMClient, db: AsyncSessionDB
+) -> None:
+    """One memory-only LLM call over the session's transcript (``flush_memories``).
+
+    The model sees the system prompt the session's turns were answered with (the
+    one stored with the session), which this leaves as it is.
+    """
+    if record.message_count == 0:
+        return
+    history = replay([m.to_openai() for m in await db.get_messages(record.id)])
+    store = ctx.store_for(UserKey.parse(record.user_key))
+    await asyncio.to_thread(store.load_from_disk)
+    manager = ctx.manager_for(record, "flush")
+    gate = ctx.shared_write_gate(record.id, record.user_key)
+
+    async def run_memory(arguments: dict[str, Any]) -> str:
+        write = await apply_memory_call(arguments, store=store, shared_writes=gate, memory=manager)
+        return write.text
+
+    await flush_memories(
+        history,
+        ctx.config.memory.flush_min_turns,
+        llm=llm,
+        system_prompt=record.system_prompt or await _prompt_now(ctx, store, manager),
+        run_memory=run_memory,
+    )
+
+
+async def _prompt_now(ctx: JobContext, store: MemoryStore, manager: MemoryManager | None) -> str:
+    """A system prompt for a session that has none stored, built from memory as it is now."""
+    blocks: list[str] = []
+    if manager is not None:
+        blocks = await asyncio.to_thread(manager.build_system_prompt_blocks)
+    return build_system_prompt(store, persona=ctx.config.agent.persona, extra_blocks=blocks)
