@@ -236,10 +236,6 @@ class MemoryManager:
         """The routed provider tools as OpenAI ``tools`` entries."""
         return self._router.schemas()
 
-    def get_all_tool_names(self) -> list[str]:
-        """Names of the routed provider tools."""
-        return self._router.names()
-
     def has_tool(self, name: str) -> bool:
         """Whether a provider handles the tool ``name``."""
         return self._router.owner(name) is not None
