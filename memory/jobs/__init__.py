@@ -55,7 +55,6 @@ __all__ = [
 ]
 
 
-
 def __getattr__(name: str) -> Any:
     if name == "RQQueue":
         from memory.jobs._rq import RQQueue
