@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from memory.settings import NEW_SESSIONS, RESTART
 
 
 class _Section(BaseModel):
@@ -14,28 +16,34 @@ class _Section(BaseModel):
 class LLMSettings(_Section):
     """The ``llm`` section: any OpenAI-compatible endpoint."""
 
-    base_url: str | None = Field(None, description="OPENAI_BASE_URL; None means the OpenAI API.")
-    api_key: SecretStr | None = Field(None, description="OPENAI_API_KEY.")
-    model: str = "gpt-4o-mini"
-    auxiliary_model: str | None = Field(None, description="Cheaper model for flush and summaries.")
-    context_length: int = Field(128_000, gt=0)
-    timeout_seconds: float = Field(120.0, gt=0)
-    max_retries: int = Field(3, ge=0)
-    prompt_caching: Literal["auto", "on", "off"] = "auto"
-    vision: bool = False
+    base_url: Annotated[str | None, RESTART] = Field(
+        None, description="OPENAI_BASE_URL; None means the OpenAI API."
+    )
+    api_key: Annotated[SecretStr | None, RESTART] = Field(None, description="OPENAI_API_KEY.")
+    model: Annotated[str, RESTART] = "gpt-4o-mini"
+    auxiliary_model: Annotated[str | None, RESTART] = Field(
+        None, description="Cheaper model for flush and summaries."
+    )
+    context_length: Annotated[int, RESTART] = Field(128_000, gt=0)
+    timeout_seconds: Annotated[float, RESTART] = Field(120.0, gt=0)
+    max_retries: Annotated[int, RESTART] = Field(3, ge=0)
+    prompt_caching: Annotated[Literal["auto", "on", "off"], RESTART] = "auto"
+    vision: Annotated[bool, RESTART] = False
 
 
 class AgentSettings(_Section):
     """The ``agent`` section: the loop one person talks to."""
 
-    max_iterations: int = Field(20, gt=0)
-    persona: str | None = Field(None, description="Replaces the default identity text.")
+    max_iterations: Annotated[int, NEW_SESSIONS] = Field(20, gt=0)
+    persona: Annotated[str | None, NEW_SESSIONS] = Field(
+        None, description="Replaces the default identity text."
+    )
 
 
 class CompressionSettings(_Section):
     """The ``compression`` section: when and how history is summarised."""
 
-    enabled: bool = True
-    threshold: float = Field(0.5, gt=0, le=1)
-    protect_first: int = Field(3, ge=0)
-    tail_token_budget: int = Field(8_000, gt=0)
+    enabled: Annotated[bool, NEW_SESSIONS] = True
+    threshold: Annotated[float, NEW_SESSIONS] = Field(0.5, gt=0, le=1)
+    protect_first: Annotated[int, NEW_SESSIONS] = Field(3, ge=0)
+    tail_token_budget: Annotated[int, NEW_SESSIONS] = Field(8_000, gt=0)

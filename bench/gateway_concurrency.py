@@ -25,7 +25,7 @@ from gateway.config import load_settings
 from tests.fakes import FakeOpenAI, Reply
 
 
-async def run(sessions: int, messages: int, delay: float) -> None:
+async def run(sessions: int, messages: int, delay: float) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as home, FakeOpenAI() as server:
         server.responder(lambda body: Reply.of_text("ok", delay=delay))
         settings = load_settings(
@@ -42,15 +42,24 @@ async def run(sessions: int, messages: int, delay: float) -> None:
         stack = await open_stack(settings, llm=LLMClient(settings.llm), adapters=[adapter])
         await stack.runner.start()
 
+        answered = {f"dm-{user}": asyncio.Queue[None]() for user in range(sessions)}
+
+        async def route() -> None:
+            """Hand each completed answer to the conversation waiting for it."""
+            while True:
+                answer = await adapter.pop(timeout=3600)
+                answered[answer.chat_id].put_nowait(None)
+
         async def converse(user: int) -> None:
             for n in range(messages):
                 await adapter.push(f"message {n}", user_id=str(user))
-                while len(adapter.texts(f"dm-{user}")) <= n:
-                    await asyncio.sleep(0.001)
+                await answered[f"dm-{user}"].get()
 
+        router = asyncio.create_task(route())
         start = time.perf_counter()
         await asyncio.gather(*(converse(u) for u in range(sessions)))
         wall = time.perf_counter() - start
+        router.cancel()
         await stack.runner.shutdown(30)
         await stack.close()
     serial = sessions * messages * delay
@@ -58,7 +67,7 @@ async def run(sessions: int, messages: int, delay: float) -> None:
     print(f"wall time     : {wall:7.2f} s")
     print(f"serial would be: {serial:7.2f} s  ({serial / wall:.1f}x faster)")
     print(f"max in flight : {server.in_flight_max} (cap {settings.sessions.max_concurrent_turns})")
-    report = {
+    return {
         "sessions": sessions,
         "messages": messages,
         "llm_delay_s": delay,
@@ -68,6 +77,9 @@ async def run(sessions: int, messages: int, delay: float) -> None:
         "in_flight_max": server.in_flight_max,
         "max_concurrent_turns": settings.sessions.max_concurrent_turns,
     }
+
+
+def save(report: dict[str, float]) -> None:
     out = (
         Path(os.environ.get("BENCH_RESULTS_DIR", Path(__file__).resolve().parent / "results"))
         / "gateway_concurrency.json"
@@ -81,4 +93,4 @@ if __name__ == "__main__":
     sessions = int(args[0]) if args else 100
     messages = int(args[1]) if len(args) > 1 else 3
     delay = args[2] if len(args) > 2 else 0.1
-    asyncio.run(run(sessions, messages, delay))
+    save(asyncio.run(run(sessions, messages, delay)))

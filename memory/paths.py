@@ -131,10 +131,6 @@ class ChorusPaths:
         return self.home / "state.db"
 
     @property
-    def plugins_dir(self) -> Path:
-        return self.home / "plugins"
-
-    @property
     def chats_dir(self) -> Path:
         return self.memories_dir / "chats"
 

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -276,3 +277,50 @@ def test_checker_catches_violations(rel: str, source: str, expected: str) -> Non
 )
 def test_checker_allows_designated_modules(rel: str, source: str) -> None:
     assert violations(rel, source) == []
+
+
+def readme_setting_rows() -> list[tuple[list[str], str | None]]:
+    """Rows of README.md's settings tables: the keys of the first column (``section.*``
+    and ``memory.providers.<name>`` as written) and the "takes effect" column if the table has one.
+    """
+    rows: list[tuple[list[str], str | None]] = []
+    effect_column: int | None = None
+    for line in (ROOT / "README.md").read_text(encoding="utf-8").splitlines():
+        if not line.startswith("|"):
+            effect_column = None
+            continue
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if cells[0] == "key":
+            effect_column = cells.index("takes effect") if "takes effect" in cells else None
+            continue
+        keys = re.findall(r"`([a-z_]+(?:\.[a-z_*<>]+)+)`", cells[0])
+        if keys:
+            effect = cells[effect_column] if effect_column is not None else None
+            rows.append((keys, effect))
+    return rows
+
+
+def test_every_setting_has_a_readme_row_that_says_when_it_takes_effect() -> None:
+    from gateway.config import SETTING_EFFECTS
+
+    declared = {".".join(path): when for path, when in SETTING_EFFECTS.items()}
+    listed: set[str] = set()
+    said: dict[str, str] = {}
+    for keys, effect in readme_setting_rows():
+        for written in keys:
+            key = written.removesuffix(".<name>")
+            covered = (
+                [k for k in declared if k.startswith(key[:-1])] if key.endswith(".*") else [key]
+            )
+            assert all(k in declared for k in covered), f"README names unknown setting {written}"
+            if not key.endswith(".*"):
+                listed.add(key)
+            if effect is not None:
+                said.update(dict.fromkeys(covered, effect))
+    assert sorted(set(declared) - listed) == [], "settings without a README row"
+    wrong = {
+        key: (said.get(key), when)
+        for key, when in declared.items()
+        if said.get(key) is None or re.fullmatch(rf"{when}( \(.*\))?", said[key]) is None
+    }
+    assert wrong == {}, "README's 'takes effect' column (said, declared) differs"

@@ -127,5 +127,7 @@ class ConsoleAdapter(BaseAdapter):
             if text.split()[0].lower() in QUIT:
                 return
             await self._send_line(text)
-            while not idle():
+            # The session manager has no "quiet" event to wait on; one look every 20 ms
+            # is nothing next to a person typing.
+            while not idle():  # noqa: ASYNC110
                 await asyncio.sleep(IDLE_POLL_SECONDS)

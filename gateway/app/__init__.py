@@ -1,7 +1,7 @@
 """The processes chorus runs, wired from settings: gateway, worker, console."""
 
 from gateway.app._agents import AgentFactory, require_llm_endpoint
-from gateway.app._background import Background, job_context, make_queue, start_background
+from gateway.app._background import Background, job_context, queue_from_settings, start_background
 from gateway.app._console import run_console
 from gateway.app._service import enabled_adapters, run_gateway, serve
 from gateway.app._stack import GatewayStack, open_stack
@@ -13,8 +13,8 @@ __all__ = [
     "GatewayStack",
     "enabled_adapters",
     "job_context",
-    "make_queue",
     "open_stack",
+    "queue_from_settings",
     "require_llm_endpoint",
     "run_console",
     "run_gateway",

@@ -18,7 +18,7 @@ from agent.context import AgentConfig
 from agent.jobs import JobContext, JobScheduler, ProviderSource
 from gateway.access import admin_checker
 from gateway.config import LiveSettings, Settings, database_location, secrets_environment
-from memory.jobs import BackgroundQueue, InProcessQueue, JobState, Outbox
+from memory.jobs import BackgroundQueue, InProcessQueue, JobState, Outbox, mask_url
 from memory.providers import MemoryProvider
 from plugins.memory import load_memory_provider, resolve_config
 
@@ -79,8 +79,9 @@ def update_job_context(context: JobContext, settings: Settings) -> None:
     )
 
 
-def make_queue(settings: Settings, *, start_drainer: bool = True) -> BackgroundQueue:
-    """The queue ``settings`` ask for; rq and redis are imported only with ``redis.url``."""
+def queue_from_settings(settings: Settings, *, start_drainer: bool = True) -> BackgroundQueue:
+    """The queue ``settings`` ask for: an ``RQQueue`` with ``redis.url`` (rq and redis are
+    imported only then), else an ``InProcessQueue``."""
     redis = settings.redis
     if redis.url is None:
         return InProcessQueue(retries=redis.job_retries)
@@ -96,6 +97,7 @@ def make_queue(settings: Settings, *, start_drainer: bool = True) -> BackgroundQ
     )
     if start_drainer:
         queue.start_drainer()
+    logger.info("background jobs go to Redis at %s", mask_url(redis.url.get_secret_value()))
     return queue
 
 
@@ -123,7 +125,9 @@ class Background:
 
 
 def start_background(
-    live: LiveSettings, *, queue_factory: Callable[[Settings], BackgroundQueue] = make_queue
+    live: LiveSettings,
+    *,
+    queue_factory: Callable[[Settings], BackgroundQueue] = queue_from_settings,
 ) -> Background:
     """Queue, job state and scheduler for a gateway or console process."""
     settings = live.current

@@ -18,7 +18,7 @@ from typing import Any
 from agent.errors import LLMError
 from agent.llm import LLMClient
 from gateway.adapters import PLATFORMS, PlatformSpec
-from gateway.app import make_queue
+from gateway.app import queue_from_settings
 from gateway.config import (
     Settings,
     database_location,
@@ -148,7 +148,7 @@ def check_llm(settings: Settings) -> CheckResult:
 def check_redis(settings: Settings) -> CheckResult:
     if settings.redis.url is None:
         return CheckResult("redis", True, "not configured; background jobs run in-process")
-    queue = make_queue(settings, start_drainer=False)
+    queue = queue_from_settings(settings, start_drainer=False)
     try:
         status = queue.status()
     finally:

@@ -116,27 +116,11 @@ def memory_setup_command(
     unknown = sorted(set(answers) - {f["key"] for f in fields})
     if unknown:
         raise fail(f"{chosen} has no setting {', '.join(unknown)}")
-    current = cfg.memory.providers.get(chosen, {})
     env = secrets_environment(cfg.home)
-    values: dict[str, Any] = {}
-    secrets: dict[str, str] = {}
-    for field in fields:
-        key = field["key"]
-        if field.get("secret"):
-            secret = answers.get(key) or _ask_secret(
-                field, env, not no_input and key not in answers
-            )
-            if secret:
-                secrets[str(field["env_var"])] = secret
-        elif key in answers:
-            try:
-                values[key] = coerce(field, answers[key], key)
-            except PluginError as exc:
-                raise fail(str(exc)) from None
-        else:
-            values[key] = _ask(field, current.get(key), not no_input)
-    values = {k: v for k, v in values.items() if v is not None}
     try:
+        values, secrets = _fill(
+            fields, answers, cfg.memory.providers.get(chosen, {}), env, ask=not no_input
+        )
         resolve_config(provider, values, {**env, **secrets})
     except PluginError as exc:
         raise fail(str(exc)) from None
@@ -152,6 +136,31 @@ def memory_setup_command(
         out.print(f"wrote {var} to {cfg.home / '.env'}", markup=False)
     _report_available(provider)
     out.print(RESTART_NOTE, markup=False)
+
+
+def _fill(
+    fields: list[dict[str, Any]],
+    answers: dict[str, str],
+    current: dict[str, Any],
+    env: dict[str, str],
+    *,
+    ask: bool,
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Each field's value from ``--set``, else asked (or kept): the settings that are
+    set, and the secrets by their variable. Raises ``PluginError`` for a bad ``--set``."""
+    values: dict[str, Any] = {}
+    secrets: dict[str, str] = {}
+    for field in fields:
+        key = field["key"]
+        if field.get("secret"):
+            secret = answers.get(key) or _ask_secret(field, env, ask and key not in answers)
+            if secret:
+                secrets[str(field["env_var"])] = secret
+        elif key in answers:
+            values[key] = coerce(field, answers[key], key)
+        else:
+            values[key] = _ask(field, current.get(key), ask)
+    return {k: v for k, v in values.items() if v is not None}, secrets
 
 
 def _report_available(provider: MemoryProvider) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from gateway.app import make_queue
+from gateway.app import queue_from_settings
 from gateway.cli._common import out, settings, when
 
 queue_app = typer.Typer(help="Inspect and repair the background job queue.", no_args_is_help=True)
@@ -15,7 +15,7 @@ queue_app = typer.Typer(help="Inspect and repair the background job queue.", no_
 def queue_status() -> None:
     """Queue depths and failed jobs."""
     cfg = settings()
-    queue = make_queue(cfg, start_drainer=False)
+    queue = queue_from_settings(cfg, start_drainer=False)
     try:
         status = queue.status()
     finally:
@@ -37,7 +37,7 @@ def queue_status() -> None:
 def queue_retry_failed() -> None:
     """Requeue every failed job."""
     cfg = settings()
-    queue = make_queue(cfg, start_drainer=False)
+    queue = queue_from_settings(cfg, start_drainer=False)
     try:
         count = queue.retry_failed()
     finally:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from gateway.access import UserAccessRow
@@ -34,7 +35,7 @@ async def sessions_sub(ctx: CommandContext, _: str) -> str:
 
 async def end_sub(ctx: CommandContext, target: str) -> str:
     if not target:
-        return t.END_USAGE
+        return usage_of("end")
     sessions = ctx.services.sessions
     matches = [s for s in sessions.sessions if target in (s.user_key, s.session_id)]
     matches += [
@@ -74,7 +75,7 @@ async def deny_sub(ctx: CommandContext, arg: str) -> str:
 
 async def approve_sub(ctx: CommandContext, arg: str) -> str:
     if not arg:
-        return t.APPROVE_USAGE
+        return usage_of("approve")
     return await asyncio.to_thread(ctx.services.access.approve_code, arg, ctx.user_key)
 
 
@@ -97,7 +98,7 @@ async def memory_sub(ctx: CommandContext, arg: str) -> str:
         result = await asyncio.to_thread(store.remove, "memory", text.strip())
         return result["message"] + f" [{result['usage']}]"
     if action and action not in ("add", "remove"):
-        return t.MEMORY_USAGE
+        return usage_of("memory")
     await asyncio.to_thread(store.load_from_disk)
     if not store.memory_entries:
         return t.SHARED_EMPTY
@@ -141,27 +142,74 @@ async def reload_sub(ctx: CommandContext, _: str) -> str:
     return await ctx.services.reload()
 
 
-SUBCOMMANDS: dict[str, SubHandler] = {
-    "sessions": sessions_sub,
-    "end": end_sub,
-    "users": users_sub,
-    "allow": allow_sub,
-    "deny": deny_sub,
-    "approve": approve_sub,
-    "memory": memory_sub,
-    "stats": stats_sub,
-    "queue": queue_sub,
-    "provider": provider_sub,
-    "reload": reload_sub,
-}
+async def help_sub(_: CommandContext, __: str) -> str:
+    return "\n".join(f"/admin {_call(sub)} — {sub.help}" for sub in ADMIN_SUBCOMMANDS)
+
+
+@dataclass(frozen=True)
+class AdminSubcommand:
+    """One ``/admin`` subcommand: the usage text, the hints and the dispatch all come from these."""
+
+    name: str
+    usage: str
+    """What follows the name ("" for nothing), e.g. ``<platform:id|session id>``."""
+    handler: SubHandler
+    help: str
+    """One line for ``/admin help``."""
+
+
+ADMIN_SUBCOMMANDS: tuple[AdminSubcommand, ...] = (
+    AdminSubcommand("sessions", "", sessions_sub, "the open sessions, most recent first"),
+    AdminSubcommand(
+        "end", "<platform:id|session id>", end_sub, "end a person's sessions or one session"
+    ),
+    AdminSubcommand("users", "", users_sub, "who may use the bot, and who allowed them"),
+    AdminSubcommand("allow", "<platform:id>", allow_sub, "let someone use the bot"),
+    AdminSubcommand("deny", "<platform:id>", deny_sub, "stop someone from using the bot"),
+    AdminSubcommand("approve", "<code>", approve_sub, "allow whoever was given this pairing code"),
+    AdminSubcommand(
+        "memory",
+        "[add <text>|remove <text>|pending|approve <id|all>|reject <id|all>]",
+        memory_sub,
+        "show or edit the shared MEMORY.md; review the writes staged for it",
+    ),
+    AdminSubcommand("stats", "", stats_sub, "recent activity and the counters since start"),
+    AdminSubcommand(
+        "queue", "[retry-failed]", queue_sub, "background jobs; requeue the failed ones"
+    ),
+    AdminSubcommand("provider", "", provider_sub, "the external memory provider and its state"),
+    AdminSubcommand(
+        "reload", "", reload_sub, "re-read config.yaml and .env; names what needs a restart"
+    ),
+    AdminSubcommand("help", "", help_sub, "this list"),
+)
+SUBCOMMANDS = {sub.name: sub for sub in ADMIN_SUBCOMMANDS}
+
+
+def _call(sub: AdminSubcommand) -> str:
+    return f"{sub.name} {sub.usage}".rstrip()
+
+
+def admin_usage() -> str:
+    """``/admin sessions | end <platform:id|session id> | …``, every subcommand in order."""
+    return "/admin " + " | ".join(_call(sub) for sub in ADMIN_SUBCOMMANDS)
+
+
+def admin_hint() -> str:
+    """What ``/admin`` takes, for command pickers: the subcommands' names."""
+    return ", ".join(sub.name for sub in ADMIN_SUBCOMMANDS)
+
+
+def usage_of(name: str) -> str:
+    return t.USAGE.format(usage="/admin " + _call(SUBCOMMANDS[name]))
 
 
 async def admin_command(ctx: CommandContext) -> str:
     sub, _, rest = ctx.args.partition(" ")
-    handler = SUBCOMMANDS.get(sub.lower())
-    if handler is None:
-        return f"Usage: {t.ADMIN_USAGE}"
-    return await handler(ctx, rest.strip())
+    found = SUBCOMMANDS.get(sub.lower())
+    if found is None:
+        return t.USAGE.format(usage=admin_usage())
+    return await found.handler(ctx, rest.strip())
 
 
 def _audit_args(args: str) -> str:
@@ -176,6 +224,6 @@ def register_admin_commands(registry: CommandRegistry) -> None:
             "operate chorus (admins only)",
             admin_command,
             audit_args=_audit_args,
-            args="sessions, users, allow <user>, end <user>, stats, queue, reload, …",
+            args=admin_hint(),
         )
     )

@@ -27,21 +27,12 @@ STOPPED = "Stopped."
 NOTHING_RUNNING = "Nothing is running."
 WHOAMI = "You are {user_key} ({name}){admin}. Sessions here are per {scope}."
 
-ADMIN_USAGE = (
-    "/admin sessions | end <platform:id|session id> | users | allow <platform:id> | "
-    "deny <platform:id> | approve <code> | memory [add|remove <text>|pending|approve|reject] | "
-    "stats | queue [retry-failed] | provider | reload"
-)
+USAGE = "Usage: {usage}"
 NO_SESSIONS = "No open sessions."
-END_USAGE = "Usage: /admin end <platform:id|session id>"
 ENDED = "Ended {n} session(s)."
 NO_MATCH = "No open session matches {target}."
 NO_USERS = "No users configured or approved."
-APPROVE_USAGE = "Usage: /admin approve <code>"
 NO_STAGING = "Staged writes are not available in this process."
-MEMORY_USAGE = (
-    "Usage: /admin memory [add <text>|remove <text>|pending|approve <id>|all|reject <id>|all]"
-)
 SHARED_EMPTY = "MEMORY.md is empty."
 REQUEUED = "Requeued {n} failed job(s)."
 BUILTIN_ONLY = "Built-in memory only (no memory.provider configured)."

@@ -5,7 +5,7 @@ environment; every other part gets its section passed in.
 """
 
 from gateway.config._edit import set_memory_provider, set_secret
-from gateway.config._live import ConfigWatcher, LiveSettings
+from gateway.config._live import RESTART_ONLY_KEYS, SETTING_EFFECTS, ConfigWatcher, LiveSettings
 from gateway.config._loader import (
     CONFIG_FILE_NAME,
     Settings,
@@ -21,6 +21,8 @@ from gateway.config._sections import AuthSettings, GatewaySettings, HTTPSettings
 
 __all__ = [
     "CONFIG_FILE_NAME",
+    "RESTART_ONLY_KEYS",
+    "SETTING_EFFECTS",
     "AuthSettings",
     "ConfigWatcher",
     "GatewaySettings",

@@ -1,35 +1,37 @@
 """The settings in effect now: one holder that ``/admin reload`` updates and every part reads.
 
 Parts that must follow a reload read ``live.current`` when they act, never a
-copy taken at start-up. Sections that cannot change while the process runs
-(platform tokens, the LLM endpoint, Redis, the HTTP address) are kept from
-start-up by ``replace`` and reported, so a reload never half-applies them.
+copy taken at start-up. Settings that cannot change while the process runs
+(platform tokens, the LLM endpoint, Redis, the HTTP address, …) declare
+``RESTART`` where they are declared; ``replace`` keeps them from start-up and
+reports them, so a reload never half-applies them.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import TypeVar
 
-from gateway.adapters import PLATFORMS
+from pydantic import BaseModel
+
 from gateway.config._loader import CONFIG_FILE_NAME, SECRETS_FILE_NAME, Settings
 from gateway.errors import GatewayError
+from memory.settings import declared_effects
 
 logger = logging.getLogger(__name__)
 
-RESTART_ONLY_SECTIONS = ("llm", "redis", "database", *(spec.name for spec in PLATFORMS))
-"""Whole sections a running process keeps from start-up (every platform's among them)."""
+SETTING_EFFECTS = {
+    path: effect.when for path, effect in declared_effects(Settings).items() if path != ("home",)
+}
+"""Every settings key by path (``("gateway", "http", "port")``) and when a change takes effect,
+as each section declares it (``LIVE``, ``NEW_SESSIONS`` or ``RESTART`` from ``memory.settings``)."""
 
-RESTART_ONLY_KEYS = (
-    ("memory", "provider"),
-    ("sessions", "scope"),
-    ("sessions", "threads"),
-    ("sessions", "max_concurrent_turns"),
-    ("gateway", "http"),
-)
-"""Single keys a running process keeps from start-up (platform sections are kept too)."""
+RESTART_ONLY_KEYS = tuple(path for path, when in SETTING_EFFECTS.items() if when == "restart")
+"""Keys a running process keeps from start-up: a reload names them and leaves them as they were."""
 
 Listener = Callable[[Settings], None]
+_M = TypeVar("_M", bound=BaseModel)
 
 
 class LiveSettings:
@@ -50,19 +52,13 @@ class LiveSettings:
     def replace(self, fresh: Settings) -> list[str]:
         """Take ``fresh`` except what needs a restart; returns the restart-only keys that differ."""
         old = self._current
-        kept: dict[str, object] = {}
+        merged = fresh
         pending: list[str] = []
-        for section in RESTART_ONLY_SECTIONS:
-            if getattr(fresh, section) != getattr(old, section):
-                pending.append(section)
-            kept[section] = getattr(old, section)
-        merged = fresh.model_copy(update=kept)
-        for section, key in RESTART_ONLY_KEYS:
-            old_value = getattr(getattr(old, section), key)
-            if getattr(getattr(merged, section), key) != old_value:
-                pending.append(f"{section}.{key}")
-                part = getattr(merged, section).model_copy(update={key: old_value})
-                merged = merged.model_copy(update={section: part})
+        for path in RESTART_ONLY_KEYS:
+            old_value = _value_at(old, path)
+            if _value_at(fresh, path) != old_value:
+                pending.append(".".join(path))
+                merged = _with_value(merged, path, old_value)
         self._current = merged
         for listener in self._listeners:
             try:
@@ -70,6 +66,21 @@ class LiveSettings:
             except Exception:
                 logger.exception("applying reloaded settings failed in %r", listener)
         return pending
+
+
+def _value_at(model: BaseModel, path: tuple[str, ...]) -> object:
+    value: object = model
+    for name in path:
+        value = getattr(value, name)
+    return value
+
+
+def _with_value(model: _M, path: tuple[str, ...], value: object) -> _M:
+    """A copy of ``model`` with the setting at ``path`` set to ``value`` (sections copied too)."""
+    name, rest = path[0], path[1:]
+    if rest:
+        value = _with_value(getattr(model, name), rest, value)
+    return model.model_copy(update={name: value})
 
 
 class ConfigWatcher:

@@ -14,7 +14,7 @@ import os
 import stat
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, get_args, get_origin
 
 import yaml
 from dotenv import dotenv_values
@@ -28,7 +28,7 @@ from gateway.errors import ConfigError
 from gateway.logs import register_secret
 from memory.database import Location, configure_pool_size, location_of
 from memory.paths import ChorusPaths
-from memory.settings import DatabaseSettings, MemorySettings, RedisSettings
+from memory.settings import RESTART, DatabaseSettings, MemorySettings, RedisSettings
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ class _CoreSettings(BaseSettings):
 
     model_config = SettingsConfigDict(extra="forbid", validate_default=True)
 
-    home: Path
+    home: Annotated[Path, RESTART]
     llm: LLMSettings = Field(default_factory=LLMSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
     compression: CompressionSettings = Field(default_factory=CompressionSettings)

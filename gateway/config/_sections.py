@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from memory.settings import LIVE, RESTART
 
 
 class _Section(BaseModel):
@@ -15,16 +17,16 @@ class _Section(BaseModel):
 class SessionsSettings(_Section):
     """The ``sessions`` section: scope, expiry and concurrency."""
 
-    idle_minutes: float = Field(240, gt=0)
-    daily_reset_hour: int | None = Field(4, ge=0, le=23)
-    timezone: str = "UTC"
-    scope: Literal["user", "chat"] = "user"
-    threads: Literal["separate", "merged"] = "separate"
-    busy: Literal["queue", "interrupt"] = "queue"
-    max_live: int = Field(1000, gt=0)
-    max_concurrent_turns: int = Field(64, gt=0)
-    handoff: bool = True
-    resume_pending_minutes: float = Field(
+    idle_minutes: Annotated[float, LIVE] = Field(240, gt=0)
+    daily_reset_hour: Annotated[int | None, LIVE] = Field(4, ge=0, le=23)
+    timezone: Annotated[str, LIVE] = "UTC"
+    scope: Annotated[Literal["user", "chat"], RESTART] = "user"
+    threads: Annotated[Literal["separate", "merged"], RESTART] = "separate"
+    busy: Annotated[Literal["queue", "interrupt"], LIVE] = "queue"
+    max_live: Annotated[int, LIVE] = Field(1000, gt=0)
+    max_concurrent_turns: Annotated[int, RESTART] = Field(64, gt=0)
+    handoff: Annotated[bool, LIVE] = True
+    resume_pending_minutes: Annotated[float, LIVE] = Field(
         10,
         ge=0,
         description="Messages left unanswered by a restart younger than this are "
@@ -44,26 +46,32 @@ class SessionsSettings(_Section):
 class AuthSettings(_Section):
     """The ``auth`` section: deny by default."""
 
-    admins: list[str] = Field(default_factory=list, description="platform:id of each admin.")
-    allowed_users: list[str] = Field(default_factory=list)
-    policy: Literal["allowlist", "pairing", "open"] = "allowlist"
-    rate_limit_per_minute: int = Field(20, ge=0, description="Messages per user; 0 disables.")
-    pairing_code_ttl_minutes: int = Field(60, gt=0)
-    pairing_codes_per_hour: int = Field(3, gt=0, description="Codes one unknown user may ask for.")
+    admins: Annotated[list[str], LIVE] = Field(
+        default_factory=list, description="platform:id of each admin."
+    )
+    allowed_users: Annotated[list[str], LIVE] = Field(default_factory=list)
+    policy: Annotated[Literal["allowlist", "pairing", "open"], LIVE] = "allowlist"
+    rate_limit_per_minute: Annotated[int, LIVE] = Field(
+        20, ge=0, description="Messages per user; 0 disables."
+    )
+    pairing_code_ttl_minutes: Annotated[int, LIVE] = Field(60, gt=0)
+    pairing_codes_per_hour: Annotated[int, LIVE] = Field(
+        3, gt=0, description="Codes one unknown user may ask for."
+    )
 
 
 class HTTPSettings(_Section):
-    host: str = "127.0.0.1"
-    port: int = Field(8080, ge=0, le=65535)
+    host: Annotated[str, RESTART] = "127.0.0.1"
+    port: Annotated[int, RESTART] = Field(8080, ge=0, le=65535)
 
 
 class GatewaySettings(_Section):
     """The ``gateway`` section: the service process."""
 
     http: HTTPSettings = Field(default_factory=HTTPSettings)
-    shutdown_timeout: float = Field(30.0, gt=0)
-    group_require_mention: bool = True
-    replica_id: str | None = Field(
+    shutdown_timeout: Annotated[float, LIVE] = Field(30.0, gt=0)
+    group_require_mention: Annotated[bool, LIVE] = True
+    replica_id: Annotated[str | None, RESTART] = Field(
         None,
         min_length=1,
         max_length=100,
@@ -71,13 +79,13 @@ class GatewaySettings(_Section):
         description="This replica's name among several (redis.url and database.url set); "
         "unique per process; default: the host name. `chorus gateway --replica-id` sets it.",
     )
-    lease_seconds: float = Field(
+    lease_seconds: Annotated[float, RESTART] = Field(
         15.0,
         ge=1.0,
         description="Replicas: how long a replica's hold on a session (and its heartbeat) "
         "lasts unrenewed; a replica that died hands its sessions over after this.",
     )
-    orphan_seconds: float = Field(
+    orphan_seconds: Annotated[float, RESTART] = Field(
         10.0,
         ge=1.0,
         description="Replicas: a delivery recorded this long ago that never reached its "

@@ -75,9 +75,6 @@ class Reaper:
     def cancel(self, key: str) -> None:
         self._current.pop(key, None)
 
-    def deadline_of(self, key: str) -> float | None:
-        return self._current.get(key)
-
     def __len__(self) -> int:
         return len(self._current)
 

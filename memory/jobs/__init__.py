@@ -21,8 +21,6 @@ runs (the steps it finished).
 
 from __future__ import annotations
 
-import logging
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memory.jobs._inprocess import InProcessQueue
@@ -53,11 +51,8 @@ __all__ = [
     "RQQueue",
     "error_line",
     "import_function",
-    "make_queue",
     "mask_url",
 ]
-
-logger = logging.getLogger(__name__)
 
 
 def __getattr__(name: str) -> Any:
@@ -66,19 +61,3 @@ def __getattr__(name: str) -> Any:
 
         return RQQueue
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def make_queue(redis_url: str | None, *, outbox_path: Path, **options: Any) -> BackgroundQueue:
-    """An ``RQQueue`` (its outbox drainer running) when a URL is given, else in-process.
-
-    ``options`` go to the chosen class (``retries`` to both, ``backoff`` to the
-    in-process one, ``queue_name``/``retry_intervals``/… to the rq one).
-    """
-    if redis_url:
-        from memory.jobs._rq import RQQueue
-
-        queue = RQQueue(redis_url, outbox=Outbox(outbox_path), **options)
-        queue.start_drainer()
-        logger.info("background jobs go to Redis at %s", mask_url(redis_url))
-        return queue
-    return InProcessQueue(**options)

@@ -143,7 +143,7 @@ class InProcessQueue(BackgroundQueue):
                 return
             except Exception as exc:
                 if attempt == self._retries:
-                    logger.error("job %s (%s) failed for good", job.job_id, job.func, exc_info=True)
+                    logger.exception("job %s (%s) failed for good", job.job_id, job.func)
                     failed = FailedJob(
                         job.job_id,
                         job.func,

@@ -27,6 +27,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from multiprocessing.process import BaseProcess
 from typing import Any, Protocol
 
 import redis
@@ -294,12 +295,13 @@ def supervise(
     stopping = threading.Event()
     name = uuid.uuid4().hex
     upkeep = Upkeep(queue, name, schedule=True, liveness_ttl=liveness_ttl)
-    children = [
-        context.Process(
+
+    def spawn() -> BaseProcess:
+        return context.Process(
             target=_child, args=(queue, burst, liveness_ttl, os.getpid(), on_stop), daemon=False
         )
-        for _ in range(concurrency)
-    ]
+
+    children = [spawn() for _ in range(concurrency)]
 
     def stop(signum: int, frame: object) -> None:
         stopping.set()
@@ -315,30 +317,34 @@ def supervise(
         upkeep.beat()
         upkeep.start()
         logger.info("worker supervisor: %d workers on queue %s", concurrency, queue.name)
-        while not stopping.is_set():
-            for index, child in enumerate(children):
-                child.join(timeout=0.2)
-                if child.is_alive() or stopping.is_set():
-                    continue
-                if burst:
-                    continue
-                logger.warning(
-                    "a worker process exited (code %s); starting another", child.exitcode
-                )
-                children[index] = context.Process(
-                    target=_child,
-                    args=(queue, burst, liveness_ttl, os.getpid(), on_stop),
-                    daemon=False,
-                )
-                children[index].start()
-            if burst and not any(child.is_alive() for child in children):
-                break
+        _watch(children, spawn, stopping, burst=burst)
         for child in children:
             child.join()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         upkeep.stop()
+
+
+def _watch(
+    children: list[BaseProcess],
+    spawn: Callable[[], BaseProcess],
+    stopping: threading.Event,
+    *,
+    burst: bool,
+) -> None:
+    """Until ``stopping`` is set, start another worker process for each one that exits;
+    in burst mode none is replaced and this returns once all of them are done."""
+    while not stopping.is_set():
+        for index, child in enumerate(children):
+            child.join(timeout=0.2)
+            if child.is_alive() or stopping.is_set() or burst:
+                continue
+            logger.warning("a worker process exited (code %s); starting another", child.exitcode)
+            children[index] = spawn()
+            children[index].start()
+        if burst and not any(child.is_alive() for child in children):
+            return
 
 
 def wait_for_redis(url: str, delay: float) -> bool:

@@ -1,6 +1,6 @@
 """The background queue's vocabulary: jobs, status, the ``BackgroundQueue`` ABC.
 
-Imported through ``memory.queue``, which adds the implementations. This module
+Imported through ``memory.jobs``, which adds the implementations. This module
 needs neither Redis nor rq, so the outbox and the in-process queue can use it.
 """
 

@@ -1,13 +1,13 @@
 """MemoryManager: runs the built-in provider and at most one external provider.
 
-The manager is the only caller of :class:`~memory.provider.MemoryProvider`
+The manager is the only caller of :class:`~memory.providers.MemoryProvider`
 methods. It guarantees that
 
 * one provider's failure never reaches the turn or another provider: each call
   is isolated and logged at WARNING with the provider's name and exception class;
-* recalled text is sanitised (and fenced by the agent, :mod:`memory.fence`), and
-  recalled context is stripped from a turn before it is synced, so it is never
-  stored back;
+* recalled text is sanitised (and fenced by the agent, with
+  ``memory.providers.build_memory_context_block``), and recalled context is
+  stripped from a turn before it is synced, so it is never stored back;
 * a provider tool never shadows a core tool, and the first claim to a tool name wins;
 * per-turn calls carry ``speaker`` (who is talking, in a session several people
   share) to the methods that accept it, and nothing they do not declare.
@@ -235,10 +235,6 @@ class MemoryManager:
     def get_all_tool_schemas(self) -> list[dict[str, Any]]:
         """The routed provider tools as OpenAI ``tools`` entries."""
         return self._router.schemas()
-
-    def get_all_tool_names(self) -> list[str]:
-        """Names of the routed provider tools."""
-        return self._router.names()
 
     def has_tool(self, name: str) -> bool:
         """Whether a provider handles the tool ``name``."""

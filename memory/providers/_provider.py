@@ -2,7 +2,7 @@
 
 A provider recalls context before a turn, stores the finished turn after it,
 and may offer its own tools to the model. The :class:`MemoryManager
-<memory.manager.MemoryManager>` runs the built-in provider plus at most one
+<memory.providers.MemoryManager>` runs the built-in provider plus at most one
 external provider, isolates their failures from each other and from the turn,
 and fences whatever they recall so the model never mistakes it for user input.
 

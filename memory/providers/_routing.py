@@ -50,10 +50,6 @@ class ToolRouter:
         route = self._routes.get(name)
         return route[0] if route else None
 
-    def names(self) -> list[str]:
-        """Routed tool names."""
-        return list(self._routes)
-
     def schemas(self) -> list[dict[str, Any]]:
         """Routed tools as OpenAI ``tools`` entries."""
         return [{"type": "function", "function": schema} for _, schema in self._routes.values()]

@@ -3,7 +3,7 @@
 Every session and every message of it is kept here, so an agent can be rebuilt
 from its transcript and a user can search their own past conversations. The
 core is synchronous and thread-safe (one connection behind a lock);
-``memory.session_db_async.AsyncSessionDB`` runs it off the event loop.
+``memory.transcripts.AsyncSessionDB`` runs it off the event loop.
 
 Searching is scoped to one user in SQL. ``SessionDB.for_user`` hands out a
 ``UserSessions`` view bound to one user key, so code acting for a user cannot

@@ -21,7 +21,7 @@ as unavailable with the reason in ``error``, never raised.
 
 A provider package either defines ``register(ctx)`` and calls
 ``ctx.register_memory_provider(provider)`` in it, or defines a concrete
-:class:`~memory.provider.MemoryProvider` subclass with a no-argument constructor.
+:class:`~memory.providers.MemoryProvider` subclass with a no-argument constructor.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ def test_replace_keeps_what_needs_a_restart(tmp_path: Path) -> None:
     pending = live.replace(load_settings(home, {}))
     assert live.current.memory.user_char_limit == 99 and seen == [99]
     assert live.current.memory.provider is None and live.current.llm.model == "gpt-4o-mini"
-    assert sorted(pending) == ["llm", "memory.provider"]
+    assert sorted(pending) == ["llm.model", "memory.provider"]
 
 
 def test_a_worker_picks_up_an_edited_config_before_its_next_job(tmp_path: Path) -> None:

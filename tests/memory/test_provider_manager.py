@@ -257,11 +257,16 @@ def test_second_external_is_rejected_with_a_warning(
     assert any("mem0" in m and "honcho" in m for m in warnings)
 
 
+def tool_names(manager: MemoryManager) -> list[str]:
+    """The names of the tools the manager offers the model."""
+    return [entry["function"]["name"] for entry in manager.get_all_tool_schemas()]
+
+
 def test_reserved_tool_names_are_never_routed(
     manager: MemoryManager, caplog: pytest.LogCaptureFixture
 ) -> None:
     manager.add_provider(Recorder("ext", tools=("memory", "recall")))
-    assert manager.get_all_tool_names() == ["recall"]
+    assert tool_names(manager) == ["recall"]
     assert manager.get_all_tool_schemas() == [{"type": "function", "function": schema("recall")}]
     assert not manager.has_tool("memory")
     assert json.loads(manager.handle_tool_call("memory", {}))["success"] is False
@@ -276,7 +281,7 @@ def test_reserved_tool_names_are_never_routed(
 def test_reserved_names_are_configurable() -> None:
     mgr = MemoryManager(reserved_tool_names=frozenset({"recall"}))
     mgr.add_provider(Recorder("ext", tools=("memory", "recall")))
-    assert mgr.get_all_tool_names() == ["memory"]
+    assert tool_names(mgr) == ["memory"]
 
 
 def test_first_provider_wins_a_duplicate_tool(
@@ -284,7 +289,7 @@ def test_first_provider_wins_a_duplicate_tool(
 ) -> None:
     manager.add_provider(Recorder("builtin", tools=("recall",)))
     manager.add_provider(Recorder("ext", tools=("recall", "search")))
-    assert manager.get_all_tool_names() == ["recall", "search"]
+    assert tool_names(manager) == ["recall", "search"]
     assert json.loads(manager.handle_tool_call("recall", {}))["provider"] == "builtin"
     assert any("recall" in r.getMessage() and "builtin" in r.getMessage() for r in caplog.records)
 
@@ -406,7 +411,7 @@ def test_a_provider_raising_everywhere_never_breaks_a_fan_out(
 def test_a_provider_whose_tools_explode_still_registers(manager: MemoryManager) -> None:
     bad = Exploding("ext")
     manager.add_provider(bad)
-    assert manager.providers == [bad] and manager.get_all_tool_names() == []
+    assert manager.providers == [bad] and tool_names(manager) == []
 
 
 # -- sync --------------------------------------------------------------------

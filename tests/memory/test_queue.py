@@ -28,7 +28,6 @@ from memory.jobs import (
     Outbox,
     OutboxRelay,
     RQQueue,
-    make_queue,
     mask_url,
 )
 from tests.queue_jobs import read_records, runs_of
@@ -367,23 +366,3 @@ def test_job_spec_takes_plain_values_only() -> None:
 )
 def test_mask_url(url: str, masked: str) -> None:
     assert mask_url(url) == masked
-
-
-def test_make_queue_picks_the_backend_and_never_logs_the_password(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    in_process = make_queue(None, outbox_path=tmp_path / "state.db", retries=1)
-    assert isinstance(in_process, InProcessQueue)
-    in_process.close()
-
-    caplog.set_level(logging.DEBUG)
-    url = "redis://:s3cret@127.0.0.1:1/0"  # nothing listens on port 1
-    queue = make_queue(url, outbox_path=tmp_path / "state.db", socket_timeout=0.5)
-    assert isinstance(queue, RQQueue)
-    queue.enqueue(JobSpec("a.b", (), "s", "j"))  # refused: parked, not raised
-    status = queue.status()
-    assert (status.reachable, status.outbox) == (False, 1)
-    queue.close(timeout=5)
-    assert "***" in caplog.text
-    assert "s3cret" not in caplog.text
-    assert Outbox(tmp_path / "state.db").count() == 1  # kept for the next start

@@ -297,6 +297,70 @@ async def test_restart_only_keys_are_named_and_kept(
     assert gw.runner.settings.sessions.scope == "user"
 
 
+async def test_replica_settings_are_named_and_kept(
+    make_gateway: GatewayFactory, chorus_home: Path
+) -> None:
+    """The replica's name, lease and orphan wait are read once at start-up."""
+    gw = await gateway(make_gateway, chorus_home)
+    before = gw.runner.settings.gateway
+    write_config(
+        chorus_home,
+        gateway={"replica_id": "renamed", "lease_seconds": 99.0, "orphan_seconds": 77.0},
+    )
+    reply = await reload(gw)
+    for key in ("gateway.replica_id", "gateway.lease_seconds", "gateway.orphan_seconds"):
+        assert key in reply
+    after = gw.runner.settings.gateway
+    assert (after.replica_id, after.lease_seconds, after.orphan_seconds) == (
+        before.replica_id,
+        before.lease_seconds,
+        before.orphan_seconds,
+    )
+
+
+async def test_every_restart_key_is_named_by_a_reload(
+    make_gateway: GatewayFactory, chorus_home: Path
+) -> None:
+    """A reload that changes every key declared RESTART names each one and keeps them all."""
+    gw = await gateway(make_gateway, chorus_home)
+    before = gw.runner.settings
+    changed = {
+        "llm": {"model": "m2", "max_retries": 9, "vision": True},
+        "memory": {"provider": "holographic"},
+        "sessions": {"scope": "chat", "threads": "merged", "max_concurrent_turns": 3},
+        "redis": {"queue_name": "other", "retry_intervals": [1], "job_timeout": 5},
+        "database": {"pool_size": 3},
+        "gateway": {"http": {"port": 9}, "lease_seconds": 30.0},
+        "telegram": {"merge_window_seconds": 2.5},
+        "slack": {"socket_ping_interval": 20.0},
+        "discord": {"command_guilds": [5]},
+    }
+    write_config(chorus_home, **changed)
+    reply = await reload(gw)
+    named = reply.split("need a restart to change:")[1].rstrip(".").split(", ")
+    assert sorted(k.strip() for k in named) == sorted(
+        [
+            "llm.model",
+            "llm.max_retries",
+            "llm.vision",
+            "memory.provider",
+            "sessions.scope",
+            "sessions.threads",
+            "sessions.max_concurrent_turns",
+            "redis.queue_name",
+            "redis.retry_intervals",
+            "redis.job_timeout",
+            "database.pool_size",
+            "gateway.http.port",
+            "gateway.lease_seconds",
+            "telegram.merge_window_seconds",
+            "slack.socket_ping_interval",
+            "discord.command_guilds",
+        ]
+    )
+    assert gw.runner.settings.model_dump() == before.model_dump()
+
+
 async def test_a_bad_config_changes_nothing(
     make_gateway: GatewayFactory, chorus_home: Path
 ) -> None:

@@ -2,29 +2,31 @@
 
 from __future__ import annotations
 
-from typing import Self
+from typing import Annotated, Self
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+
+from memory.settings import RESTART
 
 
 class DiscordSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    token: SecretStr | None = Field(None, description="DISCORD_BOT_TOKEN.")
-    api_url: str | None = Field(
+    token: Annotated[SecretStr | None, RESTART] = Field(None, description="DISCORD_BOT_TOKEN.")
+    api_url: Annotated[str | None, RESTART] = Field(
         None, description="REST API base URL (…/api/v10); unset: Discord's own."
     )
-    command_guilds: list[int] = Field(
+    command_guilds: Annotated[list[int], RESTART] = Field(
         default_factory=list,
         description=(
             "Guild ids to register the slash commands in (instant, for testing); "
             "empty: register them globally."
         ),
     )
-    shards: int | None = Field(
+    shards: Annotated[int | None, RESTART] = Field(
         None, ge=1, description="Shard count: run an AutoShardedClient with this many shards."
     )
-    shard_ids: list[int] = Field(
+    shard_ids: Annotated[list[int], RESTART] = Field(
         default_factory=list,
         description="The shards this process runs (with shards); empty: all of them.",
     )

@@ -44,18 +44,6 @@ class BotIdentity:
     team_id: str = ""
 
 
-def event_id_of(body: bytes) -> str:
-    """The ``event_id`` of an Events API callback ("" for anything else)."""
-    try:
-        payload = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        return ""
-    if not isinstance(payload, dict) or payload.get("type") != "event_callback":
-        return ""
-    event_id = payload.get("event_id")
-    return event_id if isinstance(event_id, str) else ""
-
-
 def well_formed(body: bytes) -> bool:
     """Whether a request body has the shape slack-bolt's own checks assume.
 

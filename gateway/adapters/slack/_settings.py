@@ -9,7 +9,11 @@ gateway's HTTP server, signed with ``signing_secret``. Both need the bot token
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from memory.settings import RESTART
 
 PATH = r"^/[A-Za-z0-9/_-]*$"
 BOT_TOKEN_PREFIX = "xoxb-"
@@ -19,24 +23,30 @@ APP_TOKEN_PREFIX = "xapp-"
 class SlackSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    bot_token: SecretStr | None = Field(None, description="SLACK_BOT_TOKEN (xoxb-…).")
-    app_token: SecretStr | None = Field(
+    bot_token: Annotated[SecretStr | None, RESTART] = Field(
+        None, description="SLACK_BOT_TOKEN (xoxb-…)."
+    )
+    app_token: Annotated[SecretStr | None, RESTART] = Field(
         None, description="SLACK_APP_TOKEN (xapp-…): set, the adapter uses Socket Mode."
     )
-    signing_secret: SecretStr | None = Field(
+    signing_secret: Annotated[SecretStr | None, RESTART] = Field(
         None, description="SLACK_SIGNING_SECRET: checks requests in HTTP mode."
     )
-    api_url: str | None = Field(None, description="Web API base URL; unset: Slack's own.")
-    events_path: str = Field("/slack/events", pattern=PATH, description="Events API path.")
-    commands_path: str = Field(
+    api_url: Annotated[str | None, RESTART] = Field(
+        None, description="Web API base URL; unset: Slack's own."
+    )
+    events_path: Annotated[str, RESTART] = Field(
+        "/slack/events", pattern=PATH, description="Events API path."
+    )
+    commands_path: Annotated[str, RESTART] = Field(
         "/slack/commands", pattern=PATH, description="Slash commands path (HTTP mode)."
     )
-    slash_command: str = Field(
+    slash_command: Annotated[str, RESTART] = Field(
         "/chorus",
         pattern=r"^/[a-z0-9_-]{1,31}$",
         description="The app's slash command (as in the app manifest).",
     )
-    socket_ping_interval: float = Field(
+    socket_ping_interval: Annotated[float, RESTART] = Field(
         10.0, gt=0, le=120, description="Seconds between Socket Mode pings."
     )
 

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import re
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+
+from memory.settings import RESTART
 
 _WEBHOOK_SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")
 
@@ -14,18 +17,24 @@ class TelegramSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    token: SecretStr | None = Field(None, description="TELEGRAM_BOT_TOKEN.")
-    webhook_url: str | None = Field(
+    token: Annotated[SecretStr | None, RESTART] = Field(None, description="TELEGRAM_BOT_TOKEN.")
+    webhook_url: Annotated[str | None, RESTART] = Field(
         None, description="Public HTTPS URL that reaches /telegram/webhook; unset: long polling."
     )
-    webhook_secret: SecretStr | None = Field(
+    webhook_secret: Annotated[SecretStr | None, RESTART] = Field(
         None, description="Required with webhook_url; checked on every webhook request."
     )
-    base_url: str | None = Field(None, description="Bot API URL (a local Bot API server).")
-    base_file_url: str | None = Field(None, description="Bot API file URL (local server).")
-    drop_pending_updates: bool = False
-    streaming: bool = Field(True, description="Stream answers by editing one message (DMs).")
-    merge_window_seconds: float = Field(
+    base_url: Annotated[str | None, RESTART] = Field(
+        None, description="Bot API URL (a local Bot API server)."
+    )
+    base_file_url: Annotated[str | None, RESTART] = Field(
+        None, description="Bot API file URL (local server)."
+    )
+    drop_pending_updates: Annotated[bool, RESTART] = False
+    streaming: Annotated[bool, RESTART] = Field(
+        True, description="Stream answers by editing one message (DMs)."
+    )
+    merge_window_seconds: Annotated[float, RESTART] = Field(
         1.5, ge=0, le=30, description="How long a long text waits for the rest of a split paste."
     )
 

@@ -127,10 +127,6 @@ class Batches:
                     return True
             return False
 
-    def pending_turns(self, owner: str, session_id: str) -> int:
-        with self.locked(owner) as directory:
-            return len(self._read(self._batch_file(directory, session_id)))
-
     def seal(self, owner: str, session_id: str) -> Marker | None:
         """Turn the session's batch into a commit marker; None when there is nothing to commit."""
         with self.locked(owner) as directory:
