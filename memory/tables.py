@@ -36,8 +36,8 @@ from memory.database import (
     is_postgres,
     open_pool,
     safe_location,
+    sqlite_errors,
 )
-from memory.database._errors import sqlite_errors
 from memory.errors import DatabaseError, SessionDBError
 from memory.sqlite_shared import BUSY_TIMEOUT_MS, SharedConnection, acquire, release
 

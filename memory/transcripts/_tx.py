@@ -15,8 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from memory.database import Connection
-from memory.database._errors import sqlite_errors
+from memory.database import Connection, sqlite_errors
 from memory.errors import DatabaseError, SessionDBError
 from memory.tables import Tables
 

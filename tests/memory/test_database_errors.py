@@ -8,8 +8,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from memory.database import Location, close_pool, open_pool
-from memory.database._errors import sqlite_errors
+from memory.database import Location, close_pool, open_pool, sqlite_errors
 from memory.errors import (
     DatabaseError,
     DatabaseIntegrityError,
