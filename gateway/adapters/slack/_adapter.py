@@ -16,8 +16,8 @@ Slack sends them again later. ``_inbound`` turns events into messages.
 the command's ``response_url``, ephemeral: only the caller sees it.
 
 Outbound: ``chat.postMessage`` in the message's thread and ``chat.update`` for
-streamed edits, through ``slack_client`` (429s waited out and retried). The
-tokens and the signing secret are never logged, nor message text above DEBUG.
+streamed edits (429s waited out and retried; a failure leaves as an ``AdapterError``,
+``_errors``). Tokens, signing secret, text above DEBUG: never logged.
 """
 
 from __future__ import annotations
@@ -395,7 +395,6 @@ class SlackAdapter(BaseAdapter):
         return SentMessage(channel, str(answer["ts"]), message.thread_id)
 
     async def edit(self, sent: SentMessage, text: str) -> None:
+        mrkdwn = to_mrkdwn(text)
         with platform_errors():
-            await self._client.chat_update(
-                channel=sent.chat_id, ts=sent.message_id, text=to_mrkdwn(text)
-            )
+            await self._client.chat_update(channel=sent.chat_id, ts=sent.message_id, text=mrkdwn)
