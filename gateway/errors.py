@@ -2,12 +2,27 @@
 
 Exception tree::
 
-    GatewayError        root of every error this package raises
-    └── ConfigError     configuration cannot be read or is invalid; its text is
-                        safe to show an operator (names keys, never secrets)
+    GatewayError                root of every error this package raises
+    ├── ConfigError             configuration cannot be read or is invalid; its text is
+    │                           safe to show an operator (names keys, never secrets)
+    ├── AdapterError            a platform refused or failed a send, edit, typing or
+    │   │                       command publication; raised from the SDK's error
+    │   ├── RateLimited         the platform asked to wait ``retry_after`` seconds
+    │   ├── ChatForbidden       the bot may not write there (blocked, kicked, no rights)
+    │   ├── MessageNotFound     the message (or its chat) is gone
+    │   └── PlatformUnreachable network failure, timeout or a 5xx: worth a later retry
+    ├── GatewayDBError          gateway.access: the gateway's tables cannot be used
+    ├── InboxError              gateway.sessions: the durable inbox cannot be used
+    └── ReplicaError            gateway.replicas: the shared Redis failed an operation
+
+``AdapterError`` carries ``platform``, ``retry_after`` (seconds, when the platform
+named a wait) and ``retryable`` (whether the same request later may succeed). Its
+text names the platform and the SDK's error class or code, never a token.
 """
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 
 class GatewayError(Exception):
@@ -16,3 +31,47 @@ class GatewayError(Exception):
 
 class ConfigError(GatewayError):
     """Configuration is missing, unreadable or invalid."""
+
+
+class AdapterError(GatewayError):
+    """A platform refused or failed an outbound request (send, edit, typing, commands).
+
+    Raised ``from`` the platform SDK's own error, so callers never import an SDK
+    to tell a platform failure from a bug.
+    """
+
+    default_retryable: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        platform: str,
+        detail: str = "",
+        *,
+        retry_after: float | None = None,
+        retryable: bool | None = None,
+    ) -> None:
+        super().__init__(f"{platform}: {detail}" if detail else platform)
+        self.platform = platform
+        self.detail = detail
+        self.retry_after = retry_after
+        self.retryable = self.default_retryable if retryable is None else retryable
+
+
+class RateLimited(AdapterError):
+    """The platform refused for now and named a wait (``retry_after``) when it could."""
+
+    default_retryable = True
+
+
+class ChatForbidden(AdapterError):
+    """The bot may not write in that chat: blocked by the person, removed, lacks rights."""
+
+
+class MessageNotFound(AdapterError):
+    """The message to edit (or the chat it was in) no longer exists."""
+
+
+class PlatformUnreachable(AdapterError):
+    """The platform could not be reached or failed on its side (timeout, 5xx)."""
+
+    default_retryable = True

@@ -29,6 +29,7 @@ from gateway.access import (
     normalize_user_key,
 )
 from gateway.adapters import (
+    AdapterError,
     BaseAdapter,
     CommandInfo,
     ReplyStream,
@@ -140,7 +141,7 @@ class GatewayRunner:
         ]
         try:
             await adapter.publish_commands(commands, admins)
-        except Exception as exc:
+        except AdapterError as exc:
             logger.warning("publishing %s commands failed (%s)", adapter.name, type(exc).__name__)
 
     # ------------------------------------------------------------------ intake

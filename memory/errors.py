@@ -2,11 +2,23 @@
 
 Exception tree::
 
-    MemoryLayerError            root of every error this package raises
-    ├── MemoryStoreError        a memory file cannot be read or written
-    ├── MemoryPathError         a platform id or user key cannot be mapped to a path
-    ├── SessionDBError          the transcript database (or a table beside it) cannot be used
-    └── JobQueueError           the job queue's own storage (the outbox) cannot be used
+    MemoryLayerError                root of every error this package raises
+    ├── MemoryStoreError            a memory file cannot be read or written
+    ├── MemoryPathError             a platform id or user key cannot be mapped to a path
+    ├── SessionDBError              the transcript database (or a table beside it) cannot be used
+    ├── JobQueueError               the job queue's own storage (the outbox) cannot be used
+    ├── DatabaseCopyError           ``chorus migrate-db`` refused or failed; nothing was copied
+    ├── BackupError                 memory.backup: a backup cannot be made or restored
+    └── DatabaseError               the shared database (SQLite or PostgreSQL) failed a statement
+        ├── DatabaseUnavailable     it cannot be opened or reached (no connection in time)
+        ├── DatabaseLocked          another writer holds what this one needs; a retry can help
+        └── DatabaseIntegrityError  a statement would break a constraint (unique, check, key)
+
+``DatabaseError`` is what ``memory.database`` raises, from either engine, ``from``
+the engine's own error (``sqlite3.Error`` or psycopg's); a component that keeps
+tables (``memory.tables.Tables``) turns it into its own error (``SessionDBError``,
+``JobQueueError``, the gateway's ``GatewayDBError``…), so callers see one kind per
+component. Its text is the engine's message, never a password.
 
 Errors that the model can fix (a write over the limit, an ambiguous
 ``old_text``, a refused threat) are *not* exceptions: the store returns them as
@@ -38,3 +50,19 @@ class JobQueueError(MemoryLayerError):
 
 class DatabaseCopyError(MemoryLayerError):
     """``chorus migrate-db`` refused or failed; nothing was copied."""
+
+
+class DatabaseError(MemoryLayerError):
+    """The shared database failed a statement or a transaction, whichever engine holds it."""
+
+
+class DatabaseUnavailable(DatabaseError):
+    """The database cannot be opened or reached, or no connection was free in time."""
+
+
+class DatabaseLocked(DatabaseError):
+    """Another writer holds a lock this statement needs (busy, deadlock, serialization)."""
+
+
+class DatabaseIntegrityError(DatabaseError):
+    """A statement would violate a constraint (unique, check, foreign key, not null)."""

@@ -11,6 +11,10 @@ connection (``memory.database.Connection``) inside one transaction.
 - PostgreSQL (a ``postgresql://`` URL): a pooled connection per operation
   (``memory.database._postgres``); PostgreSQL serialises what conflicts. A
   component whose SQLite schema does not suit PostgreSQL sets ``SCHEMA_PG``.
+
+Both engines' errors meet here: each leaves ``_locked()`` (and the opening) as a
+``memory.errors.DatabaseError`` (``memory.database.sqlite_errors`` for SQLite,
+the pool's own mapping for PostgreSQL), which becomes the component's ``ERROR``.
 """
 
 from __future__ import annotations
@@ -32,8 +36,9 @@ from memory.database import (
     is_postgres,
     open_pool,
     safe_location,
+    sqlite_errors,
 )
-from memory.errors import SessionDBError
+from memory.errors import DatabaseError, SessionDBError
 from memory.sqlite_shared import BUSY_TIMEOUT_MS, SharedConnection, acquire, release
 
 if TYPE_CHECKING:
@@ -96,8 +101,9 @@ class Tables:
             return
         try:
             private_database(self._path)
-            self._shared = acquire(self._path, component, self._prepare)
-        except (OSError, sqlite3.Error) as exc:
+            with sqlite_errors():
+                self._shared = acquire(self._path, component, self._prepare)
+        except (OSError, DatabaseError) as exc:
             raise self.ERROR(f"cannot open {self.WHAT} in {where}: {exc}") from exc
         self._lock = self._shared.lock
         self._conn = self._shared.conn
@@ -105,11 +111,11 @@ class Tables:
     def _open_postgres(self, url: str, component: str, pool_size: int | None) -> None:
         try:
             self._pg = open_pool(url, size=pool_size)
-        except sqlite3.Error as exc:
+        except DatabaseError as exc:
             raise self.ERROR(f"cannot open {self.WHAT} in {safe_location(url)}: {exc}") from exc
         try:
             self._prepare_postgres(self._pg)
-        except sqlite3.Error as exc:
+        except DatabaseError as exc:
             close_pool(self._pg)
             self._pg = None
             raise self.ERROR(f"cannot prepare the {self.WHAT} in PostgreSQL: {exc}") from exc
@@ -176,7 +182,7 @@ class Tables:
             try:
                 with self._pg.transaction() as pg:
                     yield pg
-            except sqlite3.Error as exc:
+            except DatabaseError as exc:
                 logger.warning("%s operation failed: %s", self.WHAT, exc)
                 raise self.ERROR(f"{self.WHAT} error: {exc}") from exc
             return
@@ -185,16 +191,17 @@ class Tables:
                 raise self.ERROR(f"the {self.WHAT} is closed")
             conn = self._conn
             try:
-                if not write:
-                    yield conn
-                    return
-                self._begin(conn)
-                try:
-                    yield conn
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
-                conn.execute("COMMIT")
-            except sqlite3.Error as exc:
+                with sqlite_errors():
+                    if not write:
+                        yield conn
+                        return
+                    self._begin(conn)
+                    try:
+                        yield conn
+                    except BaseException:
+                        conn.execute("ROLLBACK")
+                        raise
+                    conn.execute("COMMIT")
+            except DatabaseError as exc:
                 logger.warning("%s operation failed: %s", self.WHAT, exc)
                 raise self.ERROR(f"{self.WHAT} error: {exc}") from exc

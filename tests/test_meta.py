@@ -8,12 +8,16 @@
 - a private module (``_name.py``) only from inside its own package;
 - no import circles between modules, counting imports under ``TYPE_CHECKING``
   and inside functions;
-- no module over ``MAX_LINES`` lines.
+- no module over ``MAX_LINES`` lines;
+- each package's errors module draws its complete exception tree in its docstring.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
+import inspect
+import pkgutil
 import re
 from collections.abc import Iterator
 from functools import cache
@@ -324,3 +328,125 @@ def test_every_setting_has_a_readme_row_that_says_when_it_takes_effect() -> None
         if said.get(key) is None or re.fullmatch(rf"{when}( \(.*\))?", said[key]) is None
     }
     assert wrong == {}, "README's 'takes effect' column (said, declared) differs"
+# --- exception trees ------------------------------------------------------------------
+
+ERROR_MODULES = {
+    "gateway.errors": "gateway",
+    "gateway.replicas._errors": "gateway.replicas",
+    "agent.errors": "agent",
+    "memory.errors": "memory",
+    "plugins.errors": "plugins",
+}
+"""Each errors module -> the package whose exceptions its docstring's tree must show."""
+
+_BRANCH = re.compile(r"^((?:│   |    )*)(?:├── |└── )(\S+)")
+
+
+def drawn_tree(doc: str) -> list[tuple[str, str | None]]:
+    """(name, parent name) of every entry of the docstring's ``Exception tree::`` block."""
+    lines = doc.splitlines()
+    named = next(i for i, line in enumerate(lines) if "Exception tree" in line)
+    start = next(i for i in range(named, len(lines)) if lines[i].rstrip().endswith("::"))
+    block = lines[start + 1 :]
+    while block and not block[0].strip():
+        block.pop(0)
+    indent = len(block[0]) - len(block[0].lstrip())
+    entries: list[tuple[str, str | None]] = []
+    stack: list[str] = []
+    for line in block:
+        if line.strip() and len(line) - len(line.lstrip()) < indent:
+            break  # the text after the tree
+        text = line[indent:]
+        if not text.strip():
+            continue
+        if not entries:
+            stack = [text.split()[0]]
+            entries.append((stack[0], None))
+            continue
+        match = _BRANCH.match(text)
+        if match is None:
+            continue  # a description running on
+        depth = len(match.group(1)) // 4 + 1
+        stack = [*stack[:depth], match.group(2)]
+        entries.append((match.group(2), stack[depth - 1]))
+    return entries
+
+
+def _names(entry: str, cls: type) -> bool:
+    """Whether ``entry`` (``Name`` or ``provider.Name``) is ``cls``."""
+    *where, name = entry.split(".")
+    return name == cls.__name__ and all(part in cls.__module__.split(".") for part in where)
+
+
+def _exceptions_of(package: str) -> set[type[BaseException]]:
+    found: set[type[BaseException]] = set()
+    modules = [importlib.import_module(package)]
+    root = modules[0]
+    if hasattr(root, "__path__"):
+        for info in pkgutil.walk_packages(root.__path__, package + "."):
+            modules.append(importlib.import_module(info.name))
+    for module in modules:
+        for value in vars(module).values():
+            if (
+                inspect.isclass(value)
+                and issubclass(value, BaseException)
+                and value.__module__ == module.__name__
+            ):
+                found.add(value)
+    return found
+
+
+@pytest.mark.parametrize("module_name", sorted(ERROR_MODULES))
+def test_every_exception_is_drawn_in_its_errors_module_under_its_parent(module_name: str) -> None:
+    module = importlib.import_module(module_name)
+    tree = drawn_tree(module.__doc__ or "")
+    assert tree, f"{module_name} draws no exception tree"
+    root = getattr(module, tree[0][0])
+    own = {
+        value
+        for value in vars(module).values()
+        if inspect.isclass(value)
+        and issubclass(value, BaseException)
+        and value.__module__ == module_name
+    }
+    family = {cls for cls in _exceptions_of(ERROR_MODULES[module_name]) if issubclass(cls, root)}
+    known = {root} | own | family
+    for cls in sorted(own | family, key=lambda c: (c.__module__, c.__name__)):
+        drawn = [(name, parent) for name, parent in tree if _names(name, cls)]
+        where = f"{cls.__module__}.{cls.__name__}"
+        assert len(drawn) == 1, f"{module_name}: {where} is drawn {len(drawn)} times"
+        if cls is root:
+            assert drawn[0][1] is None, f"{module_name}: the root {where} is drawn under another"
+            continue
+        in_family = [base for base in cls.__bases__ if issubclass(base, root)]
+        real = in_family[0] if in_family else cls.__bases__[0]
+        assert drawn[0][1] is not None and _names(drawn[0][1], real), (
+            f"{module_name}: {where} is drawn under {drawn[0][1]}, not {real.__name__}"
+        )
+    for name, _ in tree:
+        assert any(_names(name, cls) for cls in known), f"{module_name} draws no class {name}"
+
+
+def test_the_tree_reader_sees_depth_and_running_descriptions() -> None:
+    doc = """Errors.
+
+    Exception tree::
+
+        Root                root
+        ├── A               one
+        │   │               running on
+        │   ├── B           two
+        │   │   └── C       three
+        │   └── D           four
+        └── p.E             five
+
+    After the tree.
+    """
+    assert drawn_tree(doc) == [
+        ("Root", None),
+        ("A", "Root"),
+        ("B", "A"),
+        ("C", "B"),
+        ("D", "A"),
+        ("p.E", "Root"),
+    ]

@@ -3,7 +3,9 @@
 Adapters only enqueue: they hand messages to the runner's handler and never
 import the runner, the agent or memory. Outbound, ``ReplyStream`` and
 ``send_text`` deliver replies through any adapter: split at the platform's
-limit, streamed by edits where it allows them.
+limit, streamed by edits where it allows them. A platform's failure leaves
+``send``/``edit``/``typing``/``publish_commands`` as an ``AdapterError`` (see
+``gateway.errors``), raised from the SDK's own error.
 """
 
 from gateway.adapters._base import (
@@ -21,13 +23,22 @@ from gateway.adapters._registry import PLATFORMS, enable_hints, enabled_adapters
 from gateway.adapters._spec import PlatformContext, PlatformSpec
 from gateway.adapters._support import Backoff, ChatLanes, SeenSet, retrying
 from gateway.adapters._text_split import Length, split_text, utf16_length
+from gateway.errors import (
+    AdapterError,
+    ChatForbidden,
+    MessageNotFound,
+    PlatformUnreachable,
+    RateLimited,
+)
 
 __all__ = [
     "PLATFORMS",
     "WITHDRAWN_TEXT",
     "AdapterCapabilities",
+    "AdapterError",
     "Backoff",
     "BaseAdapter",
+    "ChatForbidden",
     "ChatLanes",
     "CommandInfo",
     "ConsoleAdapter",
@@ -35,8 +46,11 @@ __all__ = [
     "Length",
     "MemoryAdapter",
     "MessageHandler",
+    "MessageNotFound",
     "PlatformContext",
     "PlatformSpec",
+    "PlatformUnreachable",
+    "RateLimited",
     "ReplyStream",
     "RouteHandler",
     "SeenSet",

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from gateway.adapters._base import BaseAdapter
 from gateway.adapters._text_split import Length, TextPart, split_spans, split_text, utf16_length
 from gateway.clock import Clock
+from gateway.errors import AdapterError
 from gateway.events import OutboundMessage, SentMessage
 
 __all__ = ["WITHDRAWN_TEXT", "ReplyStream", "send_text", "split_text", "utf16_length"]
@@ -218,7 +219,7 @@ class ReplyStream:
                     self._done.append(self._current)
                     self._current = None
                     self._pos, self._reopened = parts[index + 1].start, parts[index + 1].reopened
-        except Exception as exc:
+        except AdapterError as exc:
             self._live = False
             logger.warning(
                 "streaming a reply to %s chat %s stopped (%s); the answer follows when complete",
@@ -279,7 +280,7 @@ class ReplyStream:
                 await self._clock.sleep(wait)
         try:
             await self._adapter.edit(message.sent, part.text)
-        except Exception as exc:
+        except AdapterError as exc:
             logger.warning(
                 "editing a reply in %s chat %s failed (%s)",
                 self._platform,

@@ -12,6 +12,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 
 from gateway.adapters._base import AdapterCapabilities, BaseAdapter
+from gateway.errors import MessageNotFound
 from gateway.events import (
     InboundMessage,
     OutboundMessage,
@@ -148,7 +149,7 @@ class MemoryAdapter(BaseAdapter):
                 delivered.edits += 1
                 delivered.history.append(text)
                 return
-        raise KeyError(sent.message_id)
+        raise MessageNotFound(self.name, f"no message {sent.message_id}")
 
     async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
         self.typing_calls.append(chat_id)

@@ -6,6 +6,11 @@ importing ``redis`` itself, which only this package may. So each round trip runs
 inside ``guard()``, which turns redis-py's errors into ``ReplicaError``. The
 message names the operation and the error, never the URL: a Redis URL may carry
 a password.
+
+Exception tree::
+
+    GatewayError        (gateway.errors) root of the gateway's errors
+    └── ReplicaError    Redis, which the replicas share, is unreachable or refused
 """
 
 from __future__ import annotations

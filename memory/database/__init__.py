@@ -7,6 +7,8 @@ A *location* is either the file's ``Path`` or the URL as a ``str``;
 components take one and pick their engine from it.
 
 Only ``_postgres`` imports the PostgreSQL driver, and only when a URL is used.
+Both engines' errors leave as ``memory.errors.DatabaseError``s: PostgreSQL's
+from the pool, SQLite's through ``sqlite_errors()``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memory.database._errors import from_sqlite, sqlite_errors
 from memory.database._types import Connection, Cursor
 
 if TYPE_CHECKING:
@@ -31,10 +34,12 @@ __all__ = [
     "close_pool",
     "configure_pool_size",
     "copy_sqlite_to_postgres",
+    "from_sqlite",
     "is_postgres",
     "location_of",
     "open_pool",
     "safe_location",
+    "sqlite_errors",
 ]
 
 Location = Path | str

@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memory.database._errors import sqlite_errors
 from memory.database._postgres import acquire_pool, release_pool
 from memory.database._types import Connection
-from memory.errors import DatabaseCopyError
+from memory.errors import DatabaseCopyError, DatabaseError
 
 __all__ = ["TableCopy", "copy_sqlite_to_postgres"]
 
@@ -87,9 +88,9 @@ def copy_sqlite_to_postgres(source: Path, url: str) -> list[TableCopy]:
     src = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
     pool = acquire_pool(url, size=2)
     try:
-        with pool.transaction() as dst:
+        with pool.transaction() as dst, sqlite_errors():
             return _copy(src, dst)
-    except sqlite3.DatabaseError as exc:
+    except DatabaseError as exc:
         raise DatabaseCopyError(f"the copy failed and was undone: {exc}") from exc
     finally:
         src.close()

@@ -6,9 +6,11 @@ engines speak: ``?`` placeholders, ``INSERT … ON CONFLICT``, ``RETURNING``,
 ``IS ?`` for a comparison that treats NULL as a value. ``PgConnection``
 translates that subset for PostgreSQL (``%s``, ``IS NOT DISTINCT FROM``) and
 hands rows that answer both ``row[0]`` and ``row["name"]``, like
-``sqlite3.Row``. Errors come out as ``sqlite3`` errors (``IntegrityError`` for
-a violated constraint, ``OperationalError`` for the rest), so a component
-catches one vocabulary whatever the backend; the driver's message is kept.
+``sqlite3.Row``. Errors come out as ``memory.errors.DatabaseError``s, as SQLite's
+do (``DatabaseIntegrityError`` for a violated constraint, ``DatabaseLocked`` for a
+lock timeout, deadlock or serialization failure, ``DatabaseUnavailable`` when no
+connection can be had), so a component catches one vocabulary whatever the
+backend; the driver's first line is kept.
 
 One pool per URL per process, shared by every component, opened on first use
 and closed with the last user. A forked process opens its own.
@@ -19,7 +21,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -30,6 +31,14 @@ import psycopg
 import psycopg.errors
 import psycopg_pool
 from psycopg.rows import RowMaker
+
+from memory.database._errors import first_line
+from memory.errors import (
+    DatabaseError,
+    DatabaseIntegrityError,
+    DatabaseLocked,
+    DatabaseUnavailable,
+)
 
 __all__ = ["PgConnection", "PgCursor", "PgRow", "PostgresPool", "acquire_pool", "release_pool"]
 
@@ -89,12 +98,25 @@ def _pg_rows(cursor: psycopg.Cursor[Any]) -> RowMaker[PgRow]:
     return make
 
 
-def as_sqlite_error(exc: psycopg.Error) -> sqlite3.Error:
-    """The ``sqlite3`` error a component expects for this driver error."""
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+_LOCKED = (
+    psycopg.errors.LockNotAvailable,
+    psycopg.errors.DeadlockDetected,
+    psycopg.errors.SerializationFailure,
+)
+
+
+def as_database_error(exc: psycopg.Error) -> DatabaseError:
+    """The ``DatabaseError`` a component expects for this driver error."""
+    text = first_line(exc)
     if isinstance(exc, psycopg.errors.IntegrityError):
-        return sqlite3.IntegrityError(text)
-    return sqlite3.OperationalError(text)
+        return DatabaseIntegrityError(text)
+    if isinstance(exc, _LOCKED):
+        return DatabaseLocked(text)
+    if isinstance(exc, psycopg.errors.QueryCanceled):
+        return DatabaseError(text)
+    if isinstance(exc, psycopg.OperationalError):  # the connection, the server's resources
+        return DatabaseUnavailable(text)
+    return DatabaseError(text)
 
 
 class PgCursor:
@@ -132,7 +154,7 @@ class PgConnection:
         try:
             cursor.execute(translate(sql), tuple(params) if params else None)
         except psycopg.Error as exc:
-            raise as_sqlite_error(exc) from exc
+            raise as_database_error(exc) from exc
         return PgCursor(cursor)
 
     @contextmanager
@@ -142,7 +164,7 @@ class PgConnection:
             with self.raw.transaction():
                 yield
         except psycopg.Error as exc:
-            raise as_sqlite_error(exc) from exc
+            raise as_database_error(exc) from exc
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         if not rows:
@@ -151,7 +173,7 @@ class PgConnection:
             with self.raw.cursor() as cursor:
                 cursor.executemany(translate(sql), [tuple(row) for row in rows])
         except psycopg.Error as exc:
-            raise as_sqlite_error(exc) from exc
+            raise as_database_error(exc) from exc
 
 
 @dataclass(eq=False)
@@ -172,9 +194,9 @@ class PostgresPool:
             with self.pool.connection(timeout=CONNECT_TIMEOUT) as conn, conn.transaction():
                 yield PgConnection(conn)
         except psycopg.Error as exc:
-            raise as_sqlite_error(exc) from exc
+            raise as_database_error(exc) from exc
         except psycopg_pool.PoolTimeout as exc:
-            raise sqlite3.OperationalError(f"no PostgreSQL connection: {exc}") from exc
+            raise DatabaseUnavailable(f"no PostgreSQL connection: {exc}") from exc
 
     def prepare(self, component: str, statements: Sequence[str]) -> None:
         """Run ``component``'s schema statements once per pool, under an advisory lock."""
@@ -213,9 +235,7 @@ def acquire_pool(url: str, *, size: int = 10) -> PostgresPool:
                 pool.open(wait=True, timeout=CONNECT_TIMEOUT)
             except psycopg_pool.PoolTimeout as exc:
                 pool.close()
-                raise sqlite3.OperationalError(
-                    f"cannot connect to PostgreSQL at {_safe(url)}"
-                ) from exc
+                raise DatabaseUnavailable(f"cannot connect to PostgreSQL at {_safe(url)}") from exc
             shared = PostgresPool(pool, url, pid)
             _pools[url] = shared
         shared.users += 1
@@ -240,9 +260,8 @@ def _probe(url: str) -> None:
         psycopg.connect(url, connect_timeout=int(CONNECT_TIMEOUT)).close()
     except psycopg.Error as exc:
         reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
-        raise sqlite3.OperationalError(
-            f"cannot connect to PostgreSQL at {_safe(url)}: {reason}"
-        ) from exc
+        where = _safe(url)
+        raise DatabaseUnavailable(f"cannot connect to PostgreSQL at {where}: {reason}") from exc
 
 
 def _safe(url: str) -> str:

@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from memory.database import Connection
-from memory.errors import SessionDBError
+from memory.database import Connection, sqlite_errors
+from memory.errors import DatabaseError, SessionDBError
 from memory.tables import Tables
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ class Transactions(Tables):
         try:
             with self._pg_transaction() as conn:
                 yield conn
-        except sqlite3.Error as exc:
+        except DatabaseError as exc:
             raise SessionDBError(f"session database {what} failed: {exc}") from exc
 
     @contextmanager
@@ -72,8 +72,9 @@ class Transactions(Tables):
             return
         with self._lock:
             try:
-                yield self._connection()
-            except sqlite3.Error as exc:
+                with sqlite_errors():
+                    yield self._connection()
+            except DatabaseError as exc:
                 raise SessionDBError(f"session database query failed: {exc}") from exc
 
     @contextmanager
@@ -133,19 +134,20 @@ class Transactions(Tables):
                     yield
                 finally:
                     self._pg_batch = None
-        except sqlite3.Error as exc:
+        except DatabaseError as exc:
             raise SessionDBError(f"session database write failed: {exc}") from exc
 
     @contextmanager
     def _transaction(self, conn: sqlite3.Connection) -> Iterator[None]:
         """``BEGIN IMMEDIATE`` … ``COMMIT``; rolled back (and SQLite errors wrapped) on failure."""
         try:
-            self._begin(conn)
-            yield
-            conn.execute("COMMIT")
+            with sqlite_errors():
+                self._begin(conn)
+                yield
+                conn.execute("COMMIT")
         except BaseException as exc:
             _rollback(conn)
-            if isinstance(exc, sqlite3.Error):
+            if isinstance(exc, DatabaseError):
                 raise SessionDBError(f"session database write failed: {exc}") from exc
             raise
 
@@ -153,19 +155,21 @@ class Transactions(Tables):
     def _savepoint(self, conn: sqlite3.Connection) -> Iterator[None]:
         conn.execute("SAVEPOINT one_write")
         try:
-            yield
+            with sqlite_errors():
+                yield
         except BaseException as exc:
             try:
                 conn.execute("ROLLBACK TO one_write")
                 conn.execute("RELEASE one_write")
-            except sqlite3.Error as undo:
+            except sqlite3.Error as undo:  # SQLite's own bookkeeping, not a statement's
                 logger.debug("session db savepoint rollback failed: %s", undo)
-            if isinstance(exc, sqlite3.Error):
+            if isinstance(exc, DatabaseError):
                 raise SessionDBError(f"session database write failed: {exc}") from exc
             raise
         try:
-            conn.execute("RELEASE one_write")
-        except sqlite3.Error as exc:
+            with sqlite_errors():
+                conn.execute("RELEASE one_write")
+        except DatabaseError as exc:
             raise SessionDBError(f"session database write failed: {exc}") from exc
 
 

@@ -14,7 +14,8 @@ dispatches + RESUMED; application commands and interactions are in
 ``message()`` dispatches a MESSAGE_CREATE (kept for replay), ``drop()`` cuts the
 connection, ``hold()``/``release()`` refuse new connections meanwhile,
 ``replay_everything`` makes the next RESUME replay already-delivered events too,
-``rate_limit()`` answers the next message POSTs with 429 + ``retry_after``.
+``rate_limit()`` answers the next message POSTs with 429 + ``retry_after``, a
+channel in ``forbidden`` answers message POSTs with 403 "Missing Access" (50001).
 """
 
 from __future__ import annotations
@@ -73,6 +74,8 @@ class FakeDiscord(GatewayServer, InteractionsServer, LoopThread):
         self.calls: list[Call] = []
         self.posted: list[Posted] = []
         self._rate_limits: list[float] = []
+        self.forbidden: set[int] = set()
+        """Channels the bot cannot see: posting there is 403 Missing Access."""
         self._nonces: dict[tuple[int, str], dict[str, Any]] = {}
         self._lock = threading.Lock()
         self.history: dict[int, list[dict[str, Any]]] = {}
@@ -243,6 +246,9 @@ class FakeDiscord(GatewayServer, InteractionsServer, LoopThread):
         return _json(list(reversed(earlier))[:limit])
 
     def _post_message(self, call: Call, channel_id: int, body: dict[str, Any]) -> web.Response:
+        if channel_id in self.forbidden:
+            call.status = 403
+            return _json({"message": "Missing Access", "code": 50001}, status=403)
         with self._lock:
             retry_after = self._rate_limits.pop(0) if self._rate_limits else None
         if retry_after is not None:

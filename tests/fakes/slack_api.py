@@ -9,7 +9,8 @@ people a test adds, ``apps.connections.open`` and the Socket Mode websocket
 downloads. It checks the bearer token (the app-level one for
 ``apps.connections.open``) and records every call. Tests script it:
 ``rate_limit()`` answers the next calls of a method with 429 + ``Retry-After``,
-``fail()`` with a server error.
+``fail()`` with a server error; posting into a channel of ``outside`` (one the
+bot is not a member of) is refused with ``not_in_channel``.
 
 ``person()`` records a message from a person (so ``conversations.replies`` knows
 it) and returns its event; signed HTTP requests to the gateway are in
@@ -74,6 +75,8 @@ class FakeSlack(SocketModeServer, LoopThread):
         """What was posted to each ``response_url``, by its key."""
         self._ts = itertools.count(1)
         self._keys = itertools.count(1)
+        self.outside: set[str] = set()
+        """Channels the bot is not a member of."""
         self._scripted: list[tuple[str, int, str, int]] = []
         self._lock = threading.Lock()
         self._init_socket()
@@ -231,6 +234,8 @@ class FakeSlack(SocketModeServer, LoopThread):
         if not text.strip():
             return {"error": "no_text"}
         channel = str(params["channel"])
+        if channel in self.outside:
+            return {"error": "not_in_channel"}
         thread = params.get("thread_ts")
         ts = self.next_ts()
         message = {"type": "message", "user": BOT_USER_ID, "bot_id": BOT_ID, "text": text}

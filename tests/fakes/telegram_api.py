@@ -12,7 +12,8 @@ retrying until it gets a 200, like Telegram), getWebhookInfo, getFile and file
 downloads. Every call is recorded. Tests script it: ``message()`` queues an update
 from a person, ``flood()`` answers the next calls with 429 + ``retry_after``,
 ``reject_formatting()`` answers with "can't parse entities", ``down`` answers
-everything with 502.
+everything with 502, a chat in ``blocked`` (a person who blocked the bot) answers
+sends with 403 "Forbidden: bot was blocked by the user".
 """
 
 from __future__ import annotations
@@ -89,6 +90,8 @@ class FakeTelegram(LoopThread):
         self.webhook_posts: list[tuple[int, str, int]] = []
         """``(update_id, target, status)`` of every post to ``webhook_targets``."""
         self.down = False
+        self.blocked: set[int] = set()
+        """Chats whose person blocked the bot: sending there is 403 Forbidden."""
         self.delays: dict[str, float] = {}
         """Seconds the fake takes to answer a method (``sendChatAction``: 2.0, say)."""
         self.in_flight = 0
@@ -398,6 +401,8 @@ class FakeTelegram(LoopThread):
         entities = params.get("entities") or []
         self._check_text(text, entities)
         chat_id = int(params["chat_id"])
+        if chat_id in self.blocked:
+            raise ApiError(403, "Forbidden: bot was blocked by the user")
         thread = params.get("message_thread_id")
         reply = params.get("reply_parameters") or {}
         now = time.monotonic()

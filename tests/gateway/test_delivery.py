@@ -14,6 +14,8 @@ from gateway.adapters import (
     WITHDRAWN_TEXT,
     AdapterCapabilities,
     MemoryAdapter,
+    MessageNotFound,
+    PlatformUnreachable,
     ReplyStream,
     send_text,
     split_text,
@@ -373,7 +375,10 @@ class BrokenEdits(MemoryAdapter):
     """A platform whose edit requests fail on the network."""
 
     async def edit(self, sent: SentMessage, text: str) -> None:
-        raise ConnectionError("edit request failed")
+        try:
+            raise ConnectionError("edit request failed")
+        except ConnectionError as exc:
+            raise PlatformUnreachable(self.name, "ConnectionError") from exc
 
 
 async def test_failing_edits_still_deliver_the_whole_text_once() -> None:
@@ -390,6 +395,31 @@ async def test_failing_edits_still_deliver_the_whole_text_once() -> None:
     assert all(len(text) <= 300 for text in adapter.texts())
     assert_reassembles(final, adapter.texts())
     await assert_done_once_each(adapter)
+
+
+class BuggyEdits(MemoryAdapter):
+    """An adapter whose edit has a bug: not a platform failure."""
+
+    async def edit(self, sent: SentMessage, text: str) -> None:
+        raise TypeError("a bug, not the platform")
+
+
+async def test_a_failing_edit_that_is_no_platform_error_is_not_swallowed() -> None:
+    clock, adapter = FakeClock(), BuggyEdits(capabilities=caps(300))
+    stream = make_stream(adapter, clock)
+    await clock.advance(1.0)
+    await push(stream, "first words")
+    await clock.advance(1.0)
+    await push(stream, " and more")
+    with pytest.raises(TypeError):
+        await stream.finish("first words and more")
+
+
+async def test_editing_an_unknown_message_is_message_not_found() -> None:
+    adapter = MemoryAdapter()
+    with pytest.raises(MessageNotFound) as raised:
+        await adapter.edit(SentMessage("c1", "nope"), "text")
+    assert raised.value.platform == "memory" and not raised.value.retryable
 
 
 async def test_utf16_streaming_respects_the_limit() -> None:

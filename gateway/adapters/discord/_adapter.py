@@ -25,7 +25,6 @@ import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 
-import aiohttp
 import discord
 
 from gateway.adapters._base import AdapterCapabilities, BaseAdapter, CommandInfo
@@ -39,12 +38,13 @@ from gateway.adapters.discord._client import (
     token_of,
 )
 from gateway.adapters.discord._commands import DEFER_AFTER, NativeCommands, route_webhooks
+from gateway.adapters.discord._errors import NETWORK_ERRORS, platform_errors
 from gateway.adapters.discord._events import inbound_from
 from gateway.adapters.discord._history import ThreadContext
 from gateway.adapters.discord._images import with_images
 from gateway.adapters.discord._settings import DiscordSettings
 from gateway.clock import Clock, SystemClock
-from gateway.errors import ConfigError
+from gateway.errors import AdapterError, ChatForbidden, ConfigError
 from gateway.events import (
     InboundMessage,
     OutboundMessage,
@@ -62,7 +62,6 @@ MAX_BACKOFF = 60.0
 SEND_ATTEMPTS = 3
 """Tries of one send or edit when the connection to Discord drops."""
 RETRY_DELAY = 0.5
-_NETWORK_ERRORS = (aiohttp.ClientConnectionError, asyncio.TimeoutError, ConnectionError)
 
 
 class DiscordAdapter(BaseAdapter):
@@ -193,8 +192,9 @@ class DiscordAdapter(BaseAdapter):
         if self._commands is None:
             return
         try:
-            await self._commands.sync()
-        except discord.Forbidden:
+            with platform_errors():
+                await self._commands.sync()
+        except ChatForbidden:
             logger.error(
                 "discord: registering slash commands was refused; invite the bot with the "
                 "applications.commands scope (and check discord.command_guilds)"
@@ -302,7 +302,8 @@ class DiscordAdapter(BaseAdapter):
                 return await channel.send(message.text, nonce=nonce)
             return await channel.send(message.text, reference=reference, nonce=nonce)
 
-        sent = await self._retrying("send", attempt)
+        with platform_errors():
+            sent = await self._retrying("send", attempt)
         if message.thread_id:
             self._threads.saw(message.thread_id)
         return SentMessage(message.chat_id, str(sent.id), message.thread_id)
@@ -313,7 +314,8 @@ class DiscordAdapter(BaseAdapter):
         async def attempt() -> discord.Message:
             return await partial.edit(content=text)
 
-        await self._retrying("edit", attempt)
+        with platform_errors():
+            await self._retrying("edit", attempt)
 
     async def _retrying(
         self, what: str, call: Callable[[], Awaitable[discord.Message]]
@@ -323,11 +325,12 @@ class DiscordAdapter(BaseAdapter):
 
         backoff = Backoff(first=self._retry_delay, factor=2.0, cap=30.0, sleep=self._clock.sleep)
         return await retrying(
-            call, attempts=SEND_ATTEMPTS, retry_on=_NETWORK_ERRORS, backoff=backoff, on_retry=note
+            call, attempts=SEND_ATTEMPTS, retry_on=NETWORK_ERRORS, backoff=backoff, on_retry=note
         )
 
     async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
         try:
-            await self._channel(chat_id).typing()
-        except (discord.HTTPException, *_NETWORK_ERRORS) as exc:
+            with platform_errors():
+                await self._channel(chat_id).typing()
+        except AdapterError as exc:
             logger.debug("discord: typing in %s failed (%s)", chat_id, type(exc).__name__)

@@ -16,8 +16,8 @@ Slack sends them again later. ``_inbound`` turns events into messages.
 the command's ``response_url``, ephemeral: only the caller sees it.
 
 Outbound: ``chat.postMessage`` in the message's thread and ``chat.update`` for
-streamed edits, through ``slack_client`` (429s waited out and retried). The
-tokens and the signing secret are never logged, nor message text above DEBUG.
+streamed edits (429s waited out and retried; a failure leaves as an ``AdapterError``,
+``_errors``). Tokens, signing secret, text above DEBUG: never logged.
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ from gateway.adapters.slack._client import (
     who_am_i,
 )
 from gateway.adapters.slack._commands import answer_slash
+from gateway.adapters.slack._errors import platform_errors
 from gateway.adapters.slack._events import BotIdentity, well_formed
 from gateway.adapters.slack._files import FileFetcher
 from gateway.adapters.slack._format import to_mrkdwn
@@ -384,15 +385,16 @@ class SlackAdapter(BaseAdapter):
 
     async def send(self, message: OutboundMessage) -> SentMessage:
         thread = message.thread_id or message.reply_to_message_id
-        answer = await self._client.chat_postMessage(
-            channel=message.chat_id, text=to_mrkdwn(message.text), thread_ts=thread
-        )
+        with platform_errors():
+            answer = await self._client.chat_postMessage(
+                channel=message.chat_id, text=to_mrkdwn(message.text), thread_ts=thread
+            )
         channel = str(answer.get("channel") or message.chat_id)
         if thread:
             self._inbound.answered_in(channel, str(thread))
         return SentMessage(channel, str(answer["ts"]), message.thread_id)
 
     async def edit(self, sent: SentMessage, text: str) -> None:
-        await self._client.chat_update(
-            channel=sent.chat_id, ts=sent.message_id, text=to_mrkdwn(text)
-        )
+        mrkdwn = to_mrkdwn(text)
+        with platform_errors():
+            await self._client.chat_update(channel=sent.chat_id, ts=sent.message_id, text=mrkdwn)

@@ -37,6 +37,7 @@ from gateway.adapters._base import (
 from gateway.adapters._support import Backoff, Sometimes, retrying
 from gateway.adapters._text_split import utf16_length
 from gateway.adapters.telegram._bot import build_application, token_of
+from gateway.adapters.telegram._errors import platform_errors
 from gateway.adapters.telegram._inbound import SKIP_LOG_INTERVAL, Inbound
 from gateway.adapters.telegram._intake import Intake
 from gateway.adapters.telegram._pacing import ChatPacer
@@ -46,7 +47,7 @@ from gateway.adapters.telegram._updates import (
     BotIdentity,
 )
 from gateway.clock import Clock, SystemClock
-from gateway.errors import ConfigError, GatewayError
+from gateway.errors import AdapterError, ConfigError, GatewayError
 from gateway.events import InboundMessage, OutboundMessage, SentMessage
 
 logger = logging.getLogger(__name__)
@@ -294,19 +295,22 @@ class TelegramAdapter(BaseAdapter):
     # ------------------------------------------------------------------- outbound
 
     async def send(self, message: OutboundMessage) -> SentMessage:
-        sent = await self._sender.send(
-            message.chat_id,
-            message.text,
-            thread_id=message.thread_id,
-            reply_to=message.reply_to_message_id,
-        )
+        with platform_errors():
+            sent = await self._sender.send(
+                message.chat_id,
+                message.text,
+                thread_id=message.thread_id,
+                reply_to=message.reply_to_message_id,
+            )
         return SentMessage(str(sent.chat.id), str(sent.message_id), message.thread_id)
 
     async def edit(self, sent: SentMessage, text: str) -> None:
-        await self._sender.edit(sent.chat_id, sent.message_id, text)
+        with platform_errors():
+            await self._sender.edit(sent.chat_id, sent.message_id, text)
 
     async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
-        await self._sender.typing(chat_id, thread_id)
+        with platform_errors():
+            await self._sender.typing(chat_id, thread_id)
 
     async def ready(self, chat_id: str) -> None:
         await self._sender.ready(chat_id)
@@ -320,8 +324,9 @@ class TelegramAdapter(BaseAdapter):
         admins = [BotCommand(c.name, c.description[:256]) for c in listed]
         bot = self._app.bot
         try:
-            await bot.set_my_commands(everyone)
-        except TelegramError as exc:
+            with platform_errors():
+                await bot.set_my_commands(everyone)
+        except AdapterError as exc:
             logger.warning("telegram: publishing commands failed (%s)", type(exc).__name__)
         if len(admins) == len(everyone):
             return
@@ -329,8 +334,9 @@ class TelegramAdapter(BaseAdapter):
             if not admin.lstrip("-").isdigit():
                 continue
             try:
-                await bot.set_my_commands(admins, scope=BotCommandScopeChat(int(admin)))
-            except TelegramError as exc:
+                with platform_errors():
+                    await bot.set_my_commands(admins, scope=BotCommandScopeChat(int(admin)))
+            except AdapterError as exc:
                 # usually: this admin has not started a chat with the bot yet
                 logger.info(
                     "telegram: admin commands for %s not published (%s)", admin, type(exc).__name__

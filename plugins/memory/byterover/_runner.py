@@ -29,6 +29,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from plugins.errors import PluginError
+
 from ._config import INSTALL_HINT
 
 logger = logging.getLogger(__name__)
@@ -39,7 +41,7 @@ MAX_LOGGED = 2000
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
-class BrvError(RuntimeError):
+class BrvError(PluginError, RuntimeError):
     """A brv run did not succeed; the message never quotes its output."""
 
 

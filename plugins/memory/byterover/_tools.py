@@ -10,6 +10,7 @@ from typing import Any
 
 from memory.providers import strip_memory_context
 from memory.store import scan_memory_content
+from plugins.errors import PluginError
 
 QUERY = "brv_query"
 CURATE = "brv_curate"
@@ -19,7 +20,7 @@ MAX_QUERY = 1000
 MAX_CONTENT = 4000
 
 
-class ToolError(ValueError):
+class ToolError(PluginError, ValueError):
     """Bad tool input; the message goes back to the model."""
 
 

@@ -16,6 +16,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from plugins.errors import PluginError
+
 logger = logging.getLogger(__name__)
 
 INSTALL_HINT = "pip install 'chorus[hindsight]'"
@@ -28,7 +30,7 @@ _failed = False
 _loaded: Sdk | None = None
 
 
-class HindsightUnavailable(RuntimeError):
+class HindsightUnavailable(PluginError, RuntimeError):
     """hindsight-client cannot be imported here; the message says how to fix it."""
 
 

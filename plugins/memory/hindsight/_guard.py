@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable
 from typing import TypeVar
 
+from plugins.errors import PluginError
 from plugins.memory._breaker import CircuitBreaker
 
 logger = logging.getLogger(__name__)
@@ -21,7 +22,7 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-class HindsightPaused(RuntimeError):
+class HindsightPaused(PluginError, RuntimeError):
     """Hindsight is paused after repeated failures; the message says for how long."""
 
 
@@ -31,7 +32,7 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__} {status}" if isinstance(status, int) else type(exc).__name__
 
 
-class BackendFailed(RuntimeError):
+class BackendFailed(PluginError, RuntimeError):
     """A Hindsight call failed; ``cause`` is the exception class (and status), never its text."""
 
     def __init__(self, operation: str, cause: BaseException) -> None:

@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from plugins.errors import PluginError
 
-class StoreError(Exception):
+
+class StoreError(PluginError):
     """A request the store cannot carry out; the message is safe to show the model."""
 
 

@@ -20,6 +20,8 @@ import logging
 import threading
 from types import ModuleType
 
+from plugins.errors import PluginError
+
 logger = logging.getLogger(__name__)
 
 INSTALL_HINT = "pip install 'chorus[honcho]'"
@@ -29,7 +31,7 @@ _lock = threading.Lock()
 _failed = False
 
 
-class HonchoUnavailable(RuntimeError):
+class HonchoUnavailable(PluginError, RuntimeError):
     """honcho-ai cannot be imported here; the message says how to fix it."""
 
 

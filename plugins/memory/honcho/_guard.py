@@ -17,6 +17,7 @@ import logging
 from collections.abc import Callable
 from typing import TypeVar
 
+from plugins.errors import PluginError
 from plugins.memory._breaker import CircuitBreaker
 
 logger = logging.getLogger(__name__)
@@ -27,11 +28,11 @@ REQUEST_ERRORS = frozenset({400, 404, 409, 422})
 """HTTP statuses that refuse one request and say nothing about Honcho's health."""
 
 
-class HonchoPaused(RuntimeError):
+class HonchoPaused(PluginError, RuntimeError):
     """Honcho is paused after repeated failures; the message says for how long."""
 
 
-class HonchoFailed(RuntimeError):
+class HonchoFailed(PluginError, RuntimeError):
     """A Honcho call failed; ``cause`` names the exception class and status (never its text)."""
 
     def __init__(self, operation: str, cause: BaseException) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from memory.providers import strip_memory_context
 from memory.store import scan_memory_content
+from plugins.errors import PluginError
 
 HONCHO_PROFILE = "honcho_profile"
 HONCHO_SEARCH = "honcho_search"
@@ -31,7 +32,7 @@ _ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 """What a conclusion id looks like; it goes into a URL path, so nothing else is let through."""
 
 
-class ToolError(ValueError):
+class ToolError(PluginError, ValueError):
     """Bad tool input; the message goes back to the model."""
 
 

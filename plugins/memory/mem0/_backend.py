@@ -14,10 +14,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from plugins.errors import PluginError
+
 Message = dict[str, str]
 
 
-class StoreBusy(RuntimeError):
+class StoreBusy(PluginError, RuntimeError):
     """The store is held by another process (or thread) for longer than the caller may wait."""
 
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from types import ModuleType
 
 from memory.providers import provider_dir
+from plugins.errors import PluginError
 
 from ._config import PROVIDER_NAME
 
@@ -61,7 +62,7 @@ class _DemoteQuotes(logging.Filter):
         return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
 
 
-class Mem0Unavailable(RuntimeError):
+class Mem0Unavailable(PluginError, RuntimeError):
     """mem0 (or qdrant-client) cannot be imported here; the message says how to fix it."""
 
 

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable
 from typing import TypeVar
 
+from plugins.errors import PluginError
 from plugins.memory._breaker import CircuitBreaker
 
 from ._backend import StoreBusy
@@ -22,11 +23,11 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-class Mem0Paused(RuntimeError):
+class Mem0Paused(PluginError, RuntimeError):
     """mem0 is paused after repeated failures; the message says for how long."""
 
 
-class BackendFailed(RuntimeError):
+class BackendFailed(PluginError, RuntimeError):
     """A mem0 call failed; ``cause`` is the exception class name (never its text)."""
 
     def __init__(self, operation: str, cause: BaseException) -> None:

@@ -46,6 +46,7 @@ import logging
 import threading
 from typing import Any
 
+from plugins.errors import PluginError
 from plugins.memory._breaker import CircuitBreaker
 
 from ._config import Settings
@@ -56,7 +57,7 @@ logger = logging.getLogger(__name__)
 ACCOUNT_ID = "default"
 
 
-class BackendFailed(RuntimeError):
+class BackendFailed(PluginError, RuntimeError):
     """An OpenViking call failed; ``cause`` is the exception class or HTTP status, never text."""
 
     def __init__(self, operation: str, cause: str) -> None:
@@ -65,11 +66,11 @@ class BackendFailed(RuntimeError):
         super().__init__(f"openviking {operation} failed: {cause}")
 
 
-class Paused(RuntimeError):
+class Paused(PluginError, RuntimeError):
     """The breaker is open: OpenViking is not called until the cooldown has passed."""
 
 
-class NotFound(RuntimeError):
+class NotFound(PluginError, RuntimeError):
     """The server answered 404 / NOT_FOUND."""
 
 

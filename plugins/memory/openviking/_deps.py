@@ -11,11 +11,13 @@ import importlib
 import importlib.util
 from types import ModuleType
 
+from plugins.errors import PluginError
+
 INSTALL_HINT = "pip install 'chorus[openviking]'"
 UNAVAILABLE_REASON = f"the openviking memory provider is unavailable, install with {INSTALL_HINT}"
 
 
-class OpenVikingUnavailable(RuntimeError):
+class OpenVikingUnavailable(PluginError, RuntimeError):
     """httpx cannot be imported here; the message says how to fix it."""
 
 

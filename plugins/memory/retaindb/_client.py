@@ -30,6 +30,7 @@ import threading
 from typing import Any
 from urllib.parse import quote
 
+from plugins.errors import PluginError
 from plugins.memory._breaker import CircuitBreaker
 
 from ._config import Settings
@@ -38,7 +39,7 @@ from ._deps import load
 logger = logging.getLogger(__name__)
 
 
-class BackendFailed(RuntimeError):
+class BackendFailed(PluginError, RuntimeError):
     def __init__(self, operation: str, cause: str, *, permanent: bool = False) -> None:
         self.operation = operation
         self.cause = cause
@@ -47,11 +48,11 @@ class BackendFailed(RuntimeError):
         super().__init__(f"retaindb {operation} failed: {cause}")
 
 
-class Paused(RuntimeError):
+class Paused(PluginError, RuntimeError):
     """The breaker is open: RetainDB is not called until the cooldown has passed."""
 
 
-class NotFound(RuntimeError):
+class NotFound(PluginError, RuntimeError):
     """404: no such memory or file for this user."""
 
 

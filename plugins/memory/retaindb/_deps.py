@@ -11,11 +11,13 @@ import importlib
 import importlib.util
 from types import ModuleType
 
+from plugins.errors import PluginError
+
 INSTALL_HINT = "pip install 'chorus[retaindb]'"
 UNAVAILABLE_REASON = f"the retaindb memory provider is unavailable, install with {INSTALL_HINT}"
 
 
-class RetainDBUnavailable(RuntimeError):
+class RetainDBUnavailable(PluginError, RuntimeError):
     """httpx cannot be imported here; the message says how to fix it."""
 
 

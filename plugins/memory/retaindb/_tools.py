@@ -7,6 +7,7 @@ from typing import Any
 
 from memory.providers import strip_memory_context
 from memory.store import scan_memory_content
+from plugins.errors import PluginError
 
 REMEMBER = "retaindb_remember"
 SEARCH = "retaindb_search"
@@ -22,7 +23,7 @@ MAX_LIMIT = 20
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
-class ToolError(ValueError):
+class ToolError(PluginError, ValueError):
     """Bad tool input; the message goes back to the model."""
 
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, TypeVar
 
+from plugins.errors import PluginError
 from plugins.memory._breaker import CircuitBreaker
 
 from ._config import Settings
@@ -43,11 +44,11 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-class Paused(RuntimeError):
+class Paused(PluginError, RuntimeError):
     """Supermemory is paused after repeated failures; the message says for how long."""
 
 
-class BackendFailed(RuntimeError):
+class BackendFailed(PluginError, RuntimeError):
     """A call failed (network, timeout, 429/5xx); ``cause`` names it, never quotes it."""
 
     def __init__(self, operation: str, cause: str) -> None:
@@ -56,7 +57,7 @@ class BackendFailed(RuntimeError):
         super().__init__(f"supermemory {operation} failed: {cause}")
 
 
-class Rejected(RuntimeError):
+class Rejected(PluginError, RuntimeError):
     """Supermemory refused the request (a 4xx other than 429)."""
 
     def __init__(self, operation: str, status: int) -> None:

@@ -11,11 +11,13 @@ import importlib
 import importlib.util
 from types import ModuleType
 
+from plugins.errors import PluginError
+
 INSTALL_HINT = "pip install 'chorus[supermemory]'"
 UNAVAILABLE_REASON = f"the supermemory memory provider is unavailable, install with {INSTALL_HINT}"
 
 
-class SupermemoryUnavailable(RuntimeError):
+class SupermemoryUnavailable(PluginError, RuntimeError):
     """httpx cannot be imported here; the message says how to fix it."""
 
 
