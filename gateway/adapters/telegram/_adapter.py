@@ -123,7 +123,7 @@ class TelegramAdapter(BaseAdapter):
 
     # ------------------------------------------------------------------ lifecycle
 
-    async def start(self) -> None:
+    async def connect(self) -> None:
         if self._started:
             return
         try:
