@@ -20,7 +20,6 @@ from typing import Any
 from agent.caching import apply_cache_control, caching_enabled
 from agent.compressor import ContextCompressor, estimate_tokens
 from agent.context import AgentConfig, ImageInput, SessionContext
-from agent.errors import LLMError
 from agent.flush import flush_memories, public_messages
 from agent.history import UNDO_MARK, drop_last_turn, kept_turns, replay, unanswered_tool_calls
 from agent.jobs import JobScheduler
@@ -39,10 +38,6 @@ from memory.transcripts import AsyncSessionDB
 
 logger = logging.getLogger(__name__)
 
-APOLOGY = (
-    "Sorry — I can't reach my language model right now. Your message is saved; "
-    "please try again in a moment."
-)
 MAX_ITERATIONS_REPLY = (
     "I stopped after {n} steps without reaching an answer. Tell me to continue, or "
     "narrow the question."
@@ -52,7 +47,7 @@ NUDGE = (
     "conversation revealed preferences, corrections or facts worth keeping, save them "
     "with the memory tool.]"
 )
-__all__ = ["APOLOGY", "UNDO_MARK", "Agent"]
+__all__ = ["UNDO_MARK", "Agent"]
 
 INTERRUPTED_RESULT = json.dumps({"success": False, "error": "interrupted by the user"})
 
@@ -178,7 +173,8 @@ class Agent:
         images: Sequence[ImageInput] = (),
         speaker: str | None = None,
     ) -> str:
-        """Answer one user message. Never raises for LLM trouble; re-raises cancellation.
+        """Answer one user message. Raises ``LLMError`` when the model cannot be reached (the
+        message stays in the transcript); re-raises cancellation.
 
         ``images`` (for models with vision) go with the text as image parts; the
         transcript records that they were there, not their bytes. ``speaker`` is
@@ -219,9 +215,6 @@ class Agent:
         except asyncio.CancelledError:
             await asyncio.shield(self._answer_dangling_tool_calls())
             raise
-        except LLMError as exc:
-            logger.warning("turn failed in session %s: %s", self.session.session_id, exc)
-            return APOLOGY
 
     def _unanswered(self, text: str) -> bool:
         """The history ends with this very message and no answer to it (a restart cut it)."""

@@ -99,10 +99,17 @@ class LLMResponse:
 class LLMClient:
     """Chat completions against any OpenAI-compatible endpoint."""
 
-    def __init__(self, settings: LLMSettings, *, sleep: Sleep = asyncio.sleep) -> None:
+    def __init__(
+        self,
+        settings: LLMSettings,
+        *,
+        sleep: Sleep = asyncio.sleep,
+        observers: Sequence[CallObserver] = (),
+    ) -> None:
         self.settings = settings
         self._sleep = sleep
-        self.observers: list[CallObserver] = []
+        self.observers: tuple[CallObserver, ...] = tuple(observers)
+        """Told the seconds and outcome of every call (the gateway's metrics)."""
         key = settings.api_key.get_secret_value() if settings.api_key else PLACEHOLDER_API_KEY
         self._client = openai.AsyncOpenAI(
             api_key=key or PLACEHOLDER_API_KEY,

@@ -41,7 +41,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from agent.llm import LLMClient  # noqa: E402
 from gateway.adapters import MemoryAdapter  # noqa: E402
 from gateway.app import GatewayStack, open_stack  # noqa: E402
 from gateway.config import load_settings  # noqa: E402
@@ -95,8 +94,7 @@ async def gateway(home: Path, server: FakeOpenAI, clock: FakeClock) -> AsyncIter
         "CHORUS_MEMORY__NUDGE_INTERVAL": "0",
     }
     settings = load_settings(home, env)
-    llm = LLMClient(settings.llm, sleep=_no_sleep)
-    stack = await open_stack(settings, clock=clock, llm=llm, adapters=[MemoryAdapter()])
+    stack = await open_stack(settings, clock=clock, llm_sleep=_no_sleep, adapters=[MemoryAdapter()])
     try:
         yield stack
     finally:  # no session is ended on the way out: the next start would do it
@@ -133,7 +131,7 @@ async def tick(sessions: int) -> dict[str, Any]:
         clock = FakeClock(START)
         async with gateway(home, server, clock) as stack:
             started = time.perf_counter()
-            await stack.runner.start()
+            await stack.start()
             recover_s = time.perf_counter() - started
             manager = stack.runner.sessions
             reaper = manager.reaper
@@ -172,7 +170,7 @@ async def ending(count: int, turns: int) -> dict[str, Any]:
         prepare(home, count, turns, spread=0)
         clock = FakeClock(START)
         async with gateway(home, server, clock) as stack:
-            await stack.runner.start()
+            await stack.start()
             manager = stack.runner.sessions
             for live in manager.sessions:  # as if each had just had its turn here
                 await manager.agent_for(live)

@@ -18,7 +18,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agent.llm import LLMClient
 from gateway.adapters import MemoryAdapter
 from gateway.app import open_stack
 from gateway.config import load_settings
@@ -39,8 +38,8 @@ async def run(sessions: int, messages: int, delay: float) -> dict[str, float]:
             },
         )
         adapter = MemoryAdapter()
-        stack = await open_stack(settings, llm=LLMClient(settings.llm), adapters=[adapter])
-        await stack.runner.start()
+        stack = await open_stack(settings, adapters=[adapter])
+        await stack.start()
 
         answered = {f"dm-{user}": asyncio.Queue[None]() for user in range(sessions)}
 

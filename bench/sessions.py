@@ -35,7 +35,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from agent.llm import LLMClient  # noqa: E402
 from gateway.adapters import MemoryAdapter  # noqa: E402
 from gateway.app import open_stack  # noqa: E402
 from gateway.config import load_settings  # noqa: E402
@@ -78,8 +77,8 @@ async def stack_of(server: FakeOpenAI, **env: str) -> AsyncIterator[tuple[Any, M
             },
         )
         adapter = MemoryAdapter()
-        stack = await open_stack(settings, llm=LLMClient(settings.llm), adapters=[adapter])
-        await stack.runner.start()
+        stack = await open_stack(settings, adapters=[adapter])
+        await stack.start()
         try:
             yield stack, adapter
         finally:

@@ -1,6 +1,10 @@
-"""What the runner says to people, in one place."""
+"""What the gateway says to people about their messages and turns, in one place."""
 
 APOLOGY = "Sorry — something went wrong on my side. Please try again."
+LLM_UNREACHABLE = (
+    "Sorry — I can't reach my language model right now. Your message is saved; "
+    "please try again in a moment."
+)
 EMPTY = "I got an empty message. Send me some text and I'll answer."
 ATTACHMENTS_ONLY = "I can't read attachments yet — please send your question as text."
 ATTACHMENTS_SKIPPED = "I can't read attachments yet, so I'm answering your text only."

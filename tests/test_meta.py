@@ -60,11 +60,10 @@ GATEWAY_LAYERS: dict[str, int] = {
     "gateway.replicas": 1,
     "gateway.config": 2,
     "gateway.access": 3,
-    "gateway.ops": 3,
+    "gateway.ops": 2,
     "gateway.sessions": 3,
     "gateway.commands": 4,
     "gateway.runner": 5,
-    "gateway._inbox_keeper": 4,
     "gateway.app": 6,
     "gateway.cli": 7,
 }
@@ -450,3 +449,60 @@ def test_the_tree_reader_sees_depth_and_running_descriptions() -> None:
         ("D", "A"),
         ("p.E", "Root"),
     ]
+# ---------------------------------------------------------------- wiring at construction
+
+WIRING = ROOT / "gateway" / "app"
+READOUTS = frozenset({"set_sources", "set_replica"})
+"""Metrics read-outs: what a gauge reads, not who handles what."""
+
+
+def late_wiring(source: str) -> list[str]:
+    """Where ``source`` decides who handles what after construction: a setter or binder
+    called on another object, an attribute of another object assigned, or a handler
+    appended to another object's list."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Attribute) and not _rooted_at_self(target.value):
+                    found.append(f"line {node.lineno}: assigns {ast.unparse(target)}")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            name, owner = node.func.attr, node.func.value
+            setter = name.startswith("set_") or name in {"bind", "attach", "add_adapter"}
+            setter = setter and name not in READOUTS
+            appended = name in {"append", "extend"} and isinstance(owner, ast.Attribute)
+            if (setter or appended) and not _rooted_at_self(owner):
+                found.append(f"line {node.lineno}: calls {ast.unparse(node.func)}")
+    return found
+
+
+def _rooted_at_self(node: ast.expr) -> bool:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name) and node.id in {"self", "cls"}
+
+
+@pytest.mark.parametrize("path", sorted(WIRING.glob("*.py")), ids=lambda p: p.name)
+def test_wiring_happens_at_construction(path: Path) -> None:
+    """gateway/app builds every part with what it works with; nothing is bound later."""
+    assert late_wiring(path.read_text()) == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "runner.rate_check = check",
+        "sessions.bind(run, notice)",
+        "adapter.set_handler(router.route)",
+        "factory.llm.observers.append(observe)",
+        "context.provider.health = lambda: context.health",
+    ],
+)
+def test_late_wiring_is_found(source: str) -> None:
+    assert late_wiring(source)
+
+
+def test_construction_and_own_state_are_not_late_wiring() -> None:
+    source = "self.closing = True\nmetrics.set_sources(x=f)\nrunner = Runner(rate=check)\n"
+    assert late_wiring(source) == []

@@ -17,7 +17,13 @@ from gateway.access._auth import (
     normalize_user_key,
 )
 from gateway.access._dedupe import Deduplicator
-from gateway.access._ratelimit import NoticeThrottle, RateDecision, RateLimiter
+from gateway.access._ratelimit import (
+    LocalRateCheck,
+    NoticeThrottle,
+    RateCheck,
+    RateDecision,
+    RateLimiter,
+)
 from gateway.access._tables import AccessRecord, AuditEntry, GatewayDB, GatewayDBError, PairingCode
 
 __all__ = [
@@ -31,8 +37,10 @@ __all__ = [
     "Deduplicator",
     "GatewayDB",
     "GatewayDBError",
+    "LocalRateCheck",
     "NoticeThrottle",
     "PairingCode",
+    "RateCheck",
     "RateDecision",
     "RateLimiter",
     "UserAccessRow",

@@ -17,10 +17,18 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import Protocol
 
 from gateway.clock import Clock
 
-__all__ = ["MAX_KEYS", "NoticeThrottle", "RateDecision", "RateLimiter"]
+__all__ = [
+    "MAX_KEYS",
+    "LocalRateCheck",
+    "NoticeThrottle",
+    "RateCheck",
+    "RateDecision",
+    "RateLimiter",
+]
 
 MAX_KEYS = 100_000
 """Users remembered at most by one limiter or throttle."""
@@ -105,6 +113,24 @@ class RateLimiter:
             if now - bucket.updated < refill_time:
                 return
             self._buckets.popitem(last=False)
+
+
+class RateCheck(Protocol):
+    """The intake's rate check: this process's ``RateLimiter``, or one several replicas share."""
+
+    async def check(self, user_key: str) -> RateDecision:
+        """Take one message of ``user_key``'s budget, or say it is spent."""
+        ...
+
+
+class LocalRateCheck:
+    """``RateCheck`` of one process: its own ``RateLimiter``."""
+
+    def __init__(self, limiter: RateLimiter) -> None:
+        self.limiter = limiter
+
+    async def check(self, user_key: str) -> RateDecision:
+        return self.limiter.check(user_key)
 
 
 class NoticeThrottle:

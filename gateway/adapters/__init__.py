@@ -12,6 +12,7 @@ from gateway.adapters._base import (
     AdapterCapabilities,
     BaseAdapter,
     CommandInfo,
+    Intake,
     MessageHandler,
     RouteHandler,
     SharedBudgets,
@@ -20,6 +21,7 @@ from gateway.adapters._console import ConsoleAdapter
 from gateway.adapters._delivery import WITHDRAWN_TEXT, ReplyStream, send_text
 from gateway.adapters._memory import Delivered, MemoryAdapter
 from gateway.adapters._registry import PLATFORMS, enable_hints, enabled_adapters, platform_spec
+from gateway.adapters._replies import Replies
 from gateway.adapters._spec import PlatformContext, PlatformSpec
 from gateway.adapters._support import Backoff, ChatLanes, SeenSet, retrying
 from gateway.adapters._text_split import Length, split_text, utf16_length
@@ -43,6 +45,7 @@ __all__ = [
     "CommandInfo",
     "ConsoleAdapter",
     "Delivered",
+    "Intake",
     "Length",
     "MemoryAdapter",
     "MessageHandler",
@@ -51,6 +54,7 @@ __all__ = [
     "PlatformSpec",
     "PlatformUnreachable",
     "RateLimited",
+    "Replies",
     "ReplyStream",
     "RouteHandler",
     "SeenSet",

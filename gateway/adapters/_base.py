@@ -86,6 +86,28 @@ def _always_open() -> bool:
     return True
 
 
+@dataclass(frozen=True, slots=True)
+class Intake:
+    """Where an adapter hands what its platform delivers, given to ``start``.
+
+    One process: the runner's intake. Several replicas: the router, which hands
+    each message to the replica that owns its session; ``accepting`` then says
+    whether Redis is reachable (webhooks answer 503 when not), and Telegram's
+    send budgets are shared.
+    """
+
+    on_message: MessageHandler
+    """Fast, never raises, only enqueues."""
+    on_command: CommandHandler
+    """The private answer to a native slash command."""
+    inbox: Inbox | None = None
+    """Where deliveries are recorded before they are acknowledged (durable turns)."""
+    accepting: Callable[[], bool] = _always_open
+    """Whether deliveries may be taken now; when not, the platform delivers again later."""
+    budgets: SharedBudgets | None = None
+    """Send budgets several replicas draw from together (Telegram's)."""
+
+
 class BaseAdapter(ABC):
     """A platform connection. ``start``/``stop`` are idempotent; ``stop`` never raises."""
 
@@ -95,47 +117,30 @@ class BaseAdapter(ABC):
     """One line for the agent's system prompt about this platform (formatting, habits)."""
 
     def __init__(self) -> None:
-        self._on_message: MessageHandler | None = None
-        self._on_command: CommandHandler | None = None
-        self._inbox: Inbox | None = None
-        self._gate: Callable[[], bool] = _always_open
+        self._feed: Intake | None = None
         self.counters: Counter[str] = Counter()
         """Events of note (``skipped_updates``, …), exported as ``chorus_adapter_events_total``."""
 
-    def set_handler(self, on_message: MessageHandler) -> None:
-        self._on_message = on_message
-
-    def set_command_handler(self, answer: CommandHandler) -> None:
-        """Who answers the platform's native slash commands (the runner)."""
-        self._on_command = answer
-
     async def answer_command(self, message: InboundMessage) -> str:
         """The private answer to a native command; ``message.text`` is ``/name args``."""
-        if self._on_command is None:
-            raise RuntimeError(f"{self.name} adapter has no command handler")
-        return await self._on_command(cleaned(message))
-
-    def set_intake_gate(self, gate: Callable[[], bool]) -> None:
-        """Whether deliveries may be taken now; when not, webhooks answer 503 and the
-        platform delivers again later (a replica that lost Redis)."""
-        self._gate = gate
+        if self._feed is None:
+            raise RuntimeError(f"{self.name} adapter is not started")
+        return await self._feed.on_command(cleaned(message))
 
     def accepting(self) -> bool:
-        return self._gate()
+        """Whether deliveries may be taken now (webhooks answer 503 when not)."""
+        return self._feed is not None and self._feed.accepting()
 
     def share_send_budgets(self, budgets: SharedBudgets) -> None:
-        """Several replicas: a platform whose sends are budgeted (Telegram's per-chat and
-        global limits) draws from ``budgets`` too; others need nothing of it."""
+        """``start`` passes ``Intake.budgets`` here (several replicas): a platform whose
+        sends are budgeted (Telegram's per-chat and global limits) draws from them too;
+        others need nothing of it."""
         del budgets
 
     def polling_token(self) -> str | None:
         """The token of a long poller the platform allows only one of (Telegram's
         ``getUpdates``); None when this adapter does not poll that way."""
         return None
-
-    def set_inbox(self, inbox: Inbox) -> None:
-        """Where deliveries are recorded before they are acknowledged (durable turns)."""
-        self._inbox = inbox
 
     async def record(self, receipt: str, payload: str) -> bool:
         """Record a delivery (sync storage, off the loop); False when it was seen before,
@@ -144,14 +149,16 @@ class BaseAdapter(ABC):
 
     async def record_many(self, deliveries: Sequence[tuple[str, str]]) -> list[bool]:
         """``record`` for a batch of ``(receipt, payload)``: one commit, one answer each."""
-        if self._inbox is None or not deliveries:
+        inbox = self._feed.inbox if self._feed is not None else None
+        if inbox is None or not deliveries:
             return [True] * len(deliveries)
-        return await asyncio.to_thread(self._inbox.take_many, self.name, deliveries)
+        return await asyncio.to_thread(inbox.take_many, self.name, deliveries)
 
     async def settled(self, receipts: Sequence[str]) -> None:
         """Deliveries that need nothing more (ignored, refused, answered)."""
-        if self._inbox is not None and receipts:
-            await asyncio.to_thread(self._inbox.done, self.name, receipts)
+        inbox = self._feed.inbox if self._feed is not None else None
+        if inbox is not None and receipts:
+            await asyncio.to_thread(inbox.done, self.name, receipts)
 
     async def read_again(self, payload: str) -> InboundMessage | None:
         """The message a recorded delivery holds, after a restart (None: nothing to answer).
@@ -162,13 +169,20 @@ class BaseAdapter(ABC):
 
     async def deliver(self, message: InboundMessage) -> None:
         """Hand an inbound message to the runner (adapters call this)."""
-        if self._on_message is None:
-            raise RuntimeError(f"{self.name} adapter has no message handler")
-        await self._on_message(cleaned(message))
+        if self._feed is None:
+            raise RuntimeError(f"{self.name} adapter is not started")
+        await self._feed.on_message(cleaned(message))
+
+    async def start(self, intake: Intake) -> None:
+        """Connect and begin delivering messages into ``intake``."""
+        self._feed = intake
+        if intake.budgets is not None:
+            self.share_send_budgets(intake.budgets)
+        await self.connect()
 
     @abstractmethod
-    async def start(self) -> None:
-        """Connect and begin delivering messages."""
+    async def connect(self) -> None:
+        """Connect to the platform (``start`` calls this; safe to call twice)."""
 
     @abstractmethod
     async def stop(self) -> None:

@@ -49,7 +49,7 @@ class ConsoleAdapter(BaseAdapter):
         self._out.write(text)
         self._out.flush()
 
-    async def start(self) -> None:
+    async def connect(self) -> None:
         self._running = True
 
     async def stop(self) -> None:

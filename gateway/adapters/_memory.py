@@ -60,7 +60,7 @@ class MemoryAdapter(BaseAdapter):
         self.started = False
         self.connected = True
 
-    async def start(self) -> None:
+    async def connect(self) -> None:
         self.started = True
 
     async def stop(self) -> None:

@@ -19,7 +19,7 @@ from agent.jobs import JobContext, JobScheduler, ProviderSource
 from gateway.access import admin_checker
 from gateway.config import LiveSettings, Settings, database_location, secrets_environment
 from memory.jobs import BackgroundQueue, InProcessQueue, JobState, Outbox, mask_url
-from memory.providers import MemoryProvider
+from memory.providers import MemoryProvider, ProviderHealth
 from plugins.memory import load_memory_provider, resolve_config
 
 logger = logging.getLogger(__name__)
@@ -34,7 +34,9 @@ def agent_config(settings: Settings) -> AgentConfig:
     )
 
 
-def provider_source(live: LiveSettings) -> ProviderSource | None:
+def provider_source(
+    live: LiveSettings, health: Callable[[], ProviderHealth | None] | None = None
+) -> ProviderSource | None:
     """The configured external provider (``memory.provider``), or None for built-in only.
 
     Its settings are read from the settings in effect and the environment (with
@@ -52,7 +54,9 @@ def provider_source(live: LiveSettings) -> ProviderSource | None:
         section = live.current.memory.providers.get(name, {})
         return resolve_config(provider, section, secrets_environment(home))
 
-    return ProviderSource(name, load, config)
+    if health is None:
+        return ProviderSource(name, load, config)
+    return ProviderSource(name, load, config, health)
 
 
 def job_context(live: LiveSettings) -> JobContext:
@@ -60,13 +64,11 @@ def job_context(live: LiveSettings) -> JobContext:
     context = JobContext(
         settings.home,
         agent_config(settings),
-        provider_source(live),
+        provider_source(live, lambda: context.health),  # this process's health record
         handoff=settings.sessions.handoff,
         is_admin=admin_checker(settings.auth.admins),
         database=database_location(settings),
     )
-    if context.provider is not None:
-        context.provider.health = lambda: context.health
     return context
 
 

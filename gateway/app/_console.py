@@ -48,7 +48,7 @@ async def run_console(
     with contextlib.suppress(NotImplementedError, RuntimeError):
         loop.add_signal_handler(signal.SIGINT, adapter.interrupt)
     try:
-        await runner.start()
+        await stack.start()
         await adapter.run(
             f"chorus console — talking as {user.key}. /help for commands.\n",
             idle=lambda: runner.sessions.quiet,

@@ -1,9 +1,10 @@
 """Wiring for several replicas: the router, shared limits and budgets, one poller per token.
 
 Replica mode is on when ``redis.url`` and ``database.url`` are both set: the
-database is shared by every replica, Redis coordinates them. This module
-builds the ``ReplicaRouter`` and hands the shared pieces (Telegram's send
-budgets, per-user rate limits) to the parts that use them.
+database is shared by every replica, Redis coordinates them. This module opens
+that coordination and builds the shared pieces the wiring hands to the parts
+that use them (Telegram's send budgets, per-user rate limits, the lock that
+lets one replica long-poll a bot token).
 """
 
 from __future__ import annotations
@@ -13,17 +14,28 @@ import logging
 import socket
 from collections.abc import Iterable
 
-from gateway.access import RateDecision
+from gateway.access import RateDecision, RateLimiter
 from gateway.adapters import BaseAdapter
-from gateway.app._replica import ReplicaRouter
-from gateway.clock import Clock
 from gateway.config import Settings
 from gateway.errors import ConfigError
-from gateway.replicas import Budget, Coordination, PollerLock, ReplicaError, token_name
-from gateway.runner import GatewayRunner
-from gateway.sessions import Inbox, SharedSessions
+from gateway.replicas import (
+    Budget,
+    Coordination,
+    PollerLock,
+    ReplicaError,
+    SharedRateLimiter,
+    token_name,
+)
 
-__all__ = ["claim_pollers", "replica_id_of", "replica_router"]
+__all__ = [
+    "SharedRateCheck",
+    "TelegramBudgets",
+    "claim_pollers",
+    "open_coordination",
+    "replica_id_of",
+]
+
+POLLER_RENEW_SECONDS = 10.0
 
 logger = logging.getLogger(__name__)
 
@@ -53,50 +65,40 @@ class TelegramBudgets:
         await self._budget.block(f"telegram:chat:{chat_id}", seconds)
 
 
-def replica_router(
-    settings: Settings,
-    runner: GatewayRunner,
-    sessions: SharedSessions,
-    inbox: Inbox,
-    clock: Clock,
-) -> ReplicaRouter:
+def open_coordination(settings: Settings) -> Coordination:
+    """The Redis coordination of this replica (``redis.url`` must be set)."""
     assert settings.redis.url is not None
-    gateway = settings.gateway
-    coordination = Coordination.open(
+    return Coordination.open(
         settings.redis.url.get_secret_value(),
         replica_id_of(settings),
-        lease_seconds=gateway.lease_seconds,
+        lease_seconds=settings.gateway.lease_seconds,
     )
-    router = ReplicaRouter(
-        coordination,
-        runner,
-        sessions,
-        inbox,
-        clock,
-        lease_seconds=gateway.lease_seconds,
-        orphan_seconds=gateway.orphan_seconds,
-    )
-    limiter = coordination.rate_limiter(settings.auth.rate_limit_per_minute)
 
-    async def check(user_key: str) -> RateDecision:
+
+class SharedRateCheck:
+    """Per-user rate limits every replica counts against together; with Redis away, this
+    replica's own ``RateLimiter`` still holds."""
+
+    def __init__(self, shared: SharedRateLimiter, local: RateLimiter) -> None:
+        self.shared = shared
+        self._local = local
+
+    async def check(self, user_key: str) -> RateDecision:
         try:
-            decision = await limiter.check(user_key)
-        except ReplicaError as exc:  # Redis away: this replica's own limit still holds
+            decision = await self.shared.check(user_key)
+        except ReplicaError as exc:
             logger.warning("shared rate limit unavailable (%s)", exc)
-            return runner.rate.check(user_key)
+            return self._local.check(user_key)
         return RateDecision(decision.allowed, decision.notify)
 
-    runner.rate_check = check
-    runner.live.subscribe(lambda fresh: limiter.reconfigure(fresh.auth.rate_limit_per_minute))
-    budgets = TelegramBudgets(coordination)
-    for adapter in runner.adapters.values():
-        adapter.share_send_budgets(budgets)
-    logger.info("replica %s of several (Redis and PostgreSQL shared)", coordination.replica_id)
-    return router
 
+async def claim_pollers(
+    coordination: Coordination, adapters: Iterable[BaseAdapter]
+) -> list[asyncio.Task[None]]:
+    """Refuse to start a second long poller on one bot token (Telegram answers 409 to both).
 
-async def claim_pollers(coordination: Coordination, adapters: Iterable[BaseAdapter]) -> None:
-    """Refuse to start a second long poller on one bot token (Telegram answers 409 to both)."""
+    Returns the tasks that keep the locks taken; cancel them at shutdown."""
+    keeping: list[asyncio.Task[None]] = []
     for adapter in adapters:
         token = adapter.polling_token()
         if token is None:
@@ -112,12 +114,13 @@ async def claim_pollers(coordination: Coordination, adapters: Iterable[BaseAdapt
                 f"another replica ({holder or 'unknown'}) already long-polls this {adapter.name} "
                 f"bot token; with several replicas use webhooks ({adapter.name}.webhook_url)"
             )
-        asyncio.get_running_loop().create_task(_keep_poller(lock), name="poller-lock")
+        keeping.append(asyncio.create_task(_keep_poller(lock), name="poller-lock"))
+    return keeping
 
 
 async def _keep_poller(lock: PollerLock) -> None:
     while True:
-        await asyncio.sleep(10.0)
+        await asyncio.sleep(POLLER_RENEW_SECONDS)
         try:
             if not await lock.renew():
                 logger.error("lost the long-polling lock of a bot token; another replica has it")

@@ -62,7 +62,7 @@ async def serve(settings: Settings, adapters: list[BaseAdapter], stop: asyncio.E
         # the process still has to exit after the work below: that share is kept back
         deadline = loop.time() + timeout - min(EXIT_RESERVE, timeout * 0.2)
         logger.info("shutting down (within %.0fs)", timeout)
-        stack.closing = True  # /readyz fails from now on
+        stack.stop_accepting()  # /readyz fails from now on
         await stack.runner.shutdown(max(0.1, deadline - loop.time()))
     finally:
         await http.stop()

@@ -1,26 +1,42 @@
-"""Builds the gateway's parts from settings, for `chorus gateway`, `chorus console` and tests."""
+"""Builds the gateway's parts from settings, for `chorus gateway`, `chorus console` and tests.
+
+Everything is wired here, at construction; reading ``open_stack`` tells who does
+what. A message goes adapters → ``Intake`` → runner (intake) → sessions (queue
+→ turn) → agent → memory, and every reply comes back down through one
+``Replies``. Several replicas (``redis.url`` and ``database.url`` both set) are
+other implementations of the same small protocols: the adapters hand their
+messages to the ``ReplicaRouter`` instead of the runner, the rate check is
+shared, ending a session needs its lease.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from agent.llm import LLMClient
-from gateway.access import Authorizer, Deduplicator, GatewayDB, RateLimiter
-from gateway.adapters import BaseAdapter
+from agent.llm import LLMClient, Sleep
+from gateway.access import Authorizer, Deduplicator, GatewayDB, LocalRateCheck, RateLimiter
+from gateway.adapters import BaseAdapter, Intake, Replies
 from gateway.app._agents import AgentFactory
 from gateway.app._background import Background, start_background
+from gateway.app._ownership import SessionOwnership
 from gateway.app._replica import ReplicaRouter
-from gateway.app._replicas import claim_pollers, replica_router
+from gateway.app._replicas import (
+    SharedRateCheck,
+    TelegramBudgets,
+    claim_pollers,
+    open_coordination,
+)
 from gateway.app._services import GatewayServices
 from gateway.clock import Clock, SystemClock
 from gateway.commands import CommandRegistry, register_admin_commands, register_user_commands
 from gateway.config import LiveSettings, Settings, database_location, load_settings
 from gateway.ops import Activity, Metrics
 from gateway.runner import GatewayRunner
-from gateway.sessions import Inbox, SessionManager, SharedSessions
+from gateway.sessions import Inbox, InboxKeeper, SessionManager, SharedSessions, TurnRunner
 from memory.store import StagedWrites
 from memory.transcripts import AsyncSessionDB
 
@@ -38,24 +54,40 @@ class GatewayStack:
     services: GatewayServices
     runner: GatewayRunner
     inbox: Inbox
-    closing: bool = False
-    router: ReplicaRouter | None = None
-    """Set when several replicas share Redis and PostgreSQL (``gateway.app._replica``)."""
+    keeper: InboxKeeper
+    intake: Intake
+    router: ReplicaRouter | None
+    """Several replicas share Redis and PostgreSQL (``gateway.app._replica``); else None."""
+    closing: asyncio.Event
+    """Set when the process begins to stop: /readyz fails, replicas' webhooks answer 503."""
+    _pollers: list[asyncio.Task[None]] = field(default_factory=list)
 
     async def start(self) -> None:
-        """Take up sessions, connect the platforms, and (replicas) serve the mailbox."""
+        """Take up sessions, connect the platforms, take up what a restart left pending
+        (one process; replicas hand it on), and (replicas) serve the mailbox."""
+        runner = self.runner
+        adapters = list(runner.adapters.values())
         if self.router is not None:
-            await claim_pollers(self.router.coordination, self.runner.adapters.values())
-        await self.runner.start()
+            self._pollers = await claim_pollers(self.router.coordination, adapters)
+        await runner.sessions.recover(set(runner.adapters))
+        for adapter in adapters:
+            await adapter.start(self.intake)
+            await runner.publish_commands(adapter)
+        if self.router is None:
+            await self.keeper.resume(adapters, runner.take, runner.replies.notice)
+        runner.open()
         if self.router is not None:
             await self.router.start()
+
+    def stop_accepting(self) -> None:
+        self.closing.set()
 
     @property
     def settings(self) -> Settings:
         return self.live.current
 
     async def readiness(self) -> dict[str, bool]:
-        checks = {"accepting": not self.closing}
+        checks = {"accepting": not self.closing.is_set()}
         checks |= {f"adapter:{n}": a.is_connected() for n, a in self.runner.adapters.items()}
         checks["session_db"] = await asyncio.to_thread(self._db_writable)
         if self.settings.database.url is not None:
@@ -77,6 +109,9 @@ class GatewayStack:
     async def close(self, timeout: float | None = None) -> None:
         """Hand queued jobs over (bounded by ``timeout``) and release everything."""
         timeout = self.settings.gateway.shutdown_timeout if timeout is None else timeout
+        for task in self._pollers:
+            task.cancel()
+        await asyncio.gather(*self._pollers, return_exceptions=True)
         if self.router is not None:
             await self.router.stop()
         await asyncio.to_thread(self.background.close, timeout)
@@ -100,19 +135,31 @@ async def open_stack(
     settings: Settings,
     *,
     clock: Clock | None = None,
-    llm: LLMClient | None = None,
+    llm_sleep: Sleep | None = None,
     adapters: list[BaseAdapter] | None = None,
     load: Callable[[], Settings] | None = None,
 ) -> GatewayStack:
-    """Every part of a gateway or console process; ``load`` re-reads settings for a reload."""
+    """Every part of a gateway or console process; ``load`` re-reads settings for a reload;
+    ``llm_sleep`` replaces the LLM client's waits between retries (tests)."""
     live = LiveSettings(settings)
     clock = clock or SystemClock()
+    adapters = adapters or []
     where = database_location(settings)
     db = await AsyncSessionDB.open(where)
     background = await asyncio.to_thread(start_background, live)
     gateway_db = await asyncio.to_thread(GatewayDB, where)
     staging = await asyncio.to_thread(StagedWrites, where)
     inbox = await asyncio.to_thread(Inbox, where, clock)
+    metrics = Metrics()
+    activity = Activity(clock)
+
+    def observe_llm(seconds: float, failed: bool) -> None:
+        if failed:
+            metrics.llm_error()
+        else:
+            metrics.observe_llm(seconds)
+
+    llm = LLMClient(settings.llm, sleep=llm_sleep or asyncio.sleep, observers=[observe_llm])
     factory = AgentFactory(
         live,
         db=db,
@@ -122,28 +169,46 @@ async def open_stack(
         now=clock.time,
         staging=staging,
     )
-    metrics = Metrics()
-    activity = Activity(clock)
     auth = Authorizer(settings.auth, gateway_db, clock)
-    rate = RateLimiter(settings.auth.rate_limit_per_minute, clock)
+    limiter = RateLimiter(settings.auth.rate_limit_per_minute, clock)
+    live.subscribe(lambda fresh: auth.reload(fresh.auth))
+    live.subscribe(lambda fresh: limiter.reconfigure(fresh.auth.rate_limit_per_minute))
     replicated = settings.database.url is not None and settings.redis.url is not None
-    sessions = (SharedSessions if replicated else SessionManager)(
+    coordination = open_coordination(settings) if replicated else None
+    ownership = (
+        SessionOwnership(coordination, clock, lease_seconds=settings.gateway.lease_seconds)
+        if coordination is not None
+        else None
+    )
+    replies = Replies(adapters, clock, counted=metrics.message_out)
+    keeper = InboxKeeper(
+        inbox,
+        clock,
+        lambda: live.current,
+        on_settled=ownership.settled if ownership is not None else None,
+    )
+    turns = TurnRunner(live, replies=replies, keeper=keeper, metrics=metrics, activity=activity)
+    kind: Callable[..., SessionManager] = SessionManager
+    if ownership is not None:  # ending a session needs its lease
+        kind = functools.partial(SharedSessions, claim=ownership.claim)
+    sessions = kind(
         settings.sessions,
         builder=factory,
         db=db,
         scheduler=background.scheduler,
         clock=clock,
+        turns=turns,
+        replies=replies,
+        platform_hints={a.name: a.prompt_hint for a in adapters if a.prompt_hint},
         on_end=metrics.session_ended,
     )
-    live.subscribe(lambda fresh: auth.reload(fresh.auth))
-    live.subscribe(lambda fresh: rate.reconfigure(fresh.auth.rate_limit_per_minute))
     live.subscribe(lambda fresh: sessions.reconfigure(fresh.sessions))
     services = GatewayServices(
         live=live,
         clock=clock,
         sessions=sessions,
         access=auth,
-        rate=rate,
+        rate=limiter,
         factory=factory,
         queue=background.queue,
         gateway_db=gateway_db,
@@ -151,6 +216,12 @@ async def open_stack(
         activity=activity,
         load=load or (lambda: load_settings(settings.home)),
     )
+    if coordination is not None:
+        shared = coordination.rate_limiter(settings.auth.rate_limit_per_minute)
+        live.subscribe(lambda fresh: shared.reconfigure(fresh.auth.rate_limit_per_minute))
+        rate: LocalRateCheck | SharedRateCheck = SharedRateCheck(shared, limiter)
+    else:
+        rate = LocalRateCheck(limiter)
     runner = GatewayRunner(
         live,
         sessions=sessions,
@@ -162,8 +233,8 @@ async def open_stack(
         clock=clock,
         metrics=metrics,
         activity=activity,
-        adapters=adapters,
-        inbox=inbox,
+        replies=replies,
+        keeper=keeper,
     )
 
     def queue_numbers() -> tuple[int, int, int]:
@@ -171,19 +242,43 @@ async def open_stack(
         return status.queued + status.deferred + status.scheduled, status.failed, status.outbox
 
     metrics.set_sources(queue_status=queue_numbers)
-
-    def observe_llm(seconds: float, failed: bool) -> None:
-        if failed:
-            metrics.llm_error()
-        else:
-            metrics.observe_llm(seconds)
-
-    factory.llm.observers.append(observe_llm)
-    stack = GatewayStack(
-        live, db, background, factory, gateway_db, metrics, services, runner, inbox
+    closing = asyncio.Event()
+    router: ReplicaRouter | None = None
+    intake = Intake(on_message=runner.handle, on_command=runner.answer_command, inbox=inbox)
+    if coordination is not None and ownership is not None:
+        assert isinstance(sessions, SharedSessions)
+        router = ReplicaRouter(
+            coordination,
+            ownership,
+            sessions,
+            inbox,
+            replies,
+            clock,
+            serve=runner.handle,
+            accepting=lambda: not closing.is_set(),
+            orphan_seconds=settings.gateway.orphan_seconds,
+        )
+        intake = Intake(
+            on_message=router.route,
+            on_command=runner.answer_command,
+            inbox=inbox,
+            accepting=router.accepting,
+            budgets=TelegramBudgets(coordination),
+        )
+        metrics.set_replica(router.replica_id)
+        logger.info("replica %s of several (Redis and PostgreSQL shared)", router.replica_id)
+    return GatewayStack(
+        live,
+        db,
+        background,
+        factory,
+        gateway_db,
+        metrics,
+        services,
+        runner,
+        inbox,
+        keeper,
+        intake,
+        router,
+        closing,
     )
-    if isinstance(sessions, SharedSessions):
-        stack.router = replica_router(settings, runner, sessions, inbox, clock)
-        metrics.set_replica(stack.router.replica_id)
-        stack.router.attach(lambda: not stack.closing)
-    return stack

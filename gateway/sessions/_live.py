@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from agent.agent import Agent
 from gateway.events import InboundMessage, SessionKey
 from memory.paths import UserKey
-
-TurnRunner = Callable[["LiveSession", list[InboundMessage]], Awaitable[None]]
-"""Runs one turn for a batch of messages and delivers the answer."""
 
 
 @dataclass

@@ -1,9 +1,9 @@
 """Live sessions: one agent per SessionKey, one turn at a time per session.
 
 - Messages of one session are processed in order by that session's worker
-  task; sessions run concurrently, at most ``sessions.max_concurrent_turns``
-  answers being written at once (``answer_slots``: the runner holds one while the
-  agent writes, not while the answer waits for the platform's rate budget).
+  task, each batch as one turn of the ``TurnRunner``; sessions run
+  concurrently, at most ``sessions.max_concurrent_turns`` answers being written
+  at once.
 - A message that arrives while its session is busy is never dropped: it waits
   and is merged into the next turn (``sessions.busy: queue``), or it interrupts
   the running turn (``interrupt``).
@@ -21,19 +21,22 @@ import contextlib
 import logging
 import uuid
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from agent.agent import Agent
 from agent.context import SessionContext
 from agent.jobs import JobScheduler
+from gateway import _texts as gateway_texts
 from gateway import logs
+from gateway.adapters import Replies
 from gateway.clock import Clock
 from gateway.config import SessionsSettings
 from gateway.events import InboundMessage, SessionKey
 from gateway.sessions import _texts as t
 from gateway.sessions._expiry import Reaper, session_deadline
-from gateway.sessions._live import LiveSession, TurnRunner
+from gateway.sessions._live import LiveSession
+from gateway.sessions._turns import TurnRunner
 from memory.errors import MemoryPathError
 from memory.paths import UserKey
 from memory.transcripts import AsyncSessionDB
@@ -44,8 +47,6 @@ AT_ONCE = 8
 """Sessions opened, and agents built, at once (a burst waits in arrival order)."""
 END_RESERVE = 5.0
 """Seconds of a shutdown kept for ending sessions after the turns (at most a third of it)."""
-
-Notice = Callable[[InboundMessage, str], Awaitable[None]]
 
 
 class AgentBuilder(Protocol):
@@ -65,6 +66,9 @@ class SessionManager:
         db: AsyncSessionDB,
         scheduler: JobScheduler,
         clock: Clock,
+        turns: TurnRunner,
+        replies: Replies,
+        platform_hints: Mapping[str, str] | None = None,
         on_end: Callable[[str], None] | None = None,
     ) -> None:
         self.settings = settings
@@ -72,27 +76,21 @@ class SessionManager:
         self.db = db
         self.scheduler = scheduler
         self.clock = clock
-        self.platform_hints: dict[str, str] = {}
-        """Each platform's line for the system prompt, from its adapter (set by the runner)."""
-        self._run_turn: TurnRunner | None = None
-        self._notice: Notice = _no_notice
+        self.turns = turns
+        self._replies = replies
+        self.platform_hints: Mapping[str, str] = platform_hints or {}
+        """Each platform's line for the system prompt, from its adapter."""
         self._on_end = on_end
         self._open: dict[SessionKey, LiveSession] = {}
         self._by_id: dict[str, SessionKey] = {}
         self._agents: OrderedDict[SessionKey, None] = OrderedDict()
         self._renewed: dict[SessionKey, str] = {}
-        self.answer_slots = asyncio.Semaphore(settings.max_concurrent_turns)
         self._opening = asyncio.Semaphore(AT_ONCE)
         self._building = asyncio.Semaphore(AT_ONCE)
         self._closing = False
         self._ending = 0
         self._locks: dict[SessionKey, asyncio.Lock] = {}
         self.reaper = Reaper(clock, self._expire)
-
-    def bind(self, run_turn: TurnRunner, notice: Notice) -> None:
-        """Who runs a turn and delivers its answer, and who tells a user something (the runner)."""
-        self._run_turn = run_turn
-        self._notice = notice
 
     def reconfigure(self, settings: SessionsSettings) -> None:
         """Apply reloaded ``sessions`` settings: every open session's deadline is retaken."""
@@ -219,7 +217,8 @@ class SessionManager:
             renewed = self._renewed.pop(key, None)
             if renewed is not None:
                 note = t.RENEWED_NOTICE.get(renewed, "(This is a fresh session.{summary})")
-                await self._notice(msg, note.format(summary=t.SUMMARY_NOTE if summary else ""))
+                text = note.format(summary=t.SUMMARY_NOTE if summary else "")
+                await self._replies.notice(msg, text)
         return live
 
     async def _handoff_summary(self, live: LiveSession, msg: InboundMessage) -> str | None:
@@ -283,14 +282,7 @@ class SessionManager:
         logs.bind(session=live.session_id, platform=live.key.platform)  # this task's lines
         while live.pending and not live.ending:
             batch, live.pending = live.pending, []
-            try:
-                if self._run_turn is None:
-                    raise RuntimeError("no turn runner bound to the session manager")
-                await self._run_turn(live, batch)
-            except Exception:
-                logger.exception("turn of session %s failed", live.session_id)
-                with contextlib.suppress(Exception):
-                    await self._notice(batch[-1], t.TURN_FAILED)
+            await self.turns.run(live, batch, self.agent_for)  # never raises
             live.last_active = self.clock.time()
             if live.key in self._open and not live.ending:
                 self._reschedule(live)
@@ -350,7 +342,8 @@ class SessionManager:
         logger.info("session %s ending (%s)", live.session_id, reason)
         for msg in leftover:  # never drop a message: it opens the next session
             if not await self.submit(msg) and not msg.receipts:
-                await self._notice(msg, t.RESEND_LATER)  # (a recorded one waits in the inbox)
+                # (a recorded one waits in the inbox for the restart)
+                await self._replies.notice(msg, gateway_texts.SHUTTING_DOWN)
 
     async def reset(self, msg: InboundMessage) -> bool:
         """``/new``: end the sender's session now (a running turn is stopped first)."""
@@ -378,6 +371,7 @@ class SessionManager:
             _, late = await asyncio.wait(ending, timeout=max(0.1, deadline - loop.time()))
             if late:
                 logger.warning("%d session(s) end at the next start (reason shutdown)", len(late))
+        await self.turns.drain(deadline - loop.time())
 
     async def _stop_turns(self, until: float) -> None:
         """Take no more messages; let running turns finish until ``until`` (loop time)."""
@@ -391,10 +385,6 @@ class SessionManager:
                 task.cancel()
             if still:
                 logger.warning("%d answer(s) still running at shutdown were stopped", len(still))
-
-
-async def _no_notice(msg: InboundMessage, text: str) -> None:
-    logger.warning("a notice for %s was dropped: no runner is bound", msg.platform)
 
 
 def _is_chat_profile(user_key: str) -> bool:

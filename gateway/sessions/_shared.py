@@ -41,15 +41,11 @@ logger = logging.getLogger(__name__)
 Claim = Callable[[SessionKey], Awaitable[bool]]
 
 
-async def _always(_: SessionKey) -> bool:
-    return True
-
-
 class SharedSessions(SessionManager):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, claim: Claim, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.claim: Claim = _always
-        """Whether this replica may end the session of a key (set by the router)."""
+        self.claim = claim
+        """Whether this replica may end the session of a key (it holds or takes its lease)."""
         self._platforms: set[str] | None = None
         self._handed_on: set[str] = set()
         """Sessions whose requested end this replica enqueued (once is enough)."""
@@ -152,6 +148,7 @@ class SharedSessions(SessionManager):
             if agent is not None:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(agent.close(), max(0.1, deadline - loop.time()))
+        await self.turns.drain(deadline - loop.time())
         logger.info("left %d sessions to the other replicas", len(self._open))
 
     def is_open(self, key: SessionKey) -> bool:

@@ -5,5 +5,3 @@ RENEWED_NOTICE = {
     "daily_reset": "(Sessions renew daily; this is a fresh one.{summary})",
 }
 SUMMARY_NOTE = " I kept a short summary of where we were."
-TURN_FAILED = "Sorry — something went wrong on my side. Please try again."
-RESEND_LATER = "I'm restarting right now — please send that again in a minute."

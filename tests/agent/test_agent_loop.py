@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from agent.agent import APOLOGY, NUDGE
+from agent.agent import NUDGE
+from agent.errors import LLMError
 from agent.tools.registry import Tool, ToolRegistry
 from memory.providers import build_memory_context_block
 from memory.transcripts import AsyncSessionDB
@@ -81,12 +82,13 @@ async def test_an_error_event_before_any_text_is_retried(
 async def test_an_error_event_after_streamed_text_is_not_repeated(
     server: FakeOpenAI, make_agent: MakeAgent, sleeps: Sleeps
 ) -> None:
-    """Text already shown to the person is not asked for again: the turn apologises."""
+    """Text already shown to the person is not asked for again: the turn fails."""
     agent = await make_agent()
     shown: list[str] = []
     server.push(Reply.of_text("half an answer and then", error_after=2))
-    answer = await agent.run_turn("hello", on_delta=shown.append)
-    assert shown and answer == APOLOGY
+    with pytest.raises(LLMError):
+        await agent.run_turn("hello", on_delta=shown.append)
+    assert shown
     assert len(server.requests) == 1
 
 
@@ -123,12 +125,13 @@ async def test_rate_limit_without_retry_after_backs_off(
     assert 0 < delay < 7
 
 
-async def test_endpoint_down_gives_apology_and_keeps_the_message(
+async def test_endpoint_down_fails_the_turn_and_keeps_the_message(
     server: FakeOpenAI, make_agent: MakeAgent, db: AsyncSessionDB, sleeps: Sleeps
 ) -> None:
     agent = await make_agent(session_id="down")
     server.error(503, times=3, retry_after=None)
-    assert await agent.run_turn("are you there?") == APOLOGY
+    with pytest.raises(LLMError):
+        await agent.run_turn("are you there?")
     assert len(server.requests) == 3  # one try + max_retries=2
     assert len(sleeps.delays) == 2 and sleeps.delays[1] > sleeps.delays[0] * 1.5
     stored = await db.get_messages("down")
@@ -139,15 +142,17 @@ async def test_endpoint_down_gives_apology_and_keeps_the_message(
     assert users == ["are you there?", "hello?"]
 
 
-async def test_unreachable_endpoint_gives_apology(make_agent: MakeAgent) -> None:
+async def test_unreachable_endpoint_fails_the_turn(make_agent: MakeAgent) -> None:
     agent = await make_agent(llm={"base_url": "http://127.0.0.1:9/v1", "max_retries": 1})
-    assert await agent.run_turn("hi") == APOLOGY
+    with pytest.raises(LLMError):
+        await agent.run_turn("hi")
 
 
 async def test_refused_request_is_not_retried(server: FakeOpenAI, make_agent: MakeAgent) -> None:
     agent = await make_agent()
     server.error(401, "bad key")
-    assert await agent.run_turn("hi") == APOLOGY
+    with pytest.raises(LLMError):
+        await agent.run_turn("hi")
     assert len(server.requests) == 1
 
 
@@ -288,7 +293,8 @@ async def test_timeout_counts_as_unavailable(
     agent = await make_agent(llm={"timeout_seconds": 0.2, "max_retries": 1})
     server.hang(30)
     server.hang(30)
-    assert await agent.run_turn("anyone?") == APOLOGY
+    with pytest.raises(LLMError):
+        await agent.run_turn("anyone?")
     assert len(server.requests) == 2
     assert len(sleeps.delays) == 1
 

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from agent.llm import LLMClient
 from gateway.adapters.discord import DiscordAdapter
 from gateway.app import GatewayStack, open_stack
 from gateway.config import Settings
@@ -84,10 +83,8 @@ async def make_gateway(
             defer_after=defer_after,
             identify_delay=0.05,
         )
-        stack = await open_stack(
-            settings, llm=LLMClient(settings.llm, sleep=_no_sleep), adapters=[adapter]
-        )
-        await stack.runner.start()
+        stack = await open_stack(settings, llm_sleep=_no_sleep, adapters=[adapter])
+        await stack.start()
         gateway = DiscordGateway(stack, adapter, discord_api, server)
         opened.append(gateway)
         assert adapter.is_connected()

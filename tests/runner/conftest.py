@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from agent.llm import LLMClient
 from gateway.adapters import Delivered, MemoryAdapter
 from gateway.app import GatewayStack, open_stack
 from gateway.config import Settings, load_settings
@@ -82,11 +81,11 @@ async def make_gateway(chorus_home: Path, server: FakeOpenAI) -> AsyncIterator[G
         stack = await open_stack(
             settings,
             clock=fake_clock,
-            llm=LLMClient(settings.llm, sleep=_no_sleep),
+            llm_sleep=_no_sleep,
             adapters=[adapter],
             load=lambda: gateway_settings(chorus_home, server, **env),
         )
-        await stack.runner.start()
+        await stack.start()
         gateway = Gateway(stack, adapter, fake_clock, server)
         opened.append(gateway)
         return gateway

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from agent.llm import LLMClient
 from gateway._texts import EMPTY, TOO_LONG
 from gateway.adapters import MemoryAdapter
 from gateway.app import open_stack
@@ -218,9 +217,9 @@ async def test_the_platforms_prompt_hint_reaches_the_system_prompt(
     chorus_home.mkdir(mode=0o700)
     settings = gateway_settings(chorus_home, server)
     adapter = MemoryAdapter(prompt_hint="You are talking on Pigeon Post. Be brief.")
-    stack = await open_stack(settings, llm=LLMClient(settings.llm), adapters=[adapter])
+    stack = await open_stack(settings, adapters=[adapter])
     try:
-        await stack.runner.start()
+        await stack.start()
         await adapter.push("hello", user_id="2")
         await adapter.pop(20)
         assert "Pigeon Post" in server.last_request["messages"][0]["content"]

@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 
-from agent.llm import LLMClient
 from gateway.adapters.slack import SlackAdapter
 from gateway.app import GatewayStack, open_stack
 from gateway.config import Settings
@@ -133,13 +132,11 @@ async def make_gateway(
         adapter = SlackAdapter(
             settings.slack, vision=vision, start_backoff=0.05, start_wait=start_wait
         )
-        stack = await open_stack(
-            settings, llm=LLMClient(settings.llm, sleep=_no_sleep), adapters=[adapter]
-        )
+        stack = await open_stack(settings, llm_sleep=_no_sleep, adapters=[adapter])
         http = HTTPServer("127.0.0.1", 0, metrics=stack.metrics, readiness=stack.readiness)
         for method, path, handler in adapter.http_routes():
             http.add_route(method, path, handler)
-        await stack.runner.start()
+        await stack.start()
         await http.start()
         gateway = SlackGateway(stack, adapter, http, slack, server)
         opened.append(gateway)

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from agent.llm import LLMClient
 from gateway.adapters.telegram import TelegramAdapter
 from gateway.app import GatewayStack, open_stack
 from gateway.clock import Clock
@@ -86,10 +85,8 @@ async def make_gateway(
         if clock is not None:
             telegram.now = clock.time
         adapter = TelegramAdapter(settings.telegram, vision=vision, poll_timeout=2.0, clock=clock)
-        stack = await open_stack(
-            settings, llm=LLMClient(settings.llm, sleep=_no_sleep), adapters=[adapter]
-        )
-        await stack.runner.start()
+        stack = await open_stack(settings, llm_sleep=_no_sleep, adapters=[adapter])
+        await stack.start()
         gateway = TelegramGateway(stack, adapter, telegram, server)
         opened.append(gateway)
         return gateway

@@ -10,6 +10,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from gateway.adapters import Intake
 from gateway.adapters.telegram import TelegramAdapter
 from gateway.adapters.telegram._adapter import WEBHOOK_PATH
 from gateway.app import serve
@@ -86,8 +87,10 @@ async def test_a_second_poller_is_reported_as_a_conflict(
     async def ignore(_: InboundMessage) -> None:
         return None
 
-    second.set_handler(ignore)
-    await second.start()
+    async def no_answer(_: InboundMessage) -> str:
+        return ""
+
+    await second.start(Intake(on_message=ignore, on_command=no_answer))
     try:
         await telegram.wait_for(
             lambda: "one poller per token" in caplog.text, what="the conflict warning"

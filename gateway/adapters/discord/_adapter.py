@@ -113,7 +113,7 @@ class DiscordAdapter(BaseAdapter):
 
     # ------------------------------------------------------------------ lifecycle
 
-    async def start(self) -> None:
+    async def connect(self) -> None:
         if self._started:
             return
         self._started = True

@@ -203,7 +203,7 @@ class SlackAdapter(BaseAdapter):
 
     # ------------------------------------------------------------------ lifecycle
 
-    async def start(self) -> None:
+    async def connect(self) -> None:
         if self._started:
             return
         self._started = True

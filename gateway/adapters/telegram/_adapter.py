@@ -124,7 +124,7 @@ class TelegramAdapter(BaseAdapter):
 
     # ------------------------------------------------------------------ lifecycle
 
-    async def start(self) -> None:
+    async def connect(self) -> None:
         if self._started:
             return
         try:

@@ -1,10 +1,11 @@
-"""The runner's side of the durable inbox: settle what is answered, take up what a restart left.
+"""The sessions' durable inbox at run time: settle what is answered, take up what a restart left.
 
-See ``gateway.sessions.Inbox`` for the table. The runner settles a message's
-deliveries once nothing more is owed for it, notes the messages of an answer
-being streamed, and at start-up hands every pending delivery back through its
-normal intake — or, past ``sessions.resume_pending_minutes``, tells the sender
-it could not be answered.
+See ``gateway.sessions.Inbox`` for the table. A message's deliveries are settled
+once nothing more is owed for it (by the intake for what needs no turn, by the
+turn for what it answered), the messages of an answer being streamed are noted,
+and at start-up every pending delivery goes back through the normal intake — or,
+past ``sessions.resume_pending_minutes``, its sender is told it could not be
+answered.
 """
 
 from __future__ import annotations
@@ -20,21 +21,29 @@ from gateway.adapters import BaseAdapter
 from gateway.clock import Clock
 from gateway.config import Settings
 from gateway.events import InboundMessage, SentMessage
-from gateway.sessions import Inbox
+from gateway.sessions._inbox import Inbox
 
 logger = logging.getLogger(__name__)
 
 Take = Callable[[InboundMessage], Awaitable[None]]
 Notice = Callable[[InboundMessage, str], Awaitable[None]]
+Settled = Callable[[list[InboundMessage]], Awaitable[None]]
 
 
 class InboxKeeper:
-    def __init__(self, inbox: Inbox, clock: Clock, settings: Callable[[], Settings]) -> None:
+    def __init__(
+        self,
+        inbox: Inbox,
+        clock: Clock,
+        settings: Callable[[], Settings],
+        *,
+        on_settled: Settled | None = None,
+    ) -> None:
         self.inbox = inbox
         self._clock = clock
         self._settings = settings
-        self.on_settled: list[Callable[[list[InboundMessage]], Awaitable[None]]] = []
-        """Told after each settle (the replica router acknowledges its mailbox entries)."""
+        self._on_settled = on_settled
+        """Told after each settle (replicas acknowledge their mailbox entries)."""
 
     async def settle(self, batch: list[InboundMessage]) -> None:
         """Cross the messages' deliveries off: nothing more is owed for them."""
@@ -46,9 +55,9 @@ class InboxKeeper:
                 except Exception as exc:
                     logger.warning("the inbox could not be updated (%s)", type(exc).__name__)
                     return
-        for listener in self.on_settled:
+        if self._on_settled is not None:
             try:
-                await listener(batch)
+                await self._on_settled(batch)
             except Exception as exc:
                 logger.warning("a settle listener failed (%s)", type(exc).__name__)
 

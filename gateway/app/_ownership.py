@@ -1,0 +1,180 @@
+"""``SessionOwnership``: which sessions this replica owns, and what it owes its mailbox.
+
+The session's lease (Redis, a fencing token) names the replica that runs its
+turns. ``owner_of(key)`` takes a free lease, or takes over the lease of a
+replica that left the registry (it died) — after that replica's mailbox has
+been claimed (``claimed``: served before anything newer), so the messages it
+still owed come first. ``claim(key)`` tells the sessions whether this replica
+may end a session. The mailbox entries being served are remembered until the
+inbox settles their messages (``settled``), so an owner killed mid-turn leaves
+them in its stream for whoever claims it.
+
+Built before the sessions and the router, from Redis alone: the sessions ask it
+who ends a session, the router serves what it routes and claims.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable, Collection
+
+from gateway.clock import Clock
+from gateway.events import InboundMessage, SessionKey
+from gateway.replicas import Coordination, Delivery, Lease, ReplicaError
+
+__all__ = ["SessionOwnership", "key_of_text", "key_text"]
+
+logger = logging.getLogger(__name__)
+
+OWNER_TRIES = 5
+CLAIM_BATCH = 1000
+
+
+def key_text(key: SessionKey) -> str:
+    """A session key as the name of its lease (injective)."""
+    return json.dumps([key.platform, key.chat_id, key.user_id, key.thread_id])
+
+
+def key_of_text(text: str) -> SessionKey:
+    platform, chat_id, user_id, thread_id = json.loads(text)
+    return SessionKey(platform, chat_id, user_id, thread_id)
+
+
+class SessionOwnership:
+    def __init__(self, coordination: Coordination, clock: Clock, *, lease_seconds: float) -> None:
+        self.coordination = coordination
+        self.replica_id = coordination.replica_id
+        self._clock = clock
+        self.interval = lease_seconds / 3
+        self._held: dict[str, Lease] = {}
+        self._fresh: set[str] = set()
+        """Sessions taken since their last message here: read afresh before serving one."""
+        self._routed: dict[str, float] = {}
+        self._owed: dict[tuple[str, str], str] = {}
+        """``(platform, receipt)`` being served -> its mailbox entry, acknowledged when settled."""
+        self._claims: dict[str, asyncio.Task[None]] = {}
+        self.claimed: asyncio.Queue[Delivery] = asyncio.Queue()
+        """Entries taken over from replicas that died, to be served before newer ones."""
+
+    # ------------------------------------------------------------------ owners
+
+    async def owner_of(self, key: str) -> str:
+        leases = self.coordination.leases
+        for _ in range(OWNER_TRIES):
+            if key in self._held:
+                return self.replica_id
+            lease = await leases.acquire(key)
+            if lease is not None:
+                self._hold(lease)
+                return self.replica_id
+            current = await leases.owner(key)
+            if current is None:
+                continue  # released meanwhile: try again
+            if await self.coordination.registry.is_alive(current.owner):
+                return current.owner
+            await self.claim_mailbox(current.owner)  # what it owed comes first
+            lease = await leases.take_over(key, current.owner)
+            if lease is not None:
+                self._hold(lease)
+                return self.replica_id
+        raise ReplicaError(f"could not settle which replica owns session {key}")
+
+    def _hold(self, lease: Lease) -> None:
+        if lease.session not in self._held:
+            self._fresh.add(lease.session)
+        self._held[lease.session] = lease
+
+    async def claim(self, key: SessionKey) -> bool:
+        """Whether this replica holds, or could take, the session (to end it)."""
+        try:
+            return await self.owner_of(key_text(key)) == self.replica_id
+        except ReplicaError as exc:
+            logger.warning("cannot tell who ends a session now (%s)", exc)
+            return False
+
+    def routed(self, key: str) -> None:
+        """A message of ``key``'s session was just routed (its lease is kept a while)."""
+        self._routed[key] = self._clock.time()
+
+    def take_fresh(self, key: str) -> bool:
+        """True once after the session was taken here: it must be read afresh."""
+        if key in self._fresh:
+            self._fresh.discard(key)
+            return True
+        return False
+
+    # ------------------------------------------------------------------ owed entries
+
+    def owes(self, platform: str, receipt: str) -> bool:
+        return (platform, receipt) in self._owed
+
+    def owe(self, msg: InboundMessage, entry: str) -> None:
+        """``msg``'s deliveries are being served from the mailbox entry ``entry``."""
+        for receipt in msg.receipts:
+            self._owed[(msg.platform, receipt)] = entry
+
+    async def settled(self, batch: list[InboundMessage]) -> None:
+        """The inbox settled these messages: their mailbox entries are done."""
+        ids = {
+            entry
+            for m in batch
+            for r in m.receipts
+            if (entry := self._owed.pop((m.platform, r), None)) is not None
+        }
+        for entry in ids:
+            try:
+                await self.coordination.mailbox.ack(entry)
+            except ReplicaError as exc:  # it will be served again and dropped as settled
+                logger.warning("could not acknowledge a mailbox entry (%s)", exc)
+
+    # ------------------------------------------------------------------ dead replicas
+
+    async def claim_mailbox(self, dead: str) -> None:
+        """Take what ``dead`` still owed into ``claimed``, once at a time."""
+        task = self._claims.get(dead)
+        if task is None:
+            task = asyncio.create_task(self._claim_now(dead))
+            self._claims[dead] = task
+            task.add_done_callback(lambda _: self._claims.pop(dead, None))
+        await asyncio.shield(task)
+
+    async def _claim_now(self, dead: str) -> None:
+        total = 0
+        while True:
+            taken = await self.coordination.mailbox.claim_from(dead, count=CLAIM_BATCH)
+            total += len(taken)
+            for delivery in taken:
+                self.claimed.put_nowait(delivery)
+            if len(taken) < CLAIM_BATCH:
+                break
+        await self.coordination.registry.forget(dead)
+        logger.info("replica %s stopped; took over its mailbox (%d entries)", dead, total)
+
+    # ------------------------------------------------------------------ upkeep
+
+    async def renew(self, busy: Collection[str], is_open: Callable[[SessionKey], bool]) -> None:
+        """Renew the leases; give up those of sessions idle here and no longer open."""
+        leases = self.coordination.leases
+        for lost in await leases.renew_all(list(self._held.values())):
+            self._held.pop(lost.session, None)
+            self._fresh.discard(lost.session)
+        recent = self._clock.time() - 3 * self.interval
+        for key, lease in list(self._held.items()):
+            idle = key not in busy and self._routed.get(key, 0.0) < recent
+            if idle and not is_open(key_of_text(key)):
+                del self._held[key]
+                self._routed.pop(key, None)
+                self._fresh.discard(key)
+                await leases.release(lease)
+
+    async def release_all(self) -> None:
+        """Give every lease up and leave the registry, so others claim what is left at once."""
+        try:
+            for lease in list(self._held.values()):
+                await self.coordination.leases.release(lease)
+            await self.coordination.registry.leave()
+        except ReplicaError as exc:
+            logger.warning("could not give the leases up (%s)", exc)
+        self._held.clear()

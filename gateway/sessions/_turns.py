@@ -1,0 +1,185 @@
+"""``TurnRunner``: one turn of a session, from its messages to the delivered answer.
+
+The session manager hands it a batch of queued messages and the session's
+agent. It writes the answer in one of ``sessions.max_concurrent_turns`` slots
+(``answer_slots``: held while the agent writes, not while the answer waits for
+the platform's rate budget), streams it through ``Replies`` with the typing
+indicator up, and records what was shown in the durable inbox so a restart
+finishes the same message. It is the turn's one catch point: whatever fails, the
+person gets one apology and the log one traceback; a turn stopped by ``/stop``
+or an interrupting message ends its shown text with a note. The messages are
+settled once the answer is delivered (or apologised for); a turn cut by a
+shutdown leaves them pending for the restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from agent.agent import Agent
+from agent.context import ImageInput
+from agent.errors import LLMError
+from agent.llm import Usage
+from gateway import _texts as t
+from gateway.adapters import Replies, ReplyStream, platform_spec
+from gateway.config import LiveSettings
+from gateway.events import Attachment, InboundMessage
+from gateway.ops import Activity, Metrics
+from gateway.sessions._inbox_keeper import InboxKeeper
+from gateway.sessions._live import LiveSession, merge_texts, speaker_of
+
+__all__ = ["TurnRunner", "images_of"]
+
+logger = logging.getLogger(__name__)
+
+AgentOf = Callable[[LiveSession], Awaitable[Agent]]
+"""The session's agent, built on demand (``SessionManager.agent_for``)."""
+
+
+def images_of(msg: InboundMessage, vision: bool) -> list[Attachment]:
+    """Images the model can see: fetched ones, when ``llm.vision`` is on."""
+    if not vision:
+        return []
+    return [a for a in msg.attachments if a.kind == "image" and a.data]
+
+
+class TurnRunner:
+    def __init__(
+        self,
+        live: LiveSettings,
+        *,
+        replies: Replies,
+        keeper: InboxKeeper | None,
+        metrics: Metrics,
+        activity: Activity,
+    ) -> None:
+        self._live = live
+        self._replies = replies
+        self._keeper = keeper
+        self._metrics = metrics
+        self._activity = activity
+        self.answer_slots = asyncio.Semaphore(live.current.sessions.max_concurrent_turns)
+        self._settling: set[asyncio.Task[None]] = set()
+
+    async def run(self, live: LiveSession, batch: list[InboundMessage], agent_of: AgentOf) -> None:
+        """Answer ``batch`` in ``live``'s session. Never raises but for cancellation."""
+        shown: list[ReplyStream] = []
+        try:
+            await self._answer(live, batch, agent_of, shown)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            await self._apologise(live.session_id, batch[-1], exc, shown)
+        # off the turn's path: the session counts as active from the answer, not the bookkeeping
+        task = asyncio.create_task(self.settle(batch))
+        self._settling.add(task)
+        task.add_done_callback(self._settling.discard)
+
+    async def _apologise(
+        self, session_id: str, last: InboundMessage, exc: Exception, shown: list[ReplyStream]
+    ) -> None:
+        """The one apology: it replaces what the answer showed so far, or comes on its own."""
+        if isinstance(exc, LLMError):
+            logger.warning("turn of session %s failed: %s", session_id, exc)
+            text = t.LLM_UNREACHABLE
+        else:
+            logger.exception("turn of session %s failed", session_id)
+            text = t.APOLOGY
+        try:
+            if shown:  # the answer's messages (also ones a restart left) end in it
+                await shown[0].finish(text)
+                self._replies.counted(last.platform)
+            else:
+                await self._replies.notice(last, text, kind="error")
+        except Exception as failed:
+            logger.warning("the apology could not be delivered (%s)", type(failed).__name__)
+
+    async def settle(self, batch: list[InboundMessage]) -> None:
+        """Nothing more is owed for these messages."""
+        if self._keeper is not None:
+            await self._keeper.settle(batch)
+
+    async def drain(self, timeout: float) -> None:
+        """Wait (at most ``timeout`` seconds) for the settling of finished turns."""
+        if self._settling:
+            await asyncio.wait(list(self._settling), timeout=max(0.1, timeout))
+
+    async def _answer(
+        self,
+        live: LiveSession,
+        batch: list[InboundMessage],
+        agent_of: AgentOf,
+        shown: list[ReplyStream],
+    ) -> None:
+        last = batch[-1]
+        agent = await agent_of(live)
+        receipts = [r for m in batch for r in m.receipts]
+        on_shown = self._keeper.noting_shown(last.platform, receipts) if self._keeper else None
+        stream = self._replies.stream(
+            last, streaming=self._streaming(last), resume=last.resume, on_shown=on_shown
+        )
+        shown.append(stream)
+        typing = self._replies.typing(last)
+        before = agent.usage
+        started = time.monotonic()
+        vision = self._live.current.llm.vision
+        images = [
+            ImageInput(a.data, a.mime_type or "image/jpeg")
+            for m in batch
+            for a in images_of(m, vision)
+            if a.data is not None
+        ]
+        live.turn = asyncio.create_task(
+            self._write(agent, merge_texts(batch), stream.push, images, speaker_of(batch))
+        )
+        try:
+            answer = await live.turn
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise
+            await stream.abort(t.STOPPED_NOTE)
+            return
+        finally:
+            typing.cancel()
+            live.turn = None
+        await stream.finish(answer)
+        self._replies.counted(last.platform)
+        self._metrics.observe_turn(time.monotonic() - started)
+        self._count(before, agent.usage)
+
+    async def _write(
+        self,
+        agent: Agent,
+        text: str,
+        on_delta: Callable[[str], Awaitable[None]],
+        images: list[ImageInput],
+        speaker: str | None,
+    ) -> str:
+        """The agent's answer, written in one of ``answer_slots``; its delivery (which may
+        wait for the platform's rate budget) holds none."""
+        async with self.answer_slots:
+            return await agent.run_turn(text, on_delta=on_delta, images=images, speaker=speaker)
+
+    def _streaming(self, msg: InboundMessage) -> bool:
+        spec = platform_spec(msg.platform)
+        return spec is None or spec.streams(spec.section_of(self._live.current), msg)
+
+    def _count(self, before: Usage, used: Usage) -> None:
+        self._activity.turn(
+            used.prompt_tokens
+            + used.completion_tokens
+            - before.prompt_tokens
+            - before.completion_tokens
+        )
+        for kind, n in (
+            ("prompt", used.prompt_tokens - before.prompt_tokens),
+            ("completion", used.completion_tokens - before.completion_tokens),
+            ("cached", used.cached_tokens - before.cached_tokens),
+            ("reasoning", used.reasoning_tokens - before.reasoning_tokens),
+        ):
+            if n:
+                self._metrics.tokens(kind, n)
