@@ -20,11 +20,19 @@ from typing import Any
 from agent.caching import apply_cache_control, caching_enabled
 from agent.compressor import ContextCompressor, estimate_tokens
 from agent.context import AgentConfig, ImageInput, SessionContext
-from agent.flush import flush_memories, public_messages
-from agent.history import UNDO_MARK, drop_last_turn, kept_turns, replay, unanswered_tool_calls
+from agent.flush import flush_memories
+from agent.history import (
+    UNDO_MARK,
+    RawTexts,
+    drop_last_turn,
+    kept_turns,
+    replay,
+    unanswered_tool_calls,
+)
 from agent.jobs import JobScheduler
 from agent.llm import DeltaCallback, LLMClient, LLMResponse, ToolCallRequest, Usage, parse_arguments
 from agent.memory_writes import apply_memory_call
+from agent.messages import ChatMessage, ContentPart, UserMessage, as_plain, transcript_messages
 from agent.prompt import build_system_prompt
 from agent.provider_calls import ProviderCalls
 from agent.shared_writes import SharedWriteGate
@@ -84,7 +92,8 @@ class Agent:
         self.compressor = ContextCompressor(
             llm, self.config.compression, self.config.llm.context_length
         )
-        self.history: list[dict[str, Any]] = []
+        self.history: list[ChatMessage] = []
+        self._written = RawTexts()  # what the person wrote, beside history's user messages
         self.usage = Usage()
         self.turns = 0
         self.turns_since_memory = 0
@@ -127,7 +136,7 @@ class Agent:
             is_direct=s.is_direct,
         )
         stored = await self.db.get_messages(s.session_id)
-        transcript = [m.to_openai() for m in stored]
+        transcript = transcript_messages(stored)
         self._kept = kept_turns(transcript)
         self._positions = sum(1 for m in stored if m.role == "user")
         self.history = replay(transcript)
@@ -155,11 +164,11 @@ class Agent:
         return [MEMORY_TOOL_SCHEMA, SESSION_SEARCH_SCHEMA, *provided, *self.tools.schemas()]
 
     def build_request(
-        self, extra: list[dict[str, Any]] | None = None, *, cache_markers: bool = True
-    ) -> list[dict[str, Any]]:
-        messages = [
+        self, extra: list[ChatMessage] | None = None, *, cache_markers: bool = True
+    ) -> list[ChatMessage]:
+        messages: list[ChatMessage] = [
             {"role": "system", "content": self.system_prompt},
-            *public_messages(self.history),
+            *self.history,
             *(extra or []),
         ]
         if cache_markers and caching_enabled(self.config.llm.prompt_caching, self.llm.model):
@@ -194,18 +203,16 @@ class Agent:
             content = f"{content}\n\n{NUDGE}"
             self.turns_since_memory = 0
         stored = text
-        user_content: str | list[dict[str, Any]] = content
+        user_content: str | list[ContentPart] = content
         if images:
             user_content = [{"type": "text", "text": content}, *(i.part() for i in images)]
             stored = f"{text}\n[{len(images)} image(s)]".strip()
+        message: UserMessage = {"role": "user", "content": user_content}
+        self._written.keep(message, text)
         if resuming:  # asked before a restart cut the answer: answer it, don't ask it twice
-            self.history[-1] = {"role": "user", "content": user_content, "_raw": text}
+            self.history[-1] = message
         else:
-            await self._append(
-                {"role": "user", "content": user_content, "_raw": text},
-                stored_content=stored,
-                speaker=speaker,
-            )
+            await self._append(message, stored_content=stored, speaker=speaker)
             self._positions += 1
             self._kept.append(self._positions)
         try:
@@ -221,7 +228,7 @@ class Agent:
         if not self.history:
             return False
         last = self.history[-1]
-        return last.get("role") == "user" and last.get("_raw", last.get("content")) == text
+        return last["role"] == "user" and self._written.text(last) == text
 
     async def _recalled_context(self, text: str) -> str:
         """Provider hooks at turn start, and their recall for this message, fenced."""
@@ -245,8 +252,8 @@ class Agent:
                 await emit(on_delta, scrubber.finish())
             await self._record_usage(response)
             message = response.to_message()
-            if isinstance(message.get("content"), str):  # recalled context echoed back
-                message["content"] = strip_memory_context(message["content"])
+            if isinstance(content := message["content"], str):  # recalled context echoed back
+                message["content"] = strip_memory_context(content)
             await self._append(message, finish_reason=response.finish_reason)
             if not response.tool_calls:
                 return strip_memory_context(response.content)
@@ -300,7 +307,7 @@ class Agent:
         )
 
     async def _maybe_compress(self, incoming: str) -> None:
-        pending = [{"role": "user", "content": incoming}]
+        pending: list[ChatMessage] = [{"role": "user", "content": incoming}]
         estimate = estimate_tokens(self.build_request(pending, cache_markers=False))
         if not self.compressor.should_compress(estimate):
             return
@@ -308,8 +315,10 @@ class Agent:
         await self.flush(min_turns=0)
         notes = ""
         if self.memory is not None:
-            notes = await asyncio.to_thread(self.memory.on_pre_compress, list(self.history))
-        self.history = await self.compressor.compress(self.history, notes)
+            notes = await asyncio.to_thread(self.memory.on_pre_compress, as_plain(self.history))
+        compressed = await self.compressor.compress_with_origins(self.history, notes)
+        self._written.carry(self.history, compressed.messages, compressed.origins)
+        self.history = compressed.messages
         await self._rebuild_system_prompt()
         if self.providers is not None:
             await self.providers.compressed()
@@ -325,14 +334,14 @@ class Agent:
         message = drop_last_turn(self.history)
         if message is None:
             return None
+        raw = self._written.take(message, self.history)
         self.turns = max(0, self.turns - 1)
         sid = self.session.session_id
         await self.db.append_message(sid, "system", UNDO_MARK, timestamp=self.now())
         withdrawn = self._kept.pop() if self._kept else None
         if self.providers is not None:
             await self.providers.rewound(withdrawn, reason)
-        raw = message.get("_raw", message.get("content"))
-        return raw if isinstance(raw, str) else None
+        return raw
 
     async def close(self) -> None:
         """Release the session's providers (the agent is being dropped, not the session)."""
@@ -341,7 +350,7 @@ class Agent:
 
     async def _append(
         self,
-        message: dict[str, Any],
+        message: ChatMessage,
         *,
         stored_content: str | None = None,
         tool_name: str | None = None,
@@ -354,8 +363,8 @@ class Agent:
             self.session.session_id,
             message["role"],
             content if isinstance(content, str) else None,
-            tool_call_id=message.get("tool_call_id"),
-            tool_calls=message.get("tool_calls"),
+            tool_call_id=message["tool_call_id"] if message["role"] == "tool" else None,
+            tool_calls=message.get("tool_calls") if message["role"] == "assistant" else None,
             tool_name=tool_name,
             finish_reason=finish_reason,
             timestamp=self.now(),

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Literal
+
+from agent.messages import CacheControl, ChatMessage
 
 MAX_BREAKPOINTS = 4
 
@@ -25,10 +27,10 @@ def caching_enabled(setting: Literal["auto", "on", "off"], model: str) -> bool:
 
 
 def apply_cache_control(
-    messages: Sequence[dict[str, Any]], ttl: Literal["5m", "1h"] = "5m"
-) -> list[dict[str, Any]]:
+    messages: Sequence[ChatMessage], ttl: Literal["5m", "1h"] = "5m"
+) -> list[ChatMessage]:
     """A deep copy of ``messages`` with system_and_3 breakpoints."""
-    marker: dict[str, str] = {"type": "ephemeral"}
+    marker: CacheControl = {"type": "ephemeral"}
     if ttl == "1h":
         marker["ttl"] = "1h"
     result = copy.deepcopy(list(messages))
@@ -42,11 +44,11 @@ def apply_cache_control(
     return result
 
 
-def _mark(message: dict[str, Any], marker: dict[str, str]) -> None:
+def _mark(message: ChatMessage, marker: CacheControl) -> None:
     content = message.get("content")
     if isinstance(content, str) and content:
-        message["content"] = [{"type": "text", "text": content, "cache_control": dict(marker)}]
+        message["content"] = [{"type": "text", "text": content, "cache_control": marker.copy()}]
     elif isinstance(content, list) and content:
-        content[-1] = {**content[-1], "cache_control": dict(marker)}
+        content[-1]["cache_control"] = marker.copy()  # a part of the copy, not of the history
     else:  # e.g. an assistant message that only carries tool calls
-        message["cache_control"] = dict(marker)
+        message["cache_control"] = marker.copy()

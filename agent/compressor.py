@@ -24,10 +24,12 @@ import copy
 import json
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from agent.errors import LLMError
 from agent.llm import LLMClient
+from agent.messages import ChatMessage, UserMessage
 from agent.settings import CompressionSettings
 from memory.log_content import loggable
 
@@ -138,7 +140,7 @@ IMAGE_TOKENS = 1000
 """What one image in a message is counted as (its base64 says nothing about tokens)."""
 
 
-def _message_tokens(message: dict[str, Any]) -> int:
+def _message_tokens(message: ChatMessage) -> int:
     content = message.get("content")
     text = content if isinstance(content, str) else ""
     images = 0
@@ -147,17 +149,18 @@ def _message_tokens(message: dict[str, Any]) -> int:
         images = sum(1 for p in content if isinstance(p, dict) and p.get("type") == "image_url")
     elif content is not None and not isinstance(content, str):
         text = json.dumps(content, ensure_ascii=False, sort_keys=True)
-    if message.get("tool_calls"):
-        text += json.dumps(message["tool_calls"], ensure_ascii=False, sort_keys=True)
+    calls = message.get("tool_calls")
+    if calls:
+        text += json.dumps(calls, ensure_ascii=False, sort_keys=True)
     return len(text) // CHARS_PER_TOKEN + MESSAGE_OVERHEAD_TOKENS + images * IMAGE_TOKENS
 
 
-def estimate_tokens(messages: Sequence[dict[str, Any]]) -> int:
+def estimate_tokens(messages: Sequence[ChatMessage]) -> int:
     """Rough, deterministic token count: JSON of content and tool calls / 4, +10 each."""
     return sum(_message_tokens(message) for message in messages)
 
 
-def _is_summary(message: dict[str, Any]) -> bool:
+def _is_summary(message: ChatMessage) -> bool:
     content = message.get("content")
     return isinstance(content, str) and content.startswith(SUMMARY_PREFIX)
 
@@ -169,7 +172,7 @@ def _truncate(text: str, limit: int) -> str:
     return f"{text[:keep]} …[{len(text) - limit} chars cut]… {text[-(limit - keep) :]}"
 
 
-def serialize_turns(messages: Sequence[dict[str, Any]]) -> str:
+def serialize_turns(messages: Sequence[ChatMessage]) -> str:
     """Messages as readable text for the summariser."""
     lines: list[str] = []
     for message in messages:
@@ -177,7 +180,7 @@ def serialize_turns(messages: Sequence[dict[str, Any]]) -> str:
         text = _truncate(_content_text(message.get("content")).strip(), MAX_ITEM_CHARS)
         if role == "tool":
             lines.append(f"TOOL RESULT: {text}")
-        elif role == "assistant":
+        elif message["role"] == "assistant":
             if text:
                 lines.append(f"ASSISTANT: {text}")
             for call in message.get("tool_calls") or []:
@@ -187,6 +190,15 @@ def serialize_turns(messages: Sequence[dict[str, Any]]) -> str:
         else:
             lines.append(f"{str(role or 'user').upper()}: {text}")
     return "\n\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Compressed:
+    """A compressed history (copies: editing it leaves the input alone), and its origins."""
+
+    messages: list[ChatMessage]
+    origins: list[int | None]
+    """Per message, the index of the input message it is a copy of; None for the summary."""
 
 
 class ContextCompressor:
@@ -209,34 +221,42 @@ class ContextCompressor:
         self.previous_summary = None
 
     async def compress(
-        self, messages: list[dict[str, Any]], extra_context: str = ""
-    ) -> list[dict[str, Any]]:
+        self, messages: Sequence[ChatMessage], extra_context: str = ""
+    ) -> list[ChatMessage]:
         """A new, shorter history; the input list is left untouched.
 
         ``extra_context`` (e.g. what memory providers extracted in
         ``on_pre_compress``) is handed to the summariser with the turns.
         """
-        result = copy.deepcopy(messages)
+        return (await self.compress_with_origins(messages, extra_context)).messages
+
+    async def compress_with_origins(
+        self, messages: Sequence[ChatMessage], extra_context: str = ""
+    ) -> Compressed:
+        """``compress``, telling which input message each message of the result copies."""
+        result = copy.deepcopy(list(messages))
+        unchanged = Compressed(result, list(range(len(result))))
         head_end = self._head_end(result)
         tail_start = self._tail_start(result, head_end)
         pruned = self._prune(result, head_end, tail_start)
         if tail_start <= head_end:
             logger.debug("Nothing to compress between head and tail")
-            return result
+            return unchanged
         middle = result[head_end:tail_start]
         summaries = [m for m in middle if _is_summary(m)]
         turns = [m for m in middle if not _is_summary(m)]
         if not turns:
             logger.debug("Only an earlier summary lies between head and tail")
-            return result
+            return unchanged
         previous = self.previous_summary
         if summaries:
             previous = _content_text(summaries[-1]["content"])[len(SUMMARY_PREFIX) :].strip()
         summary = await self._summarise(turns, previous, extra_context)
         if summary is None:
-            return result
-        summary_message = {"role": "user", "content": f"{SUMMARY_PREFIX}\n{summary}"}
+            return unchanged
+        summary_message: UserMessage = {"role": "user", "content": f"{SUMMARY_PREFIX}\n{summary}"}
         compressed = [*result[:head_end], summary_message, *result[tail_start:]]
+        origins = [*range(head_end), None, *range(tail_start, len(result))]
         self.previous_summary = summary
         self.compressions += 1
         logger.info(
@@ -246,9 +266,9 @@ class ContextCompressor:
             estimate_tokens(messages),
             estimate_tokens(compressed),
         )
-        return compressed
+        return Compressed(compressed, origins)
 
-    def _head_end(self, messages: list[dict[str, Any]]) -> int:
+    def _head_end(self, messages: Sequence[ChatMessage]) -> int:
         end = min(self.settings.protect_first, len(messages))
         if end == 0:
             return 0
@@ -256,7 +276,7 @@ class ContextCompressor:
             end += 1
         return end
 
-    def _tail_start(self, messages: list[dict[str, Any]], head_end: int) -> int:
+    def _tail_start(self, messages: Sequence[ChatMessage], head_end: int) -> int:
         n = len(messages)
         start = n
         accumulated = 0
@@ -272,11 +292,11 @@ class ContextCompressor:
         return start
 
     @staticmethod
-    def _prune(messages: list[dict[str, Any]], start: int, end: int) -> int:
+    def _prune(messages: list[ChatMessage], start: int, end: int) -> int:
         count = 0
         for i in range(start, end):
             message = messages[i]
-            if message.get("role") != "tool" or message.get("content") == PRUNED_TOOL_OUTPUT:
+            if message["role"] != "tool" or message.get("content") == PRUNED_TOOL_OUTPUT:
                 continue
             if len(_content_text(message.get("content"))) > PRUNE_MIN_CHARS:
                 messages[i] = {**message, "content": PRUNED_TOOL_OUTPUT}
@@ -284,7 +304,7 @@ class ContextCompressor:
         return count
 
     async def _summarise(
-        self, turns: list[dict[str, Any]], previous: str | None, extra_context: str = ""
+        self, turns: list[ChatMessage], previous: str | None, extra_context: str = ""
     ) -> str | None:
         serialized = serialize_turns(turns)
         if extra_context.strip():

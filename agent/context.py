@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass, field
-from typing import Any
 
+from agent.messages import ImagePart
 from agent.settings import AgentSettings, CompressionSettings, LLMSettings
 from memory.settings import MemorySettings
 
@@ -17,7 +17,7 @@ class ImageInput:
     data: bytes
     mime_type: str = "image/jpeg"
 
-    def part(self) -> dict[str, Any]:
+    def part(self) -> ImagePart:
         encoded = base64.b64encode(self.data).decode("ascii")
         return {
             "type": "image_url",

@@ -1,23 +1,22 @@
 """``flush_memories``: one last chance to save what matters, leaving no trace.
 
-The seed's sentinel procedure: a ``[System: …]`` user message carrying a unique
-sentinel is appended to the history, one LLM call is made that offers only the
-memory tool, its memory calls are applied, and then everything from the end of
-the history back to (and including) the sentinel message is removed — whatever
-happened in between, errors included.
+The seed's sentinel procedure: a ``[System: …]`` user message is appended to
+the history as the sentinel, one LLM call is made that offers only the memory
+tool, its memory calls are applied, and then everything from the end of the
+history back to (and including) that very message (the object, not an equal
+one) is removed — whatever happened in between, errors included.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import logging
-import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from agent.errors import LLMError
 from agent.llm import LLMClient, parse_arguments
+from agent.messages import ChatMessage, SystemMessage, UserMessage
 from agent.tools.memory_tool import MEMORY_TOOL_SCHEMA
 
 logger = logging.getLogger(__name__)
@@ -29,26 +28,16 @@ FLUSH_PROMPT = (
     "with a short 'nothing to save'.]"
 )
 
-SENTINEL_KEY = "_chorus_flush_sentinel"
-"""Private key on the injected message; stripped before anything is sent."""
-
 MemoryRunner = Callable[[dict[str, Any]], Awaitable[str]]
 """Applies one memory tool call (already parsed arguments) and returns its JSON result."""
 
-_counter = itertools.count()
 
-
-def count_user_turns(messages: list[dict[str, Any]]) -> int:
+def count_user_turns(messages: Sequence[ChatMessage]) -> int:
     return sum(1 for msg in messages if msg.get("role") == "user")
 
 
-def public_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Messages as the API may see them: private keys removed."""
-    return [{k: v for k, v in msg.items() if not k.startswith("_")} for msg in messages]
-
-
 async def flush_memories(
-    messages: list[dict[str, Any]],
+    messages: list[ChatMessage],
     min_turns: int = 6,
     *,
     llm: LLMClient,
@@ -62,11 +51,12 @@ async def flush_memories(
     """
     if count_user_turns(messages) < min_turns or not messages:
         return 0
-    sentinel = f"__flush_{next(_counter)}_{time.monotonic_ns()}"
-    messages.append({"role": "user", "content": FLUSH_PROMPT, SENTINEL_KEY: sentinel})
+    sentinel: UserMessage = {"role": "user", "content": FLUSH_PROMPT}
+    messages.append(sentinel)
     writes = 0
     try:
-        request = [{"role": "system", "content": system_prompt}, *public_messages(messages)]
+        system: SystemMessage = {"role": "system", "content": system_prompt}
+        request = [system, *messages]
         try:
             response = await llm.complete(
                 request, tools=[MEMORY_TOOL_SCHEMA], model=llm.auxiliary_model
@@ -91,9 +81,9 @@ async def flush_memories(
         _remove_through_sentinel(messages, sentinel)
 
 
-def _remove_through_sentinel(messages: list[dict[str, Any]], sentinel: str) -> None:
-    if not any(msg.get(SENTINEL_KEY) == sentinel for msg in messages):
+def _remove_through_sentinel(messages: list[ChatMessage], sentinel: UserMessage) -> None:
+    if not any(msg is sentinel for msg in messages):
         return
     while messages:
-        if messages.pop().get(SENTINEL_KEY) == sentinel:
+        if messages.pop() is sentinel:
             return

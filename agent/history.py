@@ -1,14 +1,18 @@
-"""Pure edits and reads of an agent's message history (OpenAI chat format)."""
+"""Pure edits and reads of an agent's message history, and the raw texts kept beside it."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+
+from agent.messages import ChatMessage, UserMessage
 
 __all__ = [
     "UNDO_MARK",
+    "RawTexts",
     "drop_last_turn",
     "kept_turns",
     "replay",
+    "replayed",
     "turn_messages",
     "unanswered_tool_calls",
 ]
@@ -17,21 +21,77 @@ UNDO_MARK = "[undo: the last turn was withdrawn by the user]"
 """Recorded in the transcript by /undo; history rebuilt from it drops that turn."""
 
 
-def drop_last_turn(history: list[dict[str, Any]]) -> dict[str, Any] | None:
+class RawTexts:
+    """The text the person wrote, kept beside the user messages of a live history.
+
+    A user message's ``content`` is what the model is shown: the text with
+    recalled context or a memory nudge added, or image parts. /undo gives back
+    the text as written, and a message asked again after a restart is recognised
+    by it. A text belongs to the message object it was kept for (two turns may
+    say the same thing): it stays with that message through edits of the list
+    that keep the object (an undo, a flush), and ``carry`` moves it to the copy
+    a compression makes.
+    """
+
+    def __init__(self) -> None:
+        self._texts: dict[int, tuple[UserMessage, str]] = {}
+        """By ``id()`` of the message, which the entry keeps alive (so the id is not reused)."""
+
+    def keep(self, message: UserMessage, raw: str) -> None:
+        self._texts[id(message)] = (message, raw)
+
+    def text(self, message: ChatMessage) -> str | None:
+        """The raw text kept for ``message``, else its content when that is text."""
+        kept = self._texts.get(id(message))
+        if kept is not None:
+            return kept[1]
+        content = message.get("content")
+        return content if isinstance(content, str) else None
+
+    def take(self, message: ChatMessage, history: Sequence[ChatMessage]) -> str | None:
+        """``text(message)`` of a message just dropped; forgets every text not of ``history``."""
+        text = self.text(message)
+        present = {id(kept) for kept in history}
+        self._texts = {key: kept for key, kept in self._texts.items() if key in present}
+        return text
+
+    def carry(
+        self,
+        old: Sequence[ChatMessage],
+        new: Sequence[ChatMessage],
+        origins: Sequence[int | None],
+    ) -> None:
+        """Move the texts of ``old``'s messages to their copies in ``new``.
+
+        ``origins`` gives, per message of ``new``, the index in ``old`` of the
+        message it copies (None: a new one), as ``ContextCompressor`` reports it.
+        Texts of messages not copied are forgotten.
+        """
+        texts: dict[int, tuple[UserMessage, str]] = {}
+        for message, origin in zip(new, origins, strict=True):
+            kept = None if origin is None else self._texts.get(id(old[origin]))
+            if kept is not None and message["role"] == "user":
+                texts[id(message)] = (message, kept[1])
+        self._texts = texts
+
+
+def drop_last_turn(history: list[ChatMessage]) -> ChatMessage | None:
     """Remove the last user message and everything after it; returns that message."""
     for index in range(len(history) - 1, -1, -1):
-        if history[index].get("role") == "user":
+        if history[index]["role"] == "user":
             message = history[index]
             del history[index:]
             return message
     return None
 
 
-def unanswered_tool_calls(history: list[dict[str, Any]]) -> list[tuple[str, str]]:
+def unanswered_tool_calls(history: Sequence[ChatMessage]) -> list[tuple[str, str]]:
     """``(call id, tool name)`` of every tool call in ``history`` with no result yet, in order."""
-    answered = {m.get("tool_call_id") for m in history if m.get("role") == "tool"}
+    answered = {m.get("tool_call_id") for m in history if m["role"] == "tool"}
     missing: list[tuple[str, str]] = []
     for message in history:
+        if message["role"] != "assistant":
+            continue
         for call in message.get("tool_calls") or []:
             if call["id"] not in answered:
                 answered.add(call["id"])
@@ -39,11 +99,11 @@ def unanswered_tool_calls(history: list[dict[str, Any]]) -> list[tuple[str, str]
     return missing
 
 
-def is_undo_mark(message: dict[str, Any]) -> bool:
+def is_undo_mark(message: ChatMessage) -> bool:
     return message.get("role") == "system" and message.get("content") == UNDO_MARK
 
 
-def kept_turns(transcript: list[dict[str, Any]]) -> list[int]:
+def kept_turns(transcript: Sequence[ChatMessage]) -> list[int]:
     """Positions (1-based, over every user message ever stored) of the turns not undone.
 
     A turn's position never changes: /undo records a mark instead of deleting,
@@ -53,7 +113,7 @@ def kept_turns(transcript: list[dict[str, Any]]) -> list[int]:
     kept: list[int] = []
     position = 0
     for message in transcript:
-        if message.get("role") == "user":
+        if message["role"] == "user":
             position += 1
             kept.append(position)
         elif is_undo_mark(message) and kept:
@@ -61,12 +121,12 @@ def kept_turns(transcript: list[dict[str, Any]]) -> list[int]:
     return kept
 
 
-def turn_messages(transcript: list[dict[str, Any]], position: int) -> list[dict[str, Any]]:
+def turn_messages(transcript: Sequence[ChatMessage], position: int) -> list[ChatMessage]:
     """The messages of the turn at ``position`` (see :func:`kept_turns`), user message first."""
     seen = 0
     start = None
     for index, message in enumerate(transcript):
-        if message.get("role") != "user":
+        if message["role"] != "user":
             continue
         seen += 1
         if seen == position:
@@ -78,12 +138,20 @@ def turn_messages(transcript: list[dict[str, Any]], position: int) -> list[dict[
     return [m for m in transcript[start:] if not is_undo_mark(m)]
 
 
-def replay(transcript: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The conversation a transcript holds: undone turns dropped, system records left out."""
-    history: list[dict[str, Any]] = []
-    for message in transcript:
+def replayed(transcript: Sequence[ChatMessage]) -> list[int]:
+    """Indexes into ``transcript`` of the messages :func:`replay` keeps, in order."""
+    kept: list[int] = []
+    for index, message in enumerate(transcript):
         if is_undo_mark(message):
-            drop_last_turn(history)
-        elif message.get("role") != "system":
-            history.append(message)
-    return history
+            for back in range(len(kept) - 1, -1, -1):  # drop the last turn
+                if transcript[kept[back]]["role"] == "user":
+                    del kept[back:]
+                    break
+        elif message["role"] != "system":
+            kept.append(index)
+    return kept
+
+
+def replay(transcript: Sequence[ChatMessage]) -> list[ChatMessage]:
+    """The conversation a transcript holds: undone turns dropped, system records left out."""
+    return [transcript[index] for index in replayed(transcript)]

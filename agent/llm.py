@@ -26,6 +26,7 @@ import openai
 
 from agent.errors import LLMError, LLMRequestError, LLMUnavailable
 from agent.llm_stream import error_message, stream_chunks
+from agent.messages import AssistantMessage, ChatMessage
 from agent.settings import LLMSettings
 
 logger = logging.getLogger(__name__)
@@ -81,9 +82,9 @@ class LLMResponse:
     finish_reason: str | None = None
     usage: Usage = field(default_factory=Usage)
 
-    def to_message(self) -> dict[str, Any]:
+    def to_message(self) -> AssistantMessage:
         """The assistant message to append to history."""
-        message: dict[str, Any] = {"role": "assistant", "content": self.content or None}
+        message: AssistantMessage = {"role": "assistant", "content": self.content or None}
         if self.tool_calls:
             message["tool_calls"] = [
                 {
@@ -149,7 +150,7 @@ class LLMClient:
 
     async def complete(
         self,
-        messages: Sequence[dict[str, Any]],
+        messages: Sequence[ChatMessage],
         *,
         tools: Sequence[dict[str, Any]] | None = None,
         model: str | None = None,
@@ -174,7 +175,7 @@ class LLMClient:
 
     async def _complete(
         self,
-        messages: Sequence[dict[str, Any]],
+        messages: Sequence[ChatMessage],
         tools: Sequence[dict[str, Any]] | None,
         model: str | None,
         on_delta: DeltaCallback | None,
@@ -211,7 +212,7 @@ class LLMClient:
 
     async def _stream_once(
         self,
-        messages: Sequence[dict[str, Any]],
+        messages: Sequence[ChatMessage],
         tools: Sequence[dict[str, Any]] | None,
         model: str,
         on_delta: DeltaCallback | None,

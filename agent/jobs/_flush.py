@@ -15,6 +15,7 @@ from agent.history import replay
 from agent.jobs._context import JobContext
 from agent.llm import LLMClient
 from agent.memory_writes import apply_memory_call
+from agent.messages import transcript_messages
 from agent.prompt import build_system_prompt
 from memory.paths import UserKey
 from memory.providers import MemoryManager
@@ -34,7 +35,7 @@ async def flush_session(
     """
     if record.message_count == 0:
         return
-    history = replay([m.to_openai() for m in await db.get_messages(record.id)])
+    history = replay(transcript_messages(await db.get_messages(record.id)))
     store = ctx.store_for(UserKey.parse(record.user_key))
     await asyncio.to_thread(store.load_from_disk)
     manager = ctx.manager_for(record, "flush")

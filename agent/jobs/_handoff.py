@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Sequence
 
 from agent.errors import AgentError
 from agent.llm import LLMClient
+from agent.messages import ChatMessage
 from memory.store import scan_memory_content
 
 __all__ = [
@@ -29,7 +30,7 @@ HANDOFF_PROMPT = (
 HANDOFF_MAX_CHARS = 12_000
 
 
-async def summarize_for_handoff(llm: LLMClient, messages: list[dict[str, Any]]) -> str | None:
+async def summarize_for_handoff(llm: LLMClient, messages: Sequence[ChatMessage]) -> str | None:
     """A short summary of the session for the next one; None when there is nothing to say."""
     lines = [
         f"{m['role'].upper()}: {m['content']}"

@@ -30,10 +30,11 @@ from collections.abc import Callable
 from typing import Any
 
 from agent.errors import AgentError
-from agent.history import kept_turns, replay, turn_messages
+from agent.history import kept_turns, replayed, turn_messages
 from agent.jobs._context import JobContext
 from agent.jobs._flush import flush_session
 from agent.jobs._handoff import summarize_for_handoff
+from agent.messages import ChatMessage, as_plain, transcript_messages
 from memory.transcripts import StoredMessage
 
 __all__ = [
@@ -91,7 +92,7 @@ def sync_turn(session_id: str, position: int) -> str:
         logger.warning("sync_turn: unknown session %s", session_id)
         return "unknown session"
     stored = ctx.db.get_messages(session_id)
-    transcript = [m.to_openai() for m in stored]
+    transcript = transcript_messages(stored)
     if position not in kept_turns(transcript):
         return "withdrawn"  # undone before its sync ran: never reaches the provider
     manager = ctx.manager_for(record, "background")
@@ -103,7 +104,7 @@ def sync_turn(session_id: str, position: int) -> str:
                 user,
                 assistant,
                 session_id=session_id,
-                messages=turn,
+                messages=as_plain(turn),
                 speaker=speaker_of(stored, position),
             )
     ctx.state.mark_done(key)
@@ -122,8 +123,7 @@ def rewind(session_id: str, position: int, reason: str) -> str:
     manager = ctx.manager_for(record, "background")
     if manager is not None and ctx.state.is_done(f"sync:{session_id}:{position}"):
         stored = ctx.db.get_messages(session_id)
-        transcript = [m.to_openai() for m in stored]
-        user, assistant = turn_text(turn_messages(transcript, position) or [{}])
+        user, assistant = turn_text(turn_messages(transcript_messages(stored), position))
         withdrawn: dict[str, Any] = {
             "turn": position,
             "user_content": user,
@@ -172,7 +172,7 @@ def end_session(session_id: str, reason: str) -> str:
         ctx.state.mark_done(flush_key)
     handoff_key = f"handoff:{session_id}"
     if ctx.handoff and not ctx.state.is_done(handoff_key):
-        messages = [m.to_openai() for m in ctx.db.get_messages(session_id)]
+        messages = transcript_messages(ctx.db.get_messages(session_id))
         summary = ctx.loop.run(ctx.config.llm, lambda llm, _: summarize_for_handoff(llm, messages))
         if summary:
             ctx.db.set_summary(session_id, summary)
@@ -181,7 +181,7 @@ def end_session(session_id: str, reason: str) -> str:
     if not ctx.state.is_done(end_key):
         manager = ctx.manager_for(record, "background")
         if manager is not None:
-            manager.on_session_end(replay(with_speakers(ctx.db.get_messages(session_id))))
+            manager.on_session_end(with_speakers(ctx.db.get_messages(session_id)))
         ctx.state.mark_done(end_key)
     ctx.db.end_session(session_id, reason)
     ctx.release(session_id)
@@ -190,10 +190,11 @@ def end_session(session_id: str, reason: str) -> str:
 
 
 def with_speakers(stored: list[StoredMessage]) -> list[dict[str, Any]]:
-    """The transcript for ``on_session_end``: user messages say who wrote them."""
+    """The conversation for ``on_session_end`` (``replay``): user messages say who wrote them."""
+    kept = [stored[i] for i in replayed(transcript_messages(stored))]
     return [
         {**m.to_openai(), "speaker": m.speaker} if m.role == "user" and m.speaker else m.to_openai()
-        for m in stored
+        for m in kept
     ]
 
 
@@ -203,7 +204,7 @@ def speaker_of(stored: list[StoredMessage], position: int) -> str | None:
     return users[position - 1].speaker if 0 < position <= len(users) else None
 
 
-def turn_text(turn: list[dict[str, Any]]) -> tuple[str, str]:
-    user = str(turn[0].get("content") or "")
+def turn_text(turn: list[ChatMessage]) -> tuple[str, str]:
+    user = str(turn[0].get("content") or "") if turn else ""
     answers = [str(m["content"]) for m in turn if m.get("role") == "assistant" and m.get("content")]
     return user, answers[-1] if answers else ""

@@ -6,6 +6,7 @@ import copy
 import json
 from typing import Any
 
+from agent.agent import NUDGE
 from agent.compressor import SUMMARY_PREFIX
 from agent.flush import FLUSH_PROMPT
 from tests.agent.conftest import MakeAgent, system_of
@@ -95,6 +96,31 @@ async def test_compression_flushes_first_keeps_head_and_tail_and_iterates(
     assert "PREVIOUS SUMMARY" in prompt and "summary v1" in prompt
     summaries = [m for m in agent.history if str(m.get("content", "")).startswith(SUMMARY_PREFIX)]
     assert len(summaries) == 1 and "summary v2" in summaries[0]["content"]
+
+
+async def test_undo_gives_back_the_written_text_across_a_compression(
+    server: FakeOpenAI, make_agent: MakeAgent
+) -> None:
+    """What the model is shown has a memory nudge added; /undo gives back what was written,
+    for the turn after a compression and for the turn before it, kept in the tail."""
+    server.responder(Script())
+    agent = await make_agent(
+        llm={"context_length": 3000, "auxiliary_model": "aux"},
+        compression={"threshold": 0.5, "tail_token_budget": 400},
+        memory={"nudge_interval": 1},
+    )
+    written: list[str] = []
+    while agent.compressor.compressions == 0:
+        assert len(written) < 30, "compression never fired"
+        written.append(f"turn {len(written) + 1}: " + "lorem ipsum dolor " * 40)
+        await agent.run_turn(written[-1])
+    users = [m for m in agent.history if m["role"] == "user"]
+    assert users[-2]["content"] == f"{written[-2]}\n\n{NUDGE}"  # kept in the tail
+    chat_keys = {"role", "content", "tool_calls", "tool_call_id", "name"}
+    assert all(set(m) <= chat_keys for m in agent.history)  # nothing of ours rides along
+
+    assert await agent.undo_last_turn() == written[-1]
+    assert await agent.undo_last_turn() == written[-2]
 
 
 async def test_system_prompt_stable_until_compression(

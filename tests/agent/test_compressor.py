@@ -415,6 +415,23 @@ async def test_input_not_mutated_on_failure(server: FakeOpenAI, llm: LLMClient) 
     assert out is not original
 
 
+async def test_origins_name_the_input_message_each_copy_came_from(
+    server: FakeOpenAI, llm: LLMClient
+) -> None:
+    server.reply("## Goal\nFix the report")
+    original = history()
+    compressed = await make(llm, budget=tail_budget()).compress_with_origins(original)
+    assert compressed.origins == [0, 1, 2, None, 8, 9, 10, 11]
+    for message, origin in zip(compressed.messages, compressed.origins, strict=True):
+        if origin is not None:
+            assert message == original[origin] and message is not original[origin]
+
+    server.error(500)
+    failed = await make(llm, budget=tail_budget()).compress_with_origins(original)
+    assert failed.origins == list(range(len(original)))
+    assert failed.messages[4]["content"] == PRUNED_TOOL_OUTPUT  # pruned, still message 4
+
+
 async def test_nothing_to_compress_makes_no_request(server: FakeOpenAI, llm: LLMClient) -> None:
     compressor = make(llm)  # the default budget holds the whole history
     original = history()
