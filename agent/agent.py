@@ -40,6 +40,7 @@ from agent.streaming import ContextScrubber, emit, scrubbed
 from agent.tools.memory_tool import MEMORY_TOOL_SCHEMA
 from agent.tools.registry import ToolRegistry, tool_error
 from agent.tools.session_search_tool import SESSION_SEARCH_SCHEMA, run_session_search
+from memory.paths import UserKey
 from memory.providers import MemoryManager, strip_memory_context
 from memory.store import MemoryStore
 from memory.transcripts import AsyncSessionDB
@@ -110,9 +111,9 @@ class Agent:
         self._kept: list[int] = []
         """Transcript positions of the turns not undone (see ``agent.history.kept_turns``)."""
         self._positions = 0
-        self._speaker: str | None = None
+        self._speaker: UserKey | None = None
         self._system_prompt: str | None = None
-        self._user_sessions = db.for_user(session.user_key)
+        self._user_sessions = db.for_user(str(session.user_key))
 
     @property
     def system_prompt(self) -> str:
@@ -126,10 +127,10 @@ class Agent:
         await self.db.create_session(
             s.session_id,
             platform=s.platform,
-            user_key=s.user_key,
+            user_key=str(s.user_key),
             chat_id=s.chat_id,
             thread_id=s.thread_id,
-            user_id=s.user_key.partition(":")[2],
+            user_id=s.user_key.id,
             model=self.llm.model,
             started_at=self.now(),
             parent_session_id=s.parent_session_id,
@@ -180,7 +181,7 @@ class Agent:
         text: str,
         on_delta: DeltaCallback | None = None,
         images: Sequence[ImageInput] = (),
-        speaker: str | None = None,
+        speaker: UserKey | None = None,
     ) -> str:
         """Answer one user message. Raises ``LLMError`` when the model cannot be reached (the
         message stays in the transcript); re-raises cancellation.
@@ -355,7 +356,7 @@ class Agent:
         stored_content: str | None = None,
         tool_name: str | None = None,
         finish_reason: str | None = None,
-        speaker: str | None = None,
+        speaker: UserKey | None = None,
     ) -> None:
         self.history.append(message)
         content = message.get("content") if stored_content is None else stored_content
@@ -368,7 +369,7 @@ class Agent:
             tool_name=tool_name,
             finish_reason=finish_reason,
             timestamp=self.now(),
-            speaker=speaker,
+            speaker=None if speaker is None else str(speaker),
         )
 
     async def _record_usage(self, response: LLMResponse) -> None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from agent.messages import ImagePart
 from agent.settings import AgentSettings, CompressionSettings, LLMSettings
+from memory.paths import ChatRef, UserKey
 from memory.settings import MemorySettings
 
 
@@ -30,10 +31,9 @@ class SessionContext:
     """Who and where: everything an agent knows about its session."""
 
     session_id: str
-    user_key: str
-    platform: str
-    chat_id: str | None = None
-    thread_id: str | None = None
+    user_key: UserKey
+    """Whose profile and transcripts: the person, or the chat's own key in a shared session."""
+    chat: ChatRef
     platform_hint: str | None = None
     """A line for the system prompt about the platform (its formatting, its habits)."""
     is_direct: bool | None = None
@@ -42,6 +42,18 @@ class SessionContext:
     """The session of the same conversation this one follows (after /new or expiry)."""
     started_because: str | None = None
     """Why the parent session ended (``"new"``, ``"idle"``, ``"daily"``, ...)."""
+
+    @property
+    def platform(self) -> str:
+        return self.chat.platform
+
+    @property
+    def chat_id(self) -> str:
+        return self.chat.chat_id
+
+    @property
+    def thread_id(self) -> str | None:
+        return self.chat.thread_id
 
 
 @dataclass

@@ -15,6 +15,7 @@ from typing import Any
 from agent.context import SessionContext
 from agent.jobs import JobScheduler
 from agent.recall import Recall
+from memory.paths import UserKey
 from memory.providers import MemoryManager
 
 
@@ -51,27 +52,28 @@ class ProviderCalls:
                 reason=s.started_because or "new",
             )
 
-    async def before_turn(self, turn: int, text: str, speaker: str | None) -> str:
+    async def before_turn(self, turn: int, text: str, speaker: UserKey | None) -> str:
         """Turn-start hooks, then the fenced recall for ``text`` (``""`` for none)."""
+        who = _key_text(speaker)
         await asyncio.to_thread(
-            self.memory.on_turn_start, turn, text, speaker=speaker, platform=self.session.platform
+            self.memory.on_turn_start, turn, text, speaker=who, platform=self.session.platform
         )
-        return await self.recall.for_turn(text, session_id=self.session.session_id, speaker=speaker)
+        return await self.recall.for_turn(text, session_id=self.session.session_id, speaker=who)
 
-    def after_turn(self, position: int, text: str, speaker: str | None) -> None:
+    def after_turn(self, position: int, text: str, speaker: UserKey | None) -> None:
         """The turn at ``position`` to the background provider, and its cache warmed, by job."""
         jobs = self._jobs
         if jobs is not None:
             jobs.sync_turn(self.session.session_id, position)
-            jobs.queue_prefetch(self.session.session_id, text, speaker)
+            jobs.queue_prefetch(self.session.session_id, text, _key_text(speaker))
 
-    async def tool(self, name: str, arguments: dict[str, Any], speaker: str | None) -> str:
+    async def tool(self, name: str, arguments: dict[str, Any], speaker: UserKey | None) -> str:
         return await asyncio.to_thread(
             self.memory.handle_tool_call,
             name,
             arguments,
             session_id=self.session.session_id,
-            speaker=speaker,
+            speaker=_key_text(speaker),
         )
 
     async def rewound(self, withdrawn: int | None, reason: str) -> None:
@@ -90,3 +92,8 @@ class ProviderCalls:
         await asyncio.to_thread(
             self.memory.on_session_switch, sid, parent_session_id=sid, reason="compression"
         )
+
+
+def _key_text(key: UserKey | None) -> str | None:
+    """A user key as providers and jobs take it (plain text)."""
+    return None if key is None else str(key)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from agent.tools.memory_tool import MemoryCall
+from memory.paths import UserKey
 from memory.store import MemoryStore, StagedWrites, StagingRefused, scan_memory_content
 
 logger = logging.getLogger(__name__)
@@ -46,7 +47,7 @@ class SharedWriteGate:
     is_admin: Callable[[], bool]
     staging: StagedWrites | None
     session_id: str
-    user_key: str
+    user_key: UserKey
 
     async def intercept(self, store: MemoryStore, call: MemoryCall) -> dict[str, Any] | None:
         """A result for a write that must not land directly, or None to let it through.
@@ -73,7 +74,7 @@ class SharedWriteGate:
         try:
             staged_id = await asyncio.to_thread(
                 self.staging.stage,
-                user_key=self.user_key,
+                user_key=str(self.user_key),
                 session_id=self.session_id,
                 action=call.action,
                 content=content,

@@ -6,6 +6,8 @@ import json
 from dataclasses import asdict, dataclass, replace
 from typing import Literal
 
+from memory.paths import ChatRef, UserKey
+
 AttachmentKind = Literal["image", "voice", "audio", "video", "document", "sticker", "other"]
 
 
@@ -43,8 +45,14 @@ class InboundMessage:
     answer is edited into them (set when a pending turn is taken up after a restart)."""
 
     @property
-    def user_key(self) -> str:
-        return f"{self.platform}:{self.user_id}"
+    def user_key(self) -> UserKey:
+        """Who wrote it."""
+        return UserKey(self.platform, self.user_id)
+
+    @property
+    def chat(self) -> ChatRef:
+        """Where it was written."""
+        return ChatRef(self.platform, self.chat_id, self.thread_id)
 
 
 def message_to_json(message: InboundMessage) -> str:

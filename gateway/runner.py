@@ -103,12 +103,9 @@ class GatewayRunner:
         commands = [
             CommandInfo(c.name, c.help, c.admin_only, c.args) for c in self.commands.visible(True)
         ]
-        keys = (normalize_user_key(entry) for entry in self.settings.auth.admins)
-        admins = [
-            UserKey.parse(key).id
-            for key in keys
-            if key is not None and UserKey.parse(key).platform == adapter.name
-        ]
+        texts = (normalize_user_key(entry) for entry in self.settings.auth.admins)
+        keys = (UserKey.parse(text) for text in texts if text is not None)
+        admins = [key.id for key in keys if key.platform == adapter.name]
         try:
             await adapter.publish_commands(commands, admins)
         except AdapterError as exc:

@@ -109,6 +109,15 @@ class UserKey:
 
 
 @dataclass(frozen=True, slots=True)
+class ChatRef:
+    """Where a conversation happens: a chat on a platform, and a thread in it (if any)."""
+
+    platform: str
+    chat_id: str
+    thread_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ChorusPaths:
     """Where everything lives under one CHORUS_HOME."""
 

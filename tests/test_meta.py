@@ -327,6 +327,8 @@ def test_every_setting_has_a_readme_row_that_says_when_it_takes_effect() -> None
         if said.get(key) is None or re.fullmatch(rf"{when}( \(.*\))?", said[key]) is None
     }
     assert wrong == {}, "README's 'takes effect' column (said, declared) differs"
+
+
 # --- exception trees ------------------------------------------------------------------
 
 ERROR_MODULES = {
@@ -449,6 +451,8 @@ def test_the_tree_reader_sees_depth_and_running_descriptions() -> None:
         ("D", "A"),
         ("p.E", "Root"),
     ]
+
+
 # ---------------------------------------------------------------- wiring at construction
 
 WIRING = ROOT / "gateway" / "app"

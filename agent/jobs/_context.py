@@ -118,10 +118,10 @@ class JobContext:
         self.handoff = handoff
         self.is_admin = is_admin
 
-    def shared_write_gate(self, session_id: str, user_key: str) -> SharedWriteGate:
+    def shared_write_gate(self, session_id: str, user_key: UserKey) -> SharedWriteGate:
         return SharedWriteGate(
             policy=lambda: self.config.memory.shared_writes,
-            is_admin=lambda: self.is_admin(user_key),
+            is_admin=lambda: self.is_admin(str(user_key)),
             staging=self.staging,
             session_id=session_id,
             user_key=user_key,

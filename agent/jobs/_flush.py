@@ -36,10 +36,11 @@ async def flush_session(
     if record.message_count == 0:
         return
     history = replay(transcript_messages(await db.get_messages(record.id)))
-    store = ctx.store_for(UserKey.parse(record.user_key))
+    owner = UserKey.parse(record.user_key)
+    store = ctx.store_for(owner)
     await asyncio.to_thread(store.load_from_disk)
     manager = ctx.manager_for(record, "flush")
-    gate = ctx.shared_write_gate(record.id, record.user_key)
+    gate = ctx.shared_write_gate(record.id, owner)
 
     async def run_memory(arguments: dict[str, Any]) -> str:
         write = await apply_memory_call(arguments, store=store, shared_writes=gate, memory=manager)

@@ -170,12 +170,12 @@ class Authorizer:
             len(self._config.allowed),
         )
 
-    def is_admin(self, user_key: str) -> bool:
-        key = normalize_user_key(user_key)
+    def is_admin(self, user_key: UserKey | str) -> bool:
+        key = normalize_user_key(str(user_key))
         return key is not None and _is_admin(key, self._config)
 
     def decide(self, msg: InboundMessage) -> AuthDecision:
-        key = normalize_user_key(msg.user_key)
+        key = normalize_user_key(str(msg.user_key))
         if key is None:
             return AuthDecision(False, None, "no_user")
         config = self._config
@@ -303,8 +303,8 @@ def admin_checker(admins: list[str]) -> Callable[[str], bool]:
     """``is_admin(user_key)`` for code that has only the settings (agent factories, workers)."""
     keys = _config_keys(admins, "auth.admins")
 
-    def is_admin(user_key: str) -> bool:
-        key = normalize_user_key(user_key)
+    def is_admin(user_key: UserKey | str) -> bool:
+        key = normalize_user_key(str(user_key))
         return key is not None and (key.startswith(f"{CONSOLE_PLATFORM}:") or key in keys)
 
     return is_admin

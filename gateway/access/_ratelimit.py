@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from gateway.clock import Clock
+from memory.paths import UserKey
 
 __all__ = [
     "MAX_KEYS",
@@ -118,7 +119,7 @@ class RateLimiter:
 class RateCheck(Protocol):
     """The intake's rate check: this process's ``RateLimiter``, or one several replicas share."""
 
-    async def check(self, user_key: str) -> RateDecision:
+    async def check(self, user_key: UserKey) -> RateDecision:
         """Take one message of ``user_key``'s budget, or say it is spent."""
         ...
 
@@ -129,8 +130,8 @@ class LocalRateCheck:
     def __init__(self, limiter: RateLimiter) -> None:
         self.limiter = limiter
 
-    async def check(self, user_key: str) -> RateDecision:
-        return self.limiter.check(user_key)
+    async def check(self, user_key: UserKey) -> RateDecision:
+        return self.limiter.check(str(user_key))
 
 
 class NoticeThrottle:

@@ -71,12 +71,12 @@ class AgentFactory:
     def settings(self) -> Settings:
         return self.live.current
 
-    def is_admin(self, user_key: str) -> bool:
+    def is_admin(self, user_key: UserKey | str) -> bool:
         """Whether ``user_key`` is an admin under the settings in effect now."""
         admins = self.settings.auth.admins
         if self._admins is None or self._admins[0] is not admins:
             self._admins = (admins, admin_checker(admins))
-        return self._admins[1](user_key)
+        return self._admins[1](str(user_key))
 
     def store_for(self, user: UserKey | None) -> MemoryStore:
         """The shared MEMORY.md plus this one user's USER.md (None: MEMORY.md only)."""
@@ -110,7 +110,7 @@ class AgentFactory:
             session_id=session.session_id,
             chorus_home=self.settings.home,
             platform=session.platform,
-            user_key=session.user_key,
+            user_key=str(session.user_key),
             agent_context="primary",
             builtin=BuiltinMemoryProvider(store),
             chat_id=session.chat_id,
@@ -121,7 +121,7 @@ class AgentFactory:
 
     def agent_for(self, session: SessionContext, *, handoff_summary: str | None = None) -> Agent:
         """A new agent for ``session``; call ``start()`` on it (off the hot path of others)."""
-        store = self.store_for(UserKey.parse(session.user_key))
+        store = self.store_for(session.user_key)
         user_key = session.user_key
         return Agent(
             session,

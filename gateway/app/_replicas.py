@@ -26,6 +26,7 @@ from gateway.replicas import (
     SharedRateLimiter,
     token_name,
 )
+from memory.paths import UserKey
 
 __all__ = [
     "SharedRateCheck",
@@ -83,12 +84,12 @@ class SharedRateCheck:
         self.shared = shared
         self._local = local
 
-    async def check(self, user_key: str) -> RateDecision:
+    async def check(self, user_key: UserKey) -> RateDecision:
         try:
-            decision = await self.shared.check(user_key)
+            decision = await self.shared.check(str(user_key))
         except ReplicaError as exc:
             logger.warning("shared rate limit unavailable (%s)", exc)
-            return self._local.check(user_key)
+            return self._local.check(str(user_key))
         return RateDecision(decision.allowed, decision.notify)
 
 

@@ -66,17 +66,17 @@ def _user_line(row: UserAccessRow) -> str:
 
 
 async def allow_sub(ctx: CommandContext, arg: str) -> str:
-    return await asyncio.to_thread(ctx.services.access.allow, arg.strip(), ctx.user_key)
+    return await asyncio.to_thread(ctx.services.access.allow, arg.strip(), str(ctx.user_key))
 
 
 async def deny_sub(ctx: CommandContext, arg: str) -> str:
-    return await asyncio.to_thread(ctx.services.access.deny, arg.strip(), ctx.user_key)
+    return await asyncio.to_thread(ctx.services.access.deny, arg.strip(), str(ctx.user_key))
 
 
 async def approve_sub(ctx: CommandContext, arg: str) -> str:
     if not arg:
         return usage_of("approve")
-    return await asyncio.to_thread(ctx.services.access.approve_code, arg, ctx.user_key)
+    return await asyncio.to_thread(ctx.services.access.approve_code, arg, str(ctx.user_key))
 
 
 def _shared_store(ctx: CommandContext) -> MemoryStore:
@@ -90,7 +90,8 @@ async def memory_sub(ctx: CommandContext, arg: str) -> str:
         staging = ctx.services.staging
         if staging is None:
             return t.NO_STAGING
-        return await asyncio.to_thread(review, staging, store, action, text.strip(), ctx.user_key)
+        by = str(ctx.user_key)
+        return await asyncio.to_thread(review, staging, store, action, text.strip(), by)
     if action == "add" and text.strip():
         result = await asyncio.to_thread(store.add, "memory", text.strip())
         return result["message"] + f" [{result['usage']}]"

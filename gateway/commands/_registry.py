@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from gateway.commands._services import CommandServices
 from gateway.commands._texts import COMMAND_FAILED, REFUSED, UNKNOWN_COMMAND
 from gateway.events import InboundMessage
+from memory.paths import UserKey
 
 logger = logging.getLogger(__name__)
 
@@ -31,7 +32,7 @@ class CommandContext:
     is_admin: bool
 
     @property
-    def user_key(self) -> str:
+    def user_key(self) -> UserKey:
         return self.msg.user_key
 
 
@@ -131,4 +132,4 @@ class CommandRegistry:
         args = command.audit_args(ctx.args)
         if subject and str(subject) not in args:
             args = f"{args} → {subject}"
-        await ctx.services.audit(ctx.user_key, f"/{ctx.name}", args[:AUDIT_ARGS_MAX], outcome)
+        await ctx.services.audit(str(ctx.user_key), f"/{ctx.name}", args[:AUDIT_ARGS_MAX], outcome)

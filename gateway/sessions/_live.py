@@ -7,15 +7,17 @@ from dataclasses import dataclass, field
 
 from agent.agent import Agent
 from gateway.events import InboundMessage, SessionKey
-from memory.paths import UserKey
+from memory.paths import ChatRef, UserKey
+from memory.transcripts import SessionRecord
 
 
 @dataclass
 class LiveSession:
     key: SessionKey
     session_id: str
-    user_key: str
+    user_key: UserKey
     """Whose profile the agent loads (a chat's own key in ``scope: chat`` groups)."""
+    chat: ChatRef
     started_at: float
     last_active: float
     agent: Agent | None = None
@@ -24,7 +26,6 @@ class LiveSession:
     turn: asyncio.Task[str] | None = None
     turns_without_agent: int = 0
     """Turns counted while no agent is in memory (after eviction); the agent counts them else."""
-    chat: tuple[str, str, str | None] | None = None
     is_direct: bool | None = None
     parent: tuple[str, str] | None = None
     """``(id, end reason)`` of the session of this conversation before this one."""
@@ -50,13 +51,26 @@ class LiveSession:
         return False
 
 
+def live_from_record(key: SessionKey, record: SessionRecord) -> LiveSession:
+    """An open session of the database, as this process holds it."""
+    return LiveSession(
+        key,
+        record.id,
+        UserKey.parse(record.user_key),
+        ChatRef(record.platform, record.chat_id or "", record.thread_id),
+        record.started_at,
+        record.last_active_at or record.started_at,
+        is_direct=record.is_direct,
+    )
+
+
 def merge_texts(batch: list[InboundMessage]) -> str:
     """Messages that queued up while the agent was busy become one turn, in order."""
     texts = [m.text.strip() for m in batch if m.text.strip()]
     return "\n\n".join(texts)
 
 
-def speaker_of(batch: list[InboundMessage]) -> str | None:
-    """The user key of who wrote the batch; None when several people did."""
-    speakers = {str(UserKey(m.platform, m.user_id)) for m in batch}
+def speaker_of(batch: list[InboundMessage]) -> UserKey | None:
+    """Who wrote the batch; None when several people did."""
+    speakers = {m.user_key for m in batch}
     return speakers.pop() if len(speakers) == 1 else None

@@ -35,7 +35,7 @@ from gateway.config import SessionsSettings
 from gateway.events import InboundMessage, SessionKey
 from gateway.sessions import _texts as t
 from gateway.sessions._expiry import Reaper, session_deadline
-from gateway.sessions._live import LiveSession
+from gateway.sessions._live import LiveSession, live_from_record
 from gateway.sessions._turns import TurnRunner
 from memory.errors import MemoryPathError
 from memory.paths import UserKey
@@ -155,9 +155,7 @@ class SessionManager:
                 None if shared else record.user_id,
                 record.thread_id if self.settings.threads == "separate" else None,
             )
-            live = LiveSession(key, record.id, record.user_key, record.started_at, last)
-            live.chat = (record.platform, record.chat_id or "", record.thread_id)
-            self._register(live, deadline)
+            self._register(live_from_record(key, record), deadline)
         self.reaper.start()
         logger.info("recovered sessions; %d ended at start-up", ended)
         return ended
@@ -205,12 +203,12 @@ class SessionManager:
                 live = None
         if live is None:
             now = self.clock.time()
-            live = LiveSession(key, uuid.uuid4().hex, str(self.profile_key(msg)), now, now)
-            live.chat = (msg.platform, msg.chat_id, msg.thread_id)
+            profile = self.profile_key(msg)
+            live = LiveSession(key, uuid.uuid4().hex, profile, msg.chat, now, now)
             live.is_direct = msg.is_direct
             async with self._opening:  # a burst opens sessions a few at a time, in order
                 live.parent = await self.db.previous_session(
-                    live.user_key, msg.platform, msg.chat_id, msg.thread_id
+                    str(live.user_key), msg.platform, msg.chat_id, msg.thread_id
                 )
                 self._register(live)
                 summary = await self._handoff_summary(live, msg)
@@ -225,7 +223,7 @@ class SessionManager:
         if not self.settings.handoff:
             return None
         summary = await self.db.latest_summary(
-            live.user_key, msg.platform, msg.chat_id, msg.thread_id
+            str(live.user_key), msg.platform, msg.chat_id, msg.thread_id
         )
         live.handoff = summary
         return summary
@@ -233,14 +231,11 @@ class SessionManager:
     async def agent_for(self, live: LiveSession) -> Agent:
         """The session's agent, built (or rebuilt from SessionDB after eviction) on demand."""
         if live.agent is None:
-            platform, chat_id, thread_id = live.chat or (live.key.platform, live.key.chat_id, None)
             context = SessionContext(
-                platform_hint=self.platform_hints.get(platform),
+                platform_hint=self.platform_hints.get(live.chat.platform),
                 session_id=live.session_id,
                 user_key=live.user_key,
-                platform=platform,
-                chat_id=chat_id,
-                thread_id=thread_id,
+                chat=live.chat,
                 is_direct=live.is_direct,
                 parent_session_id=live.parent[0] if live.parent else None,
                 started_because=live.parent[1] if live.parent else None,

@@ -30,7 +30,7 @@ from typing import Any
 
 from gateway.events import InboundMessage, SessionKey
 from gateway.sessions._expiry import session_deadline
-from gateway.sessions._live import LiveSession
+from gateway.sessions._live import LiveSession, live_from_record
 from gateway.sessions._manager import SessionManager, _is_chat_profile
 from memory.transcripts import SessionRecord
 
@@ -81,11 +81,8 @@ class SharedSessions(SessionManager):
         key = self._key_of(record)
         if key in self._open:  # another session of the key is live here: it is the one
             return False
-        last = record.last_active_at or record.started_at
-        deadline, _ = session_deadline(record.started_at, last, self.settings)
-        live = LiveSession(key, record.id, record.user_key, record.started_at, last)
-        live.chat = (record.platform, record.chat_id or "", record.thread_id)
-        live.is_direct = record.is_direct
+        live = live_from_record(key, record)
+        deadline, _ = session_deadline(live.started_at, live.last_active, self.settings)
         self._register(live, deadline)
         return True
 

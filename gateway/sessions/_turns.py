@@ -30,6 +30,7 @@ from gateway.events import Attachment, InboundMessage
 from gateway.ops import Activity, Metrics
 from gateway.sessions._inbox_keeper import InboxKeeper
 from gateway.sessions._live import LiveSession, merge_texts, speaker_of
+from memory.paths import UserKey
 
 __all__ = ["TurnRunner", "images_of"]
 
@@ -157,7 +158,7 @@ class TurnRunner:
         text: str,
         on_delta: Callable[[str], Awaitable[None]],
         images: list[ImageInput],
-        speaker: str | None,
+        speaker: UserKey | None,
     ) -> str:
         """The agent's answer, written in one of ``answer_slots``; its delivery (which may
         wait for the platform's rate budget) holds none."""

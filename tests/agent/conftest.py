@@ -14,7 +14,7 @@ from agent.agent import Agent
 from agent.context import AgentConfig, SessionContext
 from agent.llm import LLMClient
 from agent.settings import AgentSettings, CompressionSettings, LLMSettings
-from memory.paths import ChorusPaths, UserKey
+from memory.paths import ChatRef, ChorusPaths, UserKey
 from memory.settings import MemorySettings
 from memory.store import MemoryStore
 from memory.transcripts import AsyncSessionDB
@@ -87,9 +87,8 @@ async def make_agent(
         )
         session = SessionContext(
             session_id=session_id or uuid.uuid4().hex,
-            user_key=user_key,
-            platform=user_key.partition(":")[0],
-            chat_id="chat-" + user_key,
+            user_key=UserKey.parse(user_key),
+            chat=ChatRef(user_key.partition(":")[0], "chat-" + user_key),
             platform_hint=f"You are talking on {user_key.partition(':')[0].title()}.",
         )
         built = Agent(session, llm=client, store=store, db=db, config=config)

@@ -13,7 +13,7 @@ from agent.context import SessionContext
 from agent.llm import LLMClient
 from gateway.app import AgentFactory, Background, start_background
 from gateway.config import LiveSettings, Settings, load_settings
-from memory.paths import ChorusPaths
+from memory.paths import ChatRef, ChorusPaths, UserKey
 from memory.transcripts import AsyncSessionDB
 from tests.fakes import FakeOpenAI
 from tests.integration.recorder_plugin import install_recorder
@@ -46,7 +46,9 @@ class Stack:
     async def agent(self, session_id: str, user_key: str = "telegram:1") -> Agent:
         platform = user_key.partition(":")[0]
         agent = self.factory.agent_for(
-            SessionContext(session_id, user_key, platform, chat_id=f"chat-{user_key}")
+            SessionContext(
+                session_id, UserKey.parse(user_key), ChatRef(platform, f"chat-{user_key}")
+            )
         )
         await agent.start()
         return agent

@@ -16,6 +16,7 @@ import pytest
 
 from agent.agent import Agent
 from agent.context import SessionContext
+from memory.paths import ChatRef, UserKey
 from tests.fakes import FakeOpenAI, RedisServer
 from tests.integration.conftest import Stack, build_stack, close_stack, stack_settings
 from tests.integration.test_providers_redis import ChorusWorkers, env_for, wait_idle
@@ -51,7 +52,7 @@ def holo_workers(
 
 async def agent_for(stack: Stack, session_id: str, user_key: str, chat: str) -> Agent:
     agent = stack.factory.agent_for(
-        SessionContext(session_id, user_key, "slack", chat_id=chat, is_direct=False)
+        SessionContext(session_id, UserKey.parse(user_key), ChatRef("slack", chat), is_direct=False)
     )
     await agent.start()
     return agent

@@ -13,6 +13,7 @@ from typing import Any
 from agent.agent import Agent
 from agent.context import SessionContext
 from agent.history import kept_turns, replay
+from memory.paths import ChatRef, UserKey
 from tests.fakes import FakeOpenAI
 from tests.integration.conftest import Stack, build_stack, close_stack, stack_settings
 from tests.integration.recorder_plugin import install_recorder, read_log, set_behaviour
@@ -125,9 +126,8 @@ async def test_a_session_after_new_starts_with_a_reset_naming_its_parent(
     second = stack.factory.agent_for(
         SessionContext(
             "s2",
-            "telegram:1",
-            "telegram",
-            chat_id="chat-telegram:1",
+            UserKey.parse("telegram:1"),
+            ChatRef("telegram", "chat-telegram:1"),
             parent_session_id="s1",
             started_because="new",
         )

@@ -240,5 +240,5 @@ async def test_a_user_id_shaped_like_a_chat_never_gets_the_chats_profile(
     await gw.ask("hello", user="chat-g1")  # a DM from a user whose id looks like the chat's key
     system = server.last_request["messages"][0]["content"]
     assert "Group codeword" not in system
-    keys = {live.user_key for live in gw.runner.sessions.sessions}
+    keys = {str(live.user_key) for live in gw.runner.sessions.sessions}
     assert keys == {"memory#chat:g1", "memory:chat-g1"}

@@ -95,7 +95,7 @@ async def test_two_users_in_one_group_have_their_own_sessions_and_profiles(
         "remember: I drink green tea",
         "and what do I drink?",
     ]
-    keys = {live.user_key for live in gw.runner.sessions.sessions}
+    keys = {str(live.user_key) for live in gw.runner.sessions.sessions}
     assert keys == {f"telegram:{ANN}", f"telegram:{BOB}"}
     profiles = gw.stack.settings.home / "memories" / "users" / "telegram"
     assert "green tea" in (profiles / str(ANN) / "USER.md").read_text()

@@ -87,7 +87,7 @@ async def test_a_rejected_token_stops_start_up_without_showing_it(
     settings = telegram_settings(chorus_home, server, telegram, TELEGRAM_BOT_TOKEN="9:wrong-one")
     adapter = TelegramAdapter(settings.telegram)
     with pytest.raises(ConfigError, match="rejected the bot token") as failure:
-        await adapter.start()
+        await adapter.connect()
     assert "wrong-one" not in str(failure.value)
     assert not adapter.is_connected()
     await adapter.stop()  # nothing to stop, and no error
