@@ -40,17 +40,10 @@ def isolated(name: str) -> bool:
     return name in ISOLATED_NAMES or name.startswith(ISOLATED_PREFIXES)
 
 
-TIMEOUT = 120
-"""Seconds a test may take (setup and teardown included) before it fails; the slowest
-ordinary test takes about a tenth of it. Also ``timeout`` in pyproject.toml."""
-
 HEAVY_TIMEOUTS = {"slow": 600, "real_server": 900, "container": 2400}
-"""Longer limits for the heavy marks: real clusters, real servers (a module's first
-test also starts its server), container builds (the first one builds the base image)."""
-
-SERIAL_MODULES_MARKS = ("real_server", "container")
-"""Modules with these marks run on one worker each (``--dist loadgroup``): their
-module-scoped servers and images are made once, not once per worker."""
+"""Seconds a test with one of these marks may take, setup and teardown included (the
+others: ``timeout`` in pyproject.toml, 120 s): real clusters, real servers (a module's
+first test also starts its server), container builds (the first builds the base image)."""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -58,8 +51,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         heavy = [limit for mark, limit in HEAVY_TIMEOUTS.items() if item.get_closest_marker(mark)]
         if heavy and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(max(heavy)))
-        if any(item.get_closest_marker(mark) for mark in SERIAL_MODULES_MARKS):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
 @pytest.fixture(autouse=True)
