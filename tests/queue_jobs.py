@@ -39,11 +39,12 @@ def _line(session_id: str, n: int, key: str) -> bytes:
 
 
 def read_records(path: str | Path) -> list[dict[str, Any]]:
-    """Every line recorded so far, in file order."""
+    """Every line recorded so far, in file order (a line still being written is left out)."""
     p = Path(path)
     if not p.exists():
         return []
-    return [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
+    whole = p.read_text().rpartition("\n")[0]
+    return [json.loads(line) for line in whole.splitlines() if line.strip()]
 
 
 def record(path: str, session_id: str, n: int, delay: float = 0.0) -> None:

@@ -15,6 +15,7 @@ from memory.providers import build_memory_context_block
 from memory.transcripts import AsyncSessionDB
 from tests.agent.conftest import MakeAgent, Sleeps, tool_results
 from tests.fakes import FakeOpenAI, Reply
+from tests.waiting import until
 
 
 def last_user_content(request: dict[str, Any]) -> str:
@@ -276,8 +277,7 @@ async def test_cancel_while_waiting_for_llm(server: FakeOpenAI, make_agent: Make
     agent = await make_agent()
     server.hang(30)
     task = asyncio.create_task(agent.run_turn("slow question"))
-    while not server.requests:
-        await asyncio.sleep(0.01)
+    await until(lambda: server.requests, what="the LLM request")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -10,12 +10,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-import time
 from collections.abc import Callable
 from types import TracebackType
 from typing import Self
 
 from aiohttp import web
+
+from ..waiting import until
 
 
 class LoopThread:
@@ -89,11 +90,7 @@ class LoopThread:
         self, predicate: Callable[[], bool], timeout: float = 15.0, what: str = "condition"
     ) -> None:
         """Poll ``predicate`` (from the test's loop) until true; fail after ``timeout``."""
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}")
-            await asyncio.sleep(0.02)
+        await until(predicate, timeout, what, poll=0.02)
 
     def __enter__(self) -> Self:
         return self.start()

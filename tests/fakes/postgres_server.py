@@ -27,6 +27,8 @@ from types import TracebackType
 __all__ = ["PostgresServer", "postgres_bin_dir"]
 
 START_TIMEOUT = 30.0
+PORT_TRIES = 3
+"""Free ports a first start tries (another process may take the one picked)."""
 UNPRIVILEGED = 65534
 """The uid and gid (``nobody``/``nogroup``) the cluster runs as when the tests run as root."""
 
@@ -59,9 +61,11 @@ class PostgresServer:
         self._dir = Path(tmp_dir)
         self._data = self._dir / "pgdata"
         self._log = self._dir / "postgres.log"
+        self._fixed_port = port is not None
         self.port = port or _free_port()
         self._as_root = os.geteuid() == 0
         self._made = False
+        self._started = False
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://{self.USER}@127.0.0.1:{self.port}/{database}"
@@ -98,20 +102,28 @@ class PostgresServer:
         self._made = True
 
     def start(self) -> PostgresServer:
+        """Start the cluster (again). A first start whose free port another process took
+        in the meantime moves to another free port; a restart keeps its port."""
         if not self._made:
             self._init()
-        options = (
-            f"-p {self.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=''"
-            " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-            " -c max_connections=200"
-        )
-        done = self._run(
-            str(self._bin / "pg_ctl"), "-D", str(self._data), "-l", str(self._log),
-            "-o", options, "-w", "-t", str(int(START_TIMEOUT)), "start",
-        )  # fmt: skip
-        if done.returncode != 0:
-            log = self._log.read_text(errors="replace")[-2000:] if self._log.exists() else ""
-            raise RuntimeError(f"pg_ctl start failed: {done.stderr.strip()}\n{log}")
+        tries = 1 if self._fixed_port or self._started else PORT_TRIES
+        for attempt in range(1, tries + 1):
+            options = (
+                f"-p {self.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=''"
+                " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+                " -c max_connections=200"
+            )
+            done = self._run(
+                str(self._bin / "pg_ctl"), "-D", str(self._data), "-l", str(self._log),
+                "-o", options, "-w", "-t", str(int(START_TIMEOUT)), "start",
+            )  # fmt: skip
+            if done.returncode == 0:
+                break
+            if attempt == tries:
+                log = self._log.read_text(errors="replace")[-2000:] if self._log.exists() else ""
+                raise RuntimeError(f"pg_ctl start failed: {done.stderr.strip()}\n{log}")
+            self.port = _free_port()
+        self._started = True
         self._wait_ready()
         return self
 

@@ -10,6 +10,7 @@ simulate an outage while clients keep their URL.
 
 from __future__ import annotations
 
+import re
 import shutil
 import socket
 import subprocess
@@ -36,13 +37,20 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _ping(port: int) -> bool:
+def _pid_on(port: int) -> int | None:
+    """The process id of the redis-server answering on ``port``; None when none answers."""
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
-            sock.sendall(b"PING\r\n")
-            return sock.recv(64).startswith(b"+PONG")
+            sock.sendall(b"INFO server\r\n")
+            data = b""
+            while (found := re.search(rb"process_id:(\d+)\r\n", data)) is None:
+                chunk = sock.recv(4096)
+                if not chunk:
+                    return None
+                data += chunk
+            return int(found.group(1))
     except OSError:
-        return False
+        return None
 
 
 class RedisServer:
@@ -55,9 +63,11 @@ class RedisServer:
         self._binary = binary
         self._dir = Path(tmp_dir)
         self._dir.mkdir(parents=True, exist_ok=True)
+        self._fixed_port = port is not None
         self.port = port or _free_port()
         self._proc: subprocess.Popen[bytes] | None = None
         self._log = self._dir / f"redis-{self.port}.log"
+        self._started = False
 
     @property
     def url(self) -> str:
@@ -68,30 +78,38 @@ class RedisServer:
         return self._proc is not None and self._proc.poll() is None
 
     def start(self) -> RedisServer:
-        """Start the server (again) and wait until it answers PING."""
+        """Start the server (again) and wait until it answers on its port.
+
+        The answer must come from this very process: another test process may
+        have taken the free port in between (then a first start moves to another
+        free port; a restart, which must keep its port, retries until its deadline).
+        """
         if self.running:
             return self
-        command = [
-            self._binary,
-            "--port", str(self.port),
-            "--bind", "127.0.0.1",
-            "--save", "",
-            "--appendonly", "no",
-            "--dir", str(self._dir),
-            "--logfile", str(self._log),
-        ]  # fmt: skip
         deadline = time.monotonic() + START_TIMEOUT
         while True:  # the port may still be in TIME_WAIT right after a stop()
+            command = [
+                self._binary,
+                "--port", str(self.port),
+                "--bind", "127.0.0.1",
+                "--save", "",
+                "--appendonly", "no",
+                "--dir", str(self._dir),
+                "--logfile", str(self._log),
+            ]  # fmt: skip
             self._proc = subprocess.Popen(
                 command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
             )
             while self._proc.poll() is None and time.monotonic() < deadline:
-                if _ping(self.port):
+                if _pid_on(self.port) == self._proc.pid:
+                    self._started = True
                     return self
                 time.sleep(0.02)
             if self._proc.poll() is None or time.monotonic() >= deadline:
                 self.stop()
                 raise RuntimeError(f"redis-server did not answer on port {self.port}")
+            if not self._fixed_port and not self._started:
+                self.port = _free_port()
             time.sleep(0.1)
 
     def stop(self) -> None:

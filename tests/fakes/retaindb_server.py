@@ -25,6 +25,7 @@ from typing import Any
 
 from aiohttp import web
 
+from ..waiting import until
 from .loop_thread import LoopThread
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -143,8 +144,8 @@ class FakeRetainDB(LoopThread):
             lose = self._lose > 0
             self._lose -= 1 if lose else 0
             hold = self._hold_at is not None and self._stored == self._hold_at and status == 201
-        while hold and not self._held.is_set():
-            await asyncio.sleep(0.01)
+        if hold:  # until the test releases it (or the server shuts down)
+            await until(self._held.is_set, 600, "the held answer to be released", poll=0.01)
         if lose:
             return web.json_response({"error": "lost"}, status=503)
         return web.json_response(result, status=status)

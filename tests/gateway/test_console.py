@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import pytest
 from memory.paths import ChorusPaths, UserKey
 from memory.transcripts import SessionDB
 from tests.fakes import FakeOpenAI
+from tests.waiting import until_sync
 
 CHORUS = Path(sys.executable).with_name("chorus")
 
@@ -149,10 +149,7 @@ def test_ctrl_c_interrupts_the_answer_not_the_program(
     assert proc.stdin is not None
     proc.stdin.write("tell me a long story\n")
     proc.stdin.flush()
-    deadline = time.monotonic() + 30
-    while not server.requests:
-        assert time.monotonic() < deadline, "the console never called the endpoint"
-        time.sleep(0.05)
+    until_sync(lambda: server.requests, 30, "the console to call the endpoint")
     proc.send_signal(signal.SIGINT)  # what Ctrl-C delivers
     proc.stdin.write("are you still there?\n")
     proc.stdin.flush()

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 import textwrap
-import time
 from pathlib import Path
 from typing import Any
+
+from tests.waiting import until_sync
 
 PLUGIN_SOURCE = textwrap.dedent(
     '''
@@ -185,8 +186,4 @@ def read_log(home: Path) -> list[dict[str, Any]]:
 
 
 def wait_for(predicate: Any, timeout: float = 30.0, message: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {message}")
-        time.sleep(0.02)
+    until_sync(predicate, timeout, message)

@@ -31,6 +31,7 @@ from memory.jobs import (
     mask_url,
 )
 from tests.queue_jobs import read_records, runs_of
+from tests.waiting import until_sync
 
 if TYPE_CHECKING:
     from tests.fakes.redis_fixtures import WorkerProcesses
@@ -43,11 +44,7 @@ QUEUE_NAME = "chorus"
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float = 20.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or predicate}")
-        time.sleep(0.02)
+    until_sync(predicate, timeout, what)
 
 
 def spec(func: str, *args: Any, session: str, job_id: str) -> JobSpec:

@@ -23,6 +23,7 @@ from rq.job import Job
 from memory.jobs import JobSpec, Outbox, RQQueue
 from memory.jobs._rq_worker import ChorusWorker
 from tests.queue_jobs import read_records
+from tests.waiting import until_sync
 
 if TYPE_CHECKING:
     from tests.fakes.redis_fixtures import WorkerProcesses
@@ -34,11 +35,7 @@ BurstWorker = Callable[[], None]
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float = 20.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or predicate}")
-        time.sleep(0.02)
+    until_sync(predicate, timeout, what)
 
 
 def spec(func: str, *args: Any, session: str, job_id: str) -> JobSpec:

@@ -12,6 +12,7 @@ import pytest
 
 from memory.errors import SessionDBError
 from memory.transcripts import AsyncSessionDB
+from tests.waiting import until
 
 ALICE = "slack:U1"
 BOB = "slack:U2"
@@ -114,8 +115,9 @@ async def test_event_loop_keeps_running_while_the_database_is_busy(
     pending = asyncio.create_task(adb.get_session("s1"))
     await asyncio.sleep(0)
     ticks_at_call = ticks
-    while ticks < ticks_at_call + 5 and not pending.done():
-        await asyncio.sleep(0.002)
+    await until(
+        lambda: ticks >= ticks_at_call + 5 or pending.done(), 10, "five ticks or the answer"
+    )
     ticked_while_pending = not pending.done()
     release.set()
     record = await pending

@@ -24,6 +24,7 @@ from tests.fakes import FakeOpenAI
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.slack_requests import SIGNING_SECRET
 from tests.fakes.telegram_api import FakeTelegram
+from tests.waiting import until
 
 CHORUS = Path(sys.executable).with_name("chorus")
 SECRET = "webhook-secret-1"
@@ -144,18 +145,19 @@ class Cluster:
         self.processes.append(process)
         return process
 
-    async def wait_ready(self, process: Process, timeout: float = 30.0) -> None:
-        for _ in range(int(timeout / 0.05)):
+    async def wait_ready(self, process: Process, timeout: float = 60.0) -> None:
+        async def ready() -> bool:
             if process.proc.poll() is not None:
                 raise AssertionError(f"{process.name} exited: {self.tail(process)}")
-            await asyncio.sleep(0.05)
             try:
-                status = await asyncio.to_thread(_status, f"{process.url}/readyz")
+                return await asyncio.to_thread(_status, f"{process.url}/readyz") == 200
             except OSError:
-                continue
-            if status == 200:
-                return
-        raise AssertionError(f"{process.name} never became ready: {self.tail(process)}")
+                return False
+
+        try:
+            await until(ready, timeout, f"{process.name} to become ready", poll=0.05)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}: {self.tail(process)}") from None
 
     def balance(self, *replicas: Process) -> None:
         """Telegram's updates go to these replicas in turn (the load balancer)."""

@@ -9,7 +9,6 @@ assert timing.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING
 
@@ -27,6 +26,7 @@ from gateway.replicas import (
     SharedSeen,
 )
 from tests.fakes.clock import FakeClock
+from tests.waiting import until
 
 if TYPE_CHECKING:
     from tests.fakes.redis_server import RedisServer
@@ -45,11 +45,7 @@ async def clients(redis_server: RedisServer) -> AsyncIterator[tuple[Redis, Redis
 
 
 async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not await check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.02)
+    await until(check, timeout, poll=0.02)
 
 
 async def test_a_retry_reaching_another_replica_is_seen_once(

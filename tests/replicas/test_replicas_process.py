@@ -18,7 +18,10 @@ from typing import Any
 
 import pytest
 import redis
+from rq import Queue
+from rq.registry import StartedJobRegistry
 
+from gateway.sessions import Inbox
 from memory.store import PostgresMemoryFiles
 from memory.transcripts import SessionDB
 from tests.fakes import FakeOpenAI, Reply
@@ -105,6 +108,31 @@ def lease_owners(url: str) -> Counter[str]:
     return owners
 
 
+def all_settled(cluster: Cluster) -> bool:
+    """Every delivery in the shared inbox settled, every mailbox empty, no LLM call running."""
+    with Inbox(cluster.database_url) as inbox:
+        if any(inbox.pending(platform) for platform in ("telegram", "slack")):
+            return False
+    client = redis.Redis.from_url(cluster.redis_url)
+    try:
+        mailboxes = list(client.scan_iter("chorus:mailbox:*"))
+        if any(client.xlen(stream) for stream in mailboxes):
+            return False
+    finally:
+        client.close()
+    return cluster.llm.in_flight == 0
+
+
+def background_idle(cluster: Cluster) -> bool:
+    """No job of the background queue waiting or running."""
+    client = redis.Redis.from_url(cluster.redis_url)
+    try:
+        queue = Queue("chorus", connection=client)
+        return queue.count == 0 and StartedJobRegistry(queue=queue).count == 0
+    finally:
+        client.close()
+
+
 async def converse_on_slack(cluster: Cluster, person: int, messages: range) -> None:
     """One Slack person in a DM; each event posted to the next replica, as Slack's
     requests would reach whichever replica the load balancer picks."""
@@ -154,7 +182,11 @@ async def test_two_replicas_answer_fifty_people_once_each_in_order(cluster: Clus
         ),
         240,
     )
-    await asyncio.sleep(1.0)  # anything answered twice would show by now
+    # nothing is left that could still answer twice: no delivery unsettled, no mailbox
+    # entry unacknowledged, no LLM call running
+    await cluster.telegram.wait_for(
+        lambda: all_settled(cluster), timeout=60, what="every delivery settled"
+    )
     for user in users:
         assert answers(cluster.telegram, user) == [f"echo: u{user} m{n}" for n in range(10)]
     for person in slack_people:
@@ -236,17 +268,26 @@ async def test_a_replica_killed_mid_conversation_loses_nothing_and_sessions_end_
             return all(s.ended_at is not None for s in db.list_sessions(limit=1000))
 
     await cluster.telegram.wait_for(all_ended, timeout=120, what="every session ended")
-    await asyncio.sleep(2.0)  # a second ending would show by now
     with SessionDB(cluster.database_url) as db:
         sessions = db.list_sessions(limit=1000)
     assert len(sessions) == len(users)  # the conversations went on in the same sessions
-    ends = Counter(
-        entry["session"]
-        for name in ("replica-a", "replica-b", "worker-1")
-        for entry in read_log(cluster.home(name))
-        if entry.get("hook") == "on_session_end"
+
+    def ends() -> Counter[str]:
+        return Counter(
+            entry["session"]
+            for name in ("replica-a", "replica-b", "worker-1")
+            for entry in read_log(cluster.home(name))
+            if entry.get("hook") == "on_session_end"
+        )
+
+    # every ending reached the provider and no background job is left that could end one again
+    await cluster.telegram.wait_for(
+        lambda: set(ends()) == {s.id for s in sessions} and background_idle(cluster),
+        timeout=60,
+        what="every session end handled",
     )
-    assert ends == Counter({s.id: 1 for s in sessions})
+    assert all_settled(cluster)
+    assert ends() == Counter({s.id: 1 for s in sessions})
 
 
 async def test_two_replicas_sending_into_one_group_keep_within_its_budget(

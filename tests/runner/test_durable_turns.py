@@ -8,15 +8,13 @@ tests/telegram/test_telegram_crash.py.
 
 from __future__ import annotations
 
-import asyncio
-
 from tests.fakes import FakeClock, FakeOpenAI, Reply
 from tests.runner.conftest import START, GatewayFactory, close_without_ending, user_messages
+from tests.waiting import until
 
 
 async def in_flight(server: FakeOpenAI, count: int = 1) -> None:
-    while server.in_flight < count:
-        await asyncio.sleep(0.005)
+    await until(lambda: server.in_flight >= count, what=f"{count} LLM request(s) in flight")
 
 
 async def test_a_turn_cut_by_a_crash_is_answered_once_after_the_restart(
@@ -50,13 +48,17 @@ async def test_a_half_streamed_answer_is_finished_in_the_same_message(
     gw = await make_gateway()
     server.push(Reply.of_text("The answer is forty two, of course.", stall_after=3, stall=60))
     await gw.say("the answer?", user="2")
-    while not gw.adapter.sent or not gw.adapter.sent[0].text.startswith("The answer is"):
-        await asyncio.sleep(0.005)
+    await until(
+        lambda: gw.adapter.sent and gw.adapter.sent[0].text.startswith("The answer is"),
+        what="the first streamed words",
+    )
     frozen = gw.adapter.sent[0]
     # the crash comes after the gateway noted the message as shown (a kill between
     # the send and the note leaves a new message to send instead)
-    while not any(frozen.message_id in p.shown for p in gw.stack.inbox.pending("memory")):
-        await asyncio.sleep(0.005)
+    await until(
+        lambda: any(frozen.message_id in p.shown for p in gw.stack.inbox.pending("memory")),
+        what="the inbox to note the message as shown",
+    )
     await close_without_ending(gw)
 
     server.reply("The answer is 42.")

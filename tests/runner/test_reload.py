@@ -17,6 +17,7 @@ from agent.agent import NUDGE
 from agent.jobs import HANDOFF_PROMPT
 from tests.fakes import FakeOpenAI
 from tests.runner.conftest import Gateway, GatewayFactory, user_messages
+from tests.waiting import until
 
 ADMIN = "1"
 BASE: dict[str, Any] = {
@@ -141,8 +142,7 @@ async def test_shutdown_timeout(
     await reload(gw)
     server.reply("a very slow answer", delay=30)
     await gw.say("take your time", user="2")
-    while not server.in_flight:
-        await asyncio.sleep(0.01)
+    await until(lambda: server.in_flight, what="an LLM request in flight")
     await asyncio.wait_for(gw.runner.shutdown(), 20)
     await asyncio.to_thread(gw.stack.background.queue.flush, 30)
     assert "a very slow answer" not in gw.adapter.texts()
@@ -186,8 +186,7 @@ async def test_busy_mode(
     server.reply("the first answer", delay=30)
     server.reply("the second answer")
     await gw.say("first", user="2")
-    while not server.in_flight:
-        await asyncio.sleep(0.01)
+    await until(lambda: server.in_flight, what="an LLM request in flight")
     await gw.say("second", user="2")
     answers = [(await gw.adapter.pop()).text, (await gw.adapter.pop()).text]
     assert "the first answer" not in answers and "the second answer" in answers

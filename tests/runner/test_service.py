@@ -16,6 +16,7 @@ from memory.paths import ChorusPaths
 from memory.transcripts import SessionDB
 from tests.fakes import FakeOpenAI
 from tests.runner.conftest import GatewayFactory, gateway_settings
+from tests.waiting import until
 
 
 async def test_health_readiness_and_metrics(make_gateway: GatewayFactory) -> None:
@@ -63,14 +64,12 @@ async def test_sigterm_finishes_turns_ends_sessions_exits_zero(
     settings = gateway_settings(chorus_home, server, CHORUS_GATEWAY__HTTP__PORT="0")
     adapter = MemoryAdapter()
     service = asyncio.create_task(run_gateway(settings, adapters=[adapter]))
-    while not adapter.started:
-        await asyncio.sleep(0.01)
+    await until(lambda: adapter.started, 60, "the adapter to start")
     await adapter.push("quick", user_id="3")
     assert (await adapter.pop()).text == "ok"
     server.reply("done despite the shutdown", delay=0.5)
     await adapter.push("slow", user_id="2")
-    while len(server.requests) < 2:
-        await asyncio.sleep(0.01)
+    await until(lambda: len(server.requests) >= 2, what="two LLM requests")
     os.kill(os.getpid(), signal.SIGTERM)
     assert await asyncio.wait_for(service, 60) == 0
     assert (await adapter.pop()).text == "done despite the shutdown"

@@ -14,6 +14,7 @@ from tests.runner.conftest import (
     close_without_ending,
     user_messages,
 )
+from tests.waiting import until
 
 
 def echo(delay: float = 0.0) -> Any:
@@ -41,8 +42,10 @@ async def test_fifty_sessions_concurrent_in_order_within_cap(
         for n in range(5):
             await gw.say(f"u{user} m{n}", user=str(100 + user))
             chat = f"dm-{100 + user}"
-            while len(gw.adapter.done_texts(chat)) <= n:
-                await asyncio.sleep(0.005)
+            answered = n + 1
+            await until(
+                lambda c=chat, a=answered: len(gw.adapter.done_texts(c)) >= a, 60, f"{chat} m{n}"
+            )
 
     await asyncio.wait_for(asyncio.gather(*(converse(u) for u in range(50))), 120)
     for user in range(50):
@@ -57,8 +60,7 @@ async def test_busy_messages_are_merged_into_the_next_turn(
     server.reply("first answer", delay=0.5)
     server.reply("merged answer")
     await gw.say("first", user="2")
-    while not server.requests:
-        await asyncio.sleep(0.005)
+    await until(lambda: server.requests, what="the first LLM request")
     await gw.say("second", user="2")
     await gw.say("third", user="2")
     assert (await gw.adapter.pop()).text == "first answer"
@@ -73,8 +75,7 @@ async def test_interrupt_mode_cancels_the_running_turn(
     server.hang(30)
     server.reply("answer to the correction")
     await gw.say("long question", user="2")
-    while not server.requests:
-        await asyncio.sleep(0.005)
+    await until(lambda: server.requests, what="the first LLM request")
     await gw.say("actually, shorter", user="2")
     texts = [(await gw.adapter.pop()).text, (await gw.adapter.pop()).text]
     assert "(stopped)" in texts[0]
@@ -88,8 +89,7 @@ async def test_stop_interrupts_and_history_stays_usable(
     gw = await make_gateway()
     server.hang(30)
     await gw.say("tell me everything", user="2")
-    while not server.requests:
-        await asyncio.sleep(0.005)
+    await until(lambda: server.requests, what="the first LLM request")
     await gw.say("/stop", user="2")
     replies = {(await gw.adapter.pop()).text, (await gw.adapter.pop()).text}
     assert "Stopped." in replies
@@ -195,8 +195,7 @@ async def test_expiry_waits_for_a_running_turn(
     gw = await make_gateway(CHORUS_SESSIONS__IDLE_MINUTES="1")
     server.reply("slow answer", delay=0.5)
     await gw.say("go", user="2")
-    while not server.requests:
-        await asyncio.sleep(0.005)
+    await until(lambda: server.requests, what="the first LLM request")
     await gw.clock.advance(120)
     assert (await gw.adapter.pop()).text == "slow answer"  # not torn down
     await gw.clock.advance(120)
@@ -246,8 +245,7 @@ async def test_shutdown_finishes_turns_and_ends_every_session(
     await gw.ask("hello", user="3")
     server.reply("finished anyway", delay=0.3)
     await gw.say("slow one", user="2")
-    while len(server.requests) < 2:
-        await asyncio.sleep(0.005)
+    await until(lambda: len(server.requests) >= 2, what="two LLM requests")
     await gw.runner.shutdown(10)
     assert (await gw.adapter.pop()).text == "finished anyway"
     await gw.settle()
@@ -291,8 +289,7 @@ async def test_eviction_never_drops_the_agent_about_to_answer(
     server.reply("slow", delay=0.5)
     server.reply("quick")
     await gw.say("busy one", user="2")
-    while not server.requests:
-        await asyncio.sleep(0.005)
+    await until(lambda: server.requests, what="the first LLM request")
     await gw.say("another", user="3")  # user 2's agent is busy, user 3's is new
     texts = sorted([(await gw.adapter.pop()).text, (await gw.adapter.pop()).text])
     assert texts == ["quick", "slow"]

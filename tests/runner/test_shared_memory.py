@@ -15,7 +15,7 @@ from memory.paths import ChorusPaths
 from memory.store import StagedWrites
 from memory.store._staged import MAX_PENDING_PER_USER
 from tests.fakes import FakeOpenAI
-from tests.runner.conftest import Gateway, GatewayFactory
+from tests.runner.conftest import Gateway, GatewayFactory, user_messages
 
 CAT = "The office cat is named Pixel"
 
@@ -83,8 +83,8 @@ async def test_staged_write_reaches_others_only_after_approval(
 
     await gw.ask("/new", user="3")
     await gw.ask("hello again", user="3")
-    # (the handoff summary of the ended session is a background job that may come last)
-    [turn] = [r for r in server.requests if r["messages"][-1].get("content") == "hello again"]
+    # the turn's request (the summary of the session /new ended may come after it)
+    [turn] = [r for r in server.requests if user_messages(r)[-1:] == ["hello again"]]
     assert CAT in turn["messages"][0]["content"]
     audit = [(e.actor, e.command, e.outcome) for e in gw.stack.gateway_db.audit_entries(20)]
     assert ("memory:1", "/admin", "ok") in audit
@@ -159,7 +159,14 @@ def test_cli_review_commands(chorus_home: Path) -> None:
 
 
 ADMIN_NOTE = "Deploys happen on Tuesdays"
-MISSING = object()
+class _Missing:
+    """No ``target`` argument at all (a stable test id, the same in every test process)."""
+
+    def __repr__(self) -> str:
+        return "missing"
+
+
+MISSING = _Missing()
 ODD_TARGETS: list[object] = [MISSING, None, "", False, 0, "MEMORY", " memory", ["memory"], {}]
 
 

@@ -68,7 +68,7 @@ def kill(proc: subprocess.Popen[bytes]) -> None:
 
 
 async def test_killed_mid_turn_the_message_is_answered_once_after_the_restart(
-    gateway: Callable[..., object], server: FakeOpenAI, telegram: FakeTelegram
+    gateway: Callable[..., object], server: FakeOpenAI, telegram: FakeTelegram, chorus_home: Path
 ) -> None:
     server.reply("never delivered", delay=60)
     first = await gateway()  # type: ignore[misc]
@@ -81,12 +81,24 @@ async def test_killed_mid_turn_the_message_is_answered_once_after_the_restart(
     second = await gateway()  # type: ignore[misc]
     [answer] = await telegram.wait_messages(ANN, 1, timeout=30)
     assert answer.text == "Forty-two."
+    # the kill comes once the answer is noted as given (a kill between the two gives it again)
+    await telegram.wait_for(lambda: all_settled(chorus_home), what="the answer noted")
     kill(second)
     third = await gateway()  # type: ignore[misc]
     telegram.message("thanks", user_id=ANN)
     await telegram.wait_messages(ANN, 2, timeout=30)
     assert len(telegram.in_chat(ANN)) == 2  # "Forty-two." once, then the answer to "thanks"
     kill(third)
+
+
+def all_settled(home: Path) -> bool:
+    """Every delivery in the gateway's inbox is settled (answered, or its sender told)."""
+    try:
+        with sqlite3.connect(f"file:{ChorusPaths(home).state_db}?mode=ro", uri=True) as conn:
+            [(unsettled,)] = conn.execute("SELECT count(*) FROM inbox WHERE settled_at IS NULL")
+    except sqlite3.Error:
+        return False
+    return unsettled == 0
 
 
 def shown_recorded(home: Path) -> bool:
@@ -129,7 +141,7 @@ async def test_a_half_streamed_answer_ends_with_the_final_text(
 
 
 async def test_past_the_resume_age_the_sender_is_told_once(
-    gateway: Callable[..., object], server: FakeOpenAI, telegram: FakeTelegram
+    gateway: Callable[..., object], server: FakeOpenAI, telegram: FakeTelegram, chorus_home: Path
 ) -> None:
     server.reply("never delivered", delay=60)
     first = await gateway()  # type: ignore[misc]
@@ -141,6 +153,8 @@ async def test_past_the_resume_age_the_sender_is_told_once(
     second = await gateway(CHORUS_SESSIONS__RESUME_PENDING_MINUTES="0")  # type: ignore[misc]
     [notice] = await telegram.wait_messages(ANN, 1, timeout=30)
     assert "restarted" in notice.text and "ask again" in notice.text
+    # the kill comes once the notice is noted as given (a kill between the two tells again)
+    await telegram.wait_for(lambda: all_settled(chorus_home), what="the notice noted")
     kill(second)
     third = await gateway(CHORUS_SESSIONS__RESUME_PENDING_MINUTES="0")  # type: ignore[misc]
     telegram.message("hello again", user_id=ANN)

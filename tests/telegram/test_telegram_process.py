@@ -17,6 +17,7 @@ from memory.transcripts import SessionDB
 from tests.fakes import FakeOpenAI, Reply
 from tests.fakes.telegram_api import FakeTelegram
 from tests.telegram.conftest import ANN
+from tests.waiting import until
 
 CHORUS = Path(sys.executable).with_name("chorus")
 
@@ -59,14 +60,8 @@ async def test_gateway_process_serves_probes_and_stops_on_sigterm(
     )
     try:
         health = f"http://127.0.0.1:{port}"
-        for _ in range(300):
-            await asyncio.sleep(0.05)
-            try:
-                status, body = await asyncio.to_thread(get, f"{health}/readyz")
-            except OSError:
-                continue
-            if status == 200:
-                break
+        await wait_ready(port)
+        status, body = await ready(port)
         assert status == 200, body
         assert '"adapter:telegram": true' in body
 
@@ -111,16 +106,21 @@ def gateway_env(
     return env
 
 
-async def wait_ready(port: int, timeout: float = 20.0) -> None:
-    for _ in range(int(timeout / 0.05)):
-        await asyncio.sleep(0.05)
-        try:
-            status, _ = await asyncio.to_thread(get, f"http://127.0.0.1:{port}/readyz")
-        except OSError:
-            continue
-        if status == 200:
-            return
-    raise AssertionError("the gateway never became ready")
+async def ready(port: int) -> tuple[int, str]:
+    """``GET /readyz``: its status and body; (0, why) when nothing answers yet."""
+    try:
+        return await asyncio.to_thread(get, f"http://127.0.0.1:{port}/readyz")
+    except OSError as exc:
+        return 0, str(exc)
+
+
+async def wait_ready(port: int, timeout: float = 60.0) -> None:
+    """Until the gateway on ``port`` reports ready (the start-up of a loaded machine included)."""
+
+    async def is_ready() -> bool:
+        return (await ready(port))[0] == 200
+
+    await until(is_ready, timeout, f"the gateway on port {port} to become ready", poll=0.05)
 
 
 async def test_sigterm_with_busy_sessions_exits_within_the_bound_and_ends_each_once(

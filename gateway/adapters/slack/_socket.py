@@ -58,6 +58,8 @@ class _Quieter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno < logging.WARNING:
             return True
+        if _rejected_token(record):
+            return False  # chorus logs its own line for a rejected token (SocketMode.open)
         key = str(record.msg)[:40]
         now = time.monotonic()
         if now - self._last.get(key, -self._interval) < self._interval:
@@ -66,6 +68,17 @@ class _Quieter(logging.Filter):
         if len(self._last) > 100:
             self._last.clear()
         return True
+
+
+def _rejected_token(record: logging.LogRecord) -> bool:
+    """The SDK's line for an ``apps.connections.open`` refused for the token itself."""
+    try:
+        message = record.getMessage()
+    except Exception:
+        return False
+    return message.startswith("Failed to retrieve WSS URL") and any(
+        f"'{code}'" in message for code in BAD_TOKEN_ERRORS
+    )
 
 
 class _MaskTicket(logging.Filter):
