@@ -141,7 +141,7 @@ class GatewayRunner:
         if self.dedupe.seen(msg.platform, msg.chat_id, msg.message_id):
             self.metrics.rejected("duplicate")
             return True
-        command = parse_command(msg.text)
+        command = self._command_in(msg)
         addressed = msg.is_direct or msg.mentions_bot or msg.reply_to_bot or command is not None
         if not addressed and self.settings.gateway.group_require_mention:
             return True
@@ -156,6 +156,22 @@ class GatewayRunner:
             return False  # shutting down: it stays in the inbox and is answered after the restart
         await self.notice(msg, t.SHUTTING_DOWN)
         return True
+
+    def _command_in(self, msg: InboundMessage) -> tuple[str, str] | None:
+        """The command ``msg`` gives, if any.
+
+        In a direct message, or a group message that mentions or replies to the bot
+        (``/cmd@thisbot`` on Telegram), every ``/word`` is a command, unknown ones
+        answered as such. Otherwise only a command the bot has is one: "/tmp is full
+        again" in a group is chatter, not "Unknown command /tmp".
+        """
+        command = parse_command(msg.text)
+        if command is None or msg.is_direct or msg.mentions_bot or msg.reply_to_bot:
+            return command
+        if self.commands.get(command[0]) is None:
+            logger.debug("/%s in a %s group is no command of ours", command[0], msg.platform)
+            return None
+        return command
 
     async def _admitted(self, msg: InboundMessage, command: tuple[str, str] | None) -> bool:
         """Whether the sender may talk now (access, then rate); if not, they are told."""
