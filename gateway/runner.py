@@ -19,6 +19,7 @@ import logging
 
 from gateway import _texts as t
 from gateway.access import (
+    AuthDecision,
     Authorizer,
     Deduplicator,
     RateCheck,
@@ -101,7 +102,8 @@ class GatewayRunner:
     async def publish_commands(self, adapter: BaseAdapter) -> None:
         """Give the platform's command menu every command; admin ones for admins only."""
         commands = [
-            CommandInfo(c.name, c.help, c.admin_only, c.args) for c in self.commands.visible(True)
+            CommandInfo(c.name, c.help, c.admin_only, c.args)
+            for c in self.commands.visible(True, adapter.name)
         ]
         texts = (normalize_user_key(entry) for entry in self.settings.auth.admins)
         keys = (UserKey.parse(text) for text in texts if text is not None)
@@ -183,7 +185,7 @@ class GatewayRunner:
                 ctx = CommandContext(msg, command[0], command[1], self.services, False)
                 await self.commands.audit_refused(ctx, decision.reason)
             if decision.reply:
-                await self.notice(msg, decision.reply)
+                await self.notice(msg, self._refusal(decision, command))
             return False
         rate = await self.rate.check(msg.user_key)
         if not rate.allowed:
@@ -192,6 +194,15 @@ class GatewayRunner:
                 await self.notice(msg, t.RATE_LIMITED)
             return False
         return True
+
+    def _refusal(self, decision: AuthDecision, command: tuple[str, str] | None) -> str:
+        """What a refused sender is told: the reason, after the greeting of ``/start``
+        (unless an admin denied them)."""
+        reply = decision.reply or ""
+        if command is None or decision.reason == "denied":
+            return reply
+        greeting = self.commands.to_strangers(command[0])
+        return f"{greeting}\n\n{reply}" if greeting else reply
 
     async def _readable(self, msg: InboundMessage) -> bool:
         """Whether there is something to answer (text, or images the model can see) within
