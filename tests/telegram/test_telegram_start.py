@@ -66,3 +66,14 @@ async def test_start_is_in_the_telegram_menu(make_gateway: GatewayFactory) -> No
     gw = await make_gateway()
     everyone = {c["command"]: c["description"] for c in gw.telegram.commands["default"]}
     assert everyone.get("start")
+
+
+async def test_start_gives_a_denied_user_no_greeting(make_gateway: GatewayFactory) -> None:
+    gw = await make_gateway()
+    tg = gw.telegram
+    tg.message(f"/admin deny telegram:{ANN}", user_id=ADMIN)
+    [denied] = await tg.wait_messages(ADMIN, 1)
+    assert denied.text.startswith(f"Denied telegram:{ANN}")
+    tg.message("/start", user_id=ANN)
+    [reply] = await tg.wait_messages(ANN, 1)
+    assert reply.text == "You are not allowed to use this bot."
