@@ -19,6 +19,7 @@ import logging
 
 from gateway import _texts as t
 from gateway.access import (
+    AuthDecision,
     Authorizer,
     Deduplicator,
     RateCheck,
@@ -101,7 +102,8 @@ class GatewayRunner:
     async def publish_commands(self, adapter: BaseAdapter) -> None:
         """Give the platform's command menu every command; admin ones for admins only."""
         commands = [
-            CommandInfo(c.name, c.help, c.admin_only, c.args) for c in self.commands.visible(True)
+            CommandInfo(c.name, c.help, c.admin_only, c.args)
+            for c in self.commands.visible(True, adapter.name)
         ]
         texts = (normalize_user_key(entry) for entry in self.settings.auth.admins)
         keys = (UserKey.parse(text) for text in texts if text is not None)
@@ -141,7 +143,7 @@ class GatewayRunner:
         if self.dedupe.seen(msg.platform, msg.chat_id, msg.message_id):
             self.metrics.rejected("duplicate")
             return True
-        command = parse_command(msg.text)
+        command = self._command_in(msg)
         addressed = msg.is_direct or msg.mentions_bot or msg.reply_to_bot or command is not None
         if not addressed and self.settings.gateway.group_require_mention:
             return True
@@ -157,6 +159,22 @@ class GatewayRunner:
         await self.notice(msg, t.SHUTTING_DOWN)
         return True
 
+    def _command_in(self, msg: InboundMessage) -> tuple[str, str] | None:
+        """The command ``msg`` gives, if any.
+
+        In a direct message, or a group message that mentions or replies to the bot
+        (``/cmd@thisbot`` on Telegram), every ``/word`` is a command, unknown ones
+        answered as such. Otherwise only a command the bot has is one: "/tmp is full
+        again" in a group is chatter, not "Unknown command /tmp".
+        """
+        command = parse_command(msg.text)
+        if command is None or msg.is_direct or msg.mentions_bot or msg.reply_to_bot:
+            return command
+        if self.commands.get(command[0]) is None:
+            logger.debug("/%s in a %s group is no command of ours", command[0], msg.platform)
+            return None
+        return command
+
     async def _admitted(self, msg: InboundMessage, command: tuple[str, str] | None) -> bool:
         """Whether the sender may talk now (access, then rate); if not, they are told."""
         async with self._checking:
@@ -167,7 +185,7 @@ class GatewayRunner:
                 ctx = CommandContext(msg, command[0], command[1], self.services, False)
                 await self.commands.audit_refused(ctx, decision.reason)
             if decision.reply:
-                await self.notice(msg, decision.reply)
+                await self.notice(msg, self._refusal(decision, command))
             return False
         rate = await self.rate.check(msg.user_key)
         if not rate.allowed:
@@ -176,6 +194,15 @@ class GatewayRunner:
                 await self.notice(msg, t.RATE_LIMITED)
             return False
         return True
+
+    def _refusal(self, decision: AuthDecision, command: tuple[str, str] | None) -> str:
+        """What a refused sender is told: the reason, after the greeting of ``/start``
+        (unless an admin denied them)."""
+        reply = decision.reply or ""
+        if command is None or decision.reason == "denied":
+            return reply
+        greeting = self.commands.to_strangers(command[0])
+        return f"{greeting}\n\n{reply}" if greeting else reply
 
     async def _readable(self, msg: InboundMessage) -> bool:
         """Whether there is something to answer (text, or images the model can see) within

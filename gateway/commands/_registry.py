@@ -56,6 +56,12 @@ class Command:
     """What of the arguments reaches the audit table (never a pairing code)."""
     args: str = ""
     """What the command takes after its name, for command pickers ("" for nothing)."""
+    shown_on: frozenset[str] | None = None
+    """The platforms whose command menu and ``/help`` list it (None: every platform);
+    it works on every platform either way."""
+    to_strangers: str = ""
+    """What it says, before the reason, to someone who may not use the bot (yet); only
+    for a command that reads nothing of anyone's ("" for nothing)."""
 
 
 def parse_command(text: str, bot_username: str | None = None) -> tuple[str, str] | None:
@@ -89,8 +95,19 @@ class CommandRegistry:
         canonical = self._names.get(name)
         return self._commands[canonical] if canonical else None
 
-    def visible(self, is_admin: bool) -> list[Command]:
-        return [c for c in self._commands.values() if is_admin or not c.admin_only]
+    def visible(self, is_admin: bool, platform: str | None = None) -> list[Command]:
+        """The commands to list for an admin or not, on ``platform`` (None: on any)."""
+        return [
+            c
+            for c in self._commands.values()
+            if (is_admin or not c.admin_only)
+            and (platform is None or c.shown_on is None or platform in c.shown_on)
+        ]
+
+    def to_strangers(self, name: str) -> str:
+        """What ``/name`` says to someone the bot does not answer ("" for nothing)."""
+        command = self.get(name)
+        return command.to_strangers if command is not None else ""
 
     async def dispatch(self, ctx: CommandContext) -> str | None:
         """Run a command after the admin check; refusals and admin commands are audited."""

@@ -5,6 +5,8 @@ UNKNOWN_COMMAND = "Unknown command /{name}. Send /help for the list."
 COMMAND_FAILED = "Sorry, /{name} failed. The error is in the logs."
 
 HELP_HEADER = "Commands:"
+GREETING = "Hi! I'm an AI assistant: write to me and I'll answer."
+START = f"{GREETING} Send /help for the commands."
 NEW_DONE = "Started a new session. I still remember what I saved about you."
 NEW_ALREADY = "This is already a fresh session."
 STATUS_YOU = "You are {user_key}{admin}."

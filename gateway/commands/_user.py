@@ -4,21 +4,33 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 
 from gateway.commands import _texts as t
 from gateway.commands._registry import Command, CommandContext, CommandRegistry
 from memory.store import ENTRY_DELIMITER, MemoryStore
 
+logger = logging.getLogger(__name__)
+
 
 def _help(registry: CommandRegistry) -> Command:
     async def help_command(ctx: CommandContext) -> str:
         lines = [t.HELP_HEADER]
-        for command in registry.visible(ctx.is_admin):
+        for command in registry.visible(ctx.is_admin, ctx.msg.platform):
             names = ", ".join(f"/{n}" for n in (command.name, *command.aliases))
             lines.append(f"{names} — {command.help}")
         return "\n".join(lines)
 
     return Command("help", "this list", help_command, admin_only=False)
+
+
+async def start_command(ctx: CommandContext) -> str:
+    """What a person's first message on Telegram is. A deep link's payload
+    (``t.me/<bot>?start=PAYLOAD`` arrives as ``/start PAYLOAD``) has no meaning yet: it
+    is accepted and ignored."""
+    if ctx.args:
+        logger.debug("/start with a %d-character deep-link payload", len(ctx.args))
+    return t.START
 
 
 async def new_command(ctx: CommandContext) -> str:
@@ -148,6 +160,14 @@ def _ago(seconds: float) -> str:
 
 def register_user_commands(registry: CommandRegistry) -> None:
     for command in (
+        Command(
+            "start",
+            "what I am and how to begin",
+            start_command,
+            admin_only=False,
+            shown_on=frozenset({"telegram"}),
+            to_strangers=t.GREETING,
+        ),
         _help(registry),
         Command("new", "start a new session", new_command, ("reset",), admin_only=False),
         Command("status", "session, tokens and memory usage", status_command, admin_only=False),

@@ -188,3 +188,25 @@ async def test_an_event_cut_by_a_crash_is_answered_once_after_the_restart(
     await again.settle()
     posted = [c.params["text"] for c in again.slack.calls_of("chat.postMessage")]
     assert posted == ["Forty-two."]
+
+
+async def test_channel_chatter_that_starts_with_a_slash_is_not_a_command(
+    make_gateway: GatewayFactory,
+) -> None:
+    gw = await make_gateway()
+    slack = gw.slack
+    for text in ("/tmp is full again on the build box", "/etc/hosts has the old address"):
+        await gw.event(slack.person(text, user=ANN, channel=CHANNEL, channel_type="channel"))
+    await gw.event(slack.person("/whoami", user=BOB, channel=CHANNEL, channel_type="channel"))
+    [whoami] = await slack.wait_posted(CHANNEL, 1)
+    assert whoami.text.startswith(f"You are slack:{BOB}")
+    mention = f"<@{BOT_USER_ID}> /frobnicate"
+    await gw.event(slack.person(mention, user=ANN, channel=CHANNEL, channel_type="channel"))
+    posted = await slack.wait_posted(CHANNEL, 2)
+    assert posted[1].text.startswith("Unknown command /frobnicate")
+    await gw.event(slack.person("/frobnicate", user=ANN, channel=DM_ANN))
+    [unknown] = await slack.wait_posted(DM_ANN, 1)
+    assert unknown.text.startswith("Unknown command /frobnicate")
+    await gw.settle()
+    assert len(slack.posted_in(CHANNEL)) == 2
+    assert gw.server.requests == []

@@ -131,3 +131,35 @@ async def test_every_command_works_with_and_without_the_bot_name(
     tg.message("/WHOAMI@Chorus_Test_Bot", user_id=ANN)
     replies: list[BotMessage] = await tg.wait_messages(ANN, 3)
     assert all(r.text.startswith(f"You are telegram:{ANN}") for r in replies)
+
+
+async def test_group_chatter_that_starts_with_a_slash_is_not_a_command(
+    make_gateway: GatewayFactory,
+) -> None:
+    gw = await make_gateway()
+    tg = gw.telegram
+    tg.message("/tmp is full again on the build box", user_id=ANN, chat_id=GROUP)
+    tg.message("/etc/hosts has the old address", user_id=BOB, chat_id=GROUP)
+    tg.message("/whoami", user_id=ANN, chat_id=GROUP)  # a command the bot has
+    tg.message("/frobnicate@chorus_test_bot", user_id=ANN, chat_id=GROUP)  # addressed to it
+    messages = await tg.wait_messages(GROUP, 2)
+    assert messages[0].text.startswith(f"You are telegram:{ANN}")
+    assert messages[1].text.startswith("Unknown command /frobnicate")
+    tg.message("/frobnicate", user_id=ANN)  # in a direct message every command is addressed
+    [unknown] = await tg.wait_messages(ANN, 1)
+    assert unknown.text.startswith("Unknown command /frobnicate")
+    await gw.settle()
+    assert len(tg.in_chat(GROUP)) == 2
+    assert not gw.server.requests
+
+
+async def test_without_required_mentions_slash_chatter_is_an_ordinary_message(
+    make_gateway: GatewayFactory,
+) -> None:
+    gw = await make_gateway(CHORUS_GATEWAY__GROUP_REQUIRE_MENTION="false")
+    tg, llm = gw.telegram, gw.server
+    llm.reply("Time to clean it up.")
+    tg.message("/tmp is full again on the build box", user_id=ANN, chat_id=GROUP)
+    [answer] = await tg.wait_messages(GROUP, 1)
+    assert answer.text == "Time to clean it up."
+    assert user_texts(llm.requests[0]) == ["/tmp is full again on the build box"]

@@ -4,7 +4,8 @@
   (members joining, pins, …) give ``None``; so do messages from bots.
 - Forum topics become ``thread_id``; the implicit reply to a topic's first
   message is not a reply to the bot.
-- ``/cmd@thisbot args`` arrives as ``/cmd args``; ``/cmd@otherbot`` is not ours.
+- ``/cmd@thisbot args`` arrives as ``/cmd args`` and mentions the bot (in a group
+  it is addressed to it, known command or not); ``/cmd@otherbot`` is not ours.
 - A leading ``@thisbot`` is dropped from the text (it is what ``mentions_bot`` says).
 """
 
@@ -69,7 +70,7 @@ def inbound_from(update: Update, me: BotIdentity) -> InboundMessage | None:
         if command.group(2).lower() != me.username.lower():
             return None
         text = f"/{command.group(1)}{text[command.end() :]}"
-    mentions = _mentions_bot(message, me, is_caption)
+    mentions = command is not None or _mentions_bot(message, me, is_caption)
     text = _strip_leading_mention(text, me.username)
     thread_id = str(message.message_thread_id) if message.is_topic_message else None
     user = message.from_user
