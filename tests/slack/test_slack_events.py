@@ -9,6 +9,8 @@ import time
 import aiohttp
 import pytest
 
+from gateway import logs
+from memory import log_content
 from tests.fakes.slack_requests import BOT_USER_ID, event_callback, post_event
 from tests.slack.conftest import ANN, BOB, CHANNEL, DM_ANN, GatewayFactory, user_texts
 
@@ -233,3 +235,31 @@ async def test_unsigned_junk_is_refused_without_a_traceback(
     assert len(refused) <= 1
     assert "qx7zz" not in caplog.text
     assert gw.server.requests == []
+
+
+@pytest.mark.parametrize("content", [False, True])
+async def test_sdk_debug_lines_carry_message_text_only_with_content_logging(
+    make_gateway: GatewayFactory, caplog: pytest.LogCaptureFixture, content: bool
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    logs.hold_library_loggers(True)  # released: the gateway's start decides
+    log_content.enable(content)
+    try:
+        gw = await make_gateway()
+        gw.server.reply("the answer is zebra-quartz-58")
+        status, _ = await gw.event(
+            gw.slack.person("my pin is mauve-otter-91", user=ANN, channel=DM_ANN)
+        )
+        assert status == 200
+        await gw.slack.wait_posted(DM_ANN, 1)
+        await gw.settle()
+    finally:
+        log_content.enable(False)
+        logs.hold_library_loggers(False)
+    sdk_debug = [r for r in caplog.records if r.name.startswith(("slack_sdk", "slack_bolt"))]
+    if content:
+        assert "zebra-quartz-58" in caplog.text  # the SDK's own DEBUG lines are back
+        assert any(r.levelno == logging.DEBUG for r in sdk_debug)
+    else:
+        assert "mauve-otter-91" not in caplog.text and "zebra-quartz-58" not in caplog.text
+        assert all(r.levelno >= logging.INFO for r in sdk_debug)

@@ -82,7 +82,7 @@ COMMANDS_AT_STOP = 5.0
 
 def _bolt_logger() -> logging.Logger:
     """slack-bolt's logger; its lines that would print a request body keep only their start."""
-    bolt = logging.getLogger(f"{__name__}.bolt")
+    bolt = logging.getLogger("slack_bolt.chorus")  # held at INFO like slack_bolt's own
     if not any(isinstance(f, WithholdText) for f in bolt.filters):
         bolt.addFilter(
             WithholdText(
