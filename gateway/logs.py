@@ -6,6 +6,10 @@ installs on the root handlers replaces them with ``***`` in each record
 before it is written (message, arguments and exception text). Library lines
 known to print message bodies get ``WithholdText`` on their logger.
 
+Platform SDKs and HTTP clients print whole payloads at DEBUG (a Slack event,
+a Discord message, an LLM request): ``hold_library_loggers`` keeps their
+loggers at INFO unless content logging (``CHORUS_LOG_CONTENT=1``) is on.
+
 ``CHORUS_LOG_FORMAT=json`` writes one JSON object a line (``JsonFormatter``):
 time, level, logger, message, and the ``session`` and ``platform`` a line was
 written for when known (``bind()`` sets them for a session's task).
@@ -78,6 +82,35 @@ class WithholdText(logging.Filter):
                 record.msg, record.args = f"{prefix} (content withheld)", ()
                 record.exc_info, record.exc_text = None, None
         return True
+
+
+LIBRARY_LOGGERS = (
+    "slack_bolt",
+    "slack_sdk",
+    "discord",
+    "openai",
+    "aiohttp.client",
+    "websockets",
+)
+"""Loggers of libraries that print message payloads at DEBUG."""
+_held: set[str] = set()
+
+
+def hold_library_loggers(content: bool) -> None:
+    """Library loggers at INFO (``content`` False) or back to the configured level (True).
+
+    A logger a module set to a level of its own (above DEBUG, for its own reasons)
+    is left alone.
+    """
+    for name in LIBRARY_LOGGERS:
+        library = logging.getLogger(name)
+        if content:
+            if name in _held:
+                library.setLevel(logging.NOTSET)
+                _held.discard(name)
+        elif library.level < logging.INFO:
+            library.setLevel(logging.INFO)
+            _held.add(name)
 
 
 def install(logger: logging.Logger | None = None) -> None:

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agent.llm import LLMClient, Sleep
+from gateway import logs
 from gateway.access import Authorizer, Deduplicator, GatewayDB, LocalRateCheck, RateLimiter
 from gateway.adapters import BaseAdapter, Intake, Replies
 from gateway.app._agents import AgentFactory
@@ -37,6 +38,7 @@ from gateway.config import LiveSettings, Settings, database_location, load_setti
 from gateway.ops import Activity, Metrics
 from gateway.runner import GatewayRunner
 from gateway.sessions import Inbox, InboxKeeper, SessionManager, SharedSessions, TurnRunner
+from memory import log_content
 from memory.store import StagedWrites
 from memory.transcripts import AsyncSessionDB
 
@@ -141,6 +143,7 @@ async def open_stack(
 ) -> GatewayStack:
     """Every part of a gateway or console process; ``load`` re-reads settings for a reload;
     ``llm_sleep`` replaces the LLM client's waits between retries (tests)."""
+    logs.hold_library_loggers(log_content.enabled())  # SDK payloads: DEBUG only with content
     live = LiveSettings(settings)
     clock = clock or SystemClock()
     adapters = adapters or []

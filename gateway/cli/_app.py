@@ -80,4 +80,5 @@ def main() -> None:
     os.umask(0o077)  # every file chorus creates (state.db, memory files) is its user's only
     # people's text is logged at DEBUG only, and only when asked for
     log_content.enable(level <= logging.DEBUG and os.environ.get("CHORUS_LOG_CONTENT") == "1")
+    logs.hold_library_loggers(log_content.enabled())
     app()

@@ -28,7 +28,7 @@ from gateway.config import (
 )
 from gateway.errors import ConfigError
 from memory.database import safe_location
-from memory.errors import SessionDBError
+from memory.errors import MemoryLayerError, SessionDBError
 from memory.paths import ChorusPaths
 from memory.transcripts import SessionDB, fts5_available
 from plugins.memory import discover_memory_providers
@@ -53,8 +53,24 @@ def run_checks(environ: Mapping[str, str] | None = None) -> list[CheckResult]:
         return [CheckResult("config", False, str(exc))]
     results = [CheckResult("config", True, _config_detail(settings))]
     for check in CHECKS:
-        results.append(check(settings))
+        results.append(_guarded(check, settings))
     return results
+
+
+def _guarded(check: Callable[[Settings], CheckResult], settings: Settings) -> CheckResult:
+    """A check's result, on one line; a check that raises fails with the error's kind."""
+    name = check.__name__.removeprefix("check_")
+    try:
+        result = check(settings)
+    except Exception as exc:
+        logger.debug("doctor check %s raised", name, exc_info=True)
+        return CheckResult(name, False, f"the check failed ({type(exc).__name__})")
+    return CheckResult(result.name, result.ok, one_line(result.detail))
+
+
+def one_line(text: str) -> str:
+    """``text`` with its line breaks and runs of blanks made single spaces."""
+    return " ".join(text.split())
 
 
 def _config_detail(settings: Settings) -> str:
@@ -82,12 +98,15 @@ def check_sqlite(settings: Settings) -> CheckResult:
     if not fts5_available():
         return CheckResult("sqlite", False, f"SQLite {version} lacks FTS5; session search needs it")
     where = database_location(settings)
+    name = "database" if isinstance(where, str) else "sqlite"
     try:
         db = SessionDB(where)
     except SessionDBError as exc:
-        return CheckResult("sqlite", False, str(exc))
+        return CheckResult(name, False, str(exc))
     try:
         count = len(db.list_sessions(limit=1_000_000))
+    except MemoryLayerError as exc:
+        return CheckResult(name, False, str(exc))
     finally:
         db.close()
     if isinstance(where, str):

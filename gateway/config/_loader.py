@@ -29,6 +29,8 @@ from gateway.logs import register_secret
 from memory.database import Location, configure_pool_size, location_of
 from memory.paths import ChorusPaths
 from memory.settings import RESTART, DatabaseSettings, MemorySettings, RedisSettings
+from plugins.errors import PluginError
+from plugins.memory import config_fields, load_memory_provider
 
 logger = logging.getLogger(__name__)
 
@@ -196,14 +198,49 @@ def _read_config_file(path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping of sections at the top level")
+    if not _readable_by_others(path):
+        return data
     present = [p for p in secret_paths() if _get_path(data, p) not in (None, "")]
-    if present and _readable_by_others(path):
+    present += _provider_secrets_present(data, path.parent)
+    if present:
         names = ", ".join(".".join(p) for p in present)
         raise ConfigError(
             f"{path} holds secrets ({names}) but is readable by other users; "
             f"run: chmod 600 {path}  (or move them to environment variables)"
         )
     return data
+
+
+_SECRET_WORDS = ("key", "secret", "token", "password", "passwd", "credential")
+
+
+def _provider_secrets_present(data: Mapping[str, Any], home: Path) -> list[tuple[str, ...]]:
+    """Paths of provider secrets set in ``memory.providers.<name>``: the fields the
+    provider's schema marks secret (by their name when the provider cannot be loaded)."""
+    memory = data.get("memory")
+    providers = memory.get("providers") if isinstance(memory, Mapping) else None
+    if not isinstance(providers, Mapping):
+        return []
+    present: list[tuple[str, ...]] = []
+    for name, section in providers.items():
+        if not isinstance(section, Mapping):
+            continue
+        secret = _provider_secret_keys(str(name), home)
+        for key, value in section.items():
+            looks_secret = any(word in str(key).lower() for word in _SECRET_WORDS)
+            if value not in (None, "") and (key in secret if secret is not None else looks_secret):
+                present.append(("memory", "providers", str(name), str(key)))
+    return present
+
+
+def _provider_secret_keys(name: str, home: Path) -> set[str] | None:
+    """The keys the provider's schema marks secret; None when it cannot be loaded."""
+    try:
+        fields = config_fields(load_memory_provider(name, home))
+    except PluginError as exc:
+        logger.debug("memory provider %s not loaded for the secrets check (%s)", name, exc)
+        return None
+    return {field["key"] for field in fields if field.get("secret")}
 
 
 def _read_secrets_file(path: Path) -> dict[str, str]:

@@ -9,13 +9,18 @@ It runs on the gateway's own event loop (``web.AppRunner`` + ``web.TCPSite``).
 
 Adapters mount their webhooks (Slack events, Telegram updates) with
 :meth:`HTTPServer.add_route` before the server starts. Request bodies, query
-strings and error texts are never logged or echoed back.
+strings and error texts are never logged or echoed back; that includes a
+request aiohttp cannot parse (a too-long request line or header, a bad status
+line): it gets a plain JSON 400 and at most one WARNING line a minute naming
+only the kind of error, where aiohttp would quote the request's first bytes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -33,6 +38,9 @@ READINESS_TIMEOUT = 5.0
 SHUTDOWN_TIMEOUT = 5.0
 """Seconds ``stop()`` waits for requests in flight before closing connections."""
 
+UNREADABLE_LOG_INTERVAL = 60.0
+"""Seconds between two log lines about requests that could not be parsed."""
+
 Readiness = Callable[[], Awaitable[dict[str, bool]]]
 """Returns check name -> whether that dependency is usable right now."""
 
@@ -43,14 +51,78 @@ class _AccessLogger(AbstractAccessLogger):
     def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
         route = "-"
         if isinstance(request, web.Request):
-            resource = request.match_info.route.resource
-            if resource is not None:
-                route = resource.canonical
+            # a request that could not be parsed never got a route: aiohttp asserts
+            with contextlib.suppress(AssertionError, AttributeError):
+                resource = request.match_info.route.resource
+                if resource is not None:
+                    route = resource.canonical
         self.logger.debug("%s %s -> %d in %.3fs", request.method, route, response.status, time)
 
     @property
     def enabled(self) -> bool:
         return self.logger.isEnabledFor(logging.DEBUG)
+
+
+class _Unreadable:
+    """Counts unparseable requests; says when the next log line about them is due."""
+
+    def __init__(self) -> None:
+        self._last: float | None = None
+        self.missed = 0
+
+    def note(self, kind: str, status: int) -> None:
+        now = time.monotonic()
+        if self._last is not None and now - self._last < UNREADABLE_LOG_INTERVAL:
+            self.missed += 1
+            return
+        self._last = now
+        more, self.missed = self.missed, 0
+        logger.warning(
+            "HTTP: refused a request that could not be parsed (%s, %d)%s",
+            kind,
+            status,
+            f"; {more} more since the last such line" if more else "",
+        )
+
+
+def _quiet_runner(app: web.Application, **kwargs: Any) -> web.AppRunner:
+    """An ``AppRunner`` whose connections refuse a request they cannot parse without
+    quoting it: aiohttp would put the first ~100 bytes of the offending line (a query
+    string, a header value) into the 400 body and an ERROR traceback."""
+    unreadable = _Unreadable()
+
+    class QuietRequestHandler(web.RequestHandler):
+        __slots__ = ()
+
+        def handle_error(
+            self,
+            request: web.BaseRequest,
+            status: int = 500,
+            exc: BaseException | None = None,
+            message: str | None = None,
+        ) -> web.StreamResponse:
+            if status >= 500:
+                return super().handle_error(request, status, exc, message)
+            unreadable.note(type(exc).__name__ if exc is not None else "-", status)
+            if request.writer.output_size > 0:
+                raise ConnectionError("a response was already sent; the connection is dropped")
+            response = web.json_response({"error": "bad request"}, status=status)
+            response.force_close()
+            return response
+
+    class QuietServer(web.Server):
+        def __call__(self) -> web.RequestHandler:
+            handler = super().__call__()
+            handler.__class__ = QuietRequestHandler  # same slots: only handle_error differs
+            return handler
+
+    class Runner(web.AppRunner):
+        async def _make_server(self) -> web.Server:
+            server = await super()._make_server()
+            server.__class__ = QuietServer  # only the connections it makes differ
+            return server
+
+    return Runner(app, **kwargs)
 
 
 @web.middleware
@@ -106,7 +178,7 @@ class HTTPServer:
         if self._started:
             raise RuntimeError("the HTTP server was already started")
         self._started = True
-        runner = web.AppRunner(
+        runner = _quiet_runner(
             self._app,
             access_log_class=_AccessLogger,
             access_log=logger,

@@ -4,12 +4,15 @@
 the directory. It implements the subcommands the provider calls, keeping its
 data in the working directory it is run in (``.brv/context-tree/
 entries.jsonl``), as the real brv keeps its context tree in the project. Like
-the provider it speaks ``--format json`` only, and answers as brv 3.14 does:
+the provider it speaks ``--format json`` only; it parses flags as brv's oclif
+parser does (anywhere before ``--``: ``--help`` prints the usage and exits 0,
+an unknown flag exits 2; after ``--`` every token is an argument), and
+answers as brv 3.14 does:
 JSON lines, the last one ``{"command", "data", "success", "timestamp"}``:
 
-* ``brv curate --format json "<text>"``: appends the text; ``data`` is
+* ``brv curate --format json -- "<text>"``: appends the text; ``data`` is
   ``{"event": "completed", "status": "completed", ...}``;
-* ``brv query --format json "<question>"``: the entries sharing a word with
+* ``brv query --format json -- "<question>"``: the entries sharing a word with
   the question, best first, as ``- <entry>`` lines in ``data.result`` (with
   brv's ``Source`` footer), or brv's "No matching knowledge found" answer;
 * ``brv status --format json``: ``data`` with ``projectRoot`` (the working
@@ -50,11 +53,27 @@ if mode == "fail":
     print("Error: not authenticated, run brv login", file=sys.stderr)
     sys.exit(2)
 
-command, args = (sys.argv[1], sys.argv[2:]) if len(sys.argv) > 1 else ("", [])
-if args[:2] != ["--format", "json"]:
+command, argv = (sys.argv[1], sys.argv[2:]) if len(sys.argv) > 1 else ("", [])
+# flags are parsed like oclif does: anywhere until "--", after it only arguments
+args, flags = [], {}
+while argv:
+    token = argv.pop(0)
+    if token == "--":
+        args += argv
+        break
+    if token in ("--help", "-h"):
+        print(f"USAGE\n  $ brv {command} [ARGS] [--format text|json]")
+        sys.exit(0)
+    if token == "--format" and argv:
+        flags["format"] = argv.pop(0)
+    elif token.startswith("-") and token != "-":
+        print(f"Error: Nonexistent flag: {token.split('=')[0]}", file=sys.stderr)
+        sys.exit(2)
+    else:
+        args.append(token)
+if flags.get("format") != "json":
     print("this fake brv answers --format json only", file=sys.stderr)
     sys.exit(64)
-args = args[2:]
 def answer(data, success=True):
     stamp = datetime.now(timezone.utc).isoformat()
     print(json.dumps({"command": command, "data": data, "success": success, "timestamp": stamp}))

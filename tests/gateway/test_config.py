@@ -222,3 +222,29 @@ def test_home_that_is_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("CHORUS_HOME", str(blocker))
     with pytest.raises(ConfigError, match="not a directory"):
         load_settings()
+
+
+@pytest.mark.parametrize(
+    ("section", "key"),
+    [
+        ("memory:\n  providers:\n    honcho:\n      api_key: hk-abcdef123\n", "honcho.api_key"),
+        ("memory:\n  providers:\n    mem0:\n      api_key: hk-abcdef123\n", "mem0.api_key"),
+        ("memory:\n  providers:\n    gone:\n      token: hk-abcdef123\n", "gone.token"),
+    ],
+)
+def test_a_provider_secret_in_a_world_readable_file_is_refused(
+    chorus_home: Path, section: str, key: str
+) -> None:
+    path = write_config(chorus_home, section, mode=0o644)
+    with pytest.raises(ConfigError, match="chmod 600") as info:
+        load_settings()
+    assert f"memory.providers.{key}" in str(info.value)
+    assert "hk-abcdef123" not in str(info.value)
+    path.chmod(0o600)
+    load_settings()
+
+
+def test_a_provider_setting_that_is_no_secret_may_be_world_readable(chorus_home: Path) -> None:
+    text = "memory:\n  providers:\n    honcho:\n      workspace_id: team\n      timeout: 5\n"
+    write_config(chorus_home, text, mode=0o644)
+    assert load_settings().memory.providers["honcho"]["workspace_id"] == "team"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -277,3 +278,30 @@ async def test_stop_twice_is_fine_and_frees_the_port(http: aiohttp.ClientSession
     with pytest.raises(aiohttp.ClientConnectionError):
         async with http.get(f"{url}/healthz"):
             pass
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"GET /healthz?pin=4711" + b"a" * 9000 + b" HTTP/1.1\r\nHost: x\r\n\r\n",
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pin: 4711" + b"b" * 9000 + b"\r\n\r\n",
+        b"GET /healthz?pin=4711 HTTP/9.9\r\nHost: x\r\n\r\n",
+    ],
+)
+async def test_an_unparseable_request_is_refused_without_quoting_it(
+    servers: Any, caplog: pytest.LogCaptureFixture, raw: bytes
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    server = await servers()
+    for _ in range(5):
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(raw)
+        await writer.drain()
+        answer = await reader.read()
+        writer.close()
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.") and b" 400 " in head.split(b"\r\n")[0]
+        assert b"4711" not in answer and json.loads(body) == {"error": "bad request"}
+    assert "4711" not in caplog.text
+    assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
+    assert len([r for r in caplog.records if "could not be parsed" in r.getMessage()]) == 1

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from memory.paths import ChorusPaths, UserKey
@@ -99,3 +100,35 @@ def test_backup_and_restore_keep_the_entries(
     assert "Deploys go through CI" in shared.stdout, shared.stdout + shared.stderr
     profile = run(target, "memory", "show", "--user", "telegram:42", url=target_url)
     assert "Alice prefers short answers" in profile.stdout
+
+
+@pytest.mark.parametrize("wrong", ["role", "database", "port", "privileges"])
+def test_doctor_says_in_one_line_why_postgres_refused(
+    postgres_url: str, tmp_path: Path, wrong: str
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    scheme, rest = postgres_url.split("://", 1)
+    user_at_host, database = rest.rsplit("/", 1)
+    host = user_at_host.split("@", 1)[1]
+    url = {
+        "role": f"{scheme}://intruder:pw-secret-42@{host}/{database}",
+        "database": f"{scheme}://{user_at_host}/no_such_db_here",
+        "port": f"{scheme}://chorus:pw-secret-42@127.0.0.1:9/{database}",
+        "privileges": f"{scheme}://visitor:pw-secret-42@{host}/{database}",
+    }[wrong]
+    if wrong == "privileges":  # a role that may connect but not create the tables
+        with psycopg.connect(postgres_url, autocommit=True) as admin:
+            admin.execute("DROP ROLE IF EXISTS visitor")
+            admin.execute("CREATE ROLE visitor LOGIN")
+            admin.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+    result = run(home, "doctor", url=url)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    assert "pw-secret-42" not in result.stdout + result.stderr
+    [line] = [line for line in result.stdout.splitlines() if line.startswith("[FAIL]")]
+    assert line.startswith("[FAIL] database: ")
+    assert "PostgreSQL" in line
+    lines = result.stdout.splitlines()
+    assert all(line.startswith("[") for line in lines), result.stdout  # one line a check
+    assert len(lines) >= 6  # every other check still ran

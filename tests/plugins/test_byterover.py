@@ -18,6 +18,7 @@ import pytest
 from plugins.memory import discover_memory_providers, load_memory_provider, resolve_config
 from plugins.memory.byterover import ByteRoverProvider
 from plugins.memory.byterover._config import DEFAULT_TIMEOUT, parse
+from plugins.memory.byterover._provider import MAX_CURATE
 from plugins.memory.byterover._runner import BrvFailed, BrvMissing, BrvTimeout
 from tests.fakes.byterover_brv import (
     alive,
@@ -146,10 +147,25 @@ def test_curate_query_status(home: Path, brv: Path) -> None:
 def test_tool_arguments_are_checked(home: Path, brv: Path) -> None:
     alice = open_provider(home, context="primary")
     assert "query" in call(alice, "brv_query", query=" ")["error"]
-    assert "'-'" in call(alice, "brv_query", query="--help")["error"]
     assert "content" in call(alice, "brv_curate", content=None)["error"]
     assert call(alice, "brv_nope")["error"] == "unknown tool 'brv_nope'"
     assert calls(brv) == []
+
+
+def test_text_that_looks_like_an_option_is_text_to_brv(home: Path, brv: Path) -> None:
+    alice = open_provider(home, context="primary")
+    content = "--help the door code of the shed is 4711"
+    assert call(alice, "brv_curate", content=content) == {"success": True, "curated": True}
+    answer = call(alice, "brv_query", query="--version shed door code")["answer"]
+    assert answer == f"- {content}{FOOTER}"
+    assert alice.prefetch("-h what is the shed door code?") == answer
+    worker = open_provider(home, user_key=ALICE)  # a digest's tail may start with a dash
+    tail = ("--force the shed is painted green " * 200)[:MAX_CURATE]
+    worker.on_pre_compress([{"role": "user", "content": "x" * 50 + tail}])
+    assert entries(workdir(home, ALICE))[-1] == tail
+    for run in calls(brv):
+        if run["argv"][0] in ("curate", "query"):
+            assert run["argv"][1:4] == ["--format", "json", "--"]
 
 
 # -- writes and recall ----------------------------------------------------------

@@ -7,6 +7,8 @@ import logging
 
 import pytest
 
+from gateway import logs
+from memory import log_content
 from tests.fakes.slack_api import TOKEN, FakeSlack
 from tests.fakes.slack_requests import BOT_USER_ID, SIGNING_SECRET, event_callback, post_event
 from tests.slack.conftest import ANN, BOB, CHANNEL, DM_ANN, GatewayFactory, user_texts
@@ -97,14 +99,19 @@ async def test_no_token_or_signing_secret_in_debug_logs(
     make_gateway: GatewayFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    gw = await make_gateway()
-    slack, llm = gw.slack, gw.server
-    llm.reply("Logged?")
-    await gw.event(slack.person("hello", user=ANN, channel=DM_ANN))
-    await slack.wait_posted(DM_ANN, 1)
-    bad = event_callback(slack.person("x", user=ANN, channel=DM_ANN))
-    await post_event(gw.events_url, bad, secret="wrong-secret")
-    await gw.settle()
+    log_content.enable(True)  # the SDK's own DEBUG lines, which print whole requests, too
+    try:
+        gw = await make_gateway()
+        slack, llm = gw.slack, gw.server
+        llm.reply("Logged?")
+        await gw.event(slack.person("hello", user=ANN, channel=DM_ANN))
+        await slack.wait_posted(DM_ANN, 1)
+        bad = event_callback(slack.person("x", user=ANN, channel=DM_ANN))
+        await post_event(gw.events_url, bad, secret="wrong-secret")
+        await gw.settle()
+    finally:
+        log_content.enable(False)
+        logs.hold_library_loggers(False)
     assert "chat.postMessage" in caplog.text  # the SDK did log at DEBUG
     assert TOKEN not in caplog.text
     assert SIGNING_SECRET not in caplog.text

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 
+import aiohttp
 import pytest
 
+from gateway import logs
+from memory import log_content
 from tests.fakes.slack_requests import BOT_USER_ID, event_callback, post_event
 from tests.slack.conftest import ANN, BOB, CHANNEL, DM_ANN, GatewayFactory, user_texts
 
@@ -42,6 +46,16 @@ async def test_a_malformed_timestamp_is_refused_like_a_bad_signature(
     assert gw.server.requests == []
 
 
+async def test_a_rightly_signed_but_stale_request_is_refused(make_gateway: GatewayFactory) -> None:
+    gw = await make_gateway()
+    event = gw.slack.person("hi", user=ANN, channel=DM_ANN)
+    stale = str(int(time.time()) - 6 * 60)
+    status, _ = await post_event(gw.events_url, event_callback(event), timestamp=stale)
+    assert status == 401
+    await gw.settle()
+    assert gw.server.requests == []
+
+
 async def test_a_bad_signature_never_puts_the_body_in_the_log(
     make_gateway: GatewayFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -51,7 +65,7 @@ async def test_a_bad_signature_never_puts_the_body_in_the_log(
     status, _ = await post_event(gw.events_url, event_callback(event), secret="wrong")
     assert status == 401
     assert "4711" not in caplog.text
-    assert "Invalid request signature detected" in caplog.text
+    assert "refused a request without a valid signature" in caplog.text
 
 
 async def test_dm_conversation(make_gateway: GatewayFactory) -> None:
@@ -210,3 +224,64 @@ async def test_channel_chatter_that_starts_with_a_slash_is_not_a_command(
     await gw.settle()
     assert len(slack.posted_in(CHANNEL)) == 2
     assert gw.server.requests == []
+
+
+@pytest.mark.parametrize(
+    ("body", "headers"),
+    [
+        (b"\xff\xfe\x00qx7zz", {"X-Slack-Request-Timestamp": "1700000000"}),
+        (b"payload=%ZZ%ff", {"Content-Type": "application/x-www-form-urlencoded"}),
+        (b"{not json", {"Content-Type": "application/json", "X-Slack-Signature": "v0=00"}),
+        (b"\x80\x81" * 50, {}),
+    ],
+)
+async def test_unsigned_junk_is_refused_without_a_traceback(
+    make_gateway: GatewayFactory,
+    caplog: pytest.LogCaptureFixture,
+    body: bytes,
+    headers: dict[str, str],
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    gw = await make_gateway()
+    now = {"X-Slack-Request-Timestamp": str(int(time.time()))}
+    for _ in range(20):
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(gw.events_url, data=body, headers={**now, **headers}) as response,
+        ):
+            assert response.status == 401
+            assert b"qx7zz" not in await response.read()
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+    assert errors == []
+    refused = [r for r in caplog.records if "without a valid signature" in r.getMessage()]
+    assert len(refused) <= 1
+    assert "qx7zz" not in caplog.text
+    assert gw.server.requests == []
+
+
+@pytest.mark.parametrize("content", [False, True])
+async def test_sdk_debug_lines_carry_message_text_only_with_content_logging(
+    make_gateway: GatewayFactory, caplog: pytest.LogCaptureFixture, content: bool
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    logs.hold_library_loggers(True)  # released: the gateway's start decides
+    log_content.enable(content)
+    try:
+        gw = await make_gateway()
+        gw.server.reply("the answer is zebra-quartz-58")
+        status, _ = await gw.event(
+            gw.slack.person("my pin is mauve-otter-91", user=ANN, channel=DM_ANN)
+        )
+        assert status == 200
+        await gw.slack.wait_posted(DM_ANN, 1)
+        await gw.settle()
+    finally:
+        log_content.enable(False)
+        logs.hold_library_loggers(False)
+    sdk_debug = [r for r in caplog.records if r.name.startswith(("slack_sdk", "slack_bolt"))]
+    if content:
+        assert "zebra-quartz-58" in caplog.text  # the SDK's own DEBUG lines are back
+        assert any(r.levelno == logging.DEBUG for r in sdk_debug)
+    else:
+        assert "mauve-otter-91" not in caplog.text and "zebra-quartz-58" not in caplog.text
+        assert all(r.levelno >= logging.INFO for r in sdk_debug)

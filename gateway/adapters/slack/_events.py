@@ -51,8 +51,12 @@ def well_formed(body: bytes) -> bool:
     Socket Mode payload.
     """
     try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return False  # bolt reads every body as UTF-8 text
+    try:
         payload = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+    except ValueError:
         return True  # a form body, or nothing bolt parses as JSON
     return isinstance(payload, dict) and well_formed_payload(payload)
 

@@ -56,6 +56,8 @@ T = TypeVar("T")
 
 WEBHOOK_PATH = "/telegram/webhook"
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
+REFUSAL_LOG_INTERVAL = 60.0
+"""Seconds between two log lines about webhook requests with a wrong secret token."""
 ALLOWED_UPDATES = ("message",)
 POLL_TIMEOUT = 10.0
 """Seconds one ``getUpdates`` long poll waits for updates."""
@@ -116,6 +118,7 @@ class TelegramAdapter(BaseAdapter):
             vision=vision,
             skip_log=Sometimes(SKIP_LOG_INTERVAL, self._clock),
         )
+        self._refusals = Sometimes(REFUSAL_LOG_INTERVAL, self._clock)
         self._me: BotIdentity | None = None
         self._started = False
         self._online = False
@@ -278,7 +281,13 @@ class TelegramAdapter(BaseAdapter):
         expected = secret.get_secret_value().encode() if secret else b""
         given = request.headers.get(SECRET_HEADER, "").encode()
         if not expected or not hmac.compare_digest(given, expected):
-            logger.warning("refused a telegram webhook request: wrong secret token")
+            self.counters["forged_webhook_requests"] += 1
+            if self._refusals.due():
+                missed = self._refusals.take_missed()
+                logger.warning(
+                    "refused a telegram webhook request: wrong secret token%s",
+                    f" ({missed} more since the last such line)" if missed else "",
+                )
             return web.json_response({"error": "forbidden"}, status=403)
         if not self._started or self._paused or not self.accepting():
             return web.json_response({"error": "not ready"}, status=503)

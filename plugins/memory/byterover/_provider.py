@@ -174,7 +174,7 @@ class ByteRoverProvider(RemoteProvider):
 
     def prefetch(self, query: str, *, session_id: str = "", speaker: str | None = None) -> str:
         text = strip_memory_context(query).strip()
-        if not text or text.startswith("-"):
+        if not text:
             return ""
         who = self._who(speaker)
         try:
@@ -189,7 +189,7 @@ class ByteRoverProvider(RemoteProvider):
         self, query: str, *, session_id: str = "", speaker: str | None = None
     ) -> None:
         text = strip_memory_context(query).strip()
-        if not text or text.startswith("-") or not self.breaker.allow():
+        if not text or not self.breaker.allow():
             return
         who = self._who(speaker)
         try:

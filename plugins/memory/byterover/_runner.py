@@ -1,13 +1,15 @@
 """Running ``brv`` as a subprocess: bounded, killed on timeout, never a hang.
 
-Each run starts ``brv <subcommand> --format json <argument>`` in the user's
+Each run starts ``brv <subcommand> --format json -- <argument>`` in the user's
 own working directory (so each person's context tree is apart), in a new
 process group, with stdin closed, and waits at most ``timeout`` seconds; past
 that the whole group (brv and anything it started) is killed with SIGKILL and
 reaped, and :class:`BrvTimeout` is raised. A missing executable is
 :class:`BrvMissing` (with the install hint), a non-zero exit :class:`BrvFailed`
 with the exit code only: brv's output can quote memory text, so it is logged
-at DEBUG alone.
+at DEBUG alone. After ``--`` brv's option parser takes the argument as text
+even when it starts with ``-``: a message beginning ``--help`` is curated,
+not answered with brv's help.
 
 brv exits 0 when its task fails too (no LLM provider connected, the LLM
 down, its daemon not starting): only its answer tells, so it is asked for
@@ -100,7 +102,7 @@ def _answer(subcommand: str, out: str) -> dict[str, Any]:
 
 
 def run(binary: str, args: list[str], cwd: Path, timeout: float) -> dict[str, Any]:
-    """The ``data`` of brv's JSON answer to ``brv <args[0]> --format json <args[1:]>``."""
+    """The ``data`` of brv's JSON answer to ``brv <args[0]> --format json -- <args[1:]>``."""
     path = resolve(binary)
     if path is None:
         raise BrvMissing(binary)
@@ -108,7 +110,7 @@ def run(binary: str, args: list[str], cwd: Path, timeout: float) -> dict[str, An
     subcommand = args[0] if args else ""
     try:
         proc = subprocess.Popen(
-            [path, subcommand, "--format", "json", *args[1:]],
+            [path, subcommand, "--format", "json", *(["--", *args[1:]] if args[1:] else [])],
             cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,

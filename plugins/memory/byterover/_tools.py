@@ -1,7 +1,7 @@
 """The three ByteRover tools: their schemas and the checks of their arguments.
 
 An argument is handed to ``brv`` as one argv element (never through a shell),
-and one that starts with ``-`` would be read as an option, so it is refused.
+after ``--``: one that starts with ``-`` is text like any other.
 """
 
 from __future__ import annotations
@@ -71,8 +71,6 @@ def text_arg(args: dict[str, Any], key: str, limit: int) -> str:
         raise ToolError(f"{key} must not be empty")
     if len(text) > limit:
         raise ToolError(f"{key} is longer than {limit} characters")
-    if text.startswith("-"):
-        raise ToolError(f"{key} must not start with '-'")
     return text
 
 
