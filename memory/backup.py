@@ -9,8 +9,11 @@ a secret store, not in every backup) and the SQLite side files (``-wal``,
 manifest names the schema version and when the backup was made.
 
 ``restore_backup`` unpacks an archive into a home that is empty or missing
-(``force`` overwrites a non-empty one), refusing members that would land outside
-it, and leaves directories 0700 and files 0600, as chorus makes them.
+(``force`` overwrites a non-empty one) and leaves directories 0700 and files
+0600, as chorus makes them. It restores the data — memories, ``state.db``,
+providers' data — and ``config.yaml`` or ``plugins/`` only when named; every
+member is checked first (``memory.backup_members``), so a tampered archive is
+refused before anything is written.
 
 With ``database.url`` set (``where`` a ``postgresql://`` URL) the memory files
 live in PostgreSQL (``memory.store.PostgresMemoryFiles``); the archive holds
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import os
 import shutil
 import sqlite3
@@ -34,11 +38,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from memory.backup_members import MemberRefused, check_includes, plan_restore
 from memory.database import Location, is_postgres
 from memory.errors import MemoryLayerError
 from memory.paths import ChorusPaths
 from memory.store import PostgresMemoryFiles
 from memory.transcripts import SCHEMA_VERSION
+
+logger = logging.getLogger(__name__)
 
 MANIFEST = "chorus-backup.json"
 SKIPPED_NAMES = frozenset({".env"})
@@ -55,6 +62,8 @@ class BackupSummary:
     files: int
     """Files in the archive besides the manifest (``state.db`` included)."""
     schema_version: int
+    left_out: tuple[str, ...] = ()
+    """Members of the archive a restore did not write (``config.yaml`` unless named, …)."""
 
 
 def default_name(now: float | None = None) -> str:
@@ -89,10 +98,11 @@ def _memory_rows(where: Location | None, home: Path) -> list[tuple[str, str]] | 
         pg_files.close()
 
 
-def _add_text(archive: tarfile.TarFile, name: str, data: bytes) -> None:
+def _add_text(archive: tarfile.TarFile, name: str, data: bytes) -> int:
     info = tarfile.TarInfo(name)
     info.size, info.mode, info.mtime = len(data), 0o600, int(time.time())
     archive.addfile(info, io.BytesIO(data))
+    return len(data)
 
 
 def _skipped(relative: PurePosixPath, home: Path, target: Path) -> bool:
@@ -136,7 +146,7 @@ def write_backup(
     target.parent.mkdir(parents=True, exist_ok=True)
     state_db = ChorusPaths(home).state_db
     pg_rows = _memory_rows(where, home)
-    files = 0
+    sizes: dict[str, int] = {}
     # the copy of state.db is made beside the archive, not in /tmp (often a small tmpfs)
     with tempfile.TemporaryDirectory(prefix="chorus-backup-", dir=target.parent) as scratch:
         partial = target.with_name(target.name + ".partial")
@@ -146,7 +156,7 @@ def write_backup(
                     copy = Path(scratch) / "state.db"
                     copy_database(state_db, copy)
                     archive.add(copy, arcname="state.db")
-                    files += 1
+                    sizes["state.db"] = copy.stat().st_size
                 for path in sorted(home.rglob("*")):
                     relative = PurePosixPath(path.relative_to(home).as_posix())
                     if not path.is_file() or path.is_symlink():
@@ -156,17 +166,18 @@ def write_backup(
                     if pg_rows is not None and _is_memory_file(relative):
                         continue
                     archive.add(path, arcname=relative.as_posix())
-                    files += 1
+                    sizes[relative.as_posix()] = archive.getmembers()[-1].size
                 for name, text in pg_rows or ():
-                    _add_text(archive, f"memories/{name}", text.encode("utf-8"))
-                    files += 1
+                    arcname = f"memories/{name}"
+                    sizes[arcname] = _add_text(archive, arcname, text.encode("utf-8"))
                 manifest = {
                     "format": 1,
                     "schema_version": SCHEMA_VERSION,
                     "created": time.strftime(
                         "%Y-%m-%dT%H:%M:%SZ", time.gmtime(now if now is not None else time.time())
                     ),
-                    "files": files,
+                    "files": len(sizes),
+                    "sizes": sizes,
                 }
                 _add_text(archive, MANIFEST, json.dumps(manifest, indent=2).encode())
             os.chmod(partial, 0o600)
@@ -174,7 +185,7 @@ def write_backup(
         except (OSError, sqlite3.Error, tarfile.TarError) as exc:
             partial.unlink(missing_ok=True)
             raise BackupError(f"backup failed: {exc}") from exc
-    return BackupSummary(target, files, SCHEMA_VERSION)
+    return BackupSummary(target, len(sizes), SCHEMA_VERSION)
 
 
 def read_manifest(archive_path: Path) -> dict[str, object]:
@@ -192,13 +203,24 @@ def read_manifest(archive_path: Path) -> dict[str, object]:
 
 
 def restore_backup(
-    archive_path: Path, home: Path, *, force: bool = False, where: Location | None = None
+    archive_path: Path,
+    home: Path,
+    *,
+    force: bool = False,
+    where: Location | None = None,
+    include: frozenset[str] = frozenset(),
 ) -> BackupSummary:
     """Unpack ``archive_path`` into ``home``; refuses a non-empty home unless ``force``.
 
-    With ``where`` a PostgreSQL URL the memory files go into PostgreSQL, which
-    must hold none yet (unless ``force``); everything else goes onto the disk.
+    ``include`` names what is restored besides the data: ``config.yaml``,
+    ``plugins``. With ``where`` a PostgreSQL URL the memory files go into
+    PostgreSQL, which must hold none yet (unless ``force``); everything else
+    goes onto the disk.
     """
+    try:
+        check_includes(include)
+    except MemberRefused as exc:
+        raise BackupError(str(exc)) from None
     manifest = read_manifest(archive_path)
     version = manifest.get("schema_version")
     if not isinstance(version, int) or version > SCHEMA_VERSION:
@@ -215,7 +237,7 @@ def restore_backup(
                 "PostgreSQL (database.url) holds memory files already; "
                 "restore into an empty database or --force"
             )
-        files = _unpack(archive_path, home, pg_files)
+        files, left_out = _unpack(archive_path, home, pg_files, manifest, include)
     except BackupError:
         raise
     except MemoryLayerError as exc:  # PostgreSQL refused a read or a write
@@ -223,22 +245,37 @@ def restore_backup(
     finally:
         if pg_files is not None:
             pg_files.close()
-    return BackupSummary(archive_path, files, version)
+    return BackupSummary(archive_path, files, version, left_out)
 
 
-def _unpack(archive_path: Path, home: Path, pg_files: PostgresMemoryFiles | None) -> int:
-    """Write every member into ``home`` (memory files into ``pg_files`` if given)."""
-    home.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.chmod(home, 0o700)
+def _unpack(
+    archive_path: Path,
+    home: Path,
+    pg_files: PostgresMemoryFiles | None,
+    manifest: dict[str, object],
+    include: frozenset[str],
+) -> tuple[int, tuple[str, ...]]:
+    """Write the members ``plan_restore`` passes into ``home`` (memory files into
+    ``pg_files`` if given); the count written and the names left out."""
     files = 0
     try:
         with tarfile.open(archive_path, "r:gz") as archive:
-            for member in archive.getmembers():
-                if member.name == MANIFEST or not member.isfile():
-                    continue
+            try:
+                plan = plan_restore(
+                    archive,
+                    manifest,
+                    manifest_name=MANIFEST,
+                    archive_size=archive_path.stat().st_size,
+                    home=home,
+                    include=include,
+                )
+            except MemberRefused as exc:
+                logger.warning("refused to restore %s: %s", archive_path, exc)
+                raise BackupError(f"{archive_path} was not restored: {exc}") from None
+            home.mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.chmod(home, 0o700)
+            for member in plan.members:
                 relative = PurePosixPath(member.name)
-                if relative.is_absolute() or ".." in relative.parts or not relative.parts:
-                    raise BackupError(f"the backup holds an unsafe path: {member.name!r}")
                 source = archive.extractfile(member)
                 if source is None:
                     continue
@@ -263,4 +300,4 @@ def _unpack(archive_path: Path, home: Path, pg_files: PostgresMemoryFiles | None
                 files += 1
     except (OSError, tarfile.TarError) as exc:
         raise BackupError(f"restore failed: {exc}") from exc
-    return files
+    return files, tuple(plan.left_out)

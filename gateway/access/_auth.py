@@ -87,25 +87,37 @@ class UserAccessRow:
 class AdminReply(str):
     """A sentence for the admin. ``ok`` says whether it was done; ``subject`` is the user.
 
-    Audit the action with ``subject`` as its argument, never the pairing code.
+    Audit the action with ``subject`` as its argument, never the pairing code, and
+    with ``outcome``: ``ok``, ``refused``, or what else happened (``not_found``,
+    ``expired``, ``used``, ``invalid``, ``unknown``, ``usage``, ``failed``).
     ``chat_id`` is where an approved user asked for the code, to greet them there.
     """
 
     ok: bool
     subject: str | None
     chat_id: str | None
+    _outcome: str | None
 
     def __new__(
-        cls, text: str, *, ok: bool, subject: str | None = None, chat_id: str | None = None
+        cls,
+        text: str,
+        *,
+        ok: bool,
+        subject: str | None = None,
+        chat_id: str | None = None,
+        outcome: str | None = None,
     ) -> Self:
         reply = super().__new__(cls, text)
         reply.ok = ok
         reply.subject = subject
         reply.chat_id = chat_id
+        reply._outcome = outcome
         return reply
 
     @property
     def outcome(self) -> str:
+        if self._outcome is not None:
+            return self._outcome
         return "ok" if self.ok else "refused"
 
 
@@ -238,7 +250,7 @@ class Authorizer:
         """Allow the user who was given ``code``; the reply says who, or why not."""
         normalized = re.sub(r"[\s-]", "", code).upper()
         if len(normalized) != CODE_LENGTH or set(normalized) - set(CODE_ALPHABET):
-            return AdminReply(t.NOT_A_CODE.format(length=CODE_LENGTH), ok=False)
+            return AdminReply(t.NOT_A_CODE.format(length=CODE_LENGTH), ok=False, outcome="invalid")
         status, found = self._db.redeem_pairing_code(self._hash(normalized), by, self._clock.time())
         if status == "ok" and found is not None:
             logger.info("%s approved the pairing of %s", by, found.user_key)
@@ -250,12 +262,13 @@ class Authorizer:
             )
         subject = found.user_key if found is not None else None
         texts = {"unknown": t.CODE_UNKNOWN, "expired": t.CODE_EXPIRED, "used": t.CODE_USED}
-        return AdminReply(texts[status], ok=False, subject=subject)
+        outcome = "not_found" if status == "unknown" else status
+        return AdminReply(texts[status], ok=False, subject=subject, outcome=outcome)
 
     def allow(self, user_key: str, by: str) -> AdminReply:
         key = normalize_user_key(user_key)
         if key is None:
-            return AdminReply(t.USER_KEY_HELP, ok=False)
+            return AdminReply(t.USER_KEY_HELP, ok=False, outcome="invalid")
         if self.is_admin(key):
             return AdminReply(t.ALREADY_ADMIN.format(key=key), ok=True, subject=key)
         self._db.set_access(key, "allowed", by, self._clock.time())
@@ -265,7 +278,7 @@ class Authorizer:
     def deny(self, user_key: str, by: str) -> AdminReply:
         key = normalize_user_key(user_key)
         if key is None:
-            return AdminReply(t.USER_KEY_HELP, ok=False)
+            return AdminReply(t.USER_KEY_HELP, ok=False, outcome="invalid")
         if key.startswith(f"{CONSOLE_PLATFORM}:"):
             return AdminReply(t.CONSOLE_NOT_DENIED.format(key=key), ok=False, subject=key)
         if self.is_admin(key):

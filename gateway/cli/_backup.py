@@ -19,6 +19,9 @@ from gateway.errors import GatewayError
 from memory.backup import BackupError, restore_backup, write_backup
 from memory.database import Location, is_postgres
 
+LEFT_OUT_SHOWN = 10
+"""Names of members left out that the restore lists."""
+
 PG_DUMP_NOTE = (
     "transcripts and the other tables are in PostgreSQL (database.url): "
     "back them up with pg_dump and restore them with pg_restore"
@@ -58,8 +61,18 @@ def restore_command(
     force: Annotated[
         bool, typer.Option("--force", help="Restore into a CHORUS_HOME that is not empty.")
     ] = False,
+    include: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--include",
+            help="Also restore config.yaml or plugins (code that will run); repeat for both.",
+        ),
+    ] = None,
 ) -> None:
-    """Restore a backup into an empty CHORUS_HOME; then run chorus doctor.
+    """Restore a backup's data (memories, state.db, providers) into an empty CHORUS_HOME.
+
+    config.yaml and plugins/ only with --include; .env never. Every member is
+    checked before anything is written. Then run chorus doctor.
 
     With database.url set (in the environment, or the home's config.yaml) the
     memory files go into PostgreSQL; restore the transcripts there with pg_restore.
@@ -67,10 +80,20 @@ def restore_command(
     home = resolve_home(dict(os.environ))
     try:
         where = _restore_location(home)
-        summary = restore_backup(path, home, force=force, where=where)
+        summary = restore_backup(
+            path, home, force=force, where=where, include=frozenset(include or ())
+        )
     except (BackupError, GatewayError) as exc:
         raise fail(str(exc)) from None
     out.print(f"restored {summary.files} files into {home}; now run: chorus doctor", markup=False)
+    if summary.left_out:
+        shown = ", ".join(summary.left_out[:LEFT_OUT_SHOWN])
+        more = len(summary.left_out) - LEFT_OUT_SHOWN
+        out.print(
+            f"not restored: {shown}{f' and {more} more' if more > 0 else ''} "
+            "(config.yaml and plugins only with --include; .env never)",
+            markup=False,
+        )
     if is_postgres(where):
         out.print(f"memory files were written into PostgreSQL; {PG_DUMP_NOTE}", markup=False)
 

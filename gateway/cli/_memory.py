@@ -126,10 +126,11 @@ def _review(action: str, target: str) -> None:
     actor = f"cli:{getpass.getuser()}"
     try:
         with _store(cfg, None) as store:
-            out.print(review(staging, store, action, target, actor), markup=False)
+            reply = review(staging, store, action, target, actor)
+            out.print(reply, markup=False)
         if action != "pending":
             with GatewayDB(database_location(cfg)) as db:
-                db.audit(actor, f"memory {action}", target, "ok", time.time())
+                db.audit(actor, f"memory {action}", target, reply.outcome, time.time())
     finally:
         staging.close()
 

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from gateway.access import UserAccessRow
+from gateway.access import AdminReply, UserAccessRow
 from gateway.commands import _texts as t
 from gateway.commands._registry import Command, CommandContext, CommandRegistry
 from gateway.commands._review import review
@@ -43,7 +43,9 @@ async def end_sub(ctx: CommandContext, target: str) -> str:
     ]
     for live in matches:
         await sessions.end(live, "admin", notify_next=False)
-    return t.ENDED.format(n=len(matches)) if matches else t.NO_MATCH.format(target=target)
+    if not matches:
+        return AdminReply(t.NO_MATCH.format(target=target), ok=False, outcome="not_found")
+    return t.ENDED.format(n=len(matches))
 
 
 async def users_sub(ctx: CommandContext, _: str) -> str:
@@ -92,12 +94,14 @@ async def memory_sub(ctx: CommandContext, arg: str) -> str:
             return t.NO_STAGING
         by = str(ctx.user_key)
         return await asyncio.to_thread(review, staging, store, action, text.strip(), by)
-    if action == "add" and text.strip():
-        result = await asyncio.to_thread(store.add, "memory", text.strip())
-        return result["message"] + f" [{result['usage']}]"
-    if action == "remove" and text.strip():
-        result = await asyncio.to_thread(store.remove, "memory", text.strip())
-        return result["message"] + f" [{result['usage']}]"
+    if action in ("add", "remove") and text.strip():
+        edit = store.add if action == "add" else store.remove
+        result = await asyncio.to_thread(edit, "memory", text.strip())
+        reply = result["message"] + f" [{result['usage']}]"
+        if result["success"]:
+            return reply
+        missing = action == "remove" and not any(text.strip() in e for e in result["entries"])
+        return AdminReply(reply, ok=False, outcome="not_found" if missing else "refused")
     if action and action not in ("add", "remove"):
         return usage_of("memory")
     await asyncio.to_thread(store.load_from_disk)
@@ -201,15 +205,17 @@ def admin_hint() -> str:
     return ", ".join(sub.name for sub in ADMIN_SUBCOMMANDS)
 
 
-def usage_of(name: str) -> str:
-    return t.USAGE.format(usage="/admin " + _call(SUBCOMMANDS[name]))
+def usage_of(name: str) -> AdminReply:
+    usage = t.USAGE.format(usage="/admin " + _call(SUBCOMMANDS[name]))
+    return AdminReply(usage, ok=False, outcome="usage")
 
 
 async def admin_command(ctx: CommandContext) -> str:
     sub, _, rest = ctx.args.partition(" ")
     found = SUBCOMMANDS.get(sub.lower())
     if found is None:
-        return t.USAGE.format(usage=admin_usage())
+        outcome = "unknown" if sub else "usage"
+        return AdminReply(t.USAGE.format(usage=admin_usage()), ok=False, outcome=outcome)
     return await found.handler(ctx, rest.strip())
 
 

@@ -129,7 +129,7 @@ async def test_pairing_flow(make_gateway: GatewayFactory) -> None:
 
     audit = [(e.actor, e.command, e.args, e.outcome) for e in gw.stack.gateway_db.audit_entries()]
     assert ("memory:1", "/admin", "approve <code> → memory:50", "ok") in audit
-    assert ("memory:1", "/admin", "approve <code> → memory:50", "refused") in audit  # expired
+    assert ("memory:1", "/admin", "approve <code> → memory:50", "expired") in audit
     assert not any(code.group(1) in str(row) or fresh.group(1) in str(row) for row in audit)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from gateway.access import GatewayDB
 from memory.paths import ChorusPaths
 from memory.store import StagedWrites
 from memory.store._staged import MAX_PENDING_PER_USER
@@ -153,9 +154,14 @@ def test_cli_review_commands(chorus_home: Path) -> None:
     assert "Wifi: Nimbus" in run("pending")
     assert "approved" in run("approve", str(first))
     assert "rejected" in run("reject", "all")
+    assert "not a pending write" in run("approve", "99999")
     assert "No writes waiting" in run("pending")
     assert "Wifi: Nimbus" in ChorusPaths(chorus_home).memory_file.read_text()
     assert "Printer" not in ChorusPaths(chorus_home).memory_file.read_text()
+    with GatewayDB(ChorusPaths(chorus_home).state_db) as db:
+        audit = [(e.command, e.args, e.outcome) for e in db.audit_entries()]
+    assert ("memory approve", "99999", "not_found") in audit
+    assert ("memory approve", str(first), "ok") in audit
 
 
 ADMIN_NOTE = "Deploys happen on Tuesdays"
