@@ -1,35 +1,93 @@
-"""Reviewing staged writes to the shared MEMORY.md — shared by `/admin memory` and the CLI."""
+"""Reviewing staged writes to the shared MEMORY.md — shared by `/admin memory` and the CLI.
+
+A listing shows each write under a header line that starts with ``#<id> ``; its text
+follows on indented lines, so nothing in the text can pass for another header. Long
+texts are cut in the listing; ``show <id>`` (or the full listing) shows them whole.
+``approve all`` approves only the writes whose whole text a reviewer was shown; the
+others need their id.
+"""
 
 from __future__ import annotations
 
-from memory.store import MemoryStore, StagedWrites
+from gateway.commands import _texts as t
+from memory.store import MemoryStore, StagedWrite, StagedWrites, make_visible
 
 PENDING_SHOWN = 20
 """Staged writes listed at once; the rest after these are decided."""
+LIST_CHARS = 300
+"""Characters of a staged text shown in the listing (all of it with ``show <id>``)."""
+INDENT = "    "
+"""Every line of a staged text starts with this, so no line of it can look like a header."""
+SHOW_IN_CHAT = "/admin memory show {id}"
 
 
-def review(staging: StagedWrites, store: MemoryStore, action: str, target: str, by: str) -> str:
-    """``pending`` lists; ``approve``/``reject`` take an id or ``all``. Returns what happened."""
+def render(write: StagedWrite, *, limit: int | None = LIST_CHARS, show: str = SHOW_IN_CHAT) -> str:
+    """A write for a reviewer: a header line, then its text indented, hidden characters shown.
+
+    With a ``limit``, a longer text is cut and the header says so (and how to see it all).
+    """
+    if write.action == "replace":
+        parts = [(t.STAGED_OLD, write.old_text), (t.STAGED_NEW, write.content)]
+    else:
+        parts = [("", write.content if write.action == "add" else write.old_text)]
+    visible = [(label, make_visible(text)) for label, text in parts]
+    cut = limit is not None and any(len(text) > limit for _, text in visible)
+    fields = {"id": write.id, "action": write.action, "user_key": write.user_key}
+    if cut:
+        length = max(len(text) for _, text in parts)
+        lines = [t.STAGED_CUT.format(**fields, length=length, show=show.format(id=write.id))]
+    else:
+        lines = [t.STAGED_HEADER.format(**fields)]
+    for label, text in visible:
+        indent = INDENT
+        if label:
+            lines.append(INDENT + label)
+            indent = INDENT * 2
+        shown = text[:limit] if limit is not None and len(text) > limit else text
+        lines += [indent + line for line in shown.splitlines() or [""]]
+        if shown != text:
+            lines.append(indent + t.STAGED_MORE)
+    return "\n".join(lines)
+
+
+def is_whole(write: StagedWrite, limit: int | None = LIST_CHARS) -> bool:
+    texts = (write.content, write.old_text)
+    return limit is None or all(len(make_visible(text)) <= limit for text in texts)
+
+
+def review(
+    staging: StagedWrites,
+    store: MemoryStore,
+    action: str,
+    target: str,
+    by: str,
+    *,
+    show: str = SHOW_IN_CHAT,
+) -> str:
+    """``pending [full]`` lists; ``show <id>`` shows one whole; ``approve``/``reject`` take an
+    id or ``all``. ``show`` is how a reviewer asks for one write whole. Returns what happened.
+    """
     if action == "pending":
-        pending = staging.pending()
-        if not pending:
-            return "No writes waiting for review."
-        lines = [f"{len(pending)} write(s) waiting for review:"]
-        lines += [w.describe() for w in pending[:PENDING_SHOWN]]
-        if len(pending) > PENDING_SHOWN:
-            lines.append(f"… and {len(pending) - PENDING_SHOWN} more (decide these first).")
-        return "\n".join(lines)
+        return _listing(staging, full=target.lower() == "full", show=show)
+    if action == "show":
+        return _show(staging, target)
     if not target:
-        return f"Usage: {action} <id>|all"
+        return t.REVIEW_USAGE.format(action=action)
+    skipped: list[int] = []
     if target.lower() == "all":
-        ids = [w.id for w in staging.pending()]
+        pending = staging.pending()
+        ids = [w.id for w in pending]
+        if action == "approve":
+            shown = staging.shown()
+            skipped = [i for i in ids if i not in shown]
+            ids = [i for i in ids if i in shown]
     else:
         try:
             ids = [int(target.lstrip("#"))]
         except ValueError:
-            return f"Not an id: {target!r} (use a number from the pending list, or all)"
-    if not ids:
-        return "No writes waiting for review."
+            return t.NOT_AN_ID.format(target=target)
+    if not ids and not skipped:
+        return t.NO_PENDING
     lines = []
     for staged_id in ids:
         if action == "approve":
@@ -38,4 +96,38 @@ def review(staging: StagedWrites, store: MemoryStore, action: str, target: str, 
         else:
             _, line = staging.reject(staged_id, by)
         lines.append(line)
+    if skipped:
+        listed = ", ".join(f"#{i}" for i in skipped)
+        lines.append(t.NOT_SHOWN_WHOLE.format(ids=listed, show=show.format(id="ID")))
     return "\n".join(lines)
+
+
+def _listing(staging: StagedWrites, *, full: bool, show: str) -> str:
+    pending = staging.pending()
+    if not pending:
+        return t.NO_PENDING
+    listed = pending[:PENDING_SHOWN]
+    limit = None if full else LIST_CHARS
+    lines = [t.PENDING_HEADER.format(n=len(pending))]
+    lines += [render(w, limit=limit, show=show) for w in listed]
+    if len(pending) > PENDING_SHOWN:
+        lines.append(t.PENDING_MORE.format(n=len(pending) - PENDING_SHOWN))
+    whole = [w.id for w in listed if is_whole(w, limit)]
+    staging.mark_shown(whole)
+    if len(whole) < len(listed):
+        lines.append(t.APPROVE_ALL_HINT.format(show=show.format(id="ID")))
+    return "\n".join(lines)
+
+
+def _show(staging: StagedWrites, target: str) -> str:
+    if not target:
+        return t.SHOW_USAGE
+    try:
+        staged_id = int(target.lstrip("#"))
+    except ValueError:
+        return t.NOT_AN_ID.format(target=target)
+    write = staging.get(staged_id)
+    if write is None or write.status != "pending":
+        return t.NOT_PENDING.format(id=staged_id)
+    staging.mark_shown([write.id])
+    return render(write, limit=None)
