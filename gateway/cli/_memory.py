@@ -129,7 +129,7 @@ def _review(action: str, target: str) -> None:
     actor = f"cli:{getpass.getuser()}"
     try:
         with _store(cfg, None) as store:
-            answer = review(staging, store, action, target, actor, show=SHOW_IN_CLI)
+            answer = review(staging, store, action, target, actor, show=SHOW_IN_CLI, markdown=False)
             out.print(answer, markup=False)
         if action != "pending":
             with GatewayDB(database_location(cfg)) as db:

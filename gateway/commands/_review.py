@@ -1,13 +1,15 @@
 """Reviewing staged writes to the shared MEMORY.md — shared by `/admin memory` and the CLI.
 
-A listing shows each write under a header line that starts with ``#<id> ``; its text
-follows on indented lines, so nothing in the text can pass for another header. Long
-texts are cut in the listing; ``show <id>`` (or the full listing) shows them whole.
-``approve all`` approves only the writes whose whole text a reviewer was shown; the
-others need their id.
+A listing shows each write under a header line that starts with ``#<id> ``; every line
+of its text follows with ``INDENT`` in front, so nothing in the text can pass for
+another header. Long texts are cut in the listing; ``show <id>`` (or the full listing)
+shows them whole. ``approve all`` approves only the writes whose whole text a reviewer
+was shown; the others need their id.
 """
 
 from __future__ import annotations
+
+import re
 
 from gateway.commands import _texts as t
 from memory.store import MemoryStore, StagedWrite, StagedWrites, make_visible
@@ -16,15 +18,30 @@ PENDING_SHOWN = 20
 """Staged writes listed at once; the rest after these are decided."""
 LIST_CHARS = 300
 """Characters of a staged text shown in the listing (all of it with ``show <id>``)."""
-INDENT = "    "
-"""Every line of a staged text starts with this, so no line of it can look like a header."""
+INDENT = "  │ "
+"""Every line of a staged text starts with this, so no line of it can look like a header
+(the bar stays where a platform's Markdown drops leading spaces)."""
 SHOW_IN_CHAT = "/admin memory show {id}"
+_MARKUP = re.compile(r"([\\`*_~\[\]()<>|#!])")
+"""Characters that start Markdown on the chat platforms; escaped with a backslash."""
 
 
-def render(write: StagedWrite, *, limit: int | None = LIST_CHARS, show: str = SHOW_IN_CHAT) -> str:
+def escape_markdown(line: str) -> str:
+    """``line`` shown literally where the answer is read as Markdown (no bold, links, code)."""
+    return _MARKUP.sub(r"\\\1", line)
+
+
+def render(
+    write: StagedWrite,
+    *,
+    limit: int | None = LIST_CHARS,
+    show: str = SHOW_IN_CHAT,
+    markdown: bool = True,
+) -> str:
     """A write for a reviewer: a header line, then its text indented, hidden characters shown.
 
     With a ``limit``, a longer text is cut and the header says so (and how to see it all).
+    With ``markdown`` (answers in chat) the text's own markup is escaped, shown as typed.
     """
     if write.action == "replace":
         parts = [(t.STAGED_OLD, write.old_text), (t.STAGED_NEW, write.content)]
@@ -42,9 +59,12 @@ def render(write: StagedWrite, *, limit: int | None = LIST_CHARS, show: str = SH
         indent = INDENT
         if label:
             lines.append(INDENT + label)
-            indent = INDENT * 2
+            indent = INDENT + "  "
         shown = text[:limit] if limit is not None and len(text) > limit else text
-        lines += [indent + line for line in shown.splitlines() or [""]]
+        quoted = shown.splitlines() or [""]
+        if markdown:
+            quoted = [escape_markdown(line) for line in quoted]
+        lines += [indent + line for line in quoted]
         if shown != text:
             lines.append(indent + t.STAGED_MORE)
     return "\n".join(lines)
@@ -63,14 +83,16 @@ def review(
     by: str,
     *,
     show: str = SHOW_IN_CHAT,
+    markdown: bool = True,
 ) -> str:
     """``pending [full]`` lists; ``show <id>`` shows one whole; ``approve``/``reject`` take an
-    id or ``all``. ``show`` is how a reviewer asks for one write whole. Returns what happened.
+    id or ``all``. ``show`` is how a reviewer asks for one write whole; ``markdown`` is
+    False where the answer is printed as it is (the CLI). Returns what happened.
     """
     if action == "pending":
-        return _listing(staging, full=target.lower() == "full", show=show)
+        return _listing(staging, full=target.lower() == "full", show=show, markdown=markdown)
     if action == "show":
-        return _show(staging, target)
+        return _show(staging, target, markdown=markdown)
     if not target:
         return t.REVIEW_USAGE.format(action=action)
     skipped: list[int] = []
@@ -102,14 +124,14 @@ def review(
     return "\n".join(lines)
 
 
-def _listing(staging: StagedWrites, *, full: bool, show: str) -> str:
+def _listing(staging: StagedWrites, *, full: bool, show: str, markdown: bool) -> str:
     pending = staging.pending()
     if not pending:
         return t.NO_PENDING
     listed = pending[:PENDING_SHOWN]
     limit = None if full else LIST_CHARS
     lines = [t.PENDING_HEADER.format(n=len(pending))]
-    lines += [render(w, limit=limit, show=show) for w in listed]
+    lines += [render(w, limit=limit, show=show, markdown=markdown) for w in listed]
     if len(pending) > PENDING_SHOWN:
         lines.append(t.PENDING_MORE.format(n=len(pending) - PENDING_SHOWN))
     whole = [w.id for w in listed if is_whole(w, limit)]
@@ -119,7 +141,7 @@ def _listing(staging: StagedWrites, *, full: bool, show: str) -> str:
     return "\n".join(lines)
 
 
-def _show(staging: StagedWrites, target: str) -> str:
+def _show(staging: StagedWrites, target: str, *, markdown: bool) -> str:
     if not target:
         return t.SHOW_USAGE
     try:
@@ -130,4 +152,4 @@ def _show(staging: StagedWrites, target: str) -> str:
     if write is None or write.status != "pending":
         return t.NOT_PENDING.format(id=staged_id)
     staging.mark_shown([write.id])
-    return render(write, limit=None)
+    return render(write, limit=None, markdown=markdown)

@@ -276,7 +276,7 @@ async def test_a_long_staged_write_is_approved_only_once_shown_whole(
     assert "room 4" not in shared_file(gw) and "Parking" not in shared_file(gw)
 
     shown = (await gw.ask("/admin memory show 1", user="1")).text
-    assert long_note in " ".join(line.strip() for line in shown.splitlines())
+    assert f"  │ {long_note}" in shown.splitlines()
     second = (await gw.ask("/admin memory approve all", user="1")).text
     assert "#1 approved" in second and "#3" in second and "#3 approved" not in second
     assert long_note in shared_file(gw)
@@ -293,9 +293,9 @@ async def test_newlines_in_a_staged_write_cannot_forge_a_listing_line(
     assert (await write_shared(gw, user="2", content=FORGED))["staged"]
     for ask in ("/admin memory pending", "/admin memory pending full", "/admin memory show 1"):
         listing = (await gw.ask(ask, user="1")).text
-        headers = [line for line in listing.splitlines() if not line.startswith(" ")]
-        assert [h for h in headers if h.startswith("#")] == ["#1 add by memory:2:"], ask
-        assert "    #7 add by memory:1: Wifi password is hunter2" in listing
+        lines = [line.lstrip() for line in listing.splitlines()]  # as Markdown shows them
+        assert [line for line in lines if line.startswith("#")] == ["#1 add by memory:2:"], ask
+        assert "│ \\#7 add by memory:1: Wifi password is hunter2" in lines
 
 
 @pytest.mark.parametrize("content", ["Lunch is at noon\n§\nWifi: hunter2", "§\r\nWifi"])

@@ -117,7 +117,7 @@ async def test_a_staged_text_cannot_forge_a_button_or_markup(make_gateway: Gatew
     ]
     [item] = [s for s in sections(listing) if s["text"].startswith(f"#{first} ")]
     assert item["type"] == "plain_text"
-    assert f"\n    #{second_id} add by slack:{ADMIN}: looks fine" in item["text"]
+    assert f"\n  │ #{second_id} add by slack:{ADMIN}: looks fine" in item["text"]
     assert "<!channel> *urgent* <https://evil.example|click>" in item["text"]
     # the forged line is inside the first write's block, before the first's buttons
     blocks = listing["blocks"]

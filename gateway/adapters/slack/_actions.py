@@ -28,8 +28,10 @@ logger = logging.getLogger(__name__)
 
 REVIEW_ACTION = re.compile(r"^chorus_review_(approve|reject)$")
 _STAGED_HEADER = re.compile(r"^#(\d{1,12}) (?:add|replace|remove) by \S+(?P<cut> \(cut\b.*)?:$")
-"""A staged write's header line; its text follows on indented lines (see the listing)."""
-_INDENT = "    "
+"""A staged write's header line; its text follows on lines that start with ``_INDENT``."""
+_INDENT = "  │ "
+_ESCAPED = re.compile(r"\\([\\`*_~\[\]()<>|#!])")
+"""The listing escapes a staged text's Markdown; plain text shows it as typed."""
 REVIEW_LISTINGS = {("/admin", "memory", "pending"), ("/admin", "memory", "show")}
 MAX_BLOCKS = 50
 SECTION_CHARS = 3000
@@ -44,7 +46,7 @@ def review_blocks(
 ) -> list[dict[str, Any]] | None:
     """The listing as Block Kit; None if it lists no staged write.
 
-    Each staged write is one item: its header line and the indented lines after it,
+    Each staged write is one item: its header line and the ``_INDENT`` lines after it,
     shown as plain text (no markup, no links, no mentions), then its buttons, whose
     value is the id from the header. A write whose text the listing cut gets only
     **Reject**: it is approved after ``show <id>``, whose answer has the buttons.
@@ -66,7 +68,7 @@ def review_blocks(
             continue
         item = [spell(line)]
         while index < len(lines) and (lines[index].startswith(_INDENT) or not lines[index]):
-            item.append(lines[index])
+            item.append(_ESCAPED.sub(r"\1", lines[index]))
             index += 1
         whole = "\n".join(item).rstrip()
         for start in range(0, len(whole), SECTION_CHARS):
