@@ -107,6 +107,7 @@ class StagedWrites(Tables):
     ) -> int:
         """Stage one write; ``StagingRefused`` when it could never apply or too many wait."""
         if _DELIMITER_LINE in content.splitlines():
+            logger.info("shared-memory %s from %s refused: entry separator", action, user_key)
             raise StagingRefused(
                 f"The text has a line with only {_DELIMITER_LINE!r}, which separates entries in "
                 "the shared memory; save one entry at a time, without that line."
