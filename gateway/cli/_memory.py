@@ -120,13 +120,16 @@ def providers_command(
         raise typer.Exit(1)
 
 
+SHOW_IN_CLI = "chorus memory pending --full"
+
+
 def _review(action: str, target: str) -> None:
     cfg = settings()
     staging = StagedWrites(database_location(cfg))
     actor = f"cli:{getpass.getuser()}"
     try:
         with _store(cfg, None) as store:
-            reply = review(staging, store, action, target, actor)
+            reply = review(staging, store, action, target, actor, show=SHOW_IN_CLI, markdown=False)
             out.print(reply, markup=False)
         if action != "pending":
             with GatewayDB(database_location(cfg)) as db:
@@ -136,9 +139,13 @@ def _review(action: str, target: str) -> None:
 
 
 @memory_app.command("pending")
-def memory_pending_command() -> None:
-    """List writes to the shared MEMORY.md waiting for review."""
-    _review("pending", "")
+def memory_pending_command(
+    full: Annotated[
+        bool, typer.Option("--full", help="Show each staged text whole, however long.")
+    ] = False,
+) -> None:
+    """List writes to the shared MEMORY.md waiting for review (long texts cut unless --full)."""
+    _review("pending", "full" if full else "")
 
 
 @memory_app.command("approve")

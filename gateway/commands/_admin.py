@@ -88,7 +88,7 @@ def _shared_store(ctx: CommandContext) -> MemoryStore:
 async def memory_sub(ctx: CommandContext, arg: str) -> str:
     store = _shared_store(ctx)
     action, _, text = arg.partition(" ")
-    if action in ("pending", "approve", "reject"):
+    if action in ("pending", "show", "approve", "reject"):
         staging = ctx.services.staging
         if staging is None:
             return t.NO_STAGING
@@ -174,9 +174,10 @@ ADMIN_SUBCOMMANDS: tuple[AdminSubcommand, ...] = (
     AdminSubcommand("approve", "<code>", approve_sub, "allow whoever was given this pairing code"),
     AdminSubcommand(
         "memory",
-        "[add <text>|remove <text>|pending|approve <id|all>|reject <id|all>]",
+        "[add <text>|remove <text>|pending [full]|show <id>|approve <id|all>|reject <id|all>]",
         memory_sub,
-        "show or edit the shared MEMORY.md; review the writes staged for it",
+        "show or edit the shared MEMORY.md; review the writes staged for it "
+        "(show <id> gives a staged text whole; approve all takes only those shown whole)",
     ),
     AdminSubcommand("stats", "", stats_sub, "recent activity and the counters since start"),
     AdminSubcommand(

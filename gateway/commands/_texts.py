@@ -40,3 +40,24 @@ REQUEUED = "Requeued {n} failed job(s)."
 BUILTIN_ONLY = "Built-in memory only (no memory.provider configured)."
 PROVIDER_MISSING = "Memory provider {name!r} is configured but not installed."
 PROVIDER_STATE = "Memory provider {name} ({source}): {state}."
+
+NO_PENDING = "No writes waiting for review."
+PENDING_HEADER = "{n} write(s) waiting for review:"
+PENDING_MORE = "… and {n} more (decide these first)."
+STAGED_HEADER = "#{id} {action} by {user_key}:"
+STAGED_CUT = "#{id} {action} by {user_key} (cut: {length:,} characters; {show} shows all of it):"
+STAGED_OLD = "old text:"
+STAGED_NEW = "new text:"
+STAGED_MORE = "…"
+APPROVE_ALL_HINT = (
+    "approve all takes only the writes shown whole; read a cut one with {show}, "
+    "then approve it by its id."
+)
+NOT_SHOWN_WHOLE = (
+    "Not approved, their whole text was not shown yet: {ids}. "
+    "Read each with {show}, then approve it by its id."
+)
+REVIEW_USAGE = "Usage: {action} <id>|all"
+SHOW_USAGE = "Usage: show <id>"
+NOT_AN_ID = "Not an id: {target!r} (use a number from the pending list, or all)"
+NOT_PENDING = "#{id} is not a pending write."

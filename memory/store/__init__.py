@@ -21,7 +21,7 @@ from memory.store._store import (
     MemoryStore,
     parse_entries,
 )
-from memory.store._threats import scan_memory_content
+from memory.store._threats import make_visible, scan_memory_content
 
 __all__ = [
     "ENTRY_DELIMITER",
@@ -34,6 +34,7 @@ __all__ = [
     "StagedWrite",
     "StagedWrites",
     "StagingRefused",
+    "make_visible",
     "memory_files_for",
     "parse_entries",
     "scan_memory_content",

@@ -14,11 +14,12 @@ import time
 from dataclasses import dataclass
 from typing import Literal
 
-from memory.store._store import MemoryResult, MemoryStore
-from memory.store._threats import make_visible
+from memory.store._store import ENTRY_DELIMITER, MemoryResult, MemoryStore
 from memory.tables import Tables
 
 logger = logging.getLogger(__name__)
+
+_DELIMITER_LINE = ENTRY_DELIMITER.strip("\n")
 
 Status = Literal["pending", "approved", "rejected", "failed"]
 
@@ -26,8 +27,6 @@ MAX_STAGED_CHARS = 2_200
 """Longest text one staged write may carry (the shared MEMORY.md's default size)."""
 MAX_PENDING_PER_USER = 10
 """Writes one user may have waiting for review at a time."""
-DESCRIBE_CHARS = 300
-"""Characters of a staged text a reviewer sees in the list (the rest by id)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS staged_memory_writes (
@@ -44,6 +43,14 @@ CREATE TABLE IF NOT EXISTS staged_memory_writes (
     result TEXT
 )
 """
+
+_SHOWN_SCHEMA = """
+CREATE TABLE IF NOT EXISTS staged_memory_shown (
+    staged_id BIGINT PRIMARY KEY,
+    shown_at DOUBLE PRECISION NOT NULL
+)
+"""
+"""Staged writes whose whole text a reviewer was shown (only these can be approved with all)."""
 
 _SCHEMA_PG = """
 CREATE TABLE IF NOT EXISTS staged_memory_writes (
@@ -76,29 +83,14 @@ class StagedWrite:
     decided_at: float | None
     result: str | None
 
-    def describe(self, limit: int = DESCRIBE_CHARS) -> str:
-        """One line for a reviewer: hidden characters shown, long text cut (with its length)."""
-        content, old = _shown(self.content, limit), _shown(self.old_text, limit)
-        what = content if self.action == "add" else f"{old} → {content}"
-        if self.action == "remove":
-            what = old
-        return f"#{self.id} {self.action} by {self.user_key}: {what}"
-
-
-def _shown(text: str, limit: int) -> str:
-    visible = make_visible(text)
-    if len(visible) <= limit:
-        return visible
-    return f"{visible[:limit]}… ({len(text):,} characters)"
-
 
 class StagingRefused(ValueError):
     """A write that cannot be staged; the message says why, for the model."""
 
 
 class StagedWrites(Tables):
-    SCHEMA = (_SCHEMA,)
-    SCHEMA_PG = (_SCHEMA_PG,)
+    SCHEMA = (_SCHEMA, _SHOWN_SCHEMA)
+    SCHEMA_PG = (_SCHEMA_PG, _SHOWN_SCHEMA)
     WHAT = "staged memory writes"
 
     def stage(
@@ -113,7 +105,13 @@ class StagedWrites(Tables):
         max_chars: int = MAX_STAGED_CHARS,
         max_pending: int = MAX_PENDING_PER_USER,
     ) -> int:
-        """Stage one write; ``StagingRefused`` when it is too long or the user has too many."""
+        """Stage one write; ``StagingRefused`` when it could never apply or too many wait."""
+        if _DELIMITER_LINE in content.splitlines():
+            logger.info("shared-memory %s from %s refused: entry separator", action, user_key)
+            raise StagingRefused(
+                f"The text has a line with only {_DELIMITER_LINE!r}, which separates entries in "
+                "the shared memory; save one entry at a time, without that line."
+            )
         longest = max(len(content), len(old_text))
         if longest > max_chars:
             raise StagingRefused(
@@ -176,6 +174,25 @@ class StagedWrites(Tables):
             return False, f"#{staged_id} is not a pending write"
         self._decide(staged_id, "rejected", by, "rejected")
         return True, f"#{staged_id} rejected"
+
+    def mark_shown(self, staged_ids: list[int]) -> None:
+        """Record that a reviewer was shown the whole text of these writes."""
+        if not staged_ids:
+            return
+        now = time.time()
+        with self._locked(write=True) as conn:
+            for staged_id in staged_ids:
+                conn.execute(
+                    "INSERT INTO staged_memory_shown (staged_id, shown_at) VALUES (?, ?)"
+                    " ON CONFLICT (staged_id) DO NOTHING",
+                    (staged_id, now),
+                )
+
+    def shown(self) -> set[int]:
+        """The ids of writes whose whole text a reviewer was shown."""
+        with self._locked() as conn:
+            rows = conn.execute("SELECT staged_id FROM staged_memory_shown").fetchall()
+        return {int(row[0]) for row in rows}
 
     def _decide(self, staged_id: int, status: Status, by: str, result: str) -> None:
         with self._locked() as conn:

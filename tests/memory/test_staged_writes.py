@@ -77,6 +77,18 @@ def test_staging_is_limited_per_user_and_by_length(where: Location) -> None:
         assert staging.count_pending() == MAX_PENDING_PER_USER + 1
 
 
+def test_which_writes_were_shown_whole_is_kept(where: Location) -> None:
+    with StagedWrites(where) as staging:
+        first = staging.stage(user_key="telegram:5", session_id="s", action="add", content="a")
+        second = staging.stage(user_key="telegram:5", session_id="s", action="add", content="b")
+        assert staging.shown() == set()
+        staging.mark_shown([first])
+        staging.mark_shown([first, second])  # shown again: no error, no duplicate
+        assert staging.shown() == {first, second}
+        with pytest.raises(StagingRefused, match="separates entries"):
+            staging.stage(user_key="telegram:5", session_id="s", action="add", content="a\n§\nb")
+
+
 def test_the_limit_holds_for_racing_stages(where: Location) -> None:
     with StagedWrites(where) as staging:
         refused: list[str] = []

@@ -1,7 +1,7 @@
 """Buttons on command answers (Slack interactivity), in HTTP mode and Socket Mode.
 
-The answer to ``/chorus admin memory pending`` lists each staged write to the
-shared MEMORY.md with **Approve** and **Reject** buttons. A click reaches chorus
+The answer to ``/chorus admin memory pending`` (and ``… show <id>``) lists each
+staged write to the shared MEMORY.md with **Approve** and **Reject** buttons. A click reaches chorus
 as a ``block_actions`` payload (HTTP: a form POST to the events or commands
 path; Socket Mode: an ``interactive`` envelope); it is acknowledged at once and
 runs as the command it stands for, ``/admin memory approve <id>``, through the
@@ -27,39 +27,62 @@ from gateway.events import InboundMessage
 logger = logging.getLogger(__name__)
 
 REVIEW_ACTION = re.compile(r"^chorus_review_(approve|reject)$")
-_STAGED_LINE = re.compile(r"^#(\d{1,12}) ")
-REVIEW_LISTING = ("/admin", "memory", "pending")
+_STAGED_HEADER = re.compile(r"^#(\d{1,12}) (?:add|replace|remove) by \S+(?P<cut> \(cut\b.*)?:$")
+"""A staged write's header line; its text follows on lines that start with ``_INDENT``."""
+_INDENT = "  │ "
+_ESCAPED = re.compile(r"\\([\\`*_~\[\]()<>|#!])")
+"""The listing escapes a staged text's Markdown; plain text shows it as typed."""
+REVIEW_LISTINGS = {("/admin", "memory", "pending"), ("/admin", "memory", "show")}
 MAX_BLOCKS = 50
 SECTION_CHARS = 3000
 
 
 def is_review_listing(command_text: str) -> bool:
-    return tuple(command_text.split()[:3]) == REVIEW_LISTING
+    return tuple(command_text.split()[:3]) in REVIEW_LISTINGS
 
 
-def review_blocks(text: str) -> list[dict[str, Any]] | None:
-    """The listing as Block Kit, a button pair under each staged write; None if it has none."""
+def review_blocks(
+    text: str, spell: Callable[[str], str] = lambda line: line
+) -> list[dict[str, Any]] | None:
+    """The listing as Block Kit; None if it lists no staged write.
+
+    Each staged write is one item: its header line and the ``_INDENT`` lines after it,
+    shown as plain text (no markup, no links, no mentions), then its buttons, whose
+    value is the id from the header. A write whose text the listing cut gets only
+    **Reject**: it is approved after ``show <id>``, whose answer has the buttons.
+    Other lines are the listing's own, in mrkdwn (``spell`` gives commands the
+    workspace's spelling).
+    """
     blocks: list[dict[str, Any]] = []
     staged = 0
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        shown = to_mrkdwn(line)[:SECTION_CHARS]
-        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": shown}})
-        found = _STAGED_LINE.match(line)
+    lines = text.splitlines()
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        index += 1
+        found = _STAGED_HEADER.match(line)
         if found is None:
+            if line.strip():
+                shown = to_mrkdwn(spell(line))[:SECTION_CHARS]
+                blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": shown}})
             continue
+        item = [spell(line)]
+        while index < len(lines) and (lines[index].startswith(_INDENT) or not lines[index]):
+            item.append(_ESCAPED.sub(r"\1", lines[index]))
+            index += 1
+        whole = "\n".join(item).rstrip()
+        for start in range(0, len(whole), SECTION_CHARS):
+            chunk = whole[start : start + SECTION_CHARS]
+            blocks.append(
+                {"type": "section", "text": {"type": "plain_text", "text": chunk, "emoji": False}}
+            )
         staged += 1
         staged_id = found.group(1)
+        elements = [_button("Reject", "reject", staged_id, style="danger")]
+        if found.group("cut") is None:
+            elements.insert(0, _button("Approve", "approve", staged_id, style="primary"))
         blocks.append(
-            {
-                "type": "actions",
-                "block_id": f"chorus_review_{staged_id}",
-                "elements": [
-                    _button("Approve", "approve", staged_id, style="primary"),
-                    _button("Reject", "reject", staged_id, style="danger"),
-                ],
-            }
+            {"type": "actions", "block_id": f"chorus_review_{staged_id}", "elements": elements}
         )
     if not staged or len(blocks) > MAX_BLOCKS:
         return None

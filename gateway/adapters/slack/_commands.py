@@ -81,8 +81,11 @@ async def answer_slash(
         text = NO_CALLER
     else:
         text = await answer(message)
-    spelled = native_spelling(text, command_names, slash_command)
-    blocks = review_blocks(text) if message and is_review_listing(message.text) else None
+    known = tuple(command_names)
+    spelled = native_spelling(text, known, slash_command)
+    blocks = None
+    if message and is_review_listing(message.text):
+        blocks = review_blocks(text, lambda line: native_spelling(line, known, slash_command))
     if blocks is not None:  # each staged write with its Approve / Reject buttons
         fallback = split_text(to_mrkdwn(spelled), limit)[0]
         reply = await respond(text=fallback, blocks=blocks, response_type="ephemeral")
