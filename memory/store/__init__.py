@@ -6,10 +6,13 @@
 - ``MemoryFiles``: where the store keeps the files, ``DiskMemoryFiles`` (the
   default: flock, temp file, rename) or ``PostgresMemoryFiles`` (one row per
   file, a row lock per write) for replicas with ``database.url`` set.
+- ``FlaggedEntries``: entries already in the files that fail today's scan,
+  withheld from the prompt until an admin keeps or removes them.
 - ``StagedWrites``: writes to the shared MEMORY.md from non-admin sessions,
   waiting for an admin's review (``memory.shared_writes: review``).
 """
 
+from memory.store._flagged import FlaggedEntries, FlaggedEntry
 from memory.store._pg_files import PostgresMemoryFiles, memory_files_for
 from memory.store._staged import StagedWrite, StagedWrites, StagingRefused
 from memory.store._store import (
@@ -21,12 +24,15 @@ from memory.store._store import (
     MemoryStore,
     parse_entries,
 )
-from memory.store._threats import scan_memory_content
+from memory.store._threats import make_visible, scan_memory_content
+from memory.store._withheld import withheld_note
 
 __all__ = [
     "ENTRY_DELIMITER",
     "TARGETS",
     "DiskMemoryFiles",
+    "FlaggedEntries",
+    "FlaggedEntry",
     "MemoryFiles",
     "MemoryResult",
     "MemoryStore",
@@ -34,7 +40,9 @@ __all__ = [
     "StagedWrite",
     "StagedWrites",
     "StagingRefused",
+    "make_visible",
     "memory_files_for",
     "parse_entries",
     "scan_memory_content",
+    "withheld_note",
 ]

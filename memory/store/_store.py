@@ -36,6 +36,13 @@ from memory.errors import MemoryStoreError
 from memory.log_content import loggable
 from memory.settings import DEFAULT_MEMORY_CHAR_LIMIT, DEFAULT_USER_CHAR_LIMIT
 from memory.store._threats import scan_memory_content
+from memory.store._withheld import (
+    MEMORY_FILE_NAMES,
+    entry_id,
+    kept_path,
+    split_withheld,
+    withheld_note,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +92,10 @@ class MemoryFiles(Protocol):
 
     def edit(self, path: Path, change: Change) -> list[str]:
         """Apply ``change`` to the entries re-read under a lock; the entries after it."""
+        ...
+
+    def paths(self, root: Path) -> list[Path]:
+        """Every memory file (MEMORY.md, each USER.md) under ``root``, sorted."""
         ...
 
 
@@ -181,6 +192,10 @@ class DiskMemoryFiles:
             _write_entries(path, new)
             return new
 
+    def paths(self, root: Path) -> list[Path]:
+        found = (p for name in MEMORY_FILE_NAMES for p in root.rglob(name) if p.is_file())
+        return sorted(found)
+
 
 def _preview(entry: str) -> str:
     return entry if len(entry) <= _PREVIEW_CHARS else entry[:_PREVIEW_CHARS] + "..."
@@ -243,29 +258,47 @@ class MemoryStore:
         self.memory_entries: list[str] = []
         self.user_entries: list[str] = []
         self._snapshot: dict[str, str] = {"memory": "", "user": ""}
+        self._kept: dict[str, set[str]] = {"memory": set(), "user": set()}
 
     # -- frozen snapshot -------------------------------------------------
 
     def load_from_disk(self) -> None:
-        """Read both files into the live entries and retake the frozen snapshot."""
+        """Read both files into the live entries and retake the frozen snapshot.
+
+        Entries that fail today's threat scan (and carry no admin's keep mark) are
+        left out of the snapshot, one line standing in for them (see ``_flagged``).
+        """
         self.memory_entries = self.files.read(self.memory_path)
         self.user_entries = self.files.read(self.user_path)
         self._snapshot = {}
         for target in TARGETS:
             entries = self._entries(target)
-            self._snapshot[target] = self._render_block(target, entries) if entries else ""
+            # a file with no entries has no keep marks worth a read
+            marks = self.files.read(kept_path(self._path(target))) if entries else []
+            self._kept[target] = set(marks)
+            shown, withheld = split_withheld(entries, self._kept[target])
+            if withheld:
+                logger.warning(
+                    "%d %s entry(ies) withheld from the prompt: they fail the threat scan "
+                    "(ids %s); an admin can keep or remove them (/admin memory flagged)",
+                    len(withheld),
+                    target,
+                    ", ".join(entry_id(entry) for entry in withheld),
+                )
+                shown = [*shown, withheld_note(len(withheld))]
+            self._snapshot[target] = self._render_block(target, entries, shown) if entries else ""
 
     def format_for_system_prompt(self, target: str) -> str | None:
         """The block frozen at the last ``load_from_disk()``; None if it had no entries."""
         return self._snapshot.get(target) or None
 
-    def _render_block(self, target: str, entries: list[str]) -> str:
+    def _render_block(self, target: str, entries: list[str], shown: list[str]) -> str:
         if target == "user":
             title = "USER PROFILE (who the user is)"
         else:
             title = "MEMORY (your personal notes)"
         header = f"{title} [{self._usage(target, entries)}]"
-        return f"{_SEPARATOR}\n{header}\n{_SEPARATOR}\n{ENTRY_DELIMITER.join(entries)}"
+        return f"{_SEPARATOR}\n{header}\n{_SEPARATOR}\n{ENTRY_DELIMITER.join(shown)}"
 
     # -- live state ------------------------------------------------------
 
@@ -294,6 +327,9 @@ class MemoryStore:
         known = target in TARGETS
         entries = list(self._entries(target)) if known else []
         usage = self._usage(target, entries) if known else ""
+        shown, withheld = split_withheld(entries, self._kept[target]) if known else ([], [])
+        if withheld:
+            entries = [*shown, withheld_note(len(withheld))]
         return {
             "success": success,
             "target": target,

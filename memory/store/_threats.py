@@ -265,18 +265,28 @@ def make_visible(text: str) -> str:
     )
 
 
-def scan_memory_content(content: str) -> str | None:
-    """Return None when ``content`` is safe to save, else a short refusal naming the threat."""
+def threat_in(content: str) -> str | None:
+    """What the scan finds in ``content`` ("an invisible character U+200B (…)", "threat
+    pattern 'role_hijack'"), or None; logs nothing (``scan_memory_content`` does)."""
     hidden = _hidden(content)
     if hidden:
         _, char = hidden[0]
-        logger.warning("memory content refused: hidden character U+%04X", ord(char))
-        return f"Refused: content contains an invisible character U+{ord(char):04X} ({_name(char)})"
+        return f"an invisible character U+{ord(char):04X} ({_name(char)})"
     folded = fold(content)
     word_forms = _word_forms(folded)
     shell = (re.sub(r"\s+", " ", folded),)
     for number, (pattern, threat) in enumerate(THREAT_PATTERNS):
         if any(pattern.search(form) for form in (word_forms if number < _WORD_COUNT else shell)):
-            logger.warning("memory content refused: threat pattern %s", threat)
-            return f"Refused: content matches threat pattern '{threat}'"
+            return f"threat pattern '{threat}'"
     return None
+
+
+def scan_memory_content(content: str) -> str | None:
+    """Return None when ``content`` is safe to save, else a short refusal naming the threat."""
+    threat = threat_in(content)
+    if threat is None:
+        return None
+    logger.warning("memory content refused: %s", threat.split(" (")[0])
+    if threat.startswith("threat pattern"):
+        return f"Refused: content matches {threat}"
+    return f"Refused: content contains {threat}"
