@@ -12,18 +12,12 @@
   waiting for an admin's review (``memory.shared_writes: review``).
 """
 
+from memory.store._disk_files import DiskMemoryFiles
+from memory.store._files import ENTRY_DELIMITER, MemoryFiles, parse_entries
 from memory.store._flagged import FlaggedEntries, FlaggedEntry
 from memory.store._pg_files import PostgresMemoryFiles, memory_files_for
 from memory.store._staged import StagedWrite, StagedWrites, StagingRefused
-from memory.store._store import (
-    ENTRY_DELIMITER,
-    TARGETS,
-    DiskMemoryFiles,
-    MemoryFiles,
-    MemoryResult,
-    MemoryStore,
-    parse_entries,
-)
+from memory.store._store import TARGETS, MemoryResult, MemoryStore
 from memory.store._threats import make_visible, scan_memory_content
 from memory.store._withheld import withheld_note
 

@@ -24,7 +24,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from memory.store._store import MemoryFiles
+from memory.store._files import MemoryFiles
 from memory.store._threats import threat_in
 from memory.store._withheld import digest, entry_id, kept_path
 

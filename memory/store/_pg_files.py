@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 
 from memory.database import Location, is_postgres, safe_location
 from memory.errors import MemoryStoreError
-from memory.store._store import ENTRY_DELIMITER, Change, parse_entries
+from memory.store._files import ENTRY_DELIMITER, Change, parse_entries
 from memory.store._withheld import MEMORY_FILE_NAMES
 from memory.tables import Tables
 
