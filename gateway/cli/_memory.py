@@ -15,11 +15,11 @@ from rich.table import Table
 from gateway.access import GatewayDB
 from gateway.cli._common import fail, out, settings, user_key
 from gateway.cli._provider_setup import memory_setup_command, memory_status_command
-from gateway.commands import review
+from gateway.commands import flagged_command, review
 from gateway.config import Settings, database_location, load_settings
 from memory.errors import MemoryStoreError
 from memory.paths import ChorusPaths, UserKey
-from memory.store import MemoryStore, StagedWrites, memory_files_for
+from memory.store import FlaggedEntries, MemoryStore, StagedWrites, memory_files_for
 from plugins.memory import discover_memory_providers, provider_cli
 
 logger = logging.getLogger(__name__)
@@ -162,6 +162,22 @@ def memory_reject_command(
 ) -> None:
     """Reject staged writes."""
     _review("reject", target)
+
+
+@memory_app.command("flagged")
+def memory_flagged_command(
+    action: Annotated[str | None, typer.Argument(help="keep or remove; leave out to list.")] = None,
+    entry: Annotated[str | None, typer.Argument(help="A flagged entry's id.")] = None,
+) -> None:
+    """List entries that fail the threat scan (withheld from the prompt); keep or remove one."""
+    cfg = settings()
+    with _store(cfg, None) as store:
+        entries = FlaggedEntries(store.files, store.memory_path.parent)
+        out.print(flagged_command(entries, action or "", entry or ""), markup=False)
+    if action:
+        actor = f"cli:{getpass.getuser()}"
+        with GatewayDB(database_location(cfg)) as db:
+            db.audit(actor, f"memory flagged {action}", entry or "", "ok", time.time())
 
 
 add_provider_commands(memory_app)

@@ -1,6 +1,7 @@
 """Slash commands: one registry for every platform, user and admin commands."""
 
 from gateway.commands._admin import register_admin_commands
+from gateway.commands._flagged import flagged_command
 from gateway.commands._registry import Command, CommandContext, CommandRegistry, parse_command
 from gateway.commands._review import review
 from gateway.commands._services import AccessControl, CommandServices, SessionControl
@@ -13,6 +14,7 @@ __all__ = [
     "CommandRegistry",
     "CommandServices",
     "SessionControl",
+    "flagged_command",
     "parse_command",
     "register_admin_commands",
     "register_user_commands",

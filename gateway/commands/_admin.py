@@ -9,10 +9,11 @@ from datetime import UTC, datetime
 
 from gateway.access import AdminReply, UserAccessRow
 from gateway.commands import _texts as t
+from gateway.commands._flagged import flagged_command
 from gateway.commands._registry import Command, CommandContext, CommandRegistry
 from gateway.commands._review import review
 from gateway.commands._user import profile_usage
-from memory.store import MemoryStore
+from memory.store import FlaggedEntries, MemoryStore, make_visible
 from plugins.memory import discover_memory_providers
 
 SubHandler = Callable[[CommandContext, str], Awaitable[str]]
@@ -94,6 +95,10 @@ async def memory_sub(ctx: CommandContext, arg: str) -> str:
             return t.NO_STAGING
         by = str(ctx.user_key)
         return await asyncio.to_thread(review, staging, store, action, text.strip(), by)
+    if action == "flagged":
+        decision, _, entry_id = text.strip().partition(" ")
+        flagged = FlaggedEntries(store.files, store.memory_path.parent)
+        return await asyncio.to_thread(flagged_command, flagged, decision, entry_id.strip())
     if action in ("add", "remove") and text.strip():
         edit = store.add if action == "add" else store.remove
         result = await asyncio.to_thread(edit, "memory", text.strip())
@@ -107,7 +112,7 @@ async def memory_sub(ctx: CommandContext, arg: str) -> str:
     await asyncio.to_thread(store.load_from_disk)
     if not store.memory_entries:
         return t.SHARED_EMPTY
-    entries = "\n".join(f"• {e}" for e in store.memory_entries)
+    entries = "\n".join(f"• {make_visible(e)}" for e in store.memory_entries)
     return f"MEMORY.md [{profile_usage(store, 'memory')}]:\n{entries}"
 
 
@@ -174,10 +179,12 @@ ADMIN_SUBCOMMANDS: tuple[AdminSubcommand, ...] = (
     AdminSubcommand("approve", "<code>", approve_sub, "allow whoever was given this pairing code"),
     AdminSubcommand(
         "memory",
-        "[add <text>|remove <text>|pending [full]|show <id>|approve <id|all>|reject <id|all>]",
+        "[add <text>|remove <text>|pending [full]|show <id>|approve <id|all>|reject <id|all>|"
+        "flagged [keep <id>|remove <id>]]",
         memory_sub,
-        "show or edit the shared MEMORY.md; review the writes staged for it "
-        "(show <id> gives a staged text whole; approve all takes only those shown whole)",
+        "show or edit the shared MEMORY.md; review the writes staged for it (show <id> gives a "
+        "staged text whole; approve all takes only those shown whole) and the entries withheld "
+        "from the prompt because they fail the threat scan",
     ),
     AdminSubcommand("stats", "", stats_sub, "recent activity and the counters since start"),
     AdminSubcommand(

@@ -6,27 +6,27 @@
 - ``MemoryFiles``: where the store keeps the files, ``DiskMemoryFiles`` (the
   default: flock, temp file, rename) or ``PostgresMemoryFiles`` (one row per
   file, a row lock per write) for replicas with ``database.url`` set.
+- ``FlaggedEntries``: entries already in the files that fail today's scan,
+  withheld from the prompt until an admin keeps or removes them.
 - ``StagedWrites``: writes to the shared MEMORY.md from non-admin sessions,
   waiting for an admin's review (``memory.shared_writes: review``).
 """
 
+from memory.store._disk_files import DiskMemoryFiles
+from memory.store._files import ENTRY_DELIMITER, MemoryFiles, parse_entries
+from memory.store._flagged import FlaggedEntries, FlaggedEntry
 from memory.store._pg_files import PostgresMemoryFiles, memory_files_for
 from memory.store._staged import StagedWrite, StagedWrites, StagingRefused
-from memory.store._store import (
-    ENTRY_DELIMITER,
-    TARGETS,
-    DiskMemoryFiles,
-    MemoryFiles,
-    MemoryResult,
-    MemoryStore,
-    parse_entries,
-)
+from memory.store._store import TARGETS, MemoryResult, MemoryStore
 from memory.store._threats import make_visible, scan_memory_content
+from memory.store._withheld import withheld_note
 
 __all__ = [
     "ENTRY_DELIMITER",
     "TARGETS",
     "DiskMemoryFiles",
+    "FlaggedEntries",
+    "FlaggedEntry",
     "MemoryFiles",
     "MemoryResult",
     "MemoryStore",
@@ -38,4 +38,5 @@ __all__ = [
     "memory_files_for",
     "parse_entries",
     "scan_memory_content",
+    "withheld_note",
 ]

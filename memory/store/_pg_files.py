@@ -24,7 +24,8 @@ from pathlib import Path, PurePosixPath
 
 from memory.database import Location, is_postgres, safe_location
 from memory.errors import MemoryStoreError
-from memory.store._store import ENTRY_DELIMITER, Change, parse_entries
+from memory.store._files import ENTRY_DELIMITER, Change, parse_entries
+from memory.store._withheld import MEMORY_FILE_NAMES
 from memory.tables import Tables
 
 __all__ = ["PostgresMemoryFiles", "memory_files_for"]
@@ -89,6 +90,15 @@ class PostgresMemoryFiles(Tables):
                 (ENTRY_DELIMITER.join(new), time.time(), name),
             )
             return new
+
+    def paths(self, root: Path) -> list[Path]:
+        under = PurePosixPath(root.relative_to(self.memories_dir).as_posix())
+        prefix = "" if under == PurePosixPath(".") else f"{under}/"
+        return [
+            self.memories_dir / name
+            for name, _ in self.all_files()
+            if name.startswith(prefix) and name.rpartition("/")[2] in MEMORY_FILE_NAMES
+        ]
 
     # -- whole files, for backup and restore -----------------------------
 

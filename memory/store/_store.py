@@ -23,27 +23,28 @@ Limits are counted in characters, which is the same for every tokenizer.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import logging
-import os
-import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol, TypedDict
+from typing import TypedDict
 
 from memory.errors import MemoryStoreError
 from memory.log_content import loggable
 from memory.settings import DEFAULT_MEMORY_CHAR_LIMIT, DEFAULT_USER_CHAR_LIMIT
+from memory.store._disk_files import DiskMemoryFiles
+from memory.store._files import ENTRY_DELIMITER, MemoryFiles
 from memory.store._threats import scan_memory_content
+from memory.store._withheld import (
+    entry_id,
+    kept_path,
+    split_withheld,
+    withheld_note,
+)
 
 logger = logging.getLogger(__name__)
 
-ENTRY_DELIMITER = "\n§\n"
 TARGETS: tuple[str, ...] = ("memory", "user")
 _DELIMITER_LINE = ENTRY_DELIMITER.strip("\n")
-_TMP_PREFIX = ".mem_"
-_TMP_SUFFIX = ".tmp"
 _PREVIEW_CHARS = 80
 _SEPARATOR = "═" * 46
 
@@ -65,121 +66,6 @@ class _Refusal(Exception):
 # An edit gets the entries read under the lock and the checked content; it returns
 # the new entries (None: nothing to write) and a message, or raises _Refusal.
 _Edit = Callable[[list[str], str], tuple[list[str] | None, str]]
-
-Change = Callable[[list[str]], list[str] | None]
-"""What ``MemoryFiles.edit`` applies: the current entries in, the new ones (None: keep) out."""
-
-
-class MemoryFiles(Protocol):
-    """Where the memory files are kept: on this machine's disk, or in PostgreSQL.
-
-    ``path`` names the file as ``ChorusPaths`` gives it, whatever the backend.
-    ``edit`` is the only write, so that re-reading, changing and writing are one
-    atomic step: another process's (or replica's) write in between is never
-    lost. An exception raised by ``change`` leaves the file as it was.
-    """
-
-    def read(self, path: Path) -> list[str]:
-        """The entries of ``path`` (none if it does not exist yet)."""
-        ...
-
-    def edit(self, path: Path, change: Change) -> list[str]:
-        """Apply ``change`` to the entries re-read under a lock; the entries after it."""
-        ...
-
-
-def parse_entries(text: str) -> list[str]:
-    """Split file text into stripped, non-empty entries."""
-    return [entry.strip() for entry in text.split(ENTRY_DELIMITER) if entry.strip()]
-
-
-def _read_entries(path: Path) -> list[str]:
-    try:
-        with open(path, encoding="utf-8", newline="") as handle:
-            return parse_entries(handle.read())
-    except FileNotFoundError:
-        return []
-    except (OSError, UnicodeDecodeError) as exc:
-        raise MemoryStoreError(f"cannot read memory file {path}") from exc
-
-
-def _ensure_dir(directory: Path) -> None:
-    """Create ``directory`` and its missing parents, each with mode 0700."""
-    missing: list[Path] = []
-    current = directory
-    while not current.exists():
-        missing.append(current)
-        current = current.parent
-    for path in reversed(missing):
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(path, 0o700)
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``<path>.lock`` (the data file itself gets replaced)."""
-    _ensure_dir(path.parent)
-    fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing the descriptor releases the lock
-
-
-def _tmp_prefix(path: Path) -> str:
-    # Temp names carry the data file's name so that cleaning up after a killed
-    # writer of this file never touches a live temp of another file's writer.
-    return f"{_TMP_PREFIX}{path.name}."
-
-
-def _remove_stale_temps(path: Path) -> None:
-    """Delete temps a killed writer left behind; call only while holding the lock."""
-    for stale in path.parent.glob(_tmp_prefix(path) + "*" + _TMP_SUFFIX):
-        logger.warning("removing stale memory temp file %s", stale)
-        with contextlib.suppress(FileNotFoundError):
-            stale.unlink()
-
-
-def _write_entries(path: Path, entries: list[str]) -> None:
-    """Atomically replace ``path`` with ``entries`` (temp file, fsync, rename, fsync dir)."""
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=_tmp_prefix(path), suffix=_TMP_SUFFIX)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(ENTRY_DELIMITER.join(entries))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, path)
-        _fsync_dir(path.parent)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp_name)
-        raise
-
-
-class DiskMemoryFiles:
-    """The memory files as plain files: flock on ``<file>.lock``, temp file, fsync, rename."""
-
-    def read(self, path: Path) -> list[str]:
-        return _read_entries(path)
-
-    def edit(self, path: Path, change: Change) -> list[str]:
-        with _file_lock(path):
-            _remove_stale_temps(path)
-            current = _read_entries(path)
-            new = change(current)
-            if new is None:
-                return current
-            _write_entries(path, new)
-            return new
 
 
 def _preview(entry: str) -> str:
@@ -243,29 +129,47 @@ class MemoryStore:
         self.memory_entries: list[str] = []
         self.user_entries: list[str] = []
         self._snapshot: dict[str, str] = {"memory": "", "user": ""}
+        self._kept: dict[str, set[str]] = {"memory": set(), "user": set()}
 
     # -- frozen snapshot -------------------------------------------------
 
     def load_from_disk(self) -> None:
-        """Read both files into the live entries and retake the frozen snapshot."""
+        """Read both files into the live entries and retake the frozen snapshot.
+
+        Entries that fail today's threat scan (and carry no admin's keep mark) are
+        left out of the snapshot, one line standing in for them (see ``_flagged``).
+        """
         self.memory_entries = self.files.read(self.memory_path)
         self.user_entries = self.files.read(self.user_path)
         self._snapshot = {}
         for target in TARGETS:
             entries = self._entries(target)
-            self._snapshot[target] = self._render_block(target, entries) if entries else ""
+            # a file with no entries has no keep marks worth a read
+            marks = self.files.read(kept_path(self._path(target))) if entries else []
+            self._kept[target] = set(marks)
+            shown, withheld = split_withheld(entries, self._kept[target])
+            if withheld:
+                logger.warning(
+                    "%d %s entry(ies) withheld from the prompt: they fail the threat scan "
+                    "(ids %s); an admin can keep or remove them (/admin memory flagged)",
+                    len(withheld),
+                    target,
+                    ", ".join(entry_id(entry) for entry in withheld),
+                )
+                shown = [*shown, withheld_note(len(withheld))]
+            self._snapshot[target] = self._render_block(target, entries, shown) if entries else ""
 
     def format_for_system_prompt(self, target: str) -> str | None:
         """The block frozen at the last ``load_from_disk()``; None if it had no entries."""
         return self._snapshot.get(target) or None
 
-    def _render_block(self, target: str, entries: list[str]) -> str:
+    def _render_block(self, target: str, entries: list[str], shown: list[str]) -> str:
         if target == "user":
             title = "USER PROFILE (who the user is)"
         else:
             title = "MEMORY (your personal notes)"
         header = f"{title} [{self._usage(target, entries)}]"
-        return f"{_SEPARATOR}\n{header}\n{_SEPARATOR}\n{ENTRY_DELIMITER.join(entries)}"
+        return f"{_SEPARATOR}\n{header}\n{_SEPARATOR}\n{ENTRY_DELIMITER.join(shown)}"
 
     # -- live state ------------------------------------------------------
 
@@ -294,6 +198,9 @@ class MemoryStore:
         known = target in TARGETS
         entries = list(self._entries(target)) if known else []
         usage = self._usage(target, entries) if known else ""
+        shown, withheld = split_withheld(entries, self._kept[target]) if known else ([], [])
+        if withheld:
+            entries = [*shown, withheld_note(len(withheld))]
         return {
             "success": success,
             "target": target,
