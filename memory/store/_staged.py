@@ -14,7 +14,8 @@ import time
 from dataclasses import dataclass
 from typing import Literal
 
-from memory.store._store import ENTRY_DELIMITER, MemoryResult, MemoryStore
+from memory.store._files import ENTRY_DELIMITER
+from memory.store._store import MemoryResult, MemoryStore
 from memory.tables import Tables
 
 logger = logging.getLogger(__name__)
