@@ -41,7 +41,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gateway.adapters import MemoryAdapter  # noqa: E402
+from gateway.adapters import TestChatAdapter  # noqa: E402
 from gateway.app import GatewayStack, open_stack  # noqa: E402
 from gateway.config import load_settings  # noqa: E402
 from gateway.sessions import session_deadline  # noqa: E402
@@ -71,7 +71,7 @@ def prepare(home: Path, sessions: int, turns: int, spread: float) -> None:
         sid = f"s{n:06d}"
         db.create_session(
             sid,
-            platform="memory",
+            platform="testchat",
             user_key=f"memory:{n}",
             chat_id=f"dm-{n}",
             user_id=str(n),
@@ -94,7 +94,9 @@ async def gateway(home: Path, server: FakeOpenAI, clock: FakeClock) -> AsyncIter
         "CHORUS_MEMORY__NUDGE_INTERVAL": "0",
     }
     settings = load_settings(home, env)
-    stack = await open_stack(settings, clock=clock, llm_sleep=_no_sleep, adapters=[MemoryAdapter()])
+    stack = await open_stack(
+        settings, clock=clock, llm_sleep=_no_sleep, adapters=[TestChatAdapter()]
+    )
     try:
         yield stack
     finally:  # no session is ended on the way out: the next start would do it

@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gateway.adapters import MemoryAdapter
+from gateway.adapters import TestChatAdapter
 from gateway.app import open_stack
 from gateway.config import load_settings
 from tests.fakes import FakeOpenAI, Reply
@@ -37,7 +37,7 @@ async def run(sessions: int, messages: int, delay: float) -> dict[str, float]:
                 "CHORUS_MEMORY__FLUSH_MIN_TURNS": "1000",
             },
         )
-        adapter = MemoryAdapter()
+        adapter = TestChatAdapter()
         stack = await open_stack(settings, adapters=[adapter])
         await stack.start()
 

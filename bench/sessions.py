@@ -35,7 +35,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gateway.adapters import MemoryAdapter  # noqa: E402
+from gateway.adapters import TestChatAdapter  # noqa: E402
 from gateway.app import open_stack  # noqa: E402
 from gateway.config import load_settings  # noqa: E402
 from tests.fakes import FakeOpenAI  # noqa: E402
@@ -56,7 +56,7 @@ SLOW_PROVIDER = textwrap.dedent(
 
 
 @asynccontextmanager
-async def stack_of(server: FakeOpenAI, **env: str) -> AsyncIterator[tuple[Any, MemoryAdapter]]:
+async def stack_of(server: FakeOpenAI, **env: str) -> AsyncIterator[tuple[Any, TestChatAdapter]]:
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"
         home.mkdir(mode=0o700)
@@ -76,7 +76,7 @@ async def stack_of(server: FakeOpenAI, **env: str) -> AsyncIterator[tuple[Any, M
                 **env,
             },
         )
-        adapter = MemoryAdapter()
+        adapter = TestChatAdapter()
         stack = await open_stack(settings, adapters=[adapter])
         await stack.start()
         try:
@@ -86,7 +86,7 @@ async def stack_of(server: FakeOpenAI, **env: str) -> AsyncIterator[tuple[Any, M
             await stack.close()
 
 
-async def reply_times(adapter: MemoryAdapter, user: str, turns: int, pause: float) -> list[float]:
+async def reply_times(adapter: TestChatAdapter, user: str, turns: int, pause: float) -> list[float]:
     """Seconds from each message to its reply, one person at ``pause`` between them."""
     chat = f"dm-{user}"
     times: list[float] = []
@@ -99,7 +99,7 @@ async def reply_times(adapter: MemoryAdapter, user: str, turns: int, pause: floa
     return times
 
 
-async def replied(adapter: MemoryAdapter, chat: str, n: int, timeout: float = 60) -> None:
+async def replied(adapter: TestChatAdapter, chat: str, n: int, timeout: float = 60) -> None:
     """Until the chat shows more than ``n`` messages; a bench run never hangs."""
     deadline = time.monotonic() + timeout
     while len(adapter.texts(chat)) <= n:

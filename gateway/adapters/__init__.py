@@ -19,11 +19,11 @@ from gateway.adapters._base import (
 )
 from gateway.adapters._console import ConsoleAdapter
 from gateway.adapters._delivery import WITHDRAWN_TEXT, ReplyStream, send_text
-from gateway.adapters._memory import Delivered, MemoryAdapter
 from gateway.adapters._registry import PLATFORMS, enable_hints, enabled_adapters, platform_spec
 from gateway.adapters._replies import Replies
 from gateway.adapters._spec import PlatformContext, PlatformSpec
 from gateway.adapters._support import Backoff, ChatLanes, SeenSet, retrying
+from gateway.adapters._testchat import Delivered, TestChatAdapter
 from gateway.adapters._text_split import Length, split_text, utf16_length
 from gateway.errors import (
     AdapterError,
@@ -47,7 +47,6 @@ __all__ = [
     "Delivered",
     "Intake",
     "Length",
-    "MemoryAdapter",
     "MessageHandler",
     "MessageNotFound",
     "PlatformContext",
@@ -59,6 +58,7 @@ __all__ = [
     "RouteHandler",
     "SeenSet",
     "SharedBudgets",
+    "TestChatAdapter",
     "enable_hints",
     "enabled_adapters",
     "platform_spec",

@@ -13,10 +13,10 @@ import pytest
 from gateway.adapters import (
     WITHDRAWN_TEXT,
     AdapterCapabilities,
-    MemoryAdapter,
     MessageNotFound,
     PlatformUnreachable,
     ReplyStream,
+    TestChatAdapter,
     send_text,
     split_text,
     utf16_length,
@@ -208,7 +208,7 @@ def caps(
 
 
 def make_stream(
-    adapter: MemoryAdapter,
+    adapter: TestChatAdapter,
     clock: FakeClock,
     *,
     streaming: bool = True,
@@ -216,7 +216,7 @@ def make_stream(
 ) -> ReplyStream:
     return ReplyStream(
         adapter,
-        platform="memory",
+        platform="testchat",
         chat_id="c1",
         thread_id=None,
         reply_to="m1",
@@ -242,11 +242,11 @@ async def push(stream: ReplyStream, delta: str) -> None:
         await asyncio.sleep(0)
 
 
-def actions(adapter: MemoryAdapter) -> int:
+def actions(adapter: TestChatAdapter) -> int:
     return len(adapter.sent) + sum(d.edits for d in adapter.sent)
 
 
-async def assert_done_once_each(adapter: MemoryAdapter) -> None:
+async def assert_done_once_each(adapter: TestChatAdapter) -> None:
     popped = [await adapter.pop(timeout=1) for _ in adapter.sent]
     assert [d.message_id for d in popped] == [d.message_id for d in adapter.sent]
     with pytest.raises(TimeoutError):
@@ -254,7 +254,7 @@ async def assert_done_once_each(adapter: MemoryAdapter) -> None:
 
 
 async def test_streaming_edits_at_most_once_per_interval_and_lands_exactly() -> None:
-    clock, adapter = FakeClock(), MemoryAdapter(capabilities=caps())
+    clock, adapter = FakeClock(), TestChatAdapter(capabilities=caps())
     stream = make_stream(adapter, clock)
     deltas = [f"word{i} " for i in range(50)]
     times: list[float] = []
@@ -274,7 +274,7 @@ async def test_streaming_edits_at_most_once_per_interval_and_lands_exactly() -> 
 
 
 async def test_a_long_answer_streams_into_several_ordered_messages() -> None:
-    clock, adapter = FakeClock(), MemoryAdapter(capabilities=caps(200))
+    clock, adapter = FakeClock(), TestChatAdapter(capabilities=caps(200))
     stream = make_stream(adapter, clock)
     deltas = [f"Sentence {i} is here. " + ("\n\n" if i % 5 == 4 else "") for i in range(60)]
     for delta in deltas:
@@ -291,7 +291,7 @@ async def test_a_long_answer_streams_into_several_ordered_messages() -> None:
 
 
 async def test_streamed_code_blocks_stay_balanced_in_every_message() -> None:
-    clock, adapter = FakeClock(), MemoryAdapter(capabilities=caps(700, interval=0.0))
+    clock, adapter = FakeClock(), TestChatAdapter(capabilities=caps(700, interval=0.0))
     stream = make_stream(adapter, clock)
     final = code_document()
     for start in range(0, len(final), 23):
@@ -304,7 +304,7 @@ async def test_streamed_code_blocks_stay_balanced_in_every_message() -> None:
 
 async def test_without_edits_nothing_is_sent_until_finish() -> None:
     clock = FakeClock()
-    adapter = MemoryAdapter(capabilities=caps(100, edits=False, interval=0.0))
+    adapter = TestChatAdapter(capabilities=caps(100, edits=False, interval=0.0))
     stream = make_stream(adapter, clock)
     final = " ".join(f"token{i}" for i in range(80))
     for word in final.split(" "):
@@ -319,7 +319,7 @@ async def test_without_edits_nothing_is_sent_until_finish() -> None:
 
 
 async def test_streaming_off_sends_only_at_finish() -> None:
-    clock, adapter = FakeClock(), MemoryAdapter(capabilities=caps(interval=0.0))
+    clock, adapter = FakeClock(), TestChatAdapter(capabilities=caps(interval=0.0))
     stream = make_stream(adapter, clock, streaming=False)
     await stream.push("Hello ")
     await stream.push("world")
@@ -329,7 +329,7 @@ async def test_streaming_off_sends_only_at_finish() -> None:
 
 
 async def test_a_different_final_text_replaces_the_streamed_one() -> None:
-    clock, adapter = FakeClock(), MemoryAdapter(capabilities=caps())
+    clock, adapter = FakeClock(), TestChatAdapter(capabilities=caps())
     stream = make_stream(adapter, clock)
     for delta in ["The answer ", "is forty", "-two because"]:
         await clock.advance(1.1)
@@ -342,7 +342,7 @@ async def test_a_different_final_text_replaces_the_streamed_one() -> None:
 
 
 async def test_a_shorter_final_text_withdraws_extra_streamed_messages() -> None:
-    clock, adapter = FakeClock(), MemoryAdapter(capabilities=caps(50, interval=0.0))
+    clock, adapter = FakeClock(), TestChatAdapter(capabilities=caps(50, interval=0.0))
     stream = make_stream(adapter, clock)
     for i in range(20):
         await push(stream, f"part {i} of it ")
@@ -354,7 +354,7 @@ async def test_a_shorter_final_text_withdraws_extra_streamed_messages() -> None:
 
 
 async def test_abort_appends_the_note_to_the_streamed_message() -> None:
-    clock, adapter = FakeClock(), MemoryAdapter(capabilities=caps(interval=0.0))
+    clock, adapter = FakeClock(), TestChatAdapter(capabilities=caps(interval=0.0))
     stream = make_stream(adapter, clock)
     await push(stream, "Partial answer")
     await push(stream, " that was")
@@ -364,14 +364,14 @@ async def test_abort_appends_the_note_to_the_streamed_message() -> None:
 
 
 async def test_abort_before_anything_was_shown_sends_the_note() -> None:
-    clock, adapter = FakeClock(), MemoryAdapter(capabilities=caps())
+    clock, adapter = FakeClock(), TestChatAdapter(capabilities=caps())
     stream = make_stream(adapter, clock)
     await stream.push("not yet shown")
     await stream.abort("(stopped)")
     assert adapter.texts() == ["(stopped)"]
 
 
-class BrokenEdits(MemoryAdapter):
+class BrokenEdits(TestChatAdapter):
     """A platform whose edit requests fail on the network."""
 
     async def edit(self, sent: SentMessage, text: str) -> None:
@@ -397,7 +397,7 @@ async def test_failing_edits_still_deliver_the_whole_text_once() -> None:
     await assert_done_once_each(adapter)
 
 
-class BuggyEdits(MemoryAdapter):
+class BuggyEdits(TestChatAdapter):
     """An adapter whose edit has a bug: not a platform failure."""
 
     async def edit(self, sent: SentMessage, text: str) -> None:
@@ -416,14 +416,14 @@ async def test_a_failing_edit_that_is_no_platform_error_is_not_swallowed() -> No
 
 
 async def test_editing_an_unknown_message_is_message_not_found() -> None:
-    adapter = MemoryAdapter()
+    adapter = TestChatAdapter()
     with pytest.raises(MessageNotFound) as raised:
         await adapter.edit(SentMessage("c1", "nope"), "text")
-    assert raised.value.platform == "memory" and not raised.value.retryable
+    assert raised.value.platform == "testchat" and not raised.value.retryable
 
 
 async def test_utf16_streaming_respects_the_limit() -> None:
-    clock, adapter = FakeClock(), MemoryAdapter(capabilities=caps(40, interval=0.0))
+    clock, adapter = FakeClock(), TestChatAdapter(capabilities=caps(40, interval=0.0))
     stream = make_stream(adapter, clock, length=utf16_length)
     for _ in range(30):
         await stream.push("ok 😀 ")
@@ -434,7 +434,7 @@ async def test_utf16_streaming_respects_the_limit() -> None:
 
 
 async def test_finish_twice_is_an_error() -> None:
-    stream = make_stream(MemoryAdapter(), FakeClock())
+    stream = make_stream(TestChatAdapter(), FakeClock())
     await stream.finish("done")
     with pytest.raises(RuntimeError):
         await stream.finish("again")
@@ -444,9 +444,9 @@ async def test_finish_twice_is_an_error() -> None:
 
 
 async def test_send_text_splits_and_completes_each_message() -> None:
-    adapter = MemoryAdapter(capabilities=caps(100))
+    adapter = TestChatAdapter(capabilities=caps(100))
     text = "\n\n".join(f"Paragraph {i}: " + "lorem ipsum " * 5 for i in range(6))
-    message = OutboundMessage("memory", "c1", text, reply_to_message_id="m9", kind="notice")
+    message = OutboundMessage("testchat", "c1", text, reply_to_message_id="m9", kind="notice")
     sent = await send_text(adapter, message)
     assert adapter.texts() == split_text(text, 100)
     assert len(sent) == len(adapter.sent) > 1
@@ -455,7 +455,7 @@ async def test_send_text_splits_and_completes_each_message() -> None:
     await assert_done_once_each(adapter)
 
 
-class Budgeted(MemoryAdapter):
+class Budgeted(TestChatAdapter):
     """A platform whose rate budget is spent until ``budget`` is set."""
 
     def __init__(self) -> None:
@@ -495,7 +495,7 @@ async def test_when_the_budget_frees_the_newest_text_is_what_goes_out() -> None:
     await assert_done_once_each(adapter)
 
 
-class SlowEdits(MemoryAdapter):
+class SlowEdits(TestChatAdapter):
     """A platform whose sends and edits wait for ``go`` (a slow network)."""
 
     def __init__(self) -> None:
@@ -531,7 +531,7 @@ async def test_text_pushed_while_an_edit_was_sent_shows_though_no_more_comes() -
 
 
 async def test_where_the_adapter_paces_the_final_text_lands_at_once() -> None:
-    clock, adapter = FakeClock(), MemoryAdapter(capabilities=caps(interval=1.0, paced=True))
+    clock, adapter = FakeClock(), TestChatAdapter(capabilities=caps(interval=1.0, paced=True))
     stream = make_stream(adapter, clock)
     await clock.advance(1.0)
     await push(stream, "The first words")
@@ -543,7 +543,7 @@ async def test_where_the_adapter_paces_the_final_text_lands_at_once() -> None:
 
 
 async def test_elsewhere_the_final_edit_waits_out_the_edit_interval() -> None:
-    clock, adapter = FakeClock(), MemoryAdapter(capabilities=caps(interval=1.0))
+    clock, adapter = FakeClock(), TestChatAdapter(capabilities=caps(interval=1.0))
     stream = make_stream(adapter, clock)
     await clock.advance(1.0)
     await push(stream, "The first words")

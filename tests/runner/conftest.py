@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from gateway.adapters import Delivered, MemoryAdapter
+from gateway.adapters import Delivered, TestChatAdapter
 from gateway.app import GatewayStack, open_stack
 from gateway.config import Settings, load_settings
 from tests.fakes import FakeClock, FakeOpenAI
@@ -29,8 +29,8 @@ def gateway_settings(home: Path, server: FakeOpenAI, **env: str | None) -> Setti
         "CHORUS_HOME": str(home),
         "OPENAI_BASE_URL": server.base_url,
         "OPENAI_API_KEY": "sk-test",
-        "CHORUS_AUTH__ADMINS": "memory:1",
-        "CHORUS_AUTH__ALLOWED_USERS": "memory:2,memory:3,memory:4",
+        "CHORUS_AUTH__ADMINS": "testchat:1",
+        "CHORUS_AUTH__ALLOWED_USERS": "testchat:2,testchat:3,testchat:4",
         "CHORUS_MEMORY__NUDGE_INTERVAL": "0",
         "CHORUS_SESSIONS__DAILY_RESET_HOUR": "null",
         **env,
@@ -41,7 +41,7 @@ def gateway_settings(home: Path, server: FakeOpenAI, **env: str | None) -> Setti
 @dataclass
 class Gateway:
     stack: GatewayStack
-    adapter: MemoryAdapter
+    adapter: TestChatAdapter
     clock: FakeClock
     server: FakeOpenAI
 
@@ -76,7 +76,7 @@ async def make_gateway(chorus_home: Path, server: FakeOpenAI) -> AsyncIterator[G
     async def build(clock: FakeClock | None = None, **env: str | None) -> Gateway:
         chorus_home.mkdir(mode=0o700, exist_ok=True)
         settings = gateway_settings(chorus_home, server, **env)
-        adapter = MemoryAdapter()
+        adapter = TestChatAdapter()
         fake_clock = clock or FakeClock(START)
         stack = await open_stack(
             settings,

@@ -56,7 +56,7 @@ async def test_a_half_streamed_answer_is_finished_in_the_same_message(
     # the crash comes after the gateway noted the message as shown (a kill between
     # the send and the note leaves a new message to send instead)
     await until(
-        lambda: any(frozen.message_id in p.shown for p in gw.stack.inbox.pending("memory")),
+        lambda: any(frozen.message_id in p.shown for p in gw.stack.inbox.pending("testchat")),
         what="the inbox to note the message as shown",
     )
     await close_without_ending(gw)

@@ -64,7 +64,7 @@ async def test_poisoned_entries_are_withheld_kept_on_disk_and_listed(
     listing = (await gw.ask("/admin memory flagged", user="1")).text
     assert "3 memory entry(ies) fail the threat scan" in listing
     assert f"[{entry_id(SHARED_BAD)}] MEMORY.md — threat pattern 'prompt_injection'" in listing
-    assert f"[{entry_id(USER_BAD)}] users/memory/2/USER.md" in listing
+    assert f"[{entry_id(USER_BAD)}] users/testchat/2/USER.md" in listing
     assert make_visible(HIDDEN_BAD) in listing and "⟦U+200B ZERO WIDTH SPACE⟧" in listing
     assert USER_GOOD not in listing and SHARED_GOOD not in listing
     help_text = (await gw.ask("/admin help", user="1")).text
@@ -96,7 +96,7 @@ async def test_admin_keeps_one_entry_and_removes_another(
     listing = (await gw.ask("/admin memory flagged", user="1")).text
     assert "1 memory entry(ies)" in listing and entry_id(HIDDEN_BAD) in listing
     audit = [(e.actor, e.command, e.args) for e in gw.stack.gateway_db.audit_entries(20)]
-    assert ("memory:1", "/admin", f"memory flagged keep {entry_id(USER_BAD)[:6]}") in audit
+    assert ("testchat:1", "/admin", f"memory flagged keep {entry_id(USER_BAD)[:6]}") in audit
 
 
 async def test_tool_results_withhold_flagged_entries(

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gateway._texts import EMPTY, TOO_LONG
-from gateway.adapters import MemoryAdapter
+from gateway.adapters import TestChatAdapter
 from gateway.app import open_stack
 from tests.fakes import FakeOpenAI, Reply
 from tests.runner.conftest import GatewayFactory, gateway_settings
@@ -53,14 +53,14 @@ async def test_admin_commands_refused_for_non_admins_and_audited(
     refused = await gw.ask("/admin sessions", user="2")
     assert "admins only" in refused.text
     assert "I am telegram:1" not in refused.text
-    fake_claim = await gw.ask("/admin users I am memory:1 the admin", user="3")
+    fake_claim = await gw.ask("/admin users I am testchat:1 the admin", user="3")
     assert "admins only" in fake_claim.text
     allowed = await gw.ask("/admin sessions", user="1")
     assert "admins only" not in allowed.text
     entries = gw.stack.gateway_db.audit_entries(10)
     outcomes = sorted((e.actor, e.outcome) for e in entries)
-    assert ("memory:2", "refused") in outcomes and ("memory:3", "refused") in outcomes
-    assert ("memory:1", "ok") in outcomes
+    assert ("testchat:2", "refused") in outcomes and ("testchat:3", "refused") in outcomes
+    assert ("testchat:1", "ok") in outcomes
 
 
 async def test_groups_answer_only_when_addressed(
@@ -123,13 +123,13 @@ async def test_pairing_flow(make_gateway: GatewayFactory) -> None:
     fresh = re.search(r"\b([A-HJ-NP-Z2-9]{8})\b", second.text)
     assert fresh is not None
     approved = await gw.ask(f"/admin approve {fresh.group(1)}", user="1")
-    assert "memory:50" in approved.text
+    assert "testchat:50" in approved.text
     answer = await gw.ask("now?", user="50")
     assert answer.text == "ok"
 
     audit = [(e.actor, e.command, e.args, e.outcome) for e in gw.stack.gateway_db.audit_entries()]
-    assert ("memory:1", "/admin", "approve <code> → memory:50", "ok") in audit
-    assert ("memory:1", "/admin", "approve <code> → memory:50", "expired") in audit
+    assert ("testchat:1", "/admin", "approve <code> → testchat:50", "ok") in audit
+    assert ("testchat:1", "/admin", "approve <code> → testchat:50", "expired") in audit
     assert not any(code.group(1) in str(row) or fresh.group(1) in str(row) for row in audit)
 
 
@@ -141,13 +141,13 @@ async def test_a_strangers_admin_command_is_refused_and_audited_once(
         await gw.say("/admin users", user="666")
     await gw.say("/admin users", user="666", chat_id="group-9", is_direct=False)
     audit = [(e.actor, e.command, e.args, e.outcome) for e in gw.stack.gateway_db.audit_entries()]
-    assert audit == [("memory:666", "/admin", "users", "refused:not_allowed")]
+    assert audit == [("testchat:666", "/admin", "users", "refused:not_allowed")]
     await gw.clock.advance(61)
-    await gw.say("/admin allow memory:666", user="666")
+    await gw.say("/admin allow testchat:666", user="666")
     newest = gw.stack.gateway_db.audit_entries(1)[0]
     assert (newest.actor, newest.args, newest.outcome) == (
-        "memory:666",
-        "allow memory:666",
+        "testchat:666",
+        "allow testchat:666",
         "refused:not_allowed",
     )
 
@@ -171,7 +171,7 @@ async def test_help_whoami_and_unknown_command(make_gateway: GatewayFactory) -> 
     help_text = (await gw.ask("/help", user="2")).text
     assert "/new" in help_text and "/admin" not in help_text
     assert "/admin" in (await gw.ask("/help", user="1")).text
-    assert "memory:2" in (await gw.ask("/whoami", user="2")).text
+    assert "testchat:2" in (await gw.ask("/whoami", user="2")).text
     assert "Unknown command /frobnicate" in (await gw.ask("/frobnicate", user="2")).text
 
 
@@ -216,7 +216,7 @@ async def test_the_platforms_prompt_hint_reaches_the_system_prompt(
 ) -> None:
     chorus_home.mkdir(mode=0o700)
     settings = gateway_settings(chorus_home, server)
-    adapter = MemoryAdapter(prompt_hint="You are talking on Pigeon Post. Be brief.")
+    adapter = TestChatAdapter(prompt_hint="You are talking on Pigeon Post. Be brief.")
     stack = await open_stack(settings, adapters=[adapter])
     try:
         await stack.start()
@@ -232,7 +232,7 @@ async def test_a_user_id_shaped_like_a_chat_never_gets_the_chats_profile(
     make_gateway: GatewayFactory, server: FakeOpenAI
 ) -> None:
     gw = await make_gateway(
-        CHORUS_SESSIONS__SCOPE="chat", CHORUS_AUTH__ALLOWED_USERS="memory:2,memory:chat-g1"
+        CHORUS_SESSIONS__SCOPE="chat", CHORUS_AUTH__ALLOWED_USERS="testchat:2,testchat:chat-g1"
     )
     server.tool_call("memory", {"action": "add", "target": "user", "content": "Group codeword"})
     server.reply("noted")
@@ -241,4 +241,4 @@ async def test_a_user_id_shaped_like_a_chat_never_gets_the_chats_profile(
     system = server.last_request["messages"][0]["content"]
     assert "Group codeword" not in system
     keys = {str(live.user_key) for live in gw.runner.sessions.sessions}
-    assert keys == {"memory#chat:g1", "memory:chat-g1"}
+    assert keys == {"testchat#chat:g1", "testchat:chat-g1"}

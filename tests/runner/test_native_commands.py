@@ -11,7 +11,7 @@ async def test_a_native_command_is_answered_privately_and_nothing_is_posted(
 ) -> None:
     gw = await make_gateway()
     answer = await gw.adapter.command("/whoami", user_id="2", user_name="Ann")
-    assert "memory:2 (Ann)" in answer
+    assert "testchat:2 (Ann)" in answer
     assert gw.adapter.sent == []
 
 
@@ -29,15 +29,15 @@ async def test_admin_native_command_for_admins_refused_and_audited_for_others(
     gw = await make_gateway()
     await gw.ask("hello", user="2")
     ok = await gw.adapter.command("/admin sessions", user_id="1")
-    assert "open session" in ok and "memory:2" in ok
+    assert "open session" in ok and "testchat:2" in ok
     refused = await gw.adapter.command("/admin sessions", user_id="2")
-    assert "admins only" in refused and "memory:2" not in refused
+    assert "admins only" in refused and "testchat:2" not in refused
     stranger = await gw.adapter.command("/admin users", user_id="666")
-    assert "memory:666" in stranger and "admins" not in stranger
+    assert "testchat:666" in stranger and "admins" not in stranger
     audit = [(e.actor, e.args, e.outcome) for e in gw.stack.gateway_db.audit_entries()]
-    assert ("memory:1", "sessions", "ok") in audit
-    assert ("memory:2", "sessions", "refused") in audit
-    assert ("memory:666", "users", "refused:not_allowed") in audit
+    assert ("testchat:1", "sessions", "ok") in audit
+    assert ("testchat:2", "sessions", "refused") in audit
+    assert ("testchat:666", "users", "refused:not_allowed") in audit
     assert [d.text for d in gw.adapter.sent if d.kind != "reply"] == []
 
 
@@ -64,9 +64,9 @@ async def test_unknown_and_empty_native_commands(
 
 async def test_admin_users_prints_readable_lines(make_gateway: GatewayFactory) -> None:
     gw = await make_gateway()
-    await gw.adapter.command("/admin allow memory:50", user_id="1")
+    await gw.adapter.command("/admin allow testchat:50", user_id="1")
     lines = (await gw.adapter.command("/admin users", user_id="1")).splitlines()
-    assert "memory:1 — admin (config)" in lines
-    [runtime] = [line for line in lines if line.startswith("memory:50")]
-    assert runtime.startswith("memory:50 — allowed by memory:1 on 2026-11-30 10:00 UTC")
+    assert "testchat:1 — admin (config)" in lines
+    [runtime] = [line for line in lines if line.startswith("testchat:50")]
+    assert runtime.startswith("testchat:50 — allowed by testchat:1 on 2026-11-30 10:00 UTC")
     assert not any("UserAccessRow" in line for line in lines)

@@ -50,16 +50,16 @@ async def test_a_gateway_keeps_everything_in_postgres(
     memories = ChorusPaths(chorus_home).memories_dir
     with PostgresMemoryFiles(postgres_url, memories) as files:
         stored = dict(files.all_files())
-    assert stored == {"users/memory/2/USER.md": "Likes the word zanzibar"}
+    assert stored == {"users/testchat/2/USER.md": "Likes the word zanzibar"}
     assert not list(memories.rglob("*.md"))  # nothing of it on this disk
     with SessionDB(postgres_url) as db:
         [session] = db.list_sessions()
-        assert session.user_key == "memory:2"
+        assert session.user_key == "testchat:2"
         assert [m.content for m in db.get_messages(session.id) if m.role == "user"] == [
             "hi there, the word is zanzibar"
         ]
-        assert [hit.session_id for hit in db.search("memory:2", "zanzibar")] == [session.id]
-        assert db.search("memory:3", "zanzibar") == []
+        assert [hit.session_id for hit in db.search("testchat:2", "zanzibar")] == [session.id]
+        assert db.search("testchat:3", "zanzibar") == []
     with SessionDB(ChorusPaths(chorus_home).state_db) as local:
         assert local.list_sessions() == []  # nothing went to the SQLite file
 
@@ -67,7 +67,7 @@ async def test_a_gateway_keeps_everything_in_postgres(
 async def test_migrate_db_moves_a_sqlite_home_and_the_gateway_serves_it(
     make_gateway: GatewayFactory, server: FakeOpenAI, postgres_url: str, chorus_home: Path
 ) -> None:
-    gw = await make_gateway(CHORUS_AUTH__POLICY="pairing", CHORUS_AUTH__ALLOWED_USERS="memory:2")
+    gw = await make_gateway(CHORUS_AUTH__POLICY="pairing", CHORUS_AUTH__ALLOWED_USERS="testchat:2")
     server.reply("noted, lighthouse")
     await gw.ask("remember the lighthouse keeper", user="2")
     server.reply("second answer")
@@ -88,8 +88,8 @@ async def test_migrate_db_moves_a_sqlite_home_and_the_gateway_serves_it(
     assert store.add("memory", "The team meets on Tuesdays")["success"]
     assert store.add("user", "Keeps lighthouses")["success"]
     with GatewayDB(state_db) as local:
-        local.set_access("memory:7", "allowed", "cli:root", 1_000.0)
-        local.audit("cli:root", "/allow", "memory:7", "ok", 1_000.0)
+        local.set_access("testchat:7", "allowed", "cli:root", 1_000.0)
+        local.audit("cli:root", "/allow", "testchat:7", "ok", 1_000.0)
         access_before = (local.access_records(), local.audit_entries())
 
     done = migrate(chorus_home, postgres_url)
@@ -99,7 +99,7 @@ async def test_migrate_db_moves_a_sqlite_home_and_the_gateway_serves_it(
     with PostgresMemoryFiles(postgres_url, paths.memories_dir) as files:
         assert dict(files.all_files()) == {
             "MEMORY.md": "The team meets on Tuesdays",
-            "users/memory/2/USER.md": "Keeps lighthouses",
+            "users/testchat/2/USER.md": "Keeps lighthouses",
         }
     assert "hunter" not in done.stdout + done.stderr
 
@@ -109,10 +109,10 @@ async def test_migrate_db_moves_a_sqlite_home_and_the_gateway_serves_it(
             (m.id, m.role, m.content) for s in db.list_sessions() for m in db.get_messages(s.id)
         ]
         assert copied == messages_before
-        assert len(db.search("memory:2", "lighthouse")) >= 1
+        assert len(db.search("testchat:2", "lighthouse")) >= 1
     with GatewayDB(postgres_url) as access:
         assert (access.access_records(), access.audit_entries()) == access_before
-        assert access.audit("cli:root", "/deny", "memory:7", "ok", 2_000.0) > max(
+        assert access.audit("cli:root", "/deny", "testchat:7", "ok", 2_000.0) > max(
             entry.id for entry in access_before[1]
         )  # new rows never collide with copied ones
 
@@ -123,7 +123,7 @@ async def test_migrate_db_moves_a_sqlite_home_and_the_gateway_serves_it(
     served = await make_gateway(
         DATABASE_URL=postgres_url,
         CHORUS_AUTH__POLICY="pairing",
-        CHORUS_AUTH__ALLOWED_USERS="memory:2",
+        CHORUS_AUTH__ALLOWED_USERS="testchat:2",
     )
     server.reply("still here")
     reply = await served.ask("are you there?", user="2")
@@ -134,7 +134,7 @@ async def test_migrate_db_moves_a_sqlite_home_and_the_gateway_serves_it(
     with SessionDB(postgres_url) as db:
         newest, oldest = db.list_sessions()
         assert oldest.id == sessions_before[0][0] and oldest.ended_at is not None
-        assert newest.user_key == "memory:2" and newest.ended_at is None
+        assert newest.user_key == "testchat:2" and newest.ended_at is None
         new_ids = [m.id for m in db.get_messages(newest.id)]
         assert min(new_ids) > max(m[0] for m in messages_before)
-        assert len(db.search("memory:2", "lighthouse")) >= 1  # the old session is still found
+        assert len(db.search("testchat:2", "lighthouse")) >= 1  # the old session is still found

@@ -21,7 +21,7 @@ from tests.waiting import until
 
 ADMIN = "1"
 BASE: dict[str, Any] = {
-    "auth": {"admins": ["memory:1"], "allowed_users": ["memory:2", "memory:3"]},
+    "auth": {"admins": ["testchat:1"], "allowed_users": ["testchat:2", "testchat:3"]},
     "sessions": {"daily_reset_hour": None},
 }
 
@@ -56,7 +56,7 @@ async def gateway(make_gateway: GatewayFactory, home: Path, **initial: dict[str,
 async def test_allowed_users(make_gateway: GatewayFactory, chorus_home: Path) -> None:
     gw = await gateway(make_gateway, chorus_home)
     assert "private" in (await gw.ask("hi", user="77")).text
-    write_config(chorus_home, auth={"allowed_users": ["memory:77"]})
+    write_config(chorus_home, auth={"allowed_users": ["testchat:77"]})
     await reload(gw)
     assert (await gw.ask("hi again", user="77")).text == "ok"
     assert "private" in (await gw.ask("and me?", user="2")).text
@@ -65,7 +65,7 @@ async def test_allowed_users(make_gateway: GatewayFactory, chorus_home: Path) ->
 async def test_admins(make_gateway: GatewayFactory, chorus_home: Path) -> None:
     gw = await gateway(make_gateway, chorus_home)
     assert "admins only" in (await gw.ask("/admin sessions", user="2")).text
-    write_config(chorus_home, auth={"admins": ["memory:1", "memory:2"]})
+    write_config(chorus_home, auth={"admins": ["testchat:1", "testchat:2"]})
     await reload(gw)
     assert "open session" in (await gw.ask("/admin sessions", user="2")).text
 
@@ -76,14 +76,14 @@ async def test_admin_rights_in_a_running_session_follow_a_reload(
     """The shared-MEMORY.md gate of a live session asks the admins in effect now."""
     gw = await gateway(make_gateway, chorus_home)
     await gw.ask("hello", user="2")  # the session and its agent exist before the reload
-    write_config(chorus_home, auth={"admins": ["memory:1", "memory:2"]})
+    write_config(chorus_home, auth={"admins": ["testchat:1", "testchat:2"]})
     await reload(gw)
     server.tool_call("memory", {"action": "add", "target": "memory", "content": "Lunch is at 1"})
     server.reply("saved")
     await gw.ask("note lunch for everyone", user="2")
     assert "Lunch is at 1" in (chorus_home / "memories" / "MEMORY.md").read_text()
 
-    write_config(chorus_home)  # memory:2 is no admin any more
+    write_config(chorus_home)  # testchat:2 is no admin any more
     await reload(gw)
     server.tool_call("memory", {"action": "add", "target": "memory", "content": "Tea at 4"})
     server.reply("staged")

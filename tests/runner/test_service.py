@@ -9,7 +9,7 @@ from pathlib import Path
 
 import aiohttp
 
-from gateway.adapters import MemoryAdapter
+from gateway.adapters import TestChatAdapter
 from gateway.app import run_gateway
 from gateway.ops import HTTPServer
 from memory.paths import ChorusPaths
@@ -39,10 +39,10 @@ async def test_health_readiness_and_metrics(make_gateway: GatewayFactory) -> Non
                 }
             async with client.get(f"{http.url}/metrics") as response:
                 text = await response.text()
-            assert 'chorus_messages_in_total{platform="memory"} 2.0' in text
-            assert 'chorus_messages_out_total{platform="memory"} 2.0' in text
+            assert 'chorus_messages_in_total{platform="testchat"} 2.0' in text
+            assert 'chorus_messages_out_total{platform="testchat"} 2.0' in text
             assert "chorus_live_sessions 1.0" in text
-            assert 'chorus_adapter_up{platform="memory"} 1.0' in text
+            assert 'chorus_adapter_up{platform="testchat"} 1.0' in text
             assert 'chorus_commands_total{command="admin",outcome="refused"} 1.0' in text
             assert "chorus_turn_seconds_count 1.0" in text
             assert "chorus_queue_depth 0.0" in text
@@ -62,7 +62,7 @@ async def test_sigterm_finishes_turns_ends_sessions_exits_zero(
 ) -> None:
     chorus_home.mkdir(mode=0o700)
     settings = gateway_settings(chorus_home, server, CHORUS_GATEWAY__HTTP__PORT="0")
-    adapter = MemoryAdapter()
+    adapter = TestChatAdapter()
     service = asyncio.create_task(run_gateway(settings, adapters=[adapter]))
     await until(lambda: adapter.started, 60, "the adapter to start")
     await adapter.push("quick", user_id="3")

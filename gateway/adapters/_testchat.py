@@ -37,10 +37,10 @@ class Delivered:
     done: bool = False
 
 
-class MemoryAdapter(BaseAdapter):
+class TestChatAdapter(BaseAdapter):
     def __init__(
         self,
-        name: str = "memory",
+        name: str = "testchat",
         *,
         capabilities: AdapterCapabilities | None = None,
         prompt_hint: str = "",
