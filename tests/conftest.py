@@ -42,7 +42,7 @@ def isolated(name: str) -> bool:
 
 HEAVY_TIMEOUTS = {"slow": 600, "real_server": 900, "container": 2400}
 """Seconds a test with one of these marks may take, setup and teardown included (the
-others: ``timeout`` in pyproject.toml, 120 s): real clusters, real servers (a module's
+others: ``timeout`` in pyproject.toml, 300 s): real clusters, real servers (a module's
 first test also starts its server), container builds (the first builds the base image)."""
 
 

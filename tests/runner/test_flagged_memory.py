@@ -32,7 +32,7 @@ def write_by_hand(path: Path, entries: list[str]) -> None:
 def poison(home: Path) -> tuple[Path, Path]:
     home.mkdir(mode=0o700, exist_ok=True)
     paths = ChorusPaths(home)
-    user_file = paths.user_file(UserKey("memory", "2"))
+    user_file = paths.user_file(UserKey("testchat", "2"))
     write_by_hand(paths.memory_file, [SHARED_GOOD, SHARED_BAD])
     write_by_hand(user_file, [USER_BAD, USER_GOOD, HIDDEN_BAD])
     return paths.memory_file, user_file

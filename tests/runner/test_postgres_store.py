@@ -84,7 +84,7 @@ async def test_migrate_db_moves_a_sqlite_home_and_the_gateway_serves_it(
     await gw.runner.shutdown(5)
     await gw.stack.close()
     paths = ChorusPaths(chorus_home)
-    store = MemoryStore(paths.memory_file, paths.user_file(UserKey("memory", "2")))
+    store = MemoryStore(paths.memory_file, paths.user_file(UserKey("testchat", "2")))
     assert store.add("memory", "The team meets on Tuesdays")["success"]
     assert store.add("user", "Keeps lighthouses")["success"]
     with GatewayDB(state_db) as local:

@@ -34,7 +34,7 @@ async def test_health_readiness_and_metrics(make_gateway: GatewayFactory) -> Non
                 assert response.status == 200, body
                 assert body["checks"] == {
                     "accepting": True,
-                    "adapter:memory": True,
+                    "adapter:testchat": True,
                     "session_db": True,
                 }
             async with client.get(f"{http.url}/metrics") as response:
@@ -52,7 +52,7 @@ async def test_health_readiness_and_metrics(make_gateway: GatewayFactory) -> Non
             async with client.get(f"{http.url}/readyz") as response:
                 body = await response.json()
                 assert response.status == 503
-                assert body["checks"]["adapter:memory"] is False
+                assert body["checks"]["adapter:testchat"] is False
     finally:
         await http.stop()
 
