@@ -1,0 +1,6 @@
+"""External memory providers, discovered at run time (``plugins.memory``).
+
+Nothing is re-exported here.
+"""
+
+__all__: list[str] = []

@@ -510,3 +510,21 @@ def test_late_wiring_is_found(source: str) -> None:
 def test_construction_and_own_state_are_not_late_wiring() -> None:
     source = "self.closing = True\nmetrics.set_sources(x=f)\nrunner = Runner(rate=check)\n"
     assert late_wiring(source) == []
+
+
+# ---------------------------------------------------------------- public surfaces
+
+
+def package_inits() -> list[Path]:
+    return sorted(p for pkg in PACKAGES for p in (ROOT / pkg).rglob("__init__.py"))
+
+
+@pytest.mark.parametrize("path", package_inits(), ids=lambda p: module_name(p))
+def test_every_package_names_its_surface(path: Path) -> None:
+    """Each package declares ``__all__``, and every name in it is there."""
+    name = module_name(path)
+    package = importlib.import_module(name)
+    surface = getattr(package, "__all__", None)
+    assert isinstance(surface, list | tuple), f"{name} declares no __all__"
+    assert [n for n in surface if not hasattr(package, n)] == []
+    assert len(set(surface)) == len(surface), f"{name} lists a name twice"

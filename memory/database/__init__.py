@@ -45,6 +45,17 @@ __all__ = [
 Location = Path | str
 """A SQLite file or a ``postgresql://`` URL."""
 
+_DRIVER_TYPES = ("PgConnection", "PostgresPool")
+
+
+def __getattr__(name: str) -> object:
+    """The PostgreSQL types, imported with the driver only when asked for."""
+    if name in _DRIVER_TYPES:
+        from memory.database import _postgres
+
+        return getattr(_postgres, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 _SCHEMES = ("postgresql://", "postgres://")
 
 

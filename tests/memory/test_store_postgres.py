@@ -186,7 +186,11 @@ def test_backup_from_postgres_restores_into_a_file_home(
     restored = store_for(None, fresh)
     assert restored.memory_entries == ["Shared fact"]
     assert restored.user_entries == ["Alice likes tea"]
-    assert (fresh.home / "config.yaml").exists()
+    assert not (fresh.home / "config.yaml").exists()  # only when asked for
+
+    again = ChorusPaths(tmp_path / "again")
+    restore_backup(summary.path, again.home, include=frozenset({"config.yaml"}))
+    assert (again.home / "config.yaml").read_text() == "sessions:\n  idle_minutes: 30\n"
 
 
 def test_backup_from_files_restores_into_postgres(
