@@ -239,7 +239,7 @@ class Agent:
 
     def _after_turn(self, text: str) -> None:
         if self.providers is not None:
-            self.providers.after_turn(self._positions, text, self._speaker)
+            self.providers.after_turn(self._positions, text)
 
     async def _loop(self, on_delta: DeltaCallback | None) -> str:
         limit = self.config.agent.max_iterations

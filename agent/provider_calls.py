@@ -53,19 +53,23 @@ class ProviderCalls:
             )
 
     async def before_turn(self, turn: int, text: str, speaker: UserKey | None) -> str:
-        """Turn-start hooks, then the fenced recall for ``text`` (``""`` for none)."""
+        """Turn-start hooks, then the fenced recall for ``text`` (``""`` for none).
+
+        The recall is the session's own, whoever is speaking: in a session several
+        people share, the chat's, never the speaker's private memory.
+        """
         who = _key_text(speaker)
         await asyncio.to_thread(
             self.memory.on_turn_start, turn, text, speaker=who, platform=self.session.platform
         )
-        return await self.recall.for_turn(text, session_id=self.session.session_id, speaker=who)
+        return await self.recall.for_turn(text, session_id=self.session.session_id)
 
-    def after_turn(self, position: int, text: str, speaker: UserKey | None) -> None:
+    def after_turn(self, position: int, text: str) -> None:
         """The turn at ``position`` to the background provider, and its cache warmed, by job."""
         jobs = self._jobs
         if jobs is not None:
             jobs.sync_turn(self.session.session_id, position)
-            jobs.queue_prefetch(self.session.session_id, text, _key_text(speaker))
+            jobs.queue_prefetch(self.session.session_id, text)
 
     async def tool(self, name: str, arguments: dict[str, Any], speaker: UserKey | None) -> str:
         return await asyncio.to_thread(

@@ -35,14 +35,13 @@ class Recall:
         """Drop recall carried from a turn that was withdrawn."""
         self._late.clear()
 
-    async def for_turn(self, text: str, *, session_id: str, speaker: str | None) -> str:
-        """The fenced block to append to the user message; ``""`` when nothing."""
+    async def for_turn(self, text: str, *, session_id: str) -> str:
+        """The fenced block to append to the user message in this turn's requests; ``""``
+        when nothing. Recalled from the session's own memory (``MemoryManager.prefetch``)."""
         recalled = ""
         if self._running is None:
             task = asyncio.ensure_future(
-                asyncio.to_thread(
-                    self.memory.prefetch, text, session_id=session_id, speaker=speaker
-                )
+                asyncio.to_thread(self.memory.prefetch, text, session_id=session_id)
             )
             try:
                 recalled = await asyncio.wait_for(asyncio.shield(task), self.timeout)

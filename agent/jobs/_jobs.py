@@ -10,7 +10,7 @@ enqueue does no harm:
   provider, with who said it; a turn already withdrawn by ``/undo`` is skipped.
 - ``rewind(session_id, position, reason)`` withdraws a synced turn from the
   provider after ``/undo`` or ``/retry``; it runs after that turn's sync.
-- ``queue_prefetch(session_id, query, speaker)`` lets the provider warm a cache
+- ``queue_prefetch(session_id, query)`` lets the provider warm a cache
   for the session's next turn.
 - ``end_session(session_id, reason)`` flushes memories (once), calls the
   providers' ``on_session_end`` (once), then marks the session ended.
@@ -144,6 +144,8 @@ def rewind(session_id: str, position: int, reason: str) -> str:
 
 
 def queue_prefetch(session_id: str, query: str, speaker: str = "") -> str:
+    """Warm the session's recall for ``query``. ``speaker``, in jobs queued by earlier
+    versions, is not used: recall is the session's own (``MemoryManager.queue_prefetch``)."""
     ctx = context()
     record = ctx.db.get_session(session_id)
     if record is None or record.ended_at is not None:
@@ -151,7 +153,7 @@ def queue_prefetch(session_id: str, query: str, speaker: str = "") -> str:
     manager = ctx.manager_for(record, "background")
     if manager is None:
         return "no provider"
-    manager.queue_prefetch(query, session_id=session_id, speaker=speaker or None)
+    manager.queue_prefetch(query, session_id=session_id)
     return "queued"
 
 

@@ -43,9 +43,9 @@ class JobScheduler:
         job_id = f"chorus-sync-{session_id}-{position}"
         self._enqueue("sync_turn", session_id, (position,), job_id, f"sync turn {position}")
 
-    def queue_prefetch(self, session_id: str, query: str, speaker: str | None = None) -> None:
+    def queue_prefetch(self, session_id: str, query: str) -> None:
         job_id = f"chorus-prefetch-{session_id}-{uuid.uuid4().hex[:12]}"
-        self._enqueue("queue_prefetch", session_id, (query, speaker or ""), job_id, "prefetch")
+        self._enqueue("queue_prefetch", session_id, (query,), job_id, "prefetch")
 
     def rewind(self, session_id: str, position: int, reason: str) -> None:
         job_id = f"chorus-rewind-{session_id}-{position}"

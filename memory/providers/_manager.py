@@ -10,7 +10,10 @@ methods. It guarantees that
   stripped from a turn before it is synced, so it is never stored back;
 * a provider tool never shadows a core tool, and the first claim to a tool name wins;
 * per-turn calls carry ``speaker`` (who is talking, in a session several people
-  share) to the methods that accept it, and nothing they do not declare.
+  share) to the methods that accept it, and nothing they do not declare;
+* recall (``prefetch``, ``queue_prefetch``) never carries ``speaker``: it reads the
+  session's own memory, in a session several people share the chat's, never
+  one member's (whose recall every member's later requests would carry).
 
 Every method runs inline and is synchronous: what must stay off the request path
 (``sync_turn``, ``queue_prefetch``, ``on_session_end``) is called by background
@@ -177,32 +180,28 @@ class MemoryManager:
         """The providers' non-empty static system prompt blocks, in order."""
         return self._texts("system_prompt_block")
 
-    def prefetch(self, query: str, *, session_id: str = "", speaker: str | None = None) -> str:
-        """Every provider's recall for ``query``: sanitised and joined, not fenced yet."""
+    def prefetch(self, query: str, *, session_id: str = "") -> str:
+        """Every provider's recall for ``query``: sanitised and joined, not fenced yet.
+
+        From the session's own memory (its ``user_key``): no provider is told a speaker.
+        """
         query = strip_memory_context(query)
         texts = (
-            self._call(
-                p,
-                "prefetch",
-                query,
-                session_id=session_id,
-                **_extra(p, "prefetch", speaker=speaker),
-            )[1]
-            for p in self._providers
+            self._call(p, "prefetch", query, session_id=session_id)[1] for p in self._providers
         )
         cleaned = (sanitize_context(t).strip() for t in texts if isinstance(t, str))
         return "\n\n".join(t for t in cleaned if t)
 
-    def queue_prefetch(
-        self, query: str, *, session_id: str = "", speaker: str | None = None
-    ) -> None:
-        """Let providers that warm a cache recall for ``query`` (called by a job, after a turn)."""
+    def queue_prefetch(self, query: str, *, session_id: str = "") -> None:
+        """Let providers that warm a cache recall for ``query`` (called by a job, after a turn).
+
+        For the session's own memory, as :meth:`prefetch` reads it.
+        """
         query = strip_memory_context(query)
         if not query.strip():
             return
         for p in self._providers:
-            extra = _extra(p, "queue_prefetch", speaker=speaker)
-            self._call(p, "queue_prefetch", query, session_id=session_id, **extra)
+            self._call(p, "queue_prefetch", query, session_id=session_id)
 
     # -- write ---------------------------------------------------------------
 

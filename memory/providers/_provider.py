@@ -110,7 +110,7 @@ class MemoryProvider(ABC):
 
         In a group session several people share (``sessions.scope: chat``),
         ``user_key`` is the chat's own key (``platform#chat:id``) and the
-        per-turn calls say who is talking with ``speaker``.
+        per-turn calls but recall say who is talking with ``speaker``.
 
         Unknown keys may be added later; accept and ignore them. Raising here
         removes the provider for this session.
@@ -133,8 +133,10 @@ class MemoryProvider(ABC):
         waits at most ``memory.prefetch_timeout`` seconds (default 0.5) and then
         goes on without it; a result that comes later is used on the next turn.
         A slow backend returns what :meth:`queue_prefetch` cached. The result is
-        sanitised and fenced in the user message, never put in the system prompt.
-        Declare a keyword ``speaker`` to be told who is talking.
+        sanitised and fenced in that turn's request only, never put in the system
+        prompt nor kept in the history. Recall the session's own memory (its
+        ``user_key``): no ``speaker`` is given, so in a session several people
+        share it is the chat's, never one member's private memory.
         """
         return ""
 
@@ -144,7 +146,7 @@ class MemoryProvider(ABC):
         Called (``"background"``) by a job after each turn, off the request path.
         The cache must live where the ``"primary"`` instance reads it (the
         provider's backend or its files): it is another instance, often in
-        another process. Declare a keyword ``speaker`` to be told who is talking.
+        another process. Like :meth:`prefetch`, for the session's own memory.
         """
         return None
 

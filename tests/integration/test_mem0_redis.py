@@ -4,7 +4,8 @@
 The worker syncs each turn into mem0 (its extraction call goes to the fake); the
 next turn's recall, asked in the gateway process, finds what that person said —
 and never what somebody else in the same channel said, with ``sessions.scope:
-user`` (a session each) or ``chat`` (one session, the speaker named per turn).
+user`` (a session each); with ``chat`` (one session, the speaker named per turn)
+what a member said goes to their own memory, which the shared session never recalls.
 """
 
 from __future__ import annotations
@@ -113,7 +114,7 @@ async def test_scope_user_recall_is_each_persons_own(
     assert "Lisbon" not in his and "love" not in his
 
 
-async def test_scope_chat_recall_follows_the_speaker(
+async def test_scope_chat_the_shared_session_never_recalls_a_members_own_memory(
     mem0_stack: Stack, server: FakeOpenAI, mem0_workers: ChorusWorkers
 ) -> None:
     mem0_workers.start()
@@ -123,5 +124,7 @@ async def test_scope_chat_recall_follows_the_speaker(
     )
     await wait_idle(mem0_stack, timeout=120)
 
-    assert "Lisbon" in await ask(room, server, PROBE, "slack:U1")
+    assert "Lisbon" not in await ask(room, server, PROBE, "slack:U1")
     assert "Lisbon" not in await ask(room, server, PROBE, "slack:U2")
+    ann = await agent_for(mem0_stack, "ann", "slack:U1", "C2")  # her own session
+    assert "Lisbon" in await ask(ann, server, PROBE, "slack:U1")

@@ -143,7 +143,7 @@ async def test_a_session_after_new_starts_with_a_reset_naming_its_parent(
     assert len(hooks(home, "on_session_switch")) == 1
 
 
-async def test_speaker_reaches_the_provider_on_every_per_turn_call(
+async def test_speaker_reaches_the_provider_on_every_per_turn_call_but_recall(
     stack: Stack, server: FakeOpenAI
 ) -> None:
     home = stack.settings.home
@@ -154,10 +154,10 @@ async def test_speaker_reaches_the_provider_on_every_per_turn_call(
     await agent.run_turn("and I am Bob", speaker="slack:U2")
     assert stack.background.queue.flush(10)
     assert [e["speaker"] for e in hooks(home, "on_turn_start")] == ["slack:U1", "slack:U2"]
-    assert [e["speaker"] for e in hooks(home, "prefetch")] == ["slack:U1", "slack:U2"]
+    assert [e["speaker"] for e in hooks(home, "prefetch")] == [None, None]  # the chat's own
     synced = [(e["user"], e["speaker"]) for e in hooks(home, "sync_turn")]
     assert synced == [("hi, I am Ann", "slack:U1"), ("and I am Bob", "slack:U2")]
-    assert [e["speaker"] for e in hooks(home, "queue_prefetch")] == ["slack:U1", "slack:U2"]
+    assert [e["speaker"] for e in hooks(home, "queue_prefetch")] == [None, None]
 
     assert await agent.undo_last_turn() == "and I am Bob"
     assert stack.background.queue.flush(10)

@@ -494,14 +494,10 @@ def test_memory_writes_reach_hooks_with_or_without_a_metadata_parameter(
 
 
 class SpeakerAware(Minimal):
-    """Declares ``speaker`` on the per-turn calls, as a group-chat provider does."""
+    """Takes ``speaker`` on its writes, as a group-chat provider does."""
 
     def __init__(self) -> None:
         self.seen: list[tuple[str, str | None]] = []
-
-    def prefetch(self, query: str, *, session_id: str = "", speaker: str | None = None) -> str:
-        self.seen.append(("prefetch", speaker))
-        return ""
 
     def sync_turn(
         self, user_content: str, assistant_content: str, *, session_id: str = "", **kwargs: Any
@@ -514,8 +510,7 @@ def test_speaker_reaches_providers_that_declare_it_and_no_others() -> None:
     manager = MemoryManager()
     manager.add_provider(plain)
     manager.add_provider(aware)
-    assert manager.prefetch("q", session_id="s1", speaker="slack:U1") == "r"
     manager.sync_turn("u", "a", session_id="s1", speaker="slack:U2")
-    manager.prefetch("q", session_id="s1")
-    assert aware.seen == [("prefetch", "slack:U1"), ("sync_turn", "slack:U2"), ("prefetch", None)]
-    assert plain.names() == ["prefetch", "sync_turn", "prefetch"]  # no TypeError, not dropped
+    manager.sync_turn("u", "a", session_id="s1")
+    assert aware.seen == [("sync_turn", "slack:U2"), ("sync_turn", None)]
+    assert plain.names() == ["sync_turn", "sync_turn"]  # no TypeError, not dropped
