@@ -24,6 +24,7 @@ from agent.flush import flush_memories
 from agent.history import (
     UNDO_MARK,
     RawTexts,
+    TurnNote,
     drop_last_turn,
     kept_turns,
     replay,
@@ -113,6 +114,7 @@ class Agent:
         self._positions = 0
         self._speaker: UserKey | None = None
         self._system_prompt: str | None = None
+        self._note: TurnNote | None = None
         self._user_sessions = db.for_user(str(session.user_key))
 
     @property
@@ -167,9 +169,10 @@ class Agent:
     def build_request(
         self, extra: list[ChatMessage] | None = None, *, cache_markers: bool = True
     ) -> list[ChatMessage]:
+        history = self.history if self._note is None else self._note.applied(self.history)
         messages: list[ChatMessage] = [
             {"role": "system", "content": self.system_prompt},
-            *self.history,
+            *history,
             *(extra or []),
         ]
         if cache_markers and caching_enabled(self.config.llm.prompt_caching, self.llm.model):
@@ -198,18 +201,19 @@ class Agent:
             await self._maybe_compress(text)
             self.turns += 1
             self.turns_since_memory += 1
-        content = text + await self._recalled_context(text)
+        note = await self._recalled_context(text)
         interval = self.config.memory.nudge_interval
         if interval and self.turns_since_memory >= interval:
-            content = f"{content}\n\n{NUDGE}"
+            note = f"{note}\n\n{NUDGE}"
             self.turns_since_memory = 0
         stored = text
-        user_content: str | list[ContentPart] = content
+        user_content: str | list[ContentPart] = text
         if images:
-            user_content = [{"type": "text", "text": content}, *(i.part() for i in images)]
+            user_content = [{"type": "text", "text": text}, *(i.part() for i in images)]
             stored = f"{text}\n[{len(images)} image(s)]".strip()
         message: UserMessage = {"role": "user", "content": user_content}
         self._written.keep(message, text)
+        self._note = TurnNote(message, note)  # this turn's requests only, never the history
         if resuming:  # asked before a restart cut the answer: answer it, don't ask it twice
             self.history[-1] = message
         else:
@@ -223,6 +227,8 @@ class Agent:
         except asyncio.CancelledError:
             await asyncio.shield(self._answer_dangling_tool_calls())
             raise
+        finally:
+            self._note = None
 
     def _unanswered(self, text: str) -> bool:
         """The history ends with this very message and no answer to it (a restart cut it)."""

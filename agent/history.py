@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from agent.messages import ChatMessage, UserMessage
+from agent.messages import ChatMessage, ContentPart, UserMessage
 
 __all__ = [
     "UNDO_MARK",
     "RawTexts",
+    "TurnNote",
     "drop_last_turn",
     "kept_turns",
     "replay",
@@ -21,13 +24,49 @@ UNDO_MARK = "[undo: the last turn was withdrawn by the user]"
 """Recorded in the transcript by /undo; history rebuilt from it drops that turn."""
 
 
+@dataclass(frozen=True)
+class TurnNote:
+    """What one turn's requests add to its user message: recalled context, a memory nudge.
+
+    It belongs to the request it was made for. The history keeps the message as
+    the person wrote it, so a later turn never replays an earlier turn's recall
+    (in a session several people share, one member's recall would reach every
+    other member's requests) and the prefix of a request before its own user
+    message stays the same from turn to turn, as prompt caching needs.
+    """
+
+    message: UserMessage
+    """The turn's user message, the object in the history."""
+    text: str
+    """Added to the message's text; ``""`` for nothing."""
+
+    def applied(self, history: Sequence[ChatMessage]) -> list[ChatMessage]:
+        """``history`` with the turn's message replaced by a copy that carries the note."""
+        if not self.text:
+            return list(history)
+        return [self._noted() if m is self.message else m for m in history]
+
+    def _noted(self) -> UserMessage:
+        content = self.message["content"]
+        if isinstance(content, str):
+            return {"role": "user", "content": content + self.text}
+        parts: list[ContentPart] = [copy.copy(p) for p in content]
+        for part in parts:
+            if part["type"] == "text":
+                part["text"] += self.text
+                break
+        else:
+            parts.insert(0, {"type": "text", "text": self.text.lstrip()})
+        return {"role": "user", "content": parts}
+
+
 class RawTexts:
     """The text the person wrote, kept beside the user messages of a live history.
 
-    A user message's ``content`` is what the model is shown: the text with
-    recalled context or a memory nudge added, or image parts. /undo gives back
-    the text as written, and a message asked again after a restart is recognised
-    by it. A text belongs to the message object it was kept for (two turns may
+    A user message's ``content`` is the text as written, or image parts with it
+    (what a turn's requests add, :class:`TurnNote`, is never in it). /undo gives
+    back the text as written, and a message asked again after a restart is
+    recognised by it. A text belongs to the message object it was kept for (two turns may
     say the same thing): it stays with that message through edits of the list
     that keep the object (an undo, a flush), and ``carry`` moves it to the copy
     a compression makes.

@@ -85,9 +85,9 @@ class SystemMessage(TypedDict):
 class UserMessage(TypedDict):
     role: Literal["user"]
     content: str | list[ContentPart]
-    """What the model is shown: the person's text with recalled context or a memory
-    nudge added, or image parts. The text as written is kept beside the message
-    (``agent.history.RawTexts``), never in it."""
+    """The person's text, or image parts with it. The recalled context or memory nudge
+    of a turn goes only into that turn's requests (``agent.history.TurnNote``); the
+    text as written is also kept beside the message (``agent.history.RawTexts``)."""
     cache_control: NotRequired[CacheControl]
 
 

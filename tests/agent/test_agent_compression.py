@@ -101,8 +101,9 @@ async def test_compression_flushes_first_keeps_head_and_tail_and_iterates(
 async def test_undo_gives_back_the_written_text_across_a_compression(
     server: FakeOpenAI, make_agent: MakeAgent
 ) -> None:
-    """What the model is shown has a memory nudge added; /undo gives back what was written,
-    for the turn after a compression and for the turn before it, kept in the tail."""
+    """The requests add a memory nudge to their turn's message; the history keeps what was
+    written, and /undo gives it back, for the turn after a compression and for the turn
+    before it, kept in the tail."""
     server.responder(Script())
     agent = await make_agent(
         llm={"context_length": 3000, "auxiliary_model": "aux"},
@@ -115,7 +116,9 @@ async def test_undo_gives_back_the_written_text_across_a_compression(
         written.append(f"turn {len(written) + 1}: " + "lorem ipsum dolor " * 40)
         await agent.run_turn(written[-1])
     users = [m for m in agent.history if m["role"] == "user"]
-    assert users[-2]["content"] == f"{written[-2]}\n\n{NUDGE}"  # kept in the tail
+    assert users[-2]["content"] == written[-2]  # kept in the tail, without its nudge
+    turns = [r for r in server.requests if kind(r) == "turn"]
+    assert turns[-1]["messages"][-1]["content"] == f"{written[-1]}\n\n{NUDGE}"
     chat_keys = {"role", "content", "tool_calls", "tool_call_id", "name"}
     assert all(set(m) <= chat_keys for m in agent.history)  # nothing of ours rides along
 

@@ -317,6 +317,25 @@ async def test_images_go_to_the_model_and_the_transcript_notes_them(
     assert estimate_tokens(agent.history) < 2_000  # an image is not counted by its base64
 
 
+async def test_a_nudge_goes_with_its_turns_image_message_and_no_later_turn(
+    server: FakeOpenAI, make_agent: MakeAgent
+) -> None:
+    from agent.context import ImageInput
+
+    agent = await make_agent(memory={"nudge_interval": 1})
+    server.reply("a picture")
+    await agent.run_turn("look", images=[ImageInput(b"\x89PNG" + b"x" * 64, "image/png")])
+    content = server.last_request["messages"][-1]["content"]
+    assert content[0] == {"type": "text", "text": f"look\n\n{NUDGE}"}
+    assert content[1]["type"] == "image_url"
+    server.reply("ok")
+    await agent.run_turn("and now?")
+    earlier = next(m for m in server.last_request["messages"] if m["role"] == "user")
+    assert earlier["content"][0] == {"type": "text", "text": "look"}
+    assert earlier["content"][1] == content[1]
+    assert server.last_request["messages"][-1]["content"] == f"and now?\n\n{NUDGE}"
+
+
 async def test_recalled_context_echoed_by_the_model_never_reaches_the_chat(
     server: FakeOpenAI, make_agent: MakeAgent
 ) -> None:
