@@ -27,9 +27,11 @@ UNDONE = "Undone: I forgot your last message and my answer in this session."
 NOTHING_TO_RETRY = "Nothing to retry."
 STOPPED = "Stopped."
 NOTHING_RUNNING = "Nothing is running."
-NONE_OF_YOURS = "You have no turn here to {what}: only your own can be."
+NONE_OF_YOURS = "You have no turn here to {what}: in a shared chat only your own can be {done}."
 NOT_YOUR_LAST = "Only your own last turn can be {done}, and someone has spoken since."
-STOP_NOT_YOURS = "The answer being written is for someone else's message: only they can stop it."
+STOP_NOT_YOURS = (
+    "The answer being written is for someone else's message: only they (or an admin) can stop it."
+)
 FORGET_SHARED_ADMINS = (
     "This group's profile is shared by everyone in it: only admins can change it. "
     "Nothing was forgotten."

@@ -213,7 +213,7 @@ def _not_theirs(
     logger.info("/%s of another's turn refused for %s in session %s", what, asker, live.session_id)
     if asker in speakers:
         return t.NOT_YOUR_LAST.format(done=done)
-    return t.NONE_OF_YOURS.format(what=what)
+    return t.NONE_OF_YOURS.format(what=what, done=done)
 
 
 async def stop_command(ctx: CommandContext) -> str:

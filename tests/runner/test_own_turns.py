@@ -251,3 +251,15 @@ def test_the_cli_approves_a_group_profile_write_into_that_profile(chorus_home: P
     assert "#1 approved" in run("approve", "1")
     assert "Group: tabs" in paths.user_file(GROUP_PROFILE).read_text(encoding="utf-8")
     assert not paths.memory_file.exists() or "tabs" not in paths.memory_file.read_text()
+
+
+async def test_whose_turn_it_was_is_known_after_the_agent_is_rebuilt(
+    make_gateway: GatewayFactory, chorus_home: Path
+) -> None:
+    gw = await group_gateway(make_gateway, chorus_home, CHORUS_SESSIONS__MAX_LIVE="1")
+    await in_group(gw, "A asks", A, "answer")
+    await gw.ask("a direct message", user=ADMIN)  # the group's agent is evicted
+    group = next(s for s in gw.runner.sessions.sessions if s.user_key == GROUP_PROFILE)
+    assert group.agent is None
+    assert "no turn here to undo" in await in_group(gw, "/undo", B)
+    assert "Undone" in await in_group(gw, "/undo", A)
