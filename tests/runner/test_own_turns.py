@@ -263,3 +263,25 @@ async def test_whose_turn_it_was_is_known_after_the_agent_is_rebuilt(
     assert group.agent is None
     assert "no turn here to undo" in await in_group(gw, "/undo", B)
     assert "Undone" in await in_group(gw, "/undo", A)
+
+
+async def test_the_flush_at_a_group_sessions_end_stages_its_profile_writes(
+    make_gateway: GatewayFactory, chorus_home: Path, server: FakeOpenAI
+) -> None:
+    gw = await group_gateway(
+        make_gateway,
+        chorus_home,
+        CHORUS_SESSIONS__IDLE_MINUTES="30",
+        CHORUS_MEMORY__FLUSH_MIN_TURNS="1",
+    )
+    await in_group(gw, "we deploy on Fridays", ADMIN, "ok")
+    server.tool_call("memory", {"action": "add", "target": "user", "content": "Group: Fridays"})
+    server.reply("Short summary.")
+    await gw.clock.advance(31 * 60)
+    await gw.settle()
+    assert "Fridays" not in group_profile(gw)  # nobody in particular wrote it: reviewed
+    staging = gw.stack.factory.staging
+    assert staging is not None
+    assert [(w.content, w.profile) for w in staging.pending()] == [
+        ("Group: Fridays", str(GROUP_PROFILE))
+    ]
