@@ -5,6 +5,12 @@ user's session is a channel to everyone else. Admin sessions write directly;
 under ``review`` (the default) other sessions' writes are staged for an admin,
 under ``admins`` they are refused, under ``open`` they land. Flushes go
 through the same memory tool path, so they follow the same policy.
+
+A turn that carries others' content (``others_content``: thread context, a
+forwarded message, a tool result — see ``agent.others``) could be someone
+else's words riding an admin's session, so under ``review`` and ``admins`` an
+admin's write in it is staged for review too. Every write the gate stages or
+lets land is recorded in the audit log with its session (``audit``).
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from agent.tools.memory_tool import MemoryCall
 from memory.paths import UserKey
@@ -28,6 +34,16 @@ STAGED = (
     "It is NOT shared yet — don't retry it, and don't tell the user it is already saved "
     "for everyone."
 )
+STAGED_OTHERS = (
+    "Saved for review (#{id}): this turn carries other people's words (quoted messages "
+    "or tool results), so a write to the shared memory waits for an admin's approval. "
+    "It is NOT shared yet — don't retry it, and don't tell the user it is already saved "
+    "for everyone."
+)
+OTHERS_UNREVIEWED = (
+    "Not saved: this turn carries other people's words (quoted messages or tool "
+    "results), and the shared memory takes such writes only through review."
+)
 ADMINS_ONLY = (
     "Only admins can write the shared memory (target 'memory'). If this is about the "
     "user, save it to their profile with target 'user' instead."
@@ -39,6 +55,12 @@ _MISSING = {
 }
 
 
+class WriteAudit(Protocol):
+    """Appends one row to the audit log (blocking; called off the event loop)."""
+
+    def __call__(self, actor: str, command: str, args: str, outcome: str) -> object: ...
+
+
 @dataclass
 class SharedWriteGate:
     """Asks ``policy()`` and ``is_admin()`` at every write, so a reload applies at once."""
@@ -48,6 +70,9 @@ class SharedWriteGate:
     staging: StagedWrites | None
     session_id: str
     user_key: UserKey
+    audit: WriteAudit | None = None
+    others_content: bool = False
+    """The current turn carries others' content; set by the agent for each turn."""
 
     async def intercept(self, store: MemoryStore, call: MemoryCall) -> dict[str, Any] | None:
         """A result for a write that must not land directly, or None to let it through.
@@ -58,12 +83,13 @@ class SharedWriteGate:
         if call.target != "memory":
             return None
         policy = self.policy()
-        if policy == "open" or self.is_admin():
+        admin = self.is_admin()
+        if policy == "open" or (admin and not self.others_content):
             return None
         content = call.content.strip()
         old_text = call.old_text.strip()
-        if policy == "admins" or self.staging is None:
-            return self._result(store, False, ADMINS_ONLY)
+        if (policy == "admins" and not admin) or self.staging is None:
+            return self._result(store, False, OTHERS_UNREVIEWED if admin else ADMINS_ONLY)
         threat = scan_memory_content(content) if content else None
         if threat is not None:
             return self._result(store, False, threat)
@@ -83,7 +109,27 @@ class SharedWriteGate:
             )
         except StagingRefused as refused:
             return self._result(store, False, str(refused))
-        return self._result(store, True, STAGED.format(id=staged_id), staged=True)
+        await self.record(call, f"staged #{staged_id}")
+        staged = STAGED_OTHERS if admin else STAGED
+        return self._result(store, True, staged.format(id=staged_id), staged=True)
+
+    async def record(self, call: MemoryCall, outcome: str) -> None:
+        """An audit row for a write to the shared memory (``outcome``: ``ok``, ``staged #n``)."""
+        if self.audit is None or call.target != "memory":
+            return
+        text = call.content.strip() or call.old_text.strip()
+        args = f"session {self.session_id}: {text}"
+        try:
+            await asyncio.to_thread(
+                self.audit, str(self.user_key), f"model memory {call.action}", args, outcome
+            )
+        except Exception as exc:  # the write stands; the log says the row is missing
+            logger.warning(
+                "no audit row for a shared memory %s of session %s (%s)",
+                call.action,
+                self.session_id,
+                type(exc).__name__,
+            )
 
     @staticmethod
     def _result(
