@@ -110,6 +110,14 @@ class SharedWriteGate:
         except StagingRefused as refused:
             return self._result(store, False, str(refused))
         await self.record(call, f"staged #{staged_id}")
+        if admin:
+            logger.info(
+                "an admin's shared memory %s in session %s is staged as #%d: its turn "
+                "carries others' content",
+                call.action,
+                self.session_id,
+                staged_id,
+            )
         staged = STAGED_OTHERS if admin else STAGED
         return self._result(store, True, staged.format(id=staged_id), staged=True)
 
@@ -117,7 +125,8 @@ class SharedWriteGate:
         """An audit row for a write to the shared memory (``outcome``: ``ok``, ``staged #n``)."""
         if self.audit is None or call.target != "memory":
             return
-        text = call.content.strip() or call.old_text.strip()
+        content, old_text = call.content.strip(), call.old_text.strip()
+        text = f"{old_text} → {content}" if call.action == "replace" else content or old_text
         args = f"session {self.session_id}: {text}"
         try:
             await asyncio.to_thread(

@@ -97,9 +97,17 @@ async def test_an_open_policy_write_lands_and_is_audited_with_its_session(
     server.reply("ok")
     await gw.ask("save the freeze for everyone", user="2")
     assert FREEZE in shared_memory(gw)
+    server.tool_call(
+        "memory",
+        {"action": "replace", "target": "memory", "old_text": "Friday", "content": "Monday"},
+    )
+    server.reply("ok")
+    await gw.ask("it moved to Monday", user="2")
+    assert "Monday" in shared_memory(gw)
     [session] = session_ids(gw)
     assert model_audit(gw) == [
-        ("testchat:2", "model memory add", f"session {session}: {FREEZE}", "ok")
+        ("testchat:2", "model memory add", f"session {session}: {FREEZE}", "ok"),
+        ("testchat:2", "model memory replace", f"session {session}: Friday → Monday", "ok"),
     ]
 
 
