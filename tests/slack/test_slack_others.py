@@ -89,3 +89,19 @@ async def test_an_admins_own_message_writes_shared_memory_and_is_audited(
     assert model_audit(gw.stack) == [
         (f"slack:{ADMIN}", "model memory add", f"session {session.id}: {FREEZE}", "ok")
     ]
+
+
+async def test_a_broken_character_in_the_thread_is_mended_not_fatal(
+    make_gateway: GatewayFactory,
+) -> None:
+    gw = await make_gateway()
+    slack, llm = gw.slack, gw.server
+    kind = {"channel": CHANNEL, "channel_type": "channel"}
+    root = slack.person("Release planning", user=ANN, **kind)
+    slack.person("half an emoji: \ud83d!", user=BOB, thread_ts=root["ts"], **kind)
+    llm.reply("Nothing is left.")
+    ask = slack.person(f"<@{BOT_USER_ID}> what is left?", user=ADMIN, thread_ts=root["ts"], **kind)
+    await gw.event(ask)
+    [reply] = await slack.wait_posted(CHANNEL, 1)
+    assert reply.text == "Nothing is left."
+    assert f"> {BOB}: half an emoji: \ufffd!" in user_texts(llm.requests[0])[-1]
