@@ -8,11 +8,11 @@ import pytest
 
 from gateway.adapters.slack import SPEC, SlackAdapter, SlackSettings
 from gateway.adapters.slack._events import BotIdentity, inbound_from, thread_context
-from gateway.events import Quoted
 from gateway.adapters.slack._format import from_slack, to_mrkdwn
 from gateway.app import enabled_adapters
 from gateway.cli._doctor import platform_check
 from gateway.errors import ConfigError
+from gateway.events import Quoted
 from tests.fakes import FakeOpenAI
 from tests.fakes.slack_api import APP_TOKEN, BOT_USER_ID, TOKEN, FakeSlack
 from tests.slack.conftest import slack_settings
