@@ -34,6 +34,7 @@ from agent.jobs import JobScheduler
 from agent.llm import DeltaCallback, LLMClient, LLMResponse, ToolCallRequest, Usage, parse_arguments
 from agent.memory_writes import apply_memory_call
 from agent.messages import ChatMessage, ContentPart, UserMessage, as_plain, transcript_messages
+from agent.others import carries_others, history_carries_others
 from agent.prompt import build_system_prompt
 from agent.provider_calls import ProviderCalls
 from agent.shared_writes import SharedWriteGate
@@ -189,19 +190,22 @@ class Agent:
         on_delta: DeltaCallback | None = None,
         images: Sequence[ImageInput] = (),
         speaker: UserKey | None = None,
+        others_content: bool = False,
     ) -> str:
         """Answer one user message. Raises ``LLMError`` when the model cannot be reached (the
         message stays in the transcript); re-raises cancellation.
 
         ``images`` (for models with vision) go with the text as image parts; the
         transcript records that they were there, not their bytes. ``speaker`` is
-        the user key of who wrote it, in a session several people share.
+        the user key of who wrote it, in a session several people share;
+        ``others_content``: the text carries words its owner did not write.
         """
         if self._system_prompt is None:
             await self.start()
         self._speaker = speaker
         if self.shared_writes is not None:
             self.shared_writes.speaker = speaker
+        self._others(others_content or carries_others(text), turn=True)
         resuming = self._unanswered(text)
         if not resuming:
             await self._maybe_compress(text)
@@ -283,6 +287,8 @@ class Agent:
 
     async def _run_tool(self, call: ToolCallRequest) -> str:
         provider_tool = self.memory is not None and self.memory.has_tool(call.name)
+        if call.name != "memory":  # what a tool returns is others' content
+            self._others(True)
         if call.name not in ("memory", "session_search") and not provider_tool:
             return await self.tools.dispatch(call.name, call.arguments)
         try:
@@ -312,6 +318,7 @@ class Agent:
         if self._system_prompt is None:
             await self.start()
         turns = self.config.memory.flush_min_turns if min_turns is None else min_turns
+        self._others(history_carries_others(self.history))
         return await flush_memories(
             self.history,
             turns,
@@ -319,6 +326,11 @@ class Agent:
             system_prompt=self.system_prompt,
             run_memory=self.run_memory,
         )
+
+    def _others(self, present: bool, *, turn: bool = False) -> None:
+        """Others' content is in this turn (``turn``: it starts, with or without it)."""
+        if (gate := self.shared_writes) is not None:
+            gate.others_content = present or (gate.others_content and not turn)
 
     async def _maybe_compress(self, incoming: str) -> None:
         pending: list[ChatMessage] = [{"role": "user", "content": incoming}]

@@ -2,7 +2,8 @@
 
 The call is validated (``resolve_memory_call``), passed through the shared
 MEMORY.md gate (``memory.shared_writes``), applied to the store, and a write
-that landed is told to the session's providers (``on_memory_write``).
+that landed is told to the session's providers (``on_memory_write``) and, when
+it changed the shared MEMORY.md, recorded in the audit log.
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ async def apply_memory_call(
         if held is not None:
             return MemoryWrite(json.dumps(held, ensure_ascii=False), bool(held["success"]))
     result = await run_memory_tool(store, call)
+    if result["success"] and shared_writes is not None:
+        await shared_writes.record(call, "ok")
     if result["success"] and memory is not None:
         await asyncio.to_thread(
             memory.on_memory_write, call.action, call.target, call.content or call.old_text

@@ -9,6 +9,7 @@ from typing import Literal
 from memory.paths import ChatRef, UserKey
 
 AttachmentKind = Literal["image", "voice", "audio", "video", "document", "sticker", "other"]
+QuotedSource = Literal["thread", "forwarded"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,6 +21,20 @@ class Attachment:
     mime_type: str = ""
     size: int | None = None
     data: bytes | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Quoted:
+    """Words a message carries that its sender did not write: others' content.
+
+    ``thread``: an earlier message of the thread, given as context; ``forwarded``:
+    the text of a forwarded message. The model is shown them fenced as quoted
+    material, and a turn that carries them may not write shared memory unreviewed.
+    """
+
+    source: QuotedSource
+    author: str
+    text: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +58,13 @@ class InboundMessage:
     resume: tuple[str, ...] = ()
     """Messages of an answer that was being streamed when the process died; the new
     answer is edited into them (set when a pending turn is taken up after a restart)."""
+    quoted: tuple[Quoted, ...] = ()
+    """Others' words that came with the message (``text`` is the sender's own only)."""
+
+    @property
+    def others_content(self) -> bool:
+        """Whether the message carries words its sender did not write."""
+        return bool(self.quoted)
 
     @property
     def user_key(self) -> UserKey:
@@ -70,7 +92,8 @@ def message_from_json(text: str) -> InboundMessage:
         raise ValueError("not a message")
     attachments = tuple(Attachment(**a) for a in data.pop("attachments", []))
     receipts = tuple(str(r) for r in data.pop("receipts", []))
-    return InboundMessage(**data, attachments=attachments, receipts=receipts)
+    quoted = tuple(Quoted(**q) for q in data.pop("quoted", []))
+    return InboundMessage(**data, attachments=attachments, receipts=receipts, quoted=quoted)
 
 
 def clean_text(text: str) -> str:
@@ -88,9 +111,12 @@ def clean_text(text: str) -> str:
 def cleaned(message: InboundMessage) -> InboundMessage:
     """``message`` with every text field through ``clean_text``."""
     text, name = clean_text(message.text), clean_text(message.user_name)
-    if text == message.text and name == message.user_name:
+    quoted = tuple(
+        replace(q, author=clean_text(q.author), text=clean_text(q.text)) for q in message.quoted
+    )
+    if text == message.text and name == message.user_name and quoted == message.quoted:
         return message
-    return replace(message, text=text, user_name=name)
+    return replace(message, text=text, user_name=name, quoted=quoted)
 
 
 @dataclass(frozen=True, slots=True)

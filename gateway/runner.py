@@ -208,7 +208,7 @@ class GatewayRunner:
         """Whether there is something to answer (text, or images the model can see) within
         the size limit; if not, the sender is told why."""
         images = images_of(msg, self.settings.llm.vision)
-        if not msg.text.strip() and not images:
+        if not msg.text.strip() and not msg.quoted and not images:
             await self.notice(msg, t.ATTACHMENTS_ONLY if msg.attachments else t.EMPTY)
             return False
         if len(images) < len(msg.attachments):

@@ -19,7 +19,7 @@ from pathlib import Path
 from agent.context import AgentConfig
 from agent.jobs._loop import JobLoop
 from agent.jobs._provider_source import ProviderSource, build_manager
-from agent.shared_writes import SharedWriteGate
+from agent.shared_writes import SharedWriteGate, WriteAudit
 from memory.database import Location
 from memory.jobs import JobState
 from memory.paths import ChorusPaths, UserKey
@@ -44,6 +44,8 @@ class JobContext:
     max_cached_managers: int = 256
     database: Location | None = None
     """Where the shared tables are (``database.url``); None: ``CHORUS_HOME/state.db``."""
+    audit: WriteAudit | None = None
+    """The audit log, for the shared-memory writes a flush makes."""
     _pid: int = field(default=-1, init=False, repr=False)
     _db: SessionDB | None = field(default=None, init=False, repr=False)
     _state: JobState | None = field(default=None, init=False, repr=False)
@@ -125,6 +127,7 @@ class JobContext:
             staging=self.staging,
             session_id=session_id,
             user_key=user_key,
+            audit=self.audit,
         )
 
     @property

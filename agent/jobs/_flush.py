@@ -2,7 +2,8 @@
 
 No agent is built for it: the transcript is replayed, the session's store,
 shared-write gate and provider (``agent_context="flush"``) are opened, and
-``flush_memories`` makes its one memory-only call.
+``flush_memories`` makes its one memory-only call. A transcript that carries
+others' content (``agent.others``) has its shared-memory writes reviewed.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from agent.jobs._context import JobContext
 from agent.llm import LLMClient
 from agent.memory_writes import apply_memory_call
 from agent.messages import transcript_messages
+from agent.others import history_carries_others
 from agent.prompt import build_system_prompt
 from memory.paths import UserKey
 from memory.providers import MemoryManager
@@ -41,6 +43,7 @@ async def flush_session(
     await asyncio.to_thread(store.load_from_disk)
     manager = ctx.manager_for(record, "flush")
     gate = ctx.shared_write_gate(record.id, owner)
+    gate.others_content = history_carries_others(history)
 
     async def run_memory(arguments: dict[str, Any]) -> str:
         write = await apply_memory_call(arguments, store=store, shared_writes=gate, memory=manager)

@@ -16,6 +16,7 @@ from gateway.errors import MessageNotFound
 from gateway.events import (
     InboundMessage,
     OutboundMessage,
+    Quoted,
     SentMessage,
     message_from_json,
     message_to_json,
@@ -81,8 +82,10 @@ class TestChatAdapter(BaseAdapter):
         mentions_bot: bool = False,
         reply_to_bot: bool = False,
         message_id: str | None = None,
+        quoted: tuple[Quoted, ...] = (),
     ) -> InboundMessage:
-        """Deliver a message as if a person sent it; returns what the runner got."""
+        """Deliver a message as if a person sent it (``quoted``: others' words it carries);
+        returns what the runner got."""
         chat = chat_id if chat_id is not None else f"dm-{user_id}"
         message = InboundMessage(
             platform=self.name,
@@ -95,6 +98,7 @@ class TestChatAdapter(BaseAdapter):
             is_direct=is_direct if is_direct is not None else chat_id is None,
             mentions_bot=mentions_bot,
             reply_to_bot=reply_to_bot,
+            quoted=quoted,
         )
         receipt = f"{chat}/{message.message_id}"
         if not await self.record(receipt, message_to_json(message)):

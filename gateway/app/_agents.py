@@ -10,7 +10,7 @@ from agent.agent import Agent
 from agent.context import SessionContext
 from agent.jobs import JobScheduler, ProviderSource, build_manager
 from agent.llm import LLMClient
-from agent.shared_writes import SharedWriteGate
+from agent.shared_writes import SharedWriteGate, WriteAudit
 from agent.tools.registry import ToolRegistry
 from gateway.access import admin_checker
 from gateway.app._background import agent_config
@@ -54,6 +54,7 @@ class AgentFactory:
         provider: ProviderSource | None = None,
         now: Callable[[], float] = time.time,
         staging: StagedWrites | None = None,
+        audit: WriteAudit | None = None,
     ) -> None:
         self.live = live
         self.paths = ChorusPaths(live.current.home)
@@ -64,6 +65,7 @@ class AgentFactory:
         self.provider = provider
         self.now = now
         self.staging = staging
+        self.audit = audit
         self._admins: tuple[list[str], Callable[[str], bool]] | None = None
         self._memory_files: PostgresMemoryFiles | None = None
 
@@ -140,6 +142,7 @@ class AgentFactory:
                 staging=self.staging,
                 session_id=session.session_id,
                 user_key=user_key,
+                audit=self.audit,
             ),
         )
 

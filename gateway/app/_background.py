@@ -16,8 +16,10 @@ from typing import Any
 from agent import jobs
 from agent.context import AgentConfig
 from agent.jobs import JobContext, JobScheduler, ProviderSource
-from gateway.access import admin_checker
+from agent.shared_writes import WriteAudit
+from gateway.access import GatewayDB, admin_checker
 from gateway.config import LiveSettings, Settings, database_location, secrets_environment
+from memory.database import Location
 from memory.jobs import BackgroundQueue, InProcessQueue, JobState, Outbox, mask_url
 from memory.providers import MemoryProvider, ProviderHealth
 from plugins.memory import load_memory_provider, resolve_config
@@ -59,6 +61,17 @@ def provider_source(
     return ProviderSource(name, load, config, health)
 
 
+def audit_log(where: Location) -> WriteAudit:
+    """The audit log for the jobs' shared-memory writes (rare: a flush that writes
+    MEMORY.md), opened for each row so no connection crosses a worker's fork."""
+
+    def audit(actor: str, command: str, args: str, outcome: str) -> None:
+        with GatewayDB(where) as db:
+            db.audit(actor, command, args, outcome, time.time())
+
+    return audit
+
+
 def job_context(live: LiveSettings) -> JobContext:
     settings = live.current
     context = JobContext(
@@ -68,6 +81,7 @@ def job_context(live: LiveSettings) -> JobContext:
         handoff=settings.sessions.handoff,
         is_admin=admin_checker(settings.auth.admins),
         database=database_location(settings),
+        audit=audit_log(database_location(settings)),
     )
     return context
 

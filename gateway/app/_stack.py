@@ -171,6 +171,9 @@ async def open_stack(
         provider=background.provider,
         now=clock.time,
         staging=staging,
+        audit=lambda actor, command, args, outcome: gateway_db.audit(
+            actor, command, args, outcome, clock.time()
+        ),
     )
     auth = Authorizer(settings.auth, gateway_db, clock)
     limiter = RateLimiter(settings.auth.rate_limit_per_minute, clock)

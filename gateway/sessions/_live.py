@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from itertools import groupby
 
 from agent.agent import Agent
+from agent.others import fence
 from gateway.events import InboundMessage, SessionKey
+from gateway.sessions._texts import QUOTED_TITLES
 from memory.paths import ChatRef, UserKey
 from memory.transcripts import SessionRecord
 
@@ -68,8 +71,23 @@ def live_from_record(key: SessionKey, record: SessionRecord) -> LiveSession:
 
 def merge_texts(batch: list[InboundMessage]) -> str:
     """Messages that queued up while the agent was busy become one turn, in order."""
-    texts = [m.text.strip() for m in batch if m.text.strip()]
+    texts = [text for m in batch if (text := model_text(m))]
     return "\n\n".join(texts)
+
+
+def model_text(message: InboundMessage) -> str:
+    """What the model is shown of ``message``: others' words it carries fenced as quoted
+    material (``agent.others``), then the sender's own text."""
+    blocks = [
+        fence(QUOTED_TITLES[source], ((q.author, q.text) for q in quoted))
+        for source, quoted in groupby(message.quoted, key=lambda q: q.source)
+    ]
+    return "\n\n".join(b for b in [*blocks, message.text.strip()] if b)
+
+
+def others_in(batch: list[InboundMessage]) -> bool:
+    """Whether the batch carries words its senders did not write."""
+    return any(m.others_content for m in batch)
 
 
 def speaker_of(batch: list[InboundMessage]) -> UserKey | None:

@@ -5,3 +5,8 @@ RENEWED_NOTICE = {
     "daily_reset": "(Sessions renew daily; this is a fresh one.{summary})",
 }
 SUMMARY_NOTE = " I kept a short summary of where we were."
+QUOTED_TITLES = {
+    "thread": "Earlier in this thread",
+    "forwarded": "A forwarded message",
+}
+"""The title of each kind of others' words in a message, as the model is shown them."""

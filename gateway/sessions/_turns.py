@@ -29,7 +29,7 @@ from gateway.config import LiveSettings
 from gateway.events import Attachment, InboundMessage
 from gateway.ops import Activity, Metrics
 from gateway.sessions._inbox_keeper import InboxKeeper
-from gateway.sessions._live import LiveSession, merge_texts, speaker_of
+from gateway.sessions._live import LiveSession, merge_texts, others_in, speaker_of
 from memory.paths import UserKey
 
 __all__ = ["TurnRunner", "images_of"]
@@ -135,7 +135,9 @@ class TurnRunner:
         ]
         live.turn_by = frozenset(m.user_key for m in batch)
         live.turn = asyncio.create_task(
-            self._write(agent, merge_texts(batch), stream.push, images, speaker_of(batch))
+            self._write(
+                agent, merge_texts(batch), stream.push, images, speaker_of(batch), others_in(batch)
+            )
         )
         try:
             answer = await live.turn
@@ -160,11 +162,14 @@ class TurnRunner:
         on_delta: Callable[[str], Awaitable[None]],
         images: list[ImageInput],
         speaker: UserKey | None,
+        others: bool = False,
     ) -> str:
         """The agent's answer, written in one of ``answer_slots``; its delivery (which may
         wait for the platform's rate budget) holds none."""
         async with self.answer_slots:
-            return await agent.run_turn(text, on_delta=on_delta, images=images, speaker=speaker)
+            return await agent.run_turn(
+                text, on_delta=on_delta, images=images, speaker=speaker, others_content=others
+            )
 
     def _streaming(self, msg: InboundMessage) -> bool:
         spec = platform_spec(msg.platform)

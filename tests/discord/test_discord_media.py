@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 
+from agent.others import QUOTED_MARK
 from gateway._texts import ATTACHMENTS_SKIPPED
 from tests.discord.conftest import ANN, BOB, DM_ANN, GatewayFactory
 from tests.fakes import FakeOpenAI
@@ -77,7 +78,7 @@ async def test_the_first_mention_in_a_thread_carries_what_the_thread_said(
     await fake.wait_posted(THREAD_ID, 1)
     await gw.settle()
     first = last_user_text(gw.server, 0)
-    assert "Earlier in this thread:" in first
+    assert f"Earlier in this thread {QUOTED_MARK}:" in first
     assert "> Bob: we moved the meeting to Friday" in first
     assert "> Ann: which room?" in first
     assert first.index("which room?") < first.index("can you sum this up?")
@@ -93,5 +94,5 @@ async def test_the_first_mention_in_a_thread_carries_what_the_thread_said(
         mentions_bot=True,
     )
     await fake.wait_posted(THREAD_ID, 2)
-    assert "Earlier in this thread:" not in last_user_text(gw.server, 1)
+    assert QUOTED_MARK not in last_user_text(gw.server, 1)
     assert len(fake.calls_of("GET", f"/channels/{THREAD_ID}/messages")) == 1

@@ -7,6 +7,7 @@ import logging
 
 import pytest
 
+from agent.others import QUOTED_END, QUOTED_MARK
 from gateway import logs
 from memory import log_content
 from tests.fakes.slack_api import TOKEN, FakeSlack
@@ -64,9 +65,10 @@ async def test_a_cold_thread_brings_its_earlier_messages(make_gateway: GatewayFa
     [reply] = await slack.wait_posted(CHANNEL, 1)
     assert reply.thread_ts == root["ts"]
     assert user_texts(llm.requests[-1])[-1] == (
-        "Earlier in this thread:\n"
+        f"Earlier in this thread {QUOTED_MARK}:\n"
         f"> {BOB}: Shall we ship on Friday?\n"
         f"> {ANN}: I'd say Monday & <not> Friday\n"
+        f"{QUOTED_END}\n"
         "\n"
         "what do you think?"
     )

@@ -12,6 +12,7 @@ from gateway.adapters.slack._format import from_slack, to_mrkdwn
 from gateway.app import enabled_adapters
 from gateway.cli._doctor import platform_check
 from gateway.errors import ConfigError
+from gateway.events import Quoted
 from tests.fakes import FakeOpenAI
 from tests.fakes.slack_api import APP_TOKEN, BOT_USER_ID, TOKEN, FakeSlack
 from tests.slack.conftest import slack_settings
@@ -81,12 +82,11 @@ def test_thread_context_quotes_the_last_messages_before_this_one() -> None:
     replies.append({"ts": "14.6", "user": "U2", "subtype": "channel_join", "text": "joined"})
     context = thread_context(replies, before_ts="15.0", me=ME, limit=3)
     assert context == (
-        "Earlier in this thread:\n"
-        "> U1: message 13\n> line two\n"
-        "> U1: message 14\n> line two\n"
-        "> chorus: mine\n\n"
+        Quoted("thread", "U1", "message 13\nline two"),
+        Quoted("thread", "U1", "message 14\nline two"),
+        Quoted("thread", "chorus", "mine"),
     )
-    assert thread_context(replies, before_ts="1.0", me=ME, limit=3) == ""
+    assert thread_context(replies, before_ts="1.0", me=ME, limit=3) == ()
 
 
 def test_doctor_names_the_bot_and_never_the_token(

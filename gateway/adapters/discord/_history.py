@@ -2,8 +2,9 @@
 
 When someone mentions the bot in a thread it has not seen since it started,
 the message carries the thread's last ``CONTEXT_MESSAGES`` messages before it
-(``GET /channels/{thread}/messages?before=…``), quoted with people's names, so
-the agent knows what "this" refers to. A failed read leaves the message as it is.
+(``GET /channels/{thread}/messages?before=…``) as others' words (``quoted``),
+with people's names, so the agent knows what "this" refers to. A failed read
+leaves the message as it is.
 """
 
 from __future__ import annotations
@@ -15,21 +16,20 @@ import discord
 
 from gateway.adapters._support import SeenSet
 from gateway.adapters.discord._events import mention_pattern
-from gateway.events import InboundMessage
+from gateway.events import InboundMessage, Quoted
 
 logger = logging.getLogger(__name__)
 
-CONTEXT_HEADER = "Earlier in this thread:"
 CONTEXT_MESSAGES = 20
 MAX_CONTEXT_CHARS = 1000
 """Characters of one earlier message quoted as thread context."""
 THREADS_REMEMBERED = 10_000
 
 
-def quote(earlier: list[discord.Message], bot_id: int, bot_name: str) -> str:
-    """``earlier`` (oldest first) as quoted lines under a header; "" when nothing is said."""
+def quote(earlier: list[discord.Message], bot_id: int, bot_name: str) -> tuple[Quoted, ...]:
+    """``earlier`` (oldest first) as others' words; empty messages are left out."""
     mention = mention_pattern(bot_id)
-    lines = [CONTEXT_HEADER]
+    quoted: list[Quoted] = []
     for message in earlier:
         text = mention.sub(f"@{bot_name} ", message.content).strip()
         if not text:
@@ -37,8 +37,8 @@ def quote(earlier: list[discord.Message], bot_id: int, bot_name: str) -> str:
         if len(text) > MAX_CONTEXT_CHARS:
             text = text[:MAX_CONTEXT_CHARS] + "…"
         name = bot_name if message.author.id == bot_id else message.author.display_name
-        lines.append(f"> {name}: " + text.replace("\n", "\n> "))
-    return "\n".join(lines) + "\n\n" if len(lines) > 1 else ""
+        quoted.append(Quoted("thread", name, text))
+    return tuple(quoted)
 
 
 class ThreadContext:
@@ -69,4 +69,4 @@ class ThreadContext:
             return message
         earlier.reverse()  # Discord answers newest first
         context = quote(earlier, me.id, me.display_name)
-        return replace(message, text=context + message.text) if context else message
+        return replace(message, quoted=context) if context else message

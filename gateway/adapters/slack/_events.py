@@ -1,4 +1,4 @@
-"""Slack Events API payloads as chorus messages, and a thread's history as quoted context.
+"""Slack Events API payloads as chorus messages, and a thread's history as others' words.
 
 Pure functions over the event dicts Slack sends; the adapter does the I/O.
 
@@ -19,12 +19,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.adapters.slack._format import from_slack, mention_pattern
-from gateway.events import Attachment, AttachmentKind, InboundMessage
+from gateway.events import Attachment, AttachmentKind, InboundMessage, Quoted
 
 PLATFORM = "slack"
 ANSWERED_SUBTYPES = frozenset({"", "thread_broadcast", "file_share"})
 """Message subtypes that are a person writing; every other subtype is ignored."""
-CONTEXT_HEADER = "Earlier in this thread:"
 MAX_CONTEXT_CHARS = 1000
 """Characters of one earlier message quoted as thread context."""
 _KINDS: tuple[tuple[str, AttachmentKind], ...] = (
@@ -147,8 +146,8 @@ def thread_context(
     me: BotIdentity,
     limit: int,
     names: Mapping[str, str] | None = None,
-) -> str:
-    """The last ``limit`` messages of a thread before ``before_ts``, quoted; "" if none.
+) -> tuple[Quoted, ...]:
+    """The last ``limit`` messages of a thread before ``before_ts``, as others' words.
 
     Authors are named by the message's own profile, then ``names`` (user id → name).
     """
@@ -160,9 +159,7 @@ def thread_context(
         and str(r.get("subtype") or "") in ANSWERED_SUBTYPES | {"bot_message"}
         and str(r.get("text") or "").strip()
     ][-limit:]
-    if not earlier:
-        return ""
-    lines = [CONTEXT_HEADER]
+    quoted: list[Quoted] = []
     mention = mention_pattern(me.user_id)
     for reply in earlier:
         known = (names or {}).get(str(reply.get("user") or ""), "")
@@ -172,9 +169,8 @@ def thread_context(
         text = text.strip()
         if len(text) > MAX_CONTEXT_CHARS:
             text = text[:MAX_CONTEXT_CHARS] + "…"
-        quoted = text.replace("\n", "\n> ")
-        lines.append(f"> {name}: {quoted}")
-    return "\n".join(lines) + "\n\n"
+        quoted.append(Quoted("thread", name, text))
+    return tuple(quoted)
 
 
 def _display_name(event: Mapping[str, Any]) -> str:

@@ -9,7 +9,7 @@ order within its channel. Before the hand-over a message gets:
   addressed to it, without a new mention (known from the bot's own posts, and
   after a restart from the thread's history, remembered a while);
 - **thread context**: the first message seen in an existing thread carries the
-  thread's earlier messages, quoted, with people's names;
+  thread's earlier messages as others' words (``quoted``), with people's names;
 - **names**: the sender's display name (``users.info``, cached);
 - **images**: with ``llm.vision``, the image files shared with it.
 """
@@ -147,7 +147,7 @@ class SlackInbound:
                 names=names,
             )
             if context:
-                message = replace(message, text=context + message.text)
+                message = replace(message, quoted=context)
         if not message.user_name:
             message = replace(message, user_name=await self._names.name(message.user_id))
         else:

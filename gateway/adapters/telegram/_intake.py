@@ -60,7 +60,7 @@ def _may_be_paste(message: InboundMessage) -> bool:
 
 
 def _continues(message: InboundMessage) -> bool:
-    return not message.attachments and not message.text.startswith("/")
+    return not message.attachments and not message.quoted and not message.text.startswith("/")
 
 
 class Intake:

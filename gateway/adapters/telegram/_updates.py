@@ -7,6 +7,8 @@
 - ``/cmd@thisbot args`` arrives as ``/cmd args`` and mentions the bot (in a group
   it is addressed to it, known command or not); ``/cmd@otherbot`` is not ours.
 - A leading ``@thisbot`` is dropped from the text (it is what ``mentions_bot`` says).
+- A forwarded message's text is someone else's words: it comes as ``quoted``
+  (``forwarded``, with its origin's name), never as the sender's text or a command.
 """
 
 from __future__ import annotations
@@ -14,11 +16,21 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from telegram import Message, MessageEntity, PhotoSize, Update
+from telegram import (
+    Message,
+    MessageEntity,
+    MessageOriginChannel,
+    MessageOriginChat,
+    MessageOriginHiddenUser,
+    MessageOriginUser,
+    PhotoSize,
+    Update,
+    User,
+)
 from telegram.constants import ChatType
 
 from gateway.adapters._support import MAX_IMAGE_BYTES
-from gateway.events import Attachment, AttachmentKind, InboundMessage
+from gateway.events import Attachment, AttachmentKind, InboundMessage, Quoted
 
 PLATFORM = "telegram"
 
@@ -56,7 +68,8 @@ class BotIdentity:
 def inbound_from(update: Update, me: BotIdentity) -> InboundMessage | None:
     """The message a person sent, or ``None`` for anything chorus does not answer."""
     message = update.message
-    if message is None or message.from_user is None or message.from_user.is_bot:
+    user = message.from_user if message is not None else None
+    if message is None or user is None or user.is_bot:
         return None
     if message.chat.type not in (ChatType.PRIVATE, ChatType.GROUP, ChatType.SUPERGROUP):
         return None
@@ -65,6 +78,12 @@ def inbound_from(update: Update, me: BotIdentity) -> InboundMessage | None:
     attachments = _attachments(message)
     if not text and not attachments:
         return None
+    origin = _forwarded_from(message)
+    if origin is not None:
+        return replace(
+            _inbound(message, user, "", attachments, _mentions_bot(message, me, is_caption), me),
+            quoted=(Quoted("forwarded", origin, text),) if text else (),
+        )
     command = _COMMAND.match(text)
     if command is not None:
         if command.group(2).lower() != me.username.lower():
@@ -72,8 +91,18 @@ def inbound_from(update: Update, me: BotIdentity) -> InboundMessage | None:
         text = f"/{command.group(1)}{text[command.end() :]}"
     mentions = command is not None or _mentions_bot(message, me, is_caption)
     text = _strip_leading_mention(text, me.username)
+    return _inbound(message, user, text, attachments, mentions, me)
+
+
+def _inbound(
+    message: Message,
+    user: User,
+    text: str,
+    attachments: tuple[Attachment, ...],
+    mentions: bool,
+    me: BotIdentity,
+) -> InboundMessage:
     thread_id = str(message.message_thread_id) if message.is_topic_message else None
-    user = message.from_user
     return InboundMessage(
         platform=PLATFORM,
         chat_id=str(message.chat.id),
@@ -87,6 +116,22 @@ def inbound_from(update: Update, me: BotIdentity) -> InboundMessage | None:
         mentions_bot=mentions,
         reply_to_bot=_replies_to_bot(message, me),
     )
+
+
+def _forwarded_from(message: Message) -> str | None:
+    """Who wrote the forwarded message (a name), or None when it is not forwarded."""
+    origin = message.forward_origin
+    if origin is None:
+        return None
+    if isinstance(origin, MessageOriginUser):
+        return origin.sender_user.full_name or origin.sender_user.username or ""
+    if isinstance(origin, MessageOriginHiddenUser):
+        return origin.sender_user_name
+    if isinstance(origin, MessageOriginChat):
+        return origin.author_signature or origin.sender_chat.title or ""
+    if isinstance(origin, MessageOriginChannel):
+        return origin.author_signature or origin.chat.title or ""
+    return ""
 
 
 def photo_to_fetch(message: Message) -> PhotoSize | None:
