@@ -79,3 +79,16 @@ async def test_a_refusal_held_back_by_the_cap_is_given_after_the_minute(
     assert await told(gw, "hello?", "201") == PRIVATE.format(user_key="testchat:201")
     # answers to the people the bot serves are never counted
     assert await told(gw, "and me?", "2") == "ok"
+
+
+async def test_a_native_command_answer_is_not_held_back_by_the_cap(
+    make_gateway: GatewayFactory,
+) -> None:
+    """The platform shows a native command's answer itself: no send of ours to cap."""
+    gw = await make_gateway(
+        CHORUS_AUTH__POLICY="pairing", CHORUS_AUTH__STRANGER_NOTICES_PER_MINUTE="1"
+    )
+    assert CODE.search(await told(gw, "hello?", "300"))
+    assert await told(gw, "hello?", "301") == ""  # the cap is spent for this minute
+    answer = await gw.adapter.command("/start", user_id="302")
+    assert CODE.search(answer), answer
