@@ -71,3 +71,25 @@ async def test_strangers_get_at_most_the_cap_of_notices_a_minute(
     await gw.settle()
     assert len([chat for chat in told() if chat in strangers]) == 20
     assert told().count(ANN) == 1
+
+
+async def test_a_flood_block_on_one_strangers_chat_holds_up_no_other_notice(
+    make_gateway: GatewayFactory,
+) -> None:
+    clock = FakeClock()
+    gw = await make_gateway(clock=clock)
+    tg = gw.telegram
+    tg.flood(1, retry_after=30, methods=("sendMessage",))
+    blocked = FIRST_STRANGER
+    tg.message("hello?", user_id=blocked, first_name="Stranger")
+    await tg.wait_for(lambda: tg.calls_of("sendMessage", status=429), what="the 429")
+    others = {FIRST_STRANGER + 1 + n for n in range(4)}
+    for user in sorted(others):
+        tg.message("hello?", user_id=user, first_name="Stranger")
+
+    def told() -> set[int]:
+        return {int(c.params["chat_id"]) for c in tg.calls_of("sendMessage")}
+
+    await tg.wait_for(lambda: told() == others, what="the other notices, with the clock still")
+    await clock.advance(30)
+    await tg.wait_for(lambda: told() == others | {blocked}, what="the blocked chat's notice")

@@ -172,18 +172,20 @@ class ChatPacer:
         the bot's budget, a spare one waits until none does (a message waiting only
         for its own chat's budget holds nothing up). Spare messages queue among
         themselves in the order they asked."""
-        async with self._spare_turn:
-            while True:
-                now = self._now()
-                if (wait := bucket.wait(now)) > 0:
-                    await self._sleep(wait)
-                    continue
-                if self._asking > 0:
-                    await self._nobody_asking.wait()
-                    continue
-                if (wait := self._global.wait(now)) > 0:
-                    await self._sleep(wait)
-                    continue
+        while True:
+            while (wait := bucket.wait(self._now())) > 0:
+                await self._sleep(wait)  # its own chat's budget: holding up nobody
+            async with self._spare_turn:
+                while True:
+                    if self._asking > 0:
+                        await self._nobody_asking.wait()
+                        continue
+                    if (wait := self._global.wait(self._now())) > 0:
+                        await self._sleep(wait)
+                        continue
+                    break
+                if bucket.wait(self._now()) > 0:
+                    continue  # the chat was flood-blocked meanwhile
                 bucket.tokens -= 1.0
                 self._global.tokens -= 1.0
                 return
