@@ -129,6 +129,9 @@ class OutboundMessage:
     thread_id: str | None = None
     reply_to_message_id: str | None = None
     kind: Literal["reply", "notice", "error"] = "reply"
+    to_stranger: bool = False
+    """A notice to someone the bot does not serve (a refusal, a pairing code): it goes
+    out with budget left over from everyone else's messages, where the adapter paces."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -185,7 +185,7 @@ class GatewayRunner:
                 ctx = CommandContext(msg, command[0], command[1], self.services, False)
                 await self.commands.audit_refused(ctx, decision.reason)
             if decision.reply:
-                await self.notice(msg, self._refusal(decision, command))
+                await self.notice(msg, self._refusal(decision, command), kind="stranger")
             return False
         rate = await self.rate.check(msg.user_key)
         if not rate.allowed:
@@ -238,7 +238,7 @@ class GatewayRunner:
 
     async def _answer_command(self, msg: InboundMessage) -> str:
         name, args = parse_command(msg.text) or ("help", "")
-        decision = await asyncio.to_thread(self.auth.decide, msg)
+        decision = await asyncio.to_thread(self.auth.decide, msg, capped=False)
         if not decision.allowed:
             self.metrics.rejected(decision.reason)
             if self._refusals.add((msg.user_key, name)):

@@ -13,6 +13,10 @@ a message says. The order of ``Authorizer.decide``:
 6. everything else is refused: silently in groups, and in direct messages with
    one short notice per user per hour.
 
+Notices to strangers (refusals, pairing codes) are also capped for all of them
+together (``auth.stranger_notices_per_minute``). Over the cap a stranger is told
+nothing, and no pairing code is made: the next message after the minute gets one.
+
 Pairing codes are 8 characters from an alphabet without look-alikes. Only an
 HMAC-SHA-256 of each code, keyed by a per-install secret, is stored. The number
 of codes is limited per user, so strangers cannot use up pairing for others.
@@ -31,7 +35,7 @@ from dataclasses import dataclass
 from typing import Literal, Self
 
 from gateway.access import _texts as t
-from gateway.access._ratelimit import NoticeThrottle
+from gateway.access._ratelimit import NoticeThrottle, StrangerCap
 from gateway.access._tables import GatewayDB, PairingCode
 from gateway.clock import Clock
 from gateway.config import AuthSettings
@@ -162,6 +166,7 @@ class Authorizer:
         self._db = db
         self._clock = clock
         self._notices = NoticeThrottle(NOTICE_INTERVAL, clock)
+        self._strangers = StrangerCap(clock)
         self._salt: bytes | None = None
         self._salt_lock = threading.Lock()
         self._config = self._load(settings)
@@ -186,7 +191,12 @@ class Authorizer:
         key = normalize_user_key(str(user_key))
         return key is not None and _is_admin(key, self._config)
 
-    def decide(self, msg: InboundMessage) -> AuthDecision:
+    def decide(self, msg: InboundMessage, *, capped: bool = True) -> AuthDecision:
+        """Whether ``msg`` may be answered, and what a refused sender is told.
+
+        ``capped``: that reply counts against ``auth.stranger_notices_per_minute``
+        (False where the platform shows it without a message of ours being sent).
+        """
         key = normalize_user_key(str(msg.user_key))
         if key is None:
             return AuthDecision(False, None, "no_user")
@@ -201,29 +211,45 @@ class Authorizer:
         if key in config.allowed or record is not None:
             return AuthDecision(True, None, "allowed")
         if config.settings.policy == "pairing" and msg.is_direct:
-            return self._pair(msg, key, config.settings)
+            return self._pair(msg, key, config.settings, capped)
         return self._refuse(msg, key, "not_allowed", t.PRIVATE.format(user_key=key))
 
     def _refuse(self, msg: InboundMessage, key: str, reason: str, text: str) -> AuthDecision:
         return AuthDecision(False, self._notice(msg, key, reason, text), reason)
 
-    def _notice(self, msg: InboundMessage, key: str, kind: str, text: str) -> str | None:
-        """``text`` in a direct message, once per hour per user and kind; else nothing."""
-        if msg.is_direct and self._notices.allow(f"{kind}|{key}"):
-            return text
-        return None
+    def _notice(
+        self, msg: InboundMessage, key: str, kind: str, text: str, *, capped: bool = True
+    ) -> str | None:
+        """``text`` in a direct message, once per hour per user and kind, within the cap
+        on notices to strangers; else nothing (and the hour has not begun)."""
+        throttle = f"{kind}|{key}"
+        if not msg.is_direct or not self._notices.allow(throttle):
+            return None
+        if capped and not self._strangers.take(self._config.settings.stranger_notices_per_minute):
+            self._notices.forget(throttle)
+            return None
+        return text
 
-    def _pair(self, msg: InboundMessage, key: str, settings: AuthSettings) -> AuthDecision:
+    def _pair(
+        self, msg: InboundMessage, key: str, settings: AuthSettings, capped: bool
+    ) -> AuthDecision:
         now = self._clock.time()
         if not _asks_for_code(msg.text) and self._db.pending_code(key, now) is not None:
             reason = "pairing_pending"
-            return AuthDecision(False, self._notice(msg, key, reason, t.CODE_PENDING), reason)
+            text = self._notice(msg, key, reason, t.CODE_PENDING, capped=capped)
+            return AuthDecision(False, text, reason)
+        if capped and not self._strangers.take(settings.stranger_notices_per_minute):
+            logger.debug("pairing code for %s held back: notices to strangers at the cap", key)
+            return AuthDecision(False, None, "pairing_held_back")
         if not self._db.take_pairing_quota(
             key, now, PAIRING_WINDOW, settings.pairing_codes_per_hour
         ):
             logger.debug("pairing code refused to %s: hourly limit reached", key)
+            if capped:
+                self._strangers.give_back()  # the notice below is counted by itself
             reason = "pairing_limited"
-            return AuthDecision(False, self._notice(msg, key, reason, t.CODE_LIMIT), reason)
+            text = self._notice(msg, key, reason, t.CODE_LIMIT, capped=capped)
+            return AuthDecision(False, text, reason)
         code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
         ttl = settings.pairing_code_ttl_minutes
         self._db.add_pairing_code(

@@ -7,6 +7,10 @@ one every ``60 / per_minute`` seconds. The first refused message of a run gets
 ``NoticeThrottle`` answers yes for a key at most once per interval, so nobody
 can make the bot repeat a refusal to them.
 
+``StrangerCap`` counts the notices to strangers (refusals, pairing codes) of all
+of them together, so a crowd of strangers cannot make the bot spend its sending
+on them; what it holds back is logged once a minute, never per message.
+
 Both keep state in memory only, bounded by ``MAX_KEYS`` (least recently used
 first out); a bucket idle long enough to be full again is dropped early, since
 it is the same as a new one.
@@ -14,8 +18,9 @@ it is the same as a new one.
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -29,10 +34,15 @@ __all__ = [
     "RateCheck",
     "RateDecision",
     "RateLimiter",
+    "StrangerCap",
 ]
+
+logger = logging.getLogger(__name__)
 
 MAX_KEYS = 100_000
 """Users remembered at most by one limiter or throttle."""
+CAP_WINDOW = 60.0
+"""Seconds over which ``StrangerCap`` counts."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,3 +173,49 @@ class NoticeThrottle:
             if len(self._last) > self._max_keys:
                 self._last.popitem(last=False)
             return True
+
+    def forget(self, key: str) -> None:
+        """Undo ``allow(key)``: the notice was not sent after all."""
+        with self._lock:
+            self._last.pop(key, None)
+
+
+class StrangerCap:
+    """``take(per_minute)`` is True for at most ``per_minute`` notices in any minute.
+
+    A refused one is counted; the count is logged at INFO at most once a minute
+    (when a notice is asked for a minute or more after the last such line).
+    """
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self._taken: deque[float] = deque()
+        self._held_back = 0
+        self._logged = float("-inf")
+        self._lock = threading.Lock()
+
+    def take(self, per_minute: int) -> bool:
+        with self._lock:
+            now = self._clock.time()
+            while self._taken and now - self._taken[0] >= CAP_WINDOW:
+                self._taken.popleft()
+            allowed = len(self._taken) < per_minute
+            if allowed:
+                self._taken.append(now)
+            else:
+                self._held_back += 1
+            if self._held_back and now - self._logged >= CAP_WINDOW:
+                logger.info(
+                    "notices to strangers over the cap of %d a minute: %d held back",
+                    per_minute,
+                    self._held_back,
+                )
+                self._held_back = 0
+                self._logged = now
+            return allowed
+
+    def give_back(self) -> None:
+        """Undo the last ``take`` that was True: that notice was not sent after all."""
+        with self._lock:
+            if self._taken:
+                self._taken.pop()

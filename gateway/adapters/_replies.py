@@ -50,7 +50,8 @@ class Replies:
         self._counted(platform)
 
     async def notice(self, msg: InboundMessage, text: str, kind: str = "notice") -> None:
-        """Tell the sender of ``msg`` something, in its chat (a reply to it in a group)."""
+        """Tell the sender of ``msg`` something, in its chat (a reply to it in a group);
+        ``kind`` "stranger": a notice to someone the bot does not serve."""
         adapter = self.adapters.get(msg.platform)
         if adapter is None:
             logger.error("no adapter for platform %s", msg.platform)
@@ -62,6 +63,7 @@ class Replies:
             thread_id=msg.thread_id,
             reply_to_message_id=None if msg.is_direct else msg.message_id,
             kind="error" if kind == "error" else "notice",
+            to_stranger=kind == "stranger",
         )
         await send_text(adapter, out)
         self._counted(msg.platform)

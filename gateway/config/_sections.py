@@ -58,6 +58,12 @@ class AuthSettings(_Section):
     pairing_codes_per_hour: Annotated[int, LIVE] = Field(
         3, gt=0, description="Codes one unknown user may ask for."
     )
+    stranger_notices_per_minute: Annotated[int, LIVE] = Field(
+        20,
+        gt=0,
+        description="Notices to people the bot does not serve (refusals, pairing codes) "
+        "a minute, all together; beyond it they are told nothing until the minute is over.",
+    )
 
 
 class HTTPSettings(_Section):

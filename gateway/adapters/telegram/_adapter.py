@@ -310,6 +310,7 @@ class TelegramAdapter(BaseAdapter):
                 message.text,
                 thread_id=message.thread_id,
                 reply_to=message.reply_to_message_id,
+                spare=message.to_stranger,
             )
         return SentMessage(str(sent.chat.id), str(sent.message_id), message.thread_id)
 

@@ -5,14 +5,20 @@ edit and a notice for the same chat draw from the same token bucket, take turns
 through one lock (so their order holds), and all wait out a ``RetryAfter`` that
 any of them received. A global bucket keeps the whole bot under Telegram's
 overall limit.
+
+Notices to strangers (people the bot does not serve) take only what is left of
+the global budget: they wait while any other message waits for it, and take a
+token only when nobody else asks for one, so a crowd of strangers never delays
+an answer to someone the bot serves.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 
 from gateway.adapters._base import SharedBudgets
@@ -82,6 +88,12 @@ class ChatPacer:
         self._senders = 0
         self._no_senders = asyncio.Event()
         self._no_senders.set()
+        self._asking = 0
+        """Messages (not spare ones) waiting for the bot's budget or taking from it."""
+        self._nobody_asking = asyncio.Event()
+        self._nobody_asking.set()
+        self._spare_turn = asyncio.Lock()
+        """Notices to strangers queue here, one at the head waiting for spare budget."""
         self.shared: SharedBudgets | None = None
         """With several replicas: every message also waits for the budgets they share."""
 
@@ -105,14 +117,20 @@ class ChatPacer:
         """Held around one message's whole delivery (retries included): one at a time."""
         return self._bucket(chat_id).lock
 
-    async def acquire(self, chat_id: str) -> None:
+    async def acquire(self, chat_id: str, *, spare: bool = False) -> None:
         """Wait until the chat's and the bot's budgets allow one message, then spend it.
 
         Messages take the bot's budget in the order they asked for it (one waits at
         the head, the rest queue behind it), so the first answers ready are the first
-        out and a burst does not wake every waiter at every token.
+        out and a burst does not wake every waiter at every token. A ``spare`` message
+        (a notice to a stranger) waits until no other message waits (``_acquire_spare``).
         """
         bucket = self._bucket(chat_id)
+        if spare:
+            await self._acquire_spare(bucket)
+            if self.shared is not None:
+                await self._take_shared(chat_id, bucket)
+            return
         self._waiting += 1
         self._senders += 1
         self._no_senders.clear()
@@ -120,14 +138,15 @@ class ChatPacer:
             while True:
                 while (wait := bucket.wait(self._now())) > 0:
                     await self._sleep(wait)
-                async with self._global.lock:
-                    while (wait := self._global.wait(self._now())) > 0:
-                        await self._sleep(wait)
-                    if bucket.wait(self._now()) > 0:
-                        continue  # the chat was flood-blocked meanwhile
-                    bucket.tokens -= 1.0
-                    self._global.tokens -= 1.0
-                    break
+                with self._asking_for_global():
+                    async with self._global.lock:
+                        while (wait := self._global.wait(self._now())) > 0:
+                            await self._sleep(wait)
+                        if bucket.wait(self._now()) > 0:
+                            continue  # the chat was flood-blocked meanwhile
+                        bucket.tokens -= 1.0
+                        self._global.tokens -= 1.0
+                        break
             if self.shared is not None:
                 await self._take_shared(chat_id, bucket)
         finally:
@@ -135,6 +154,41 @@ class ChatPacer:
             self._senders -= 1
             if self._senders == 0:
                 self._no_senders.set()
+
+    @contextlib.contextmanager
+    def _asking_for_global(self) -> Iterator[None]:
+        """A message (not a spare one) waits for the bot's budget: spare ones wait."""
+        self._asking += 1
+        self._nobody_asking.clear()
+        try:
+            yield
+        finally:
+            self._asking -= 1
+            if self._asking == 0:
+                self._nobody_asking.set()
+
+    async def _acquire_spare(self, bucket: _Bucket) -> None:
+        """Spend a token no other message is waiting for: while any message waits for
+        the bot's budget, a spare one waits until none does (a message waiting only
+        for its own chat's budget holds nothing up). Spare messages queue among
+        themselves in the order they asked."""
+        while True:
+            while (wait := bucket.wait(self._now())) > 0:
+                await self._sleep(wait)  # its own chat's budget: holding up nobody
+            async with self._spare_turn:
+                while True:
+                    if self._asking > 0:
+                        await self._nobody_asking.wait()
+                        continue
+                    if (wait := self._global.wait(self._now())) > 0:
+                        await self._sleep(wait)
+                        continue
+                    break
+                if bucket.wait(self._now()) > 0:
+                    continue  # the chat was flood-blocked meanwhile
+                bucket.tokens -= 1.0
+                self._global.tokens -= 1.0
+                return
 
     async def _take_shared(self, chat_id: str, bucket: _Bucket) -> None:
         assert self.shared is not None
@@ -167,11 +221,15 @@ class ChatPacer:
         try:
             while True:
                 await self._no_senders.wait()
-                wait = max(bucket.wait(self._now()), self._global.wait(self._now()))
+                if (wait := bucket.wait(self._now())) > 0:
+                    await self._sleep(wait)
+                    continue
+                wait = self._global.wait(self._now())
                 if wait <= 0 and self._no_senders.is_set():
                     return
                 if wait > 0:
-                    await self._sleep(wait)
+                    with self._asking_for_global():
+                        await self._sleep(wait)
         finally:
             self._waiting -= 1
 

@@ -123,9 +123,16 @@ class TelegramSender:
         return result
 
     async def send(
-        self, chat_id: str, markdown: str, *, thread_id: str | None, reply_to: str | None
+        self,
+        chat_id: str,
+        markdown: str,
+        *,
+        thread_id: str | None,
+        reply_to: str | None,
+        spare: bool = False,
     ) -> Message:
-        """Send one message (within Telegram's limit) and return it."""
+        """Send one message (within Telegram's limit) and return it; a ``spare`` one (a
+        notice to a stranger) only with budget no other message is waiting for."""
         thread = int(thread_id) if thread_id else None
         reply = (
             ReplyParameters(int(reply_to), allow_sending_without_reply=True) if reply_to else None
@@ -142,7 +149,7 @@ class TelegramSender:
                 )
             )
 
-        return await self._deliver(chat_id, markdown, call)
+        return await self._deliver(chat_id, markdown, call, spare=spare)
 
     async def edit(self, chat_id: str, message_id: str, markdown: str) -> None:
         """Replace a sent message's text; an edit to the same text is a success."""
@@ -191,7 +198,9 @@ class TelegramSender:
         finally:
             self._typing -= 1
 
-    async def _deliver(self, chat_id: str, markdown: str, call: Request[T]) -> T:
+    async def _deliver(
+        self, chat_id: str, markdown: str, call: Request[T], *, spare: bool = False
+    ) -> T:
         text = render(markdown)
         chat = chat_id
         flood_waited = 0.0
@@ -199,7 +208,7 @@ class TelegramSender:
         backoff = Backoff(first=BACKOFF_FIRST, cap=BACKOFF_MAX, sleep=self._sleep)
         async with self._pacer.turn(chat_id):
             while True:
-                await self._pacer.acquire(chat)
+                await self._pacer.acquire(chat, spare=spare)
                 try:
                     return await call(chat, text)
                 except RetryAfter as exc:
