@@ -37,7 +37,7 @@ built-in base it had, ``RuntimeError`` or ``ValueError``, beside ``PluginError``
     ├── openviking.ToolError            bad tool input
     ├── retaindb.BackendFailed          a RetainDB call failed
     ├── retaindb.Paused                 the breaker is open
-    ├── retaindb.NotFound               no such memory or file for this user
+    ├── retaindb.NotFound               404: no such memory, file or route
     ├── retaindb.RetainDBUnavailable    httpx cannot be imported
     ├── retaindb.ToolError              bad tool input
     ├── supermemory.Paused              paused after repeated failures

@@ -90,7 +90,7 @@ def test_the_delete_waits_in_the_queue_while_the_server_is_down(tmp_path: Path) 
         key = first.api_key
         provider = open_rdb(home, first.base_url, key)
         provider.sync_turn("My PIN is 4321.", "Noted.")
-        kept = list(first.memories.get(ALICE, []))
+        kept = list(first.memories.get(("default", ALICE), []))
         provider.shutdown()
     assert [m["content"] for m in kept] == ["User: My PIN is 4321.\nAssistant: Noted."]
     down = open_rdb(home, first.base_url, key)  # the server is gone now
@@ -98,12 +98,12 @@ def test_the_delete_waits_in_the_queue_while_the_server_is_down(tmp_path: Path) 
     assert down.queue is not None and down.queue.size() == 1  # the delete, kept
     down.shutdown()
     with FakeRetainDB(api_key=key) as back:
-        back.memories[ALICE] = kept  # the same server, up again
+        back.memories[("default", ALICE)] = kept  # the same server, up again
         later = open_rdb(home, back.base_url, key, session="s2")
         assert later.flush() == 0
         assert back.memories_of(ALICE) == []
         deletes = [r[1] for r in back.requests if r[0] == "DELETE"]
-        assert deletes == [f"/v1/users/{ALICE}/memories/{kept[0]['id']}"]
+        assert deletes == [f"/v1/memory/{kept[0]['id']}"]
         later.shutdown()
 
 

@@ -1,22 +1,24 @@
-"""The RetainDB REST contract, spoken with httpx (RetainDB has no PyPI client).
+"""RetainDB's REST API, spoken with httpx (RetainDB has no PyPI client).
 
-Every request carries ``Authorization: Bearer <api_key>``; everything lives
-under one user, ``/v1/users/{user}`` with the canonical chorus user key
-URL-quoted, so no path reaches another user's data:
+Every request carries ``Authorization: Bearer <api_key>``, the memory and
+context routes also ``X-API-Key`` (the API accepts either there). Memory
+bodies name the configured ``project`` and the canonical chorus user key as
+``user_id``, so no call reaches another user's memories:
 
-* ``POST /memories`` ``{"content", "metadata"}`` with an ``Idempotency-Key``
-  header — 201 ``{"memory": {"id", "content", ...}}``; the same key again is
-  answered 200 with the memory it created the first time, nothing stored twice;
-* ``GET /memories/search?q=&limit=`` — ``{"results": [{"id", "content", "score"}]}``;
-* ``DELETE /memories/{id}`` — 204, or 404 when it is not this user's;
-* ``PUT /files/{name}`` ``{"content"}`` with an ``Idempotency-Key`` — 200 ``{"file": {...}}``;
-* ``GET /files/{name}`` — ``{"file": {"name", "content", "size", "updated_at"}}``;
-  ``GET /files`` — ``{"files": [{"name", "size", "updated_at"}]}``;
-* ``GET /v1/health``.
-
-No file deletion and no memory update are used (a changed fact is a new
-memory; a file is replaced by ``PUT``). An ``Idempotency-Key`` is remembered by
-the server per user: the same key again is never a second write.
+* ``POST /v1/memory`` ``{project, user_id, session_id, content, memory_type,
+  importance, write_mode}`` — the stored memory (its ``id`` is kept for ``/undo``);
+* ``POST /v1/memory/search`` ``{project, user_id, session_id, query, top_k,
+  include_pending}`` — ``{"results": [{"id", "content", "score"}]}``;
+* ``POST /v1/context/query`` ``{project, user_id, session_id, query,
+  include_memories, max_tokens}`` — ``{"results": [...]}``;
+* ``GET /v1/memory/profile/{user_id}?project=&include_pending=true`` —
+  ``{"memories": [...]}``;
+* ``DELETE /v1/memory/{id}``;
+* ``POST /v1/memory/ingest/session`` ``{project, user_id, session_id,
+  messages, write_mode}``;
+* ``POST /v1/files`` (multipart ``file``, ``path``, ``scope``), ``GET
+  /v1/files?prefix=&limit=``, ``GET /v1/files/{id}/content``, ``POST
+  /v1/files/{id}/ingest``, ``DELETE /v1/files/{id}``.
 
 Each call is bounded by the configured timeout and goes through the circuit
 breaker; failures raise :class:`BackendFailed` with the exception class or the
@@ -38,6 +40,12 @@ from ._deps import load
 
 logger = logging.getLogger(__name__)
 
+MEMORY = "/v1/memory"
+SEARCH = "/v1/memory/search"
+CONTEXT = "/v1/context/query"
+INGEST_SESSION = "/v1/memory/ingest/session"
+FILES = "/v1/files"
+
 
 class BackendFailed(PluginError, RuntimeError):
     def __init__(self, operation: str, cause: str, *, permanent: bool = False) -> None:
@@ -53,17 +61,18 @@ class Paused(PluginError, RuntimeError):
 
 
 class NotFound(PluginError, RuntimeError):
-    """404: no such memory or file for this user."""
+    """404: no such memory or file (or, for a write, no such route at this base URL)."""
 
 
-def user_path(user_key: str, *parts: str) -> str:
-    segments = [quote(user_key, safe=""), *(quote(p, safe="") for p in parts)]
-    return "/v1/users/" + "/".join(segments)
+def path(*parts: str) -> str:
+    """A route under ``/v1`` with each of ``parts`` URL-quoted as one segment."""
+    return "/v1/" + "/".join(quote(p, safe="") for p in parts)
 
 
 class Client:
     def __init__(self, settings: Settings, breaker: CircuitBreaker) -> None:
         self._settings = settings
+        self.project = settings.project
         self.breaker = breaker
         self._httpx = load()
         self._http: Any = None
@@ -79,30 +88,46 @@ class Client:
                 )
             return self._http
 
+    def scoped(self, user_id: str, session_id: str = "", **extra: Any) -> dict[str, Any]:
+        """A memory body: the project, the user and (when known) the session, then ``extra``."""
+        body: dict[str, Any] = {"project": self.project, "user_id": user_id}
+        if session_id:
+            body["session_id"] = session_id
+        return {**body, **extra}
+
     def call(
         self,
         operation: str,
         method: str,
-        path: str,
+        route: str,
         *,
         json: Any = None,
         params: dict[str, Any] | None = None,
-        idempotency_key: str | None = None,
+        files: dict[str, Any] | None = None,
+        data: dict[str, str] | None = None,
+        raw: bool = False,
         timeout: float | None = None,
     ) -> Any:
-        """The JSON answer of one request (None for 204); raises Paused, NotFound, BackendFailed."""
+        """The JSON answer of one request (the bytes when ``raw``; None when empty).
+
+        Raises Paused, NotFound, BackendFailed.
+        """
         if not self.breaker.allow():
             raise Paused(
                 f"retaindb is paused after {self.breaker.threshold} failures in a row; "
                 f"it tries again in {max(1, round(self.breaker.retry_in()))} s"
             )
-        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+        headers = {}
+        if route.startswith(("/v1/memory", "/v1/context")):
+            headers["X-API-Key"] = self._settings.api_key
         try:
             response = self._client().request(
                 method,
-                path,
+                route,
                 json=json,
                 params=params,
+                files=files,
+                data=data,
                 headers=headers,
                 timeout=self._settings.timeout if timeout is None else timeout,
             )
@@ -120,6 +145,8 @@ class Client:
             raise BackendFailed(operation, f"HTTP {status}", permanent=not transient)
         if self.breaker.success():
             logger.warning("retaindb resumed: %s succeeded after the pause", operation)
+        if raw:
+            return bytes(response.content)
         if status == 204 or not response.content:
             return None
         try:

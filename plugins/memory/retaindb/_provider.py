@@ -1,4 +1,4 @@
-"""The RetainDB provider: every write through the durable queue, recall, six tools.
+"""The RetainDB provider: every write through the durable queue, recall, eight tools.
 
 Writes never wait on the server to be safe: ``sync_turn`` (``"background"``)
 and ``on_memory_write`` (``"primary"``, a mirror of the built-in ``memory``
@@ -6,23 +6,30 @@ tool's adds and replaces) put the write in ``queue.db`` (:mod:`._queue`) and
 return once it is committed there; the queue is then drained, inline for
 ``sync_turn`` (bounded by the timeout), on a daemon thread for
 ``on_memory_write`` so a turn never waits. ``initialize`` starts a drain of
-whatever an earlier, perhaps killed, process left, also on a thread. The
-server dedupes by each write's idempotency key, so a replay never doubles.
-A turn's key is a hash of its user, session and texts (a re-run job sends the
-same key), so one exchange repeated word for word in one session is kept once;
-a tool's write gets a fresh key, kept in its queue row for the replay.
+whatever an earlier, perhaps killed, process left, also on a thread. A turn is
+stored as one ``event`` memory (``POST /v1/memory``); its key is a hash of its
+user, session and texts (a re-run job finds its row already queued), so one
+exchange repeated word for word in one session is kept once. A write sent
+without an answer is looked up on the server before it is sent again.
+
+``on_session_end`` hands the whole conversation to RetainDB
+(``POST /v1/memory/ingest/session``, through the same queue) so the service
+can extract what is worth keeping; in a group each speaker's part goes to
+their own memory.
 
 ``/undo`` (``on_session_switch`` with ``withdrawn_turn``) takes the turn back:
 dropped from the queue if it was not sent, else deleted on the server by the
 memory id it was given, through the same durable queue.
 
-``prefetch`` (``"primary"``) searches with a short timeout and falls back to
-the recall ``queue_prefetch`` (``"background"``) cached for that user.
+``prefetch`` (``"primary"``) asks RetainDB's context query for the message and
+adds the person's profile, with a short timeout, falling back to the recall
+``queue_prefetch`` (``"background"``) cached for that user.
 
 Isolation: the RetainDB user of a call is its ``speaker`` when given (a group
-chat), else the session's ``user_key``; every path is ``/v1/users/<that id>/…``
-and cached recall is keyed by it. Logs carry no memory text above DEBUG and
-never the API key.
+chat), else the session's ``user_key``; it is the ``user_id`` of every memory
+call, files live under a path of that user's own, a memory is deleted by a
+tool only when the server showed it as that user's, and cached recall is keyed
+by it. Logs carry no memory text above DEBUG and never the API key.
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ from memory.providers import provider_dir, strip_memory_context, withdrawn_turn
 from plugins.memory._breaker import DEFAULT_COOLDOWN, DEFAULT_THRESHOLD, CircuitBreaker
 from plugins.memory._remote import RemoteProvider, tool_error, tool_success
 
-from . import _config, _deps, _ops, _tools
+from . import _config, _deps, _ingest, _ops, _tools
 from ._client import BackendFailed, Client, NotFound, Paused
 from ._queue import WriteQueue
 
@@ -49,14 +56,17 @@ logger = logging.getLogger(__name__)
 
 PREFETCH_TIMEOUT = 2.0
 WARM_MAX_AGE = 900.0
+TURN_IMPORTANCE = 0.5
+MIRROR_IMPORTANCE = 0.7
 DRAIN_JOIN = 5.0
 """How long ``shutdown`` waits for a running drain thread."""
 
 SYSTEM_PROMPT_BLOCK = (
     "You have a RetainDB memory of each person: what it recalls for a message arrives "
-    "with that message. retaindb_search looks things up, retaindb_remember stores a fact, "
-    "retaindb_forget removes one by id; retaindb_file_put, retaindb_file_get and "
-    "retaindb_file_list keep small text files for the person."
+    "with that message. retaindb_search looks things up, retaindb_profile gives the "
+    "person's stable profile, retaindb_context what matters for a task, retaindb_remember "
+    "stores a fact, retaindb_forget removes one by id; retaindb_file_put, retaindb_file_get "
+    "and retaindb_file_list keep small text files for the person."
 )
 
 
@@ -160,12 +170,13 @@ class RetainDBProvider(RemoteProvider):
         if not self.breaker.allow():
             return queue.cached_recall(user, WARM_MAX_AGE)
         timeout = min(self.settings.timeout, PREFETCH_TIMEOUT)
+        session = session_id or self._session_id
         try:
-            found = _ops.search(client, user, text, _config.SEARCH_LIMIT, timeout=timeout)
+            recalled = _ops.recall(client, queue, user, text, session=session, timeout=timeout)
         except (BackendFailed, Paused, NotFound):
             return queue.cached_recall(user, WARM_MAX_AGE)
-        logger.debug("retaindb prefetch for %s: %d hits", loggable(text), len(found))
-        return _ops.format_recall(found)
+        logger.debug("retaindb prefetch for %s: %d chars", loggable(text), len(recalled))
+        return recalled
 
     def queue_prefetch(
         self, query: str, *, session_id: str = "", speaker: str | None = None
@@ -175,8 +186,8 @@ class RetainDBProvider(RemoteProvider):
             return
         client, queue = self._ready()
         user = self._user(speaker)
-        found = _ops.search(client, user, text, _config.SEARCH_LIMIT)
-        queue.store_recall(user, _ops.format_recall(found))
+        session = session_id or self._session_id
+        queue.store_recall(user, _ops.recall(client, queue, user, text, session=session))
 
     # -- write ---------------------------------------------------------------
 
@@ -201,10 +212,33 @@ class RetainDBProvider(RemoteProvider):
         content = "\n".join(
             f"{who}: {text}" for who, text in (("User", said), ("Assistant", answer)) if text
         )
-        payload = {"content": content, "metadata": {"kind": "turn", "session_id": session}}
+        payload = {
+            "content": content,
+            "memory_type": "event",
+            "importance": TURN_IMPORTANCE,
+            "session_id": session,
+            "kind": "turn",
+        }
         idem = _ops.turn_key(queue, user, session, said, answer)
         sent = _ops.queue_and_send(client, queue, idem, user, "memory", payload)
         logger.debug("retaindb sync_turn of session %s: %s", session, "sent" if sent else "queued")
+
+    def on_session_end(self, messages: list[dict[str, Any]]) -> None:
+        """Hand the ended conversation to RetainDB, each speaker's part to their memory."""
+        if self._context == "flush" or not isinstance(messages, list):
+            return
+        client, queue = self._ready()
+        session = self._session_id
+        for user, said in _ingest.by_speaker(messages, self._user_key, self._user).items():
+            idem = _ops.idem_key("session", user, session, json.dumps(said, sort_keys=True))
+            payload = {"session_id": session, "messages": said}
+            sent = _ops.queue_and_send(client, queue, idem, user, "session", payload)
+            logger.debug(
+                "retaindb ingest of session %s (%d messages): %s",
+                session,
+                len(said),
+                "sent" if sent else "queued",
+            )
 
     def on_session_switch(
         self,
@@ -244,7 +278,13 @@ class RetainDBProvider(RemoteProvider):
         _, queue = self._ready()
         speaker = (metadata or {}).get("speaker")
         user = self._user(speaker if isinstance(speaker, str) else None)
-        payload = {"content": text, "metadata": {"kind": "memory", "target": target}}
+        payload = {
+            "content": text,
+            "memory_type": "preference" if target == "user" else "factual",
+            "importance": MIRROR_IMPORTANCE,
+            "session_id": self._session_id,
+            "kind": "memory",
+        }
         queue.enqueue(_ops.idem_key("memory", user, target, text), user, "memory", payload)
         self._drain_later()
 
@@ -261,7 +301,7 @@ class RetainDBProvider(RemoteProvider):
         try:
             client, queue = self._ready()
             user = self._user(kwargs.get("speaker"))
-            result = _ops.run_tool(client, queue, user, tool_name, args)
+            result = _tools.run_tool(client, queue, user, self._session_id, tool_name, args)
         except _tools.ToolError as exc:
             return tool_error(str(exc))
         except Paused as exc:
