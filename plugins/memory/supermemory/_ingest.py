@@ -14,7 +14,7 @@ import logging
 from collections import defaultdict
 
 from ._buffer import Turn, UserBuffer
-from ._client import BackendFailed, Client, Hit, Paused, Profile, Rejected
+from ._client import BackendFailed, Client, Paused, Profile, Rejected
 from ._tags import container_tag
 
 logger = logging.getLogger(__name__)
@@ -52,11 +52,6 @@ def format_recall(profile: Profile) -> str:
         if lines:
             sections.append("\n".join([heading, *lines]))
     return "\n\n".join(sections)
-
-
-def format_hits(hits: list[Hit]) -> str:
-    """Search hits as short lines; ``""`` for none."""
-    return "\n".join(_line(hit.text) for hit in hits)
 
 
 def messages_of(turns: list[Turn]) -> list[dict[str, str]]:

@@ -11,7 +11,9 @@ the turn's jobs; ``on_session_end`` ingests the session as one conversation
 per speaker (``POST /v4/conversations``), with an id derived from session and
 tag so a repeated job updates rather than duplicates. What cannot be ingested
 stays on disk and is tried again at the user's next session end. A write of
-the built-in ``memory`` tool (``on_memory_write``) is added as a document.
+the built-in ``memory`` tool (``on_memory_write``) is added as a document,
+its ``customId`` derived from tag, file and text; one Supermemory does not
+take is logged (WARNING, without its text) and stays in the built-in memory only.
 
 Recall: ``prefetch`` asks for the person's profile (lasting and recent facts)
 with the memories matching the message, in one call with a short timeout
