@@ -43,7 +43,7 @@ built-in base it had, ``RuntimeError`` or ``ValueError``, beside ``PluginError``
     ├── supermemory.Paused              paused after repeated failures
     ├── supermemory.BackendFailed       a call failed (network, timeout, 429/5xx)
     ├── supermemory.Rejected            Supermemory refused the request (a 4xx)
-    ├── supermemory.SupermemoryUnavailable httpx cannot be imported
+    ├── supermemory.SupermemoryUnavailable the supermemory SDK cannot be imported
     └── supermemory.ToolError           bad tool input
 
 The text names the plugin and, for a failed import, the exception class and

@@ -31,7 +31,7 @@ from memory.database import safe_location
 from memory.errors import MemoryLayerError, SessionDBError
 from memory.paths import ChorusPaths
 from memory.transcripts import SessionDB, fts5_available
-from plugins.memory import discover_memory_providers
+from plugins.memory import discover_memory_providers, load_memory_provider
 
 logger = logging.getLogger(__name__)
 
@@ -190,8 +190,19 @@ def check_memory_provider(settings: Settings) -> CheckResult:
     if info is None:
         return CheckResult("provider", False, f"memory provider {name!r} is not installed")
     if not info.available:
-        return CheckResult("provider", False, f"{name}: not available ({info.error or 'check'})")
+        why = info.error or _unavailable_reason(settings, name) or "check"
+        return CheckResult("provider", False, f"{name}: not available ({why})")
     return CheckResult("provider", True, f"{name} available")
+
+
+def _unavailable_reason(settings: Settings, name: str) -> str | None:
+    """What the provider says it lacks (with the fix), when it says."""
+    try:
+        reason = getattr(load_memory_provider(name, settings.home), "unavailable_reason", None)
+    except Exception as exc:
+        logger.debug("memory provider %s: no reason to report (%s)", name, type(exc).__name__)
+        return None
+    return reason if isinstance(reason, str) else None
 
 
 CHECKS: list[Callable[[Settings], CheckResult]] = [

@@ -1,25 +1,39 @@
-"""A fake Supermemory API (the v3 routes, and v4 profile, the provider calls), on 127.0.0.1.
+"""A fake Supermemory API on 127.0.0.1, written from the supermemory 3.x SDK's resources.
 
-Every request needs ``Authorization: Bearer <api_key>`` (401 otherwise), and
-data is kept per container tag: nothing of one tag is found through another.
+Routes and shapes are those the official SDK (``supermemory`` 3.x, a Stainless
+client) sends and parses; every other route answers 404, the old
+``/v3/memories`` and ``/v3/search`` included. Every request needs
+``Authorization: Bearer <api_key>`` (401 otherwise). Data is kept per
+container tag: nothing of one tag is found through another.
 
-* ``POST /v3/memories`` ``{"content", "containerTags": [tag], "customId"?, "metadata"?}``:
-  stored under its tag (exactly one is required here); the same ``customId``
-  in the same container replaces the earlier content and keeps its id;
-  answers ``{"id", "status": "queued"}``;
-* ``POST /v3/search`` ``{"q", "containerTags", "limit"}``: the memories of that
-  container sharing a word with ``q``, best first, as ``{"results":
-  [{"documentId", "score", "containerTags", "chunks": [{"content", "score",
-  "isRelevant"}]}], "total", "timing"}``; without ``containerTags``: 400;
-* ``GET /v3/memories/{id}``: the memory with its ``containerTags``, or 404;
-* ``DELETE /v3/memories/{id}``: 204, or 404 when unknown;
-* ``POST /v4/profile`` ``{"containerTag", "q"?}``: ``{"profile": {"static":
-  [facts stored by the tool], "dynamic": [the latest session memories]}}``.
+* ``POST /v3/documents`` (``client.add`` / ``documents.add``) ``{"content",
+  "containerTag" | "containerTags": [tag], "customId"?, "metadata"?, ...}``:
+  answers ``{"id", "status": "queued"}``. Exactly one tag is accepted here;
+  a tag or ``customId`` outside ``[A-Za-z0-9_.:-]{1,100}`` is a 400. The same
+  ``customId`` again updates that document (same id).
+* ``POST /v4/conversations`` (a raw request; the SDK has no method for it)
+  ``{"conversationId" (1-255 chars), "messages": [{"role", "content"}, ...]
+  (at least one), "containerTags"?, "metadata"?}``: ingests, or updates the
+  conversation of that id; answers ``{"id", "conversationId", "status"}``.
+* ``POST /v4/search`` (``search.memories``) ``{"q", "containerTag" |
+  "containerTags", "limit"?, ...}``: ``{"results": [{"id", "memory",
+  "similarity", "updatedAt", "metadata"}], "total", "timing"}``, best first;
+  without a tag the whole account is searched, as the real API does.
+* ``POST /v4/profile`` (``client.profile``) ``{"containerTag", "q"?}``:
+  ``{"profile": {"static": [...], "dynamic": [...]}, "searchResults"?}``
+  (``searchResults`` shaped as the search answer, when ``q`` is given).
+* ``DELETE /v4/memories`` (``memories.forget``) ``{"containerTag", "id"? |
+  "content"?}``: ``{"id", "forgotten": true}``, or 404 when that container
+  has no such memory.
+
+What Supermemory extracts is scripted (no model runs here): a document
+becomes one memory with its content; a conversation one memory per user
+message. The profile's ``static`` facts are the memories of documents, its
+``dynamic`` ones the latest three of conversations. Search scores a memory by
+the words it shares with ``q``.
 
 ``fail(status, times)`` makes the next authorised requests fail; ``hang(seconds)``
-makes every request wait that long first (0 stops it); ``leaky = True`` makes
-search ignore the container (a broken server, to show the provider still
-drops hits that say they belong to someone else).
+makes every request wait that long first (0 stops it).
 """
 
 from __future__ import annotations
@@ -27,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
+import time
 import uuid
 from collections import deque
 from typing import Any
@@ -37,11 +52,20 @@ from .loop_thread import LoopThread
 
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset({"a", "an", "the", "is", "i", "my", "do", "of", "to", "in", "and", "what"})
+_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,100}")
 BODY = web.RequestKey("body", object)
 
 
 def _words(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1}
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _bad(message: str, status: int = 400) -> web.Response:
+    return web.json_response({"error": message}, status=status)
 
 
 class FakeSupermemory(LoopThread):
@@ -51,26 +75,30 @@ class FakeSupermemory(LoopThread):
         super().__init__()
         self.api_key = api_key
         self.base_url = ""
+        self.documents: dict[str, dict[str, Any]] = {}
+        """Documents and conversations by id: ``tag``, ``kind``, ``custom_id``,
+        ``content`` or ``messages``, ``metadata``."""
         self.memories: dict[str, dict[str, Any]] = {}
+        """Extracted memories by id: ``tag``, ``source`` (a document id), ``kind``,
+        ``memory``, ``metadata``, ``forgotten``."""
         self.requests: list[tuple[str, str, Any]] = []
         """``(method, path, JSON body)`` of every authorised request."""
         self.unauthorised = 0
-        self.leaky = False
         self._failures: deque[int] = deque()
         self._hang = 0.0
         self._lock = threading.Lock()
 
     async def _serve(self) -> None:
         app = web.Application(middlewares=[self._middleware])
-        app.router.add_post("/v3/memories", self._add)
-        app.router.add_post("/v3/search", self._search)
-        app.router.add_get("/v3/memories/{memory_id}", self._get)
-        app.router.add_delete("/v3/memories/{memory_id}", self._delete)
+        app.router.add_post("/v3/documents", self._add)
+        app.router.add_post("/v4/conversations", self._conversation)
+        app.router.add_post("/v4/search", self._search)
         app.router.add_post("/v4/profile", self._profile)
+        app.router.add_delete("/v4/memories", self._forget)
         await self._listen(app)
         self.base_url = f"http://127.0.0.1:{self.port}"
 
-    # -- scripting -----------------------------------------------------------
+    # -- scripting and inspection --------------------------------------------
 
     def fail(self, status: int = 503, *, times: int = 1) -> None:
         with self._lock:
@@ -80,12 +108,27 @@ class FakeSupermemory(LoopThread):
         self._hang = seconds
 
     def memories_of(self, tag: str) -> list[str]:
+        """The text of every memory of ``tag`` not forgotten, oldest first."""
         with self._lock:
-            return [m["content"] for m in self.memories.values() if m["tag"] == tag]
+            return [
+                m["memory"]
+                for m in self.memories.values()
+                if m["tag"] == tag and not m["forgotten"]
+            ]
 
-    def records_of(self, tag: str) -> list[dict[str, Any]]:
+    def documents_of(self, tag: str) -> list[dict[str, Any]]:
         with self._lock:
-            return [dict(m) for m in self.memories.values() if m["tag"] == tag]
+            return [
+                dict(d) for d in self.documents.values() if d["tag"] == tag and d["kind"] == "doc"
+            ]
+
+    def conversations_of(self, tag: str) -> list[dict[str, Any]]:
+        with self._lock:
+            return [
+                dict(d)
+                for d in self.documents.values()
+                if d["tag"] == tag and d["kind"] == "conversation"
+            ]
 
     def paths(self) -> list[str]:
         return [f"{method} {path}" for method, path, _ in self.requests]
@@ -98,117 +141,197 @@ class FakeSupermemory(LoopThread):
             await asyncio.sleep(self._hang)
         if request.headers.get("Authorization") != f"Bearer {self.api_key}":
             self.unauthorised += 1
-            return web.json_response({"error": "Unauthorized"}, status=401)
+            return _bad("Unauthorized", 401)
         body: Any = None
         if request.can_read_body:
             try:
                 body = await request.json()
             except ValueError:
-                return web.json_response({"error": "Invalid JSON"}, status=400)
+                return _bad("Invalid JSON")
         self.requests.append((request.method, request.path, body))
         with self._lock:
             status = self._failures.popleft() if self._failures else None
         if status is not None:
-            return web.json_response({"error": "unavailable"}, status=status)
-        request[BODY] = body
+            return _bad("unavailable", status)
+        request[BODY] = body if isinstance(body, dict) else {}
         response: web.StreamResponse = await handler(request)
         return response
 
     @staticmethod
-    def _tag(body: Any) -> str | None:
-        tags = body.get("containerTags") if isinstance(body, dict) else None
-        if isinstance(tags, list) and len(tags) == 1 and isinstance(tags[0], str) and tags[0]:
-            return tags[0]
-        return None
+    def _tags(body: dict[str, Any]) -> list[str] | None:
+        """The body's container tags (``containerTag`` or ``containerTags``); None when invalid."""
+        tags: Any = body.get("containerTags")
+        if "containerTag" in body:
+            tags = [body["containerTag"]]
+        if tags is None:
+            return []
+        if not isinstance(tags, list) or not all(
+            isinstance(t, str) and _NAME.fullmatch(t) for t in tags
+        ):
+            return None
+        return list(tags)
 
-    def _public(self, memory: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "id": memory["id"],
-            "customId": memory["custom_id"],
-            "content": memory["content"],
-            "containerTags": [memory["tag"]],
-            "metadata": memory["metadata"],
-            "status": "done",
-        }
-
-    # -- handlers ------------------------------------------------------------
-
-    async def _add(self, request: web.Request) -> web.Response:
-        body = request[BODY]
-        tag = self._tag(body)
-        content = body.get("content") if isinstance(body, dict) else None
-        if tag is None or not isinstance(content, str) or not content.strip():
-            return web.json_response({"error": "content and containerTags required"}, status=400)
-        custom = body.get("customId")
+    def _store(
+        self, tag: str, kind: str, key: str | None, data: dict[str, Any], texts: list[str]
+    ) -> str:
+        """Add or update (same ``key``) a document, and replace its extracted memories."""
         with self._lock:
-            memory_id = next(
+            doc_id = next(
                 (
-                    m["id"]
-                    for m in self.memories.values()
-                    if custom and m["tag"] == tag and m["custom_id"] == custom
+                    d["id"]
+                    for d in self.documents.values()
+                    if key is not None and d["kind"] == kind and d["custom_id"] == key
                 ),
-                uuid.uuid4().hex,
+                uuid.uuid4().hex[:22],
             )
-            self.memories.pop(memory_id, None)  # an update moves it to the end
-            self.memories[memory_id] = {
-                "id": memory_id,
+            self.documents.pop(doc_id, None)
+            self.documents[doc_id] = {
+                "id": doc_id,
                 "tag": tag,
-                "content": content,
-                "custom_id": custom,
-                "metadata": body.get("metadata") or {},
+                "kind": kind,
+                "custom_id": key,
+                **data,
             }
-        return web.json_response({"id": memory_id, "status": "queued"})
+            for memory_id in [m for m, v in self.memories.items() if v["source"] == doc_id]:
+                del self.memories[memory_id]
+            for text in texts:
+                memory_id = uuid.uuid4().hex[:22]
+                self.memories[memory_id] = {
+                    "id": memory_id,
+                    "tag": tag,
+                    "source": doc_id,
+                    "kind": kind,
+                    "memory": text,
+                    "metadata": data.get("metadata") or {},
+                    "forgotten": False,
+                    "updated": _now(),
+                }
+        return doc_id
 
-    async def _search(self, request: web.Request) -> web.Response:
-        body = request[BODY]
-        tag = self._tag(body)
-        query = body.get("q") if isinstance(body, dict) else None
-        if tag is None or not isinstance(query, str) or not query.strip():
-            return web.json_response({"error": "q and containerTags required"}, status=400)
-        limit = int(body.get("limit") or 10)
+    def _ranked(self, tags: list[str], query: str, limit: int) -> dict[str, Any]:
         probe = _words(query)
         with self._lock:
-            seen = [dict(m) for m in self.memories.values() if self.leaky or m["tag"] == tag]
+            seen = [
+                dict(m)
+                for m in self.memories.values()
+                if not m["forgotten"] and (not tags or m["tag"] in tags)
+            ]
         scored = []
         for memory in seen:
-            overlap = len(probe & _words(memory["content"]))
+            overlap = len(probe & _words(memory["memory"]))
             if overlap:
                 scored.append((overlap / max(1, len(probe)), memory))
         scored.sort(key=lambda pair: -pair[0])
         results = [
             {
-                "documentId": m["id"],
-                "title": None,
-                "score": score,
-                "containerTags": [m["tag"]],
+                "id": m["id"],
+                "memory": m["memory"],
+                "similarity": round(score, 4),
+                "updatedAt": m["updated"],
                 "metadata": m["metadata"],
-                "chunks": [{"content": m["content"], "score": score, "isRelevant": True}],
             }
             for score, m in scored[:limit]
         ]
-        return web.json_response({"results": results, "total": len(results), "timing": 1})
+        return {"results": results, "total": len(results), "timing": 1}
 
-    async def _get(self, request: web.Request) -> web.Response:
-        with self._lock:
-            memory = self.memories.get(request.match_info["memory_id"])
-            found = self._public(memory) if memory is not None else None
-        if found is None:
-            return web.json_response({"error": "Memory not found"}, status=404)
-        return web.json_response(found)
+    # -- handlers ------------------------------------------------------------
 
-    async def _delete(self, request: web.Request) -> web.Response:
-        with self._lock:
-            memory = self.memories.pop(request.match_info["memory_id"], None)
-        if memory is None:
-            return web.json_response({"error": "Memory not found"}, status=404)
-        return web.Response(status=204)
+    async def _add(self, request: web.Request) -> web.Response:
+        body = request[BODY]
+        tags = self._tags(body)
+        content = body.get("content")
+        custom = body.get("customId")
+        if not tags or len(tags) != 1:
+            return _bad("exactly one valid container tag is required here")
+        if not isinstance(content, str) or not content.strip():
+            return _bad("content is required")
+        if custom is not None and not (isinstance(custom, str) and _NAME.fullmatch(custom)):
+            return _bad("customId: max 100 characters, alphanumeric with - _ . only")
+        metadata = body.get("metadata") or {}
+        doc_id = self._store(
+            tags[0], "doc", custom, {"content": content, "metadata": metadata}, [content]
+        )
+        return web.json_response({"id": doc_id, "status": "queued"})
+
+    async def _conversation(self, request: web.Request) -> web.Response:
+        body = request[BODY]
+        tags = self._tags(body)
+        conversation = body.get("conversationId")
+        messages = body.get("messages")
+        if not tags or len(tags) != 1:
+            return _bad("exactly one valid container tag is required here")
+        if not isinstance(conversation, str) or not 1 <= len(conversation) <= 255:
+            return _bad("conversationId: 1-255 characters")
+        if not isinstance(messages, list) or not messages:
+            return _bad("messages: at least one")
+        for message in messages:
+            if not isinstance(message, dict) or message.get("role") not in (
+                "user",
+                "assistant",
+                "system",
+                "tool",
+            ):
+                return _bad("messages: each needs a role")
+            if not isinstance(message.get("content"), str):
+                return _bad("messages: each needs its content")
+        said = [m["content"] for m in messages if m["role"] == "user" and m["content"].strip()]
+        data = {"messages": messages, "metadata": body.get("metadata") or {}}
+        doc_id = self._store(tags[0], "conversation", conversation, data, said)
+        return web.json_response({"id": doc_id, "conversationId": conversation, "status": "queued"})
+
+    async def _search(self, request: web.Request) -> web.Response:
+        body = request[BODY]
+        tags = self._tags(body)
+        query = body.get("q")
+        if tags is None:
+            return _bad("invalid container tag")
+        if not isinstance(query, str) or not query.strip():
+            return _bad("q is required")
+        limit = body.get("limit", 10)
+        if not isinstance(limit, int) or not 1 <= limit <= 100:
+            return _bad("limit: 1-100")
+        return web.json_response(self._ranked(tags, query, limit))
 
     async def _profile(self, request: web.Request) -> web.Response:
         body = request[BODY]
-        tag = body.get("containerTag") if isinstance(body, dict) else None
-        if not isinstance(tag, str) or not tag:
-            return web.json_response({"error": "containerTag required"}, status=400)
-        mine = self.records_of(tag)
-        static = [m["content"] for m in mine if m["metadata"].get("source") == "chorus_tool"]
-        dynamic = [m["content"] for m in mine if m["metadata"].get("source") == "chorus"][-3:]
-        return web.json_response({"profile": {"static": static, "dynamic": dynamic}})
+        tag = body.get("containerTag")
+        if not isinstance(tag, str) or not _NAME.fullmatch(tag):
+            return _bad("containerTag is required")
+        with self._lock:
+            mine = [m for m in self.memories.values() if m["tag"] == tag and not m["forgotten"]]
+        static = [m["memory"] for m in mine if m["kind"] == "doc"]
+        dynamic = [m["memory"] for m in mine if m["kind"] == "conversation"][-3:]
+        answer: dict[str, Any] = {"profile": {"static": static, "dynamic": dynamic}}
+        query = body.get("q")
+        if isinstance(query, str) and query.strip():
+            answer["searchResults"] = self._ranked([tag], query, 10)
+        return web.json_response(answer)
+
+    async def _forget(self, request: web.Request) -> web.Response:
+        body = request[BODY]
+        tag = body.get("containerTag")
+        memory_id, content = body.get("id"), body.get("content")
+        if not isinstance(tag, str) or not _NAME.fullmatch(tag):
+            return _bad("containerTag is required")
+        if not isinstance(memory_id, str) and not isinstance(content, str):
+            return _bad("id or content is required")
+        with self._lock:
+            found = next(
+                (
+                    m
+                    for m in self.memories.values()
+                    if m["tag"] == tag
+                    and not m["forgotten"]
+                    and (
+                        m["id"] == memory_id
+                        if isinstance(memory_id, str)
+                        else m["memory"] == content
+                    )
+                ),
+                None,
+            )
+            if found is not None:
+                found["forgotten"] = True
+        if found is None:
+            return _bad("Memory not found", 404)
+        return web.json_response({"id": found["id"], "forgotten": True})

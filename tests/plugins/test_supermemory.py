@@ -1,7 +1,9 @@
-"""The Supermemory provider through real httpx against FakeSupermemory.
+"""The Supermemory provider through the official supermemory SDK against FakeSupermemory.
 
-Tools, the durable session buffer and its ingest at session end, recall in the
-next session, two-user isolation, and a dead backend (stopped or failing).
+The fake is written from the SDK's routes (the old ``/v3/memories`` routes get
+404 there). Tools, the durable session buffer and its ingest as a conversation
+at session end, profile recall in the next session, mirrored writes of the
+built-in memory, two-user isolation, and a dead backend (stopped or failing).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from plugins.memory import discover_memory_providers, load_memory_provider, resolve_config
@@ -22,6 +25,13 @@ from tests.fakes.supermemory_server import FakeSupermemory
 
 ALICE = "telegram:1"
 BOB = "telegram:2"
+SDK_ROUTES = {
+    "POST /v3/documents",
+    "POST /v4/search",
+    "POST /v4/profile",
+    "DELETE /v4/memories",
+    "POST /v4/conversations",
+}
 
 
 @pytest.fixture
@@ -121,24 +131,47 @@ def test_initialize_refuses_a_missing_key(home: Path, sm: FakeSupermemory) -> No
 def test_store_search_profile_forget(home: Path, sm: FakeSupermemory) -> None:
     alice = open_provider(home, sm, context="primary")
     stored = call(alice, "supermemory_store", content="My bike is a green Brompton.")
-    assert stored["success"] and stored["id"]
+    assert stored["success"] and stored["document_id"]
     again = call(alice, "supermemory_store", content="My bike is a green Brompton.")
-    assert again["id"] == stored["id"]  # same fact, same customId: not twice
+    assert again["document_id"] == stored["document_id"]  # same fact, same customId: not twice
     assert sm.memories_of(container_tag(ALICE)) == ["My bike is a green Brompton."]
+    [document] = sm.documents_of(container_tag(ALICE))
+    assert document["metadata"] == {"source": "chorus_tool"}
 
     found = call(alice, "supermemory_search", query="which bike", limit=3)
     assert found["success"] and found["count"] == 1
-    assert found["results"][0]["id"] == stored["id"]
+    memory_id = found["results"][0]["id"]
     assert "Brompton" in found["results"][0]["memory"]
 
     profile = call(alice, "supermemory_profile")
     assert profile == {"success": True, "static": ["My bike is a green Brompton."], "dynamic": []}
+    focused = call(alice, "supermemory_profile", query="bike")
+    assert [r["id"] for r in focused["results"]] == [memory_id]
 
-    assert call(alice, "supermemory_forget", memory_id=stored["id"])["deleted"] is True
+    assert call(alice, "supermemory_forget", memory_id=memory_id)["forgotten"] is True
     assert sm.memories_of(container_tag(ALICE)) == []
-    missing = call(alice, "supermemory_forget", memory_id=stored["id"])
+    missing = call(alice, "supermemory_forget", memory_id=memory_id)
     assert missing["success"] is False and "belongs" in missing["error"]
+    assert set(sm.paths()) == {"POST /v3/documents", "POST /v4/search", "POST /v4/profile"} | {
+        "DELETE /v4/memories"
+    }
     alice.shutdown()
+
+
+def test_the_fake_speaks_the_sdk_routes_only(sm: FakeSupermemory) -> None:
+    auth = {"Authorization": f"Bearer {sm.api_key}"}
+    tag = container_tag(ALICE)
+    with httpx.Client(base_url=sm.base_url, headers=auth) as http:
+        old = [
+            http.post("/v3/memories", json={"content": "x", "containerTags": [tag]}),
+            http.post("/v3/search", json={"q": "x", "containerTags": [tag]}),
+            http.get("/v3/memories/abc"),
+            http.delete("/v3/memories/abc"),
+        ]
+        assert [r.status_code for r in old] == [404, 404, 404, 404]
+        added = http.post("/v3/documents", json={"content": "Likes figs.", "containerTag": tag})
+        assert added.status_code == 200 and added.json()["status"] == "queued"
+    assert sm.memories_of(tag) == ["Likes figs."]
 
 
 def test_tool_arguments_are_checked(home: Path, sm: FakeSupermemory) -> None:
@@ -176,25 +209,35 @@ def test_turns_are_buffered_on_disk_and_ingested_once_in_order(
 
     end_session(home, sm, ALICE, "s1")
     end_session(home, sm, ALICE, "s1")  # a repeated end job adds nothing
-    records = sm.records_of(container_tag(ALICE))
-    assert len(records) == 1
-    assert records[0]["content"] == (
-        "User: I moved to Porto in May.\nAssistant: Nice city.\n\n"
-        "User: My cat is called Mochi.\nAssistant: Cute."
-    )
-    assert records[0]["metadata"] == {"source": "chorus", "chorus_session": "s1"}
+    [conversation] = sm.conversations_of(container_tag(ALICE))
+    assert conversation["messages"] == [
+        {"role": "user", "content": "I moved to Porto in May."},
+        {"role": "assistant", "content": "Nice city."},
+        {"role": "user", "content": "My cat is called Mochi."},
+        {"role": "assistant", "content": "Cute."},
+    ]
+    assert conversation["metadata"] == {"source": "chorus", "chorus_session": "s1"}
+    assert sm.paths() == ["POST /v4/conversations"]
     assert list((user_dir / "turns").iterdir()) == []
 
 
-def test_recall_in_the_next_session(home: Path, sm: FakeSupermemory) -> None:
+def test_recall_in_the_next_session_brings_the_profile(home: Path, sm: FakeSupermemory) -> None:
     worker = open_provider(home, sm)
     worker.sync_turn("My sister Ines lives in Porto.", "Good to know.")
     worker.on_session_end([])
+    call(worker, "supermemory_store", content="Works as a luthier.")
     worker.shutdown()
 
     gateway = open_provider(home, sm, session="s2", context="primary")
     recalled = gateway.prefetch("Where does Ines live?")
-    assert "Ines lives in Porto" in recalled and recalled.startswith("- User:")
+    assert recalled == (
+        "Lasting facts about this person:\n- Works as a luthier.\n\n"
+        "Recent context:\n- My sister Ines lives in Porto."
+    )
+    assert sm.requests[-1][1:] == (
+        "/v4/profile",
+        {"containerTag": container_tag(ALICE), "q": "Where does Ines live?"},
+    )
     assert gateway.prefetch("  ") == ""
     gateway.shutdown()
 
@@ -207,9 +250,31 @@ def test_queue_prefetch_warms_the_recall_used_when_the_backend_is_slow(
     worker.queue_prefetch("where is the spare key")
     sm.fail(503, times=1)
     gateway = open_provider(home, sm, context="primary")
-    assert gateway.prefetch("spare key") == "- The spare key is under the blue pot."
+    assert gateway.prefetch("spare key") == (
+        "Lasting facts about this person:\n- The spare key is under the blue pot."
+    )
     worker.shutdown()
     gateway.shutdown()
+
+
+def test_built_in_memory_writes_are_mirrored_as_documents(home: Path, sm: FakeSupermemory) -> None:
+    alice = open_provider(home, sm, context="primary")
+    alice.on_memory_write("add", "user", "Prefers tea to coffee.")
+    alice.on_memory_write("add", "user", "Prefers tea to coffee.")  # the same write again
+    alice.on_memory_write("remove", "user", "Prefers tea to coffee.")
+    alice.on_memory_write("add", "memory", "   ")
+    room = open_provider(home, sm, "telegram#chat:-100", context="flush")
+    room.on_memory_write("replace", "user", "Plays the oboe.", metadata={"speaker": BOB})
+    docs = sm.documents_of(container_tag(ALICE))
+    assert [(d["content"], d["metadata"]) for d in docs] == [
+        ("Prefers tea to coffee.", {"source": "chorus_memory", "target": "user"})
+    ]
+    assert sm.memories_of(container_tag(BOB)) == ["Plays the oboe."]
+    assert "Prefers tea" in alice.prefetch("tea or coffee")
+    sm.stop()
+    alice.on_memory_write("add", "user", "Cycles to work.")  # a dead backend costs nothing
+    alice.shutdown()
+    room.shutdown()
 
 
 # -- isolation -----------------------------------------------------------------
@@ -227,13 +292,12 @@ def test_two_users_never_see_each_other(home: Path, sm: FakeSupermemory) -> None
     assert "Berlin" in bob.prefetch("sushi city") and "Lisbon" not in bob.prefetch("sushi")
     found = call(bob, "supermemory_search", query="sushi wasabi secret")
     assert all("wasabi" not in r["memory"] for r in found["results"])
-    stolen = call(bob, "supermemory_forget", memory_id=mine["id"])
+    [alices] = call(alice, "supermemory_search", query="sushi wasabi secret")["results"][:1]
+    assert mine["success"] and "wasabi" in alices["memory"]
+    stolen = call(bob, "supermemory_forget", memory_id=alices["id"])
     assert stolen["success"] is False
     assert "Alice sushi secret: wasabi." in sm.memories_of(container_tag(ALICE))
     assert call(bob, "supermemory_profile")["static"] == []
-
-    sm.leaky = True  # a server that ignores the container: the provider still filters
-    assert "Lisbon" not in bob.prefetch("sushi city")
     alice.shutdown()
     bob.shutdown()
 
@@ -243,8 +307,10 @@ def test_a_group_session_files_each_speaker_apart(home: Path, sm: FakeSupermemor
     room.sync_turn("I play the cello.", "Lovely.", speaker=ALICE)
     room.sync_turn("I play the drums.", "Loud.", speaker=BOB)
     room.on_session_end([])
-    assert sm.memories_of(container_tag(ALICE)) == ["User: I play the cello.\nAssistant: Lovely."]
-    assert sm.memories_of(container_tag(BOB)) == ["User: I play the drums.\nAssistant: Loud."]
+    assert sm.memories_of(container_tag(ALICE)) == ["I play the cello."]
+    assert sm.memories_of(container_tag(BOB)) == ["I play the drums."]
+    [bobs] = sm.conversations_of(container_tag(BOB))
+    assert [m["content"] for m in bobs["messages"]] == ["I play the drums.", "Loud."]
     assert "drums" not in room.prefetch("which instrument do I play", speaker=ALICE)
     assert "cello" in room.prefetch("which instrument do I play cello", speaker=ALICE)
     room.shutdown()
@@ -289,9 +355,7 @@ def test_failures_open_the_breaker_and_nothing_raises(
     bob_session = open_provider(home, sm, session="s2", provider=provider)
     bob_session.on_session_end([])  # the next session end ingests the one left over
     assert not alice.breaker.is_open
-    assert sm.memories_of(container_tag(ALICE)) == [
-        "User: My locker code is 4471.\nAssistant: Got it."
-    ]
+    assert sm.memories_of(container_tag(ALICE)) == ["My locker code is 4471."]
     bob_session.shutdown()
 
 

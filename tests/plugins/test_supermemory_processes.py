@@ -1,4 +1,4 @@
-"""Supermemory as an operator runs it: ``chorus memory setup``/``status``, and ``chorus worker``.
+"""Supermemory as an operator runs it: `chorus memory setup`, `status`, `doctor`, `chorus worker`.
 
 The worker test runs the real stack on a real redis-server with `chorus worker`
 processes against FakeSupermemory: turns are buffered by the worker, the
@@ -39,10 +39,35 @@ def sm() -> Iterator[FakeSupermemory]:
         yield fake
 
 
-def run(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def run(home: Path, *args: str, pythonpath: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CHORUS_", "SUPERMEMORY_"))}
     env.update({"CHORUS_HOME": str(home), "COLUMNS": "200"})
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
     return subprocess.run([str(CHORUS), *args], capture_output=True, text=True, env=env, timeout=60)
+
+
+def test_without_the_sdk_setup_status_and_doctor_say_to_install_the_extra(
+    chorus_home: Path, tmp_path: Path
+) -> None:
+    hide = tmp_path / "hide-sdk"
+    hide.mkdir()
+    # started before chorus: the supermemory SDK does not import, as when it is not installed
+    (hide / "sitecustomize.py").write_text('import sys\nsys.modules["supermemory"] = None\n')
+    hint = "pip install 'chorus[supermemory]'"
+    done = run(
+        chorus_home,
+        *("memory", "setup", "supermemory", "--set", "api_key=sm-k", "--no-input"),
+        pythonpath=hide,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "available: no" in done.stdout and hint in done.stdout
+    status = run(chorus_home, "memory", "status", pythonpath=hide)
+    assert status.returncode == 1 and hint in status.stdout
+    doctor = run(chorus_home, "doctor", pythonpath=hide)
+    [line] = [x for x in doctor.stdout.splitlines() if "provider:" in x]
+    assert "FAIL" in line and "supermemory SDK" in line and hint in line
+    assert "available: yes" in run(chorus_home, "memory", "status").stdout
 
 
 def test_setup_writes_a_config_the_provider_accepts_and_status_reports_it(
@@ -149,7 +174,7 @@ async def test_worker_buffers_turns_durably_and_ingests_them_at_session_end(
     agent = await sm_stack.agent("sess-1", "telegram:7")
     await turns(agent, server, "I grow basil on the balcony.", "My bike is green.")
     await wait_idle(sm_stack, timeout=60)
-    assert not any(p == "POST /v3/memories" for p in sm.paths())  # buffered, not sent
+    assert "POST /v4/conversations" not in sm.paths()  # buffered, not sent
     sm_workers.kill(doomed)  # SIGKILL: only what is on disk survives
     sm_workers.start()
     await turns(agent, server, "I run on Sundays.")
@@ -157,11 +182,14 @@ async def test_worker_buffers_turns_durably_and_ingests_them_at_session_end(
     tag = container_tag("telegram:7")
     await asyncio.to_thread(wait_for, lambda: sm.memories_of(tag), 60, "the session memory")
     await wait_idle(sm_stack, timeout=60)
-    assert sm.memories_of(tag) == [
-        "User: I grow basil on the balcony.\nAssistant: answer to I grow basil on the balcony."
-        "\n\nUser: My bike is green.\nAssistant: answer to My bike is green."
-        "\n\nUser: I run on Sundays.\nAssistant: answer to I run on Sundays."
+    said = ["I grow basil on the balcony.", "My bike is green.", "I run on Sundays."]
+    [conversation] = sm.conversations_of(tag)
+    assert conversation["messages"] == [
+        {"role": role, "content": text if role == "user" else f"answer to {text}"}
+        for text in said
+        for role in ("user", "assistant")
     ]
+    assert sm.memories_of(tag) == said
     assert sm.memories_of(container_tag("telegram:8")) == []
 
     nxt = await sm_stack.agent("sess-2", "telegram:7")

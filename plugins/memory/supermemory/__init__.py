@@ -1,13 +1,15 @@
-"""supermemory: long-term memory of each person on Supermemory, through its REST API.
+"""supermemory: long-term memory of each person on Supermemory, through its official SDK.
 
 Each chorus user key gets its own Supermemory container tag (injective, see
 ``_tags``), so no person's memories reach another's recall. Turns are buffered
 on disk under ``CHORUS_HOME/providers/supermemory/`` and the whole session is
-ingested as one memory when it ends, which is how Supermemory builds its
-profile of a person; recall before each turn is a search in the person's
-container. The model gets ``supermemory_store``, ``supermemory_search``,
-``supermemory_forget`` and ``supermemory_profile``. Needs httpx
-(``pip install 'chorus[supermemory]'``) and ``SUPERMEMORY_API_KEY``.
+ingested as one conversation when it ends, which is how Supermemory builds its
+profile of a person; recall before each turn is that profile (lasting and
+recent facts) with the memories matching the message. Writes of the built-in
+memory are mirrored as documents. The model gets ``supermemory_store``,
+``supermemory_search``, ``supermemory_forget`` and ``supermemory_profile``.
+Needs the ``supermemory`` SDK 3.x (``pip install 'chorus[supermemory]'``) and
+``SUPERMEMORY_API_KEY``.
 """
 
 from __future__ import annotations

@@ -1,29 +1,29 @@
-"""The Supermemory REST API (v3 routes, as SDK 3.x calls them), through httpx.
+"""Supermemory through its official Python SDK (``supermemory`` 3.x), one sync client per session.
 
-Routes used, all under ``base_url`` with ``Authorization: Bearer <api key>``:
+Calls, all scoped to one container tag (the SDK sends ``Authorization: Bearer``):
 
-* ``POST /v3/memories`` — add one memory (a document Supermemory extracts and
-  indexes): ``{"content", "containerTags": [tag], "customId", "metadata"}``;
-  answers ``{"id", "status"}``. The same ``customId`` again updates that
-  document rather than adding a second one, which makes a re-delivered
-  session-end job harmless.
-* ``POST /v3/search`` — ``{"q", "containerTags": [tag], "limit"}``; answers
-  ``{"results": [{"documentId", "title", "score", "chunks": [{"content",
-  "score", "isRelevant"}], "metadata", ...}], "total", "timing"}``.
-* ``GET /v3/memories/{id}`` — one memory with its ``containerTags``, read
-  before a delete to check it belongs to the caller.
-* ``DELETE /v3/memories/{id}`` — forget it.
-* ``POST /v4/profile`` — ``{"containerTag": tag, "q"?}``; answers
-  ``{"profile": {"static": [...], "dynamic": [...]}, "searchResults"?}``: the
-  facts Supermemory keeps about the person.
+* ``documents.add`` — ``POST /v3/documents`` ``{"content", "containerTag",
+  "customId", "metadata"}``, answers ``{"id", "status"}``; the same
+  ``customId`` again updates that document instead of adding a second one.
+* ``search.memories`` — ``POST /v4/search`` ``{"q", "containerTag", "limit"}``,
+  answers ``{"results": [{"id", "memory", "similarity", ...}], ...}``: the
+  memories Supermemory extracted, each with the id ``memories.forget`` takes.
+* ``profile`` — ``POST /v4/profile`` ``{"containerTag", "q"?}``, answers
+  ``{"profile": {"static", "dynamic"}, "searchResults"?}``: the lasting and the
+  recent facts about the person, and the memories matching ``q``.
+* ``memories.forget`` — ``DELETE /v4/memories`` ``{"containerTag", "id"}``; a
+  memory outside that container is not found (404).
+* ``POST /v4/conversations`` (the SDK's raw ``post``, it has no method for it)
+  ``{"conversationId", "messages": [{"role", "content"}], "containerTags",
+  "metadata"}``: a whole session, ingested or updated under its id.
 
-The ``supermemory`` package is not used: its 5.x releases speak a different
-API. Every call has a timeout and goes through :class:`Guard`, which counts
-transport errors, timeouts, 429 and 5xx answers on the circuit breaker (a dead
-backend is then left alone for the cooldown); other 4xx answers are the
-request's fault and are raised as :class:`Rejected` without being counted.
-Error text never carries memory text or the key: only the exception class or
-the HTTP status.
+The SDK's own retries are off (``max_retries=0``) and every call has a timeout:
+what must not be lost waits on disk for the next session end, and a dead
+backend is left alone by the circuit breaker instead. Every call goes through
+:class:`Guard`: connection errors, timeouts, 429 and 5xx answers count on the
+breaker and come out as :class:`BackendFailed`; other 4xx answers are the
+request's fault and come out as :class:`Rejected`, uncounted. Error text never
+carries memory text or the key: only the HTTP status or a short cause.
 """
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ from ._config import Settings
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+CONVERSATIONS = "/v4/conversations"
 
 
 class Paused(PluginError, RuntimeError):
@@ -71,8 +73,6 @@ class Hit:
     id: str
     text: str
     score: float | None = None
-    tags: list[str] | None = None
-    """The hit's ``containerTags`` when the API named them."""
 
     def public(self) -> dict[str, Any]:
         data: dict[str, Any] = {"id": self.id, "memory": self.text}
@@ -85,6 +85,8 @@ class Hit:
 class Profile:
     static: list[str] = field(default_factory=list)
     dynamic: list[str] = field(default_factory=list)
+    hits: list[Hit] = field(default_factory=list)
+    """The memories matching the query, when one was given."""
 
 
 class Guard:
@@ -129,36 +131,24 @@ class Guard:
         )
 
 
-def _text(item: dict[str, Any]) -> str:
-    chunks = item.get("chunks")
-    parts: list[str] = []
-    if isinstance(chunks, list):
-        relevant = [c for c in chunks if isinstance(c, dict) and c.get("isRelevant", True)]
-        parts = [str(c["content"]) for c in relevant or chunks if isinstance(c.get("content"), str)]
-    if not parts:
-        for key in ("memory", "content", "summary", "title"):
-            if isinstance(item.get(key), str) and item[key].strip():
-                parts = [item[key]]
-                break
-    return " ".join(" ".join(parts).split())
-
-
 def _hit(item: Any) -> Hit | None:
-    if not isinstance(item, dict):
+    ident = getattr(item, "id", None)
+    text = getattr(item, "memory", None) or getattr(item, "chunk", None)
+    if not isinstance(ident, str) or not ident or not isinstance(text, str):
         return None
-    ident = item.get("documentId") or item.get("id")
-    if not ident:
-        return None
-    score = item.get("score")
-    tags = item.get("containerTags")
+    score = getattr(item, "similarity", None)
     return Hit(
-        id=str(ident),
-        text=_text(item),
+        id=ident,
+        text=" ".join(text.split()),
         score=float(score)
         if isinstance(score, int | float) and not isinstance(score, bool)
         else None,
-        tags=[str(t) for t in tags] if isinstance(tags, list) else None,
     )
+
+
+def _hits(items: Any) -> list[Hit]:
+    hits = [_hit(item) for item in items] if isinstance(items, list) else []
+    return [h for h in hits if h is not None and h.text]
 
 
 def _strings(value: Any) -> list[str]:
@@ -170,73 +160,103 @@ def _strings(value: Any) -> list[str]:
 
 
 class Client:
-    """One user's-agnostic HTTP client; every method names the container tag it acts in."""
+    """The SDK client of one session; every method names the container tag it acts in."""
 
-    def __init__(self, httpx: ModuleType, settings: Settings, guard: Guard) -> None:
-        self._httpx = httpx
+    def __init__(self, sdk: ModuleType, settings: Settings, guard: Guard) -> None:
+        self._sdk = sdk
         self._guard = guard
         self._timeout = settings.timeout
-        self._http: Any = httpx.Client(
+        self._client: Any = sdk.Supermemory(
+            api_key=settings.api_key,
             base_url=settings.base_url,
-            headers={"Authorization": f"Bearer {settings.api_key}"},
             timeout=settings.timeout,
+            max_retries=0,
         )
 
-    def _request(
-        self, operation: str, method: str, path: str, body: Any = None, timeout: float | None = None
-    ) -> Any:
-        def call() -> Any:
-            wait = min(timeout, self._timeout) if timeout is not None else self._timeout
-            response = self._http.request(method, path, json=body, timeout=wait)
-            status = int(response.status_code)
-            if status == 429 or status >= 500:
-                raise BackendFailed(operation, f"HTTP {status}")
-            if status == 404 and method in ("GET", "DELETE"):
-                return None
-            if status >= 400:
-                raise Rejected(operation, status)
-            return response.json() if response.content else {}
+    def _run(self, operation: str, call: Callable[[], T]) -> T:
+        def translated() -> T:
+            try:
+                return call()
+            except self._sdk.APIStatusError as exc:
+                status = int(exc.status_code)
+                if status == 429 or status >= 500:
+                    raise BackendFailed(operation, f"HTTP {status}") from None
+                raise Rejected(operation, status) from None
+            except self._sdk.APITimeoutError:
+                raise BackendFailed(operation, f"Timeout after {self._timeout:g} s") from None
+            except self._sdk.APIConnectionError:
+                raise BackendFailed(operation, "connection failed") from None
 
-        return self._guard.run(operation, call)
+        return self._guard.run(operation, translated)
+
+    def _wait(self, timeout: float | None) -> float:
+        return min(timeout, self._timeout) if timeout is not None else self._timeout
 
     def add(self, tag: str, content: str, *, custom_id: str, metadata: dict[str, str]) -> str:
+        """Add (or update, same ``custom_id``) a document in ``tag``; its id."""
+        answer = self._run(
+            "add",
+            lambda: self._client.documents.add(
+                content=content, container_tag=tag, custom_id=custom_id, metadata=metadata
+            ),
+        )
+        return str(getattr(answer, "id", "") or "")
+
+    def ingest(
+        self,
+        tag: str,
+        conversation_id: str,
+        messages: list[dict[str, str]],
+        metadata: dict[str, str],
+    ) -> None:
+        """Ingest (or update, same ``conversation_id``) a whole conversation in ``tag``."""
         body = {
-            "content": content,
+            "conversationId": conversation_id,
+            "messages": messages,
             "containerTags": [tag],
-            "customId": custom_id,
             "metadata": metadata,
         }
-        answer = self._request("add", "POST", "/v3/memories", body)
-        return str(answer.get("id", "")) if isinstance(answer, dict) else ""
+        self._run("ingest", lambda: self._client.post(CONVERSATIONS, body=body, cast_to=object))
 
     def search(
         self, tag: str, query: str, limit: int, *, timeout: float | None = None
     ) -> list[Hit]:
-        body = {"q": query, "containerTags": [tag], "limit": limit}
-        answer = self._request("search", "POST", "/v3/search", body, timeout)
-        items = answer.get("results") if isinstance(answer, dict) else None
-        hits = [_hit(item) for item in items] if isinstance(items, list) else []
-        # a hit that says it lives elsewhere is dropped, whatever the server did
-        return [h for h in hits if h is not None and h.text and (h.tags is None or tag in h.tags)]
+        answer = self._run(
+            "search",
+            lambda: self._client.search.memories(
+                q=query, container_tag=tag, limit=limit, timeout=self._wait(timeout)
+            ),
+        )
+        return _hits(getattr(answer, "results", None))
 
-    def owns(self, tag: str, memory_id: str) -> bool:
-        """Whether memory ``memory_id`` exists and carries ``tag``."""
-        answer = self._request("get", "GET", f"/v3/memories/{memory_id}")
-        tags = answer.get("containerTags") if isinstance(answer, dict) else None
-        return isinstance(tags, list) and tag in tags
+    def profile(
+        self, tag: str, query: str | None = None, *, timeout: float | None = None
+    ) -> Profile:
+        """The profile of ``tag``, with the memories matching ``query`` when given."""
+        extra = {"q": query} if query else {}
+        answer = self._run(
+            "profile",
+            lambda: self._client.profile(container_tag=tag, timeout=self._wait(timeout), **extra),
+        )
+        profile = getattr(answer, "profile", None)
+        found = getattr(answer, "search_results", None)
+        return Profile(
+            _strings(getattr(profile, "static", None)),
+            _strings(getattr(profile, "dynamic", None)),
+            _hits(getattr(found, "results", None)),
+        )
 
-    def delete(self, memory_id: str) -> None:
-        self._request("delete", "DELETE", f"/v3/memories/{memory_id}")
-
-    def profile(self, tag: str, query: str | None = None) -> Profile:
-        body: dict[str, Any] = {"containerTag": tag}
-        if query:
-            body["q"] = query
-        answer = self._request("profile", "POST", "/v4/profile", body)
-        profile = answer.get("profile") if isinstance(answer, dict) else None
-        if not isinstance(profile, dict):
-            return Profile()
-        return Profile(_strings(profile.get("static")), _strings(profile.get("dynamic")))
+    def forget(self, tag: str, memory_id: str) -> bool:
+        """Forget memory ``memory_id`` of ``tag``; False when ``tag`` has no such memory."""
+        try:
+            self._run(
+                "forget", lambda: self._client.memories.forget(container_tag=tag, id=memory_id)
+            )
+        except Rejected as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
 
     def close(self) -> None:
-        self._http.close()
+        self._client.close()

@@ -1,22 +1,26 @@
-"""The Supermemory provider: recall before a turn, one memory per session at its end, four tools.
+"""The Supermemory provider: profile recall before a turn, sessions ingested at their end, tools.
 
 Isolation: every call acts in one container tag, that of its ``speaker`` when
 given (a group chat session) else of the session's ``user_key``
-(:func:`~._tags.container_tag`, injective). Searches name only that tag and
-drop any hit that says it carries another; ``supermemory_forget`` first reads
-the memory and refuses one without the caller's tag.
+(:func:`~._tags.container_tag`, injective); Supermemory scopes searches,
+profiles and forgets to that tag.
 
 Writes: ``sync_turn`` (``"background"``) only appends the turn to the durable
 buffer on disk (:mod:`._buffer`), so a slow or dead Supermemory never holds up
-the turn's jobs; ``on_session_end`` ingests the session as one memory per
-speaker, with a ``customId`` derived from session and tag so a repeated job
-updates rather than duplicates. What cannot be ingested stays on disk and is
-tried again at the user's next session end.
+the turn's jobs; ``on_session_end`` ingests the session as one conversation
+per speaker (``POST /v4/conversations``), with an id derived from session and
+tag so a repeated job updates rather than duplicates. What cannot be ingested
+stays on disk and is tried again at the user's next session end. A write of
+the built-in ``memory`` tool (``on_memory_write``) is added as a document,
+its ``customId`` derived from tag, file and text; one Supermemory does not
+take is logged (WARNING, without its text) and stays in the built-in memory only.
 
-Recall: ``prefetch`` searches with a short timeout (:data:`PREFETCH_TIMEOUT`)
-and, when Supermemory is slow, failing or paused by the breaker, answers with
-the recall ``queue_prefetch`` warmed after the last turn. Nothing here raises
-to the turn for a backend failure; logs carry no memory text above DEBUG.
+Recall: ``prefetch`` asks for the person's profile (lasting and recent facts)
+with the memories matching the message, in one call with a short timeout
+(:data:`PREFETCH_TIMEOUT`); when Supermemory is slow, failing or paused by the
+breaker it answers with the recall ``queue_prefetch`` warmed after the last
+turn. Nothing here raises to the turn for a backend failure; logs carry no
+memory text above DEBUG.
 """
 
 from __future__ import annotations
@@ -47,6 +51,8 @@ logger = logging.getLogger(__name__)
 PREFETCH_TIMEOUT = 2.0
 """Seconds a prefetch search may take before the warm recall is used."""
 WARM_MAX_AGE = 900.0
+MAX_RECALL_QUERY = 1000
+"""Characters of the message the recall searches with."""
 
 SYSTEM_PROMPT_BLOCK = (
     "You have a long-term memory of each person (Supermemory): what it recalls for a message "
@@ -59,7 +65,7 @@ _FAILURES = (BackendFailed, Paused, Rejected)
 
 
 class SupermemoryProvider(RemoteProvider):
-    """Supermemory over its REST API (``pip install 'chorus[supermemory]'`` for httpx).
+    """Supermemory through its SDK (``pip install 'chorus[supermemory]'``).
 
     ``clock``, ``failure_threshold`` and ``cooldown`` set the circuit breaker;
     ``environ`` replaces ``os.environ`` as the fallback for missing settings.
@@ -141,12 +147,17 @@ class SupermemoryProvider(RemoteProvider):
         who = self._who(speaker)
         tag = container_tag(who)
         try:
-            hits = client.search(tag, text, _config.SEARCH_LIMIT, timeout=PREFETCH_TIMEOUT)
+            profile = client.profile(tag, text[:MAX_RECALL_QUERY], timeout=PREFETCH_TIMEOUT)
         except _FAILURES:
             logger.debug("supermemory prefetch: backend unavailable, using the warm recall")
             return self._buffer(who).warm(tag, WARM_MAX_AGE)
-        logger.debug("supermemory prefetch for %s: %d hits", loggable(text), len(hits))
-        return format_recall(hits)
+        logger.debug(
+            "supermemory prefetch for %s: %d facts, %d hits",
+            loggable(text),
+            len(profile.static) + len(profile.dynamic),
+            len(profile.hits),
+        )
+        return format_recall(profile)
 
     def queue_prefetch(
         self, query: str, *, session_id: str = "", speaker: str | None = None
@@ -158,11 +169,11 @@ class SupermemoryProvider(RemoteProvider):
         who = self._who(speaker)
         tag = container_tag(who)
         try:
-            hits = client.search(tag, text, _config.SEARCH_LIMIT)
+            profile = client.profile(tag, text[:MAX_RECALL_QUERY])
         except _FAILURES as exc:
             logger.debug("supermemory queue_prefetch skipped: %s", type(exc).__name__)
             return
-        self._buffer(who).store_warm(tag, format_recall(hits))
+        self._buffer(who).store_warm(tag, format_recall(profile))
 
     # -- write ---------------------------------------------------------------
 
@@ -185,6 +196,33 @@ class SupermemoryProvider(RemoteProvider):
         turn = Turn(turn_name(session, who, user, assistant), session, who, user, assistant)
         added = self._buffer(self._user_key).append(turn)
         logger.debug("supermemory buffered a turn of session %s (new: %s)", session, added)
+
+    def on_memory_write(
+        self,
+        action: str,
+        target: str,
+        content: str,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        """An add or replace of the built-in memory becomes a document (removals stay local)."""
+        text = strip_memory_context(content or "").strip()[: _tools.MAX_CONTENT]
+        if action not in ("add", "replace") or not text or self._context == "background":
+            return
+        _, client = self._ready()
+        speaker = (metadata or {}).get("speaker")
+        tag = container_tag(self._who(speaker if isinstance(speaker, str) else None))
+        digest = hashlib.sha256(f"{tag}\0{target}\0{text}".encode()).hexdigest()[:40]
+        try:
+            client.add(
+                tag,
+                text,
+                custom_id=f"chorus_m_{digest}",
+                metadata={"source": "chorus_memory", "target": target},
+            )
+        except _FAILURES as exc:
+            logger.warning("supermemory could not mirror a memory write: %s", exc)
+            return
+        logger.debug("supermemory mirrored a %s of %s", action, target)
 
     def on_session_switch(
         self,
@@ -229,22 +267,25 @@ class SupermemoryProvider(RemoteProvider):
         if name == _tools.STORE:
             content = _tools.content_arg(args)
             digest = hashlib.sha256(f"{tag}\0{content}".encode()).hexdigest()[:40]
-            memory_id = client.add(
+            document_id = client.add(
                 tag, content, custom_id=f"chorus_f_{digest}", metadata={"source": "chorus_tool"}
             )
-            return {"id": memory_id, "memory": content}
+            return {"document_id": document_id, "memory": content}
         if name == _tools.SEARCH:
             query = _tools.query_arg(args)
             hits = client.search(tag, query, _tools.limit_arg(args, _config.SEARCH_LIMIT))
             return {"results": [h.public() for h in hits], "count": len(hits)}
         if name == _tools.FORGET:
             memory_id = _tools.memory_id_arg(args)
-            if not client.owns(tag, memory_id):
+            if not client.forget(tag, memory_id):
                 raise _tools.ToolError(f"no memory with id {memory_id} belongs to this person")
-            client.delete(memory_id)
-            return {"id": memory_id, "deleted": True}
-        profile = client.profile(tag, _tools.query_arg(args, optional=True) or None)
-        return {"static": profile.static, "dynamic": profile.dynamic}
+            return {"id": memory_id, "forgotten": True}
+        query = _tools.query_arg(args, optional=True)
+        profile = client.profile(tag, query or None)
+        result: dict[str, Any] = {"static": profile.static, "dynamic": profile.dynamic}
+        if query:
+            result["results"] = [h.public() for h in profile.hits]
+        return result
 
     def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
         if not isinstance(args, dict):

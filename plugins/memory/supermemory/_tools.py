@@ -1,8 +1,8 @@
 """The four Supermemory tools: their schemas and the checks of their arguments.
 
 The checks raise :class:`ToolError` with a message the model can act on; the
-provider returns it as ``{"success": false, "error": ...}``. A memory id goes
-into a URL path, so it is held to letters, digits, ``-`` and ``_``.
+provider returns it as ``{"success": false, "error": ...}``. A memory id is
+held to letters, digits, ``-`` and ``_``, as Supermemory's ids are.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ SCHEMAS: list[dict[str, Any]] = [
         "name": STORE,
         "description": (
             "Remember one durable fact about the person you are talking to, for later "
-            "conversations (Supermemory). Not for passing remarks."
+            "conversations (Supermemory). Not for passing remarks. Supermemory extracts "
+            "memories from it shortly after; their ids come from supermemory_search."
         ),
         "parameters": {
             "type": "object",
@@ -70,7 +71,8 @@ SCHEMAS: list[dict[str, Any]] = [
     {
         "name": FORGET,
         "description": (
-            "Forget one memory (an id from supermemory_search) that is wrong or unwanted."
+            "Forget one memory (an id from supermemory_search or supermemory_profile) that "
+            "is wrong or unwanted."
         ),
         "parameters": {
             "type": "object",
@@ -94,7 +96,7 @@ SCHEMAS: list[dict[str, Any]] = [
             "properties": {
                 "query": {
                     "type": "string",
-                    "description": "Optional: also search the memories for this.",
+                    "description": "Optional: also list the memories matching this, with ids.",
                 }
             },
         },
