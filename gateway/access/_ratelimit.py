@@ -7,7 +7,9 @@ one every ``60 / per_minute`` seconds. The first refused message of a run gets
 ``NoticeThrottle`` answers yes for a key at most once per interval, so nobody
 can make the bot repeat a refusal to them.
 
-Both keep state in memory only, bounded by ``MAX_KEYS`` (least recently used
+Both measure intervals on the monotonic clock (setting the wall clock back an
+hour neither empties a bucket nor silences a notice for that hour), and keep
+state in memory only, bounded by ``MAX_KEYS`` (least recently used
 first out); a bucket idle long enough to be full again is dropped early, since
 it is the same as a new one.
 """
@@ -86,7 +88,7 @@ class RateLimiter:
             if capacity <= 0:
                 return RateDecision(allowed=True)
             rate = capacity / 60.0
-            now = self._clock.time()
+            now = self._clock.monotonic()
             self._prune(now, capacity / rate)
             bucket = self._buckets.get(user_key)
             if bucket is None:
@@ -151,7 +153,7 @@ class NoticeThrottle:
 
     def allow(self, key: str) -> bool:
         with self._lock:
-            now = self._clock.time()
+            now = self._clock.monotonic()
             while self._last:
                 oldest = next(iter(self._last.values()))
                 if now - oldest < self._interval:
