@@ -15,8 +15,11 @@ class Clock(Protocol):
     def now(self) -> datetime:
         """The current time as an aware UTC datetime."""
 
+    def monotonic(self) -> float:
+        """Seconds of a clock that never jumps: for intervals (pacing, throttles), never dates."""
+
     async def sleep(self, seconds: float) -> None:
-        """Wait ``seconds`` of this clock's time."""
+        """Wait ``seconds`` of the monotonic clock's time (a wall-clock jump does not end it)."""
 
 
 class SystemClock:
@@ -25,6 +28,9 @@ class SystemClock:
 
     def now(self) -> datetime:
         return datetime.now(UTC)
+
+    def monotonic(self) -> float:
+        return time.monotonic()
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(max(0.0, seconds))

@@ -11,7 +11,9 @@ can make the bot repeat a refusal to them.
 of them together, so a crowd of strangers cannot make the bot spend its sending
 on them; what it holds back is logged once a minute, never per message.
 
-Both keep state in memory only, bounded by ``MAX_KEYS`` (least recently used
+All three measure intervals on the monotonic clock (setting the wall clock back an
+hour neither empties a bucket nor silences a notice for that hour), and keep
+state in memory only, bounded by ``MAX_KEYS`` (least recently used
 first out); a bucket idle long enough to be full again is dropped early, since
 it is the same as a new one.
 """
@@ -96,7 +98,7 @@ class RateLimiter:
             if capacity <= 0:
                 return RateDecision(allowed=True)
             rate = capacity / 60.0
-            now = self._clock.time()
+            now = self._clock.monotonic()
             self._prune(now, capacity / rate)
             bucket = self._buckets.get(user_key)
             if bucket is None:
@@ -161,7 +163,7 @@ class NoticeThrottle:
 
     def allow(self, key: str) -> bool:
         with self._lock:
-            now = self._clock.time()
+            now = self._clock.monotonic()
             while self._last:
                 oldest = next(iter(self._last.values()))
                 if now - oldest < self._interval:
@@ -196,7 +198,7 @@ class StrangerCap:
 
     def take(self, per_minute: int) -> bool:
         with self._lock:
-            now = self._clock.time()
+            now = self._clock.monotonic()
             while self._taken and now - self._taken[0] >= CAP_WINDOW:
                 self._taken.popleft()
             allowed = len(self._taken) < per_minute

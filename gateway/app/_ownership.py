@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 from collections.abc import Callable, Collection
 
 from gateway.clock import Clock
@@ -96,7 +97,7 @@ class SessionOwnership:
 
     def routed(self, key: str) -> None:
         """A message of ``key``'s session was just routed (its lease is kept a while)."""
-        self._routed[key] = self._clock.time()
+        self._routed[key] = self._clock.monotonic()
 
     def take_fresh(self, key: str) -> bool:
         """True once after the session was taken here: it must be read afresh."""
@@ -160,9 +161,9 @@ class SessionOwnership:
         for lost in await leases.renew_all(list(self._held.values())):
             self._held.pop(lost.session, None)
             self._fresh.discard(lost.session)
-        recent = self._clock.time() - 3 * self.interval
+        recent = self._clock.monotonic() - 3 * self.interval
         for key, lease in list(self._held.items()):
-            idle = key not in busy and self._routed.get(key, 0.0) < recent
+            idle = key not in busy and self._routed.get(key, -math.inf) < recent
             if idle and not is_open(key_of_text(key)):
                 del self._held[key]
                 self._routed.pop(key, None)

@@ -18,6 +18,10 @@ logger = logging.getLogger(__name__)
 COMPACT_SLACK = 1024
 """Stale heap entries allowed beyond one per session before the heap is rebuilt."""
 
+MAX_NAP = 30.0
+"""Longest sleep of the reaper between looks at the wall clock: deadlines are wall-clock
+times and a sleep is not, so a clock set forward is noticed within this many seconds."""
+
 IDLE = "idle"
 DAILY_RESET = "daily_reset"
 
@@ -46,6 +50,9 @@ def session_deadline(
 
 class Reaper:
     """Calls ``expire(key)`` for keys whose deadline passed; sleeps while nothing is due.
+
+    It looks at the wall clock at least every ``MAX_NAP`` seconds, so a clock set
+    forward past deadlines ends those sessions without waiting for a message.
 
     Entries are (deadline, key); a later ``schedule`` for the same key wins and
     stale heap entries are skipped lazily, so rescheduling is O(log n).
@@ -114,7 +121,8 @@ class Reaper:
             waiters: list[asyncio.Task[object]] = [asyncio.create_task(self._wake.wait())]
             if self._heap:
                 delay = self._heap[0][0] - self._clock.time()
-                waiters.append(asyncio.create_task(self._clock.sleep(max(0.0, delay))))
+                nap = min(max(0.0, delay), MAX_NAP)
+                waiters.append(asyncio.create_task(self._clock.sleep(nap)))
             try:
                 await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
             finally:

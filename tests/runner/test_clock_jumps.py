@@ -1,0 +1,50 @@
+"""The wall clock set forward or back: deadlines follow it, intervals do not."""
+
+from __future__ import annotations
+
+from gateway.access._ratelimit import NoticeThrottle, RateLimiter
+from gateway.sessions._expiry import MAX_NAP
+from tests.fakes import FakeClock, FakeOpenAI
+from tests.runner.conftest import GatewayFactory
+
+
+async def test_a_clock_set_two_hours_forward_ends_idle_sessions_without_a_message(
+    make_gateway: GatewayFactory, server: FakeOpenAI
+) -> None:
+    """The reaper sleeps towards a wall-clock deadline; a jump must not leave it asleep."""
+    gw = await make_gateway(CHORUS_SESSIONS__IDLE_MINUTES="60")
+    server.reply("hi!")
+    await gw.ask("hello", user="2")
+    session = gw.runner.sessions.sessions[0].session_id
+    await gw.settle()
+    await gw.clock.advance(1)  # the reaper is asleep towards the deadline an hour ahead
+
+    gw.clock.jump(2 * 3600)  # nothing that sleeps notices this by itself
+    await gw.clock.advance(MAX_NAP)
+    await gw.settle()
+
+    record = gw.stack.db.db.get_session(session)
+    assert record is not None and record.end_reason == "idle"
+    assert gw.runner.sessions.sessions == []
+
+
+def test_a_clock_set_back_an_hour_does_not_silence_refusal_notices() -> None:
+    clock = FakeClock(1_000_000.0)
+    throttle = NoticeThrottle(600, clock)
+    assert throttle.allow("telegram:9")
+    clock.jump(-3600)
+    clock.set(clock.time() + 601)  # ten minutes pass on every clock
+    assert throttle.allow("telegram:9")
+
+
+def test_a_clock_set_back_an_hour_neither_empties_nor_fills_a_rate_bucket() -> None:
+    clock = FakeClock(1_000_000.0)
+    limiter = RateLimiter(6, clock)  # one message every ten seconds after a burst of six
+    assert all(limiter.check("telegram:9").allowed for _ in range(6))
+    assert not limiter.check("telegram:9").allowed
+    clock.jump(-3600)
+    clock.set(clock.time() + 10)
+    assert limiter.check("telegram:9").allowed
+    assert not limiter.check("telegram:9").allowed
+    clock.jump(3600)  # and forward again: no free hour of tokens either
+    assert not limiter.check("telegram:9").allowed
