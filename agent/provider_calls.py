@@ -2,8 +2,10 @@
 
 One place for every provider call the agent makes during a conversation and for
 the jobs it enqueues for the background instance: recall before a turn (bounded,
-:mod:`agent.recall`), the sync and cache warm-up after it, the reset of a session
-that follows another, the rewind of ``/undo`` and ``/retry``, compression.
+:mod:`agent.recall`), the sync and cache warm-up after it, the provider tools the
+model calls (on the session's own memory: in a session several people share, the
+chat's), the reset of a session that follows another, the rewind of ``/undo`` and
+``/retry``, compression.
 Every provider call runs off the event loop.
 """
 
@@ -72,13 +74,24 @@ class ProviderCalls:
             jobs.queue_prefetch(self.session.session_id, text)
 
     async def tool(self, name: str, arguments: dict[str, Any], speaker: UserKey | None) -> str:
+        """Run a provider tool on the session's own memory, reads and writes alike.
+
+        In a session several people share, that is the chat's store, never the
+        speaker's: the result stays in the shared history and reaches every member's
+        later requests. Elsewhere the session's own memory is the speaker's.
+        """
         return await asyncio.to_thread(
             self.memory.handle_tool_call,
             name,
             arguments,
             session_id=self.session.session_id,
-            speaker=_key_text(speaker),
+            speaker=None if self.shared else _key_text(speaker),
         )
+
+    @property
+    def shared(self) -> bool:
+        """Whether several people share this session (its memory is the chat's own)."""
+        return self.session.user_key.chat
 
     async def rewound(self, withdrawn: int | None, reason: str) -> None:
         """The last turn was undone: drop per-turn state now, withdraw it in order by job."""

@@ -14,6 +14,9 @@ methods. It guarantees that
 * recall (``prefetch``, ``queue_prefetch``) never carries ``speaker``: it reads the
   session's own memory, in a session several people share the chat's, never
   one member's (whose recall every member's later requests would carry).
+  Nor does a provider tool in a session several people share: the agent leaves
+  ``speaker`` out of :meth:`MemoryManager.handle_tool_call` there, so the tool
+  reads and writes the chat's store (its result stays in the shared history).
 
 Every method runs inline and is synchronous: what must stay off the request path
 (``sync_turn``, ``queue_prefetch``, ``on_session_end``) is called by background
@@ -242,7 +245,8 @@ class MemoryManager:
     def handle_tool_call(self, name: str, args: dict[str, Any], **kwargs: Any) -> str:
         """Run a provider tool; every failure comes back as a JSON error, never an exception.
 
-        ``kwargs`` (``session_id``, ``speaker``) go to the provider's ``handle_tool_call``.
+        ``kwargs`` (``session_id``, ``speaker``) go to the provider's ``handle_tool_call``;
+        without ``speaker`` the tool acts on the session's own memory.
         """
         provider = self._router.owner(name)
         if provider is None:

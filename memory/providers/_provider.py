@@ -110,7 +110,7 @@ class MemoryProvider(ABC):
 
         In a group session several people share (``sessions.scope: chat``),
         ``user_key`` is the chat's own key (``platform#chat:id``) and the
-        per-turn calls but recall say who is talking with ``speaker``.
+        per-turn calls but recall and tools say who is talking with ``speaker``.
 
         Unknown keys may be added later; accept and ignore them. Raising here
         removes the provider for this session.
@@ -188,7 +188,9 @@ class MemoryProvider(ABC):
         """Run one of this provider's tools and return its result as JSON text.
 
         Only called for names this provider listed in :meth:`get_tool_schemas`;
-        ``kwargs`` carry ``session_id`` and, when known, ``speaker``.
+        ``kwargs`` carry ``session_id`` and, when known, ``speaker`` — never in a
+        session several people share: there a tool reads and writes the session's
+        own (the chat's) memory, since its result reaches every member.
         Return errors the model can act on as JSON (``{"success": false,
         "error": ...}``); an exception becomes a generic error result.
         """

@@ -2,9 +2,11 @@
 
 Two people in one Slack channel, with ``sessions.scope: user`` (a session each)
 and ``chat`` (one shared session, the speaker named per turn): what one of them
-told the bot — through the ``fact_store`` tool in the live session, or said in a
+told the bot in their own session — through the ``fact_store`` tool, or said in a
 turn the worker syncs — goes to their own store, is recalled in their own session
-and never for the other; the shared session recalls only the chat's own store.
+and never for the other. What a member says in the shared session is synced to
+their own store too, but the shared session recalls and searches (``fact_store``)
+only the chat's own store, and a ``fact_store`` write there lands in it.
 """
 
 from __future__ import annotations
@@ -79,6 +81,14 @@ async def ask(agent: Agent, server: FakeOpenAI, question: str, speaker: str) -> 
     return recalled(server)
 
 
+async def search(agent: Agent, server: FakeOpenAI, query: str, speaker: str) -> str:
+    """What a ``fact_store`` search the model makes in ``agent``'s session answers."""
+    server.tool_call("fact_store", {"action": "search", "query": query})
+    server.reply("found")
+    await agent.run_turn(f"search the facts for {query}", speaker=speaker)
+    return str([m for m in server.requests[-1]["messages"] if m["role"] == "tool"][-1]["content"])
+
+
 async def test_scope_user_two_people_in_one_channel_never_share_recall(
     holo_stack: Stack, server: FakeOpenAI, holo_workers: ChorusWorkers
 ) -> None:
@@ -106,16 +116,23 @@ async def test_scope_chat_the_shared_session_never_recalls_a_members_own_store(
     holo_stack: Stack, server: FakeOpenAI, holo_workers: ChorusWorkers
 ) -> None:
     holo_workers.start()
+    ann = await agent_for(holo_stack, "ann", "slack:U1", "C2")  # her own session
+    await remember_by_tool(ann, server, "Ann's parking spot is P12", "slack:U1")
     room = await agent_for(holo_stack, "room", "slack#chat:C2", "C2")
-    await remember_by_tool(room, server, "Ann's parking spot is P12", "slack:U1")
     server.reply("sounds good")
-    await room.run_turn("I prefer window seats on trains", speaker="slack:U1")  # synced
+    await room.run_turn("I prefer window seats on trains", speaker="slack:U1")  # synced: hers
+    await remember_by_tool(room, server, "The team meets at the harbour", "slack:U1")
     await wait_idle(holo_stack)
 
     for speaker in ("slack:U1", "slack:U2"):  # what every member's request would carry
         for question in ("where is my parking spot?", "which seats do I prefer?"):
             leak = await ask(room, server, question, speaker)
             assert "P12" not in leak and "window" not in leak
-    ann = await agent_for(holo_stack, "ann", "slack:U1", "C2")  # her own session
+        for query in ("parking spot", "window seats"):
+            leak = await search(room, server, query, speaker)
+            assert "P12" not in leak and "window" not in leak
+        assert "harbour" in await search(room, server, "team meets", speaker)  # the room's own
+    assert "harbour" in await ask(room, server, "where does the team meet?", "slack:U2")
     assert "P12" in await ask(ann, server, "where is my parking spot?", "slack:U1")
     assert "window" in await ask(ann, server, "which seats do I prefer?", "slack:U1")
+    assert "harbour" not in await search(ann, server, "team meets", "slack:U1")
