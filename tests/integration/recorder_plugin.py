@@ -96,7 +96,7 @@ PLUGIN_SOURCE = textwrap.dedent(
             ]
 
         def handle_tool_call(self, tool_name, args, **kwargs):
-            self._log("tool", name=tool_name, args=args)
+            self._log("tool", name=tool_name, args=args, speaker=kwargs.get("speaker"))
             self._maybe_raise("handle_tool_call")
             return json.dumps({"notes": f"notes about {args.get('topic')}"})
 

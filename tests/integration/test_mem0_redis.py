@@ -5,7 +5,8 @@ The worker syncs each turn into mem0 (its extraction call goes to the fake); the
 next turn's recall, asked in the gateway process, finds what that person said —
 and never what somebody else in the same channel said, with ``sessions.scope:
 user`` (a session each); with ``chat`` (one session, the speaker named per turn)
-what a member said goes to their own memory, which the shared session never recalls.
+what a member said goes to their own memory, which the shared session never recalls
+nor searches with ``mem0_search``.
 """
 
 from __future__ import annotations
@@ -124,6 +125,11 @@ async def test_scope_chat_the_shared_session_never_recalls_a_members_own_memory(
     )
     await wait_idle(mem0_stack, timeout=120)
 
+    server.tool_call("mem0_search", {"query": PROBE})  # the model searches, in the room
+    await room.run_turn("search your memory: " + PROBE, speaker="slack:U1")
+    tool_result = [m for m in server.requests[-1]["messages"] if m["role"] == "tool"][-1]
+    assert '"success": false' not in tool_result["content"]
+    assert "Lisbon" not in tool_result["content"]  # the room's own memory, not hers
     assert "Lisbon" not in await ask(room, server, PROBE, "slack:U1")
     assert "Lisbon" not in await ask(room, server, PROBE, "slack:U2")
     ann = await agent_for(mem0_stack, "ann", "slack:U1", "C2")  # her own session

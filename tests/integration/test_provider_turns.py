@@ -143,17 +143,19 @@ async def test_a_session_after_new_starts_with_a_reset_naming_its_parent(
     assert len(hooks(home, "on_session_switch")) == 1
 
 
-async def test_speaker_reaches_the_provider_on_every_per_turn_call_but_recall(
+async def test_speaker_reaches_the_provider_on_every_per_turn_call_but_recall_and_tools(
     stack: Stack, server: FakeOpenAI
 ) -> None:
     home = stack.settings.home
     agent = await stack.agent("g1", "slack#chat:C1")
     server.reply("hi Ann")
     await agent.run_turn("hi, I am Ann", speaker="slack:U1")
+    server.tool_call("recall_notes", {"topic": "Bob"})
     server.reply("hi Bob")
     await agent.run_turn("and I am Bob", speaker="slack:U2")
     assert stack.background.queue.flush(10)
     assert [e["speaker"] for e in hooks(home, "on_turn_start")] == ["slack:U1", "slack:U2"]
+    assert [e["speaker"] for e in hooks(home, "tool")] == [None]  # the chat's own memory
     assert [e["speaker"] for e in hooks(home, "prefetch")] == [None, None]  # the chat's own
     synced = [(e["user"], e["speaker"]) for e in hooks(home, "sync_turn")]
     assert synced == [("hi, I am Ann", "slack:U1"), ("and I am Bob", "slack:U2")]
@@ -170,6 +172,16 @@ async def test_speaker_reaches_the_provider_on_every_per_turn_call_but_recall(
             "speaker": "slack:U2",
         }
     ]
+
+
+async def test_a_persons_own_session_names_the_speaker_to_a_provider_tool(
+    stack: Stack, server: FakeOpenAI
+) -> None:
+    agent = await stack.agent("d1", "slack:U1")
+    server.tool_call("recall_notes", {"topic": "tea"})
+    server.reply("Oolong.")
+    await agent.run_turn("which tea do I like?", speaker="slack:U1")
+    assert [e["speaker"] for e in hooks(stack.settings.home, "tool")] == ["slack:U1"]
 
 
 async def test_recall_is_for_this_message_and_a_slow_provider_costs_at_most_the_timeout(
