@@ -113,7 +113,7 @@ def test_speakers_in_a_group_chat_keep_their_own_facts(
 def test_a_speaker_meets_their_group_facts_in_their_own_session(
     opened: dict[str, HolographicProvider],
 ) -> None:
-    tool(opened[CHAT], action="add", content="I love sushi and Lisbon.", speaker=ALICE)
+    opened[CHAT].sync_turn("I love sushi and Lisbon.", "ok", speaker=ALICE)  # her group turn
     assert "sushi" in opened[ALICE].prefetch("do I like sushi")
     assert opened[BOB].prefetch("do I like sushi") == ""
 
