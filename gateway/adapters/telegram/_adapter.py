@@ -34,6 +34,7 @@ from gateway.adapters._base import (
     RouteHandler,
     SharedBudgets,
 )
+from gateway.adapters._delivery import send_text
 from gateway.adapters._support import Backoff, Sometimes, retrying
 from gateway.adapters._text_split import utf16_length
 from gateway.adapters.telegram._bot import build_application, token_of
@@ -66,6 +67,8 @@ START_ATTEMPTS = 4
 DRAIN_TIMEOUT = 10.0
 BAD_TOKEN = "Telegram rejected the bot token (check TELEGRAM_BOT_TOKEN)"
 _COMMAND_NAME = re.compile(r"[a-z0-9_]{1,32}")
+START_PAYLOAD = "private"
+"""The deep link's ``/start`` payload for someone the bot may not write to first."""
 
 
 class TelegramAdapter(BaseAdapter):
@@ -312,6 +315,18 @@ class TelegramAdapter(BaseAdapter):
                 reply_to=message.reply_to_message_id,
             )
         return SentMessage(str(sent.chat.id), str(sent.message_id), message.thread_id)
+
+    async def send_private(self, msg: InboundMessage, text: str) -> bool:
+        """Into the sender's private chat (its id is theirs). Telegram answers 403 "bot
+        can't initiate conversation" until they have started the bot (``ChatForbidden``)."""
+        out = OutboundMessage(platform=self.name, chat_id=msg.user_id, text=text)
+        await send_text(self, out)
+        return False
+
+    def private_chat_link(self) -> str | None:
+        if self._me is None or not self._me.username:
+            return None
+        return f"https://t.me/{self._me.username}?start={START_PAYLOAD}"
 
     async def edit(self, sent: SentMessage, text: str) -> None:
         with platform_errors():
