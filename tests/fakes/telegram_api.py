@@ -50,6 +50,16 @@ from .loop_thread import LoopThread
 _FORMATTED_METHODS = ("sendMessage", "editMessageText")
 
 
+def _private_chats(update: dict[str, Any]) -> set[int]:
+    """The private chats an update's messages are in (a person wrote to the bot there)."""
+    chats = (m.get("chat") for m in update.values() if isinstance(m, dict))
+    return {
+        c["id"]
+        for c in chats
+        if isinstance(c, dict) and c.get("type") == "private" and isinstance(c.get("id"), int)
+    }
+
+
 @dataclass
 class Call:
     method: str
@@ -166,11 +176,7 @@ class FakeTelegram(LoopThread):
     def add_update(self, update: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
             update = {"update_id": next(self._update_ids), **update}
-            for message in update.values():
-                chat = message.get("chat") if isinstance(message, dict) else None
-                if isinstance(chat, dict) and chat.get("type") == "private":
-                    with contextlib.suppress(TypeError, ValueError):
-                        self.started.add(int(chat["id"]))
+            self.started.update(_private_chats(update))
             if self._held is not None:
                 self._held.append(update)
                 return update
