@@ -48,7 +48,7 @@ from gateway.adapters.telegram._updates import (
     BotIdentity,
 )
 from gateway.clock import Clock, SystemClock
-from gateway.errors import AdapterError, ConfigError, GatewayError
+from gateway.errors import AdapterError, ChatForbidden, ConfigError, GatewayError
 from gateway.events import InboundMessage, OutboundMessage, SentMessage
 
 logger = logging.getLogger(__name__)
@@ -319,6 +319,8 @@ class TelegramAdapter(BaseAdapter):
     async def send_private(self, msg: InboundMessage, text: str) -> bool:
         """Into the sender's private chat (its id is theirs). Telegram answers 403 "bot
         can't initiate conversation" until they have started the bot (``ChatForbidden``)."""
+        if not msg.user_id.isdigit():  # a person's id; a group's is negative
+            raise ChatForbidden(self.name, "no private chat with this sender")
         out = OutboundMessage(platform=self.name, chat_id=msg.user_id, text=text)
         await send_text(self, out)
         return False
