@@ -59,6 +59,7 @@ async def test_someone_who_takes_no_dms_is_told_and_nothing_leaks(
         mentions_bot=True,
     )
     [note] = await fake.wait_posted(CHANNEL_ID, 1)
+    assert f"discord:{BOB_ID}" not in note.content
     assert note.content == t.NO_PRIVATE_CHAT
     await gw.settle()
     assert fake.calls_of("POST", f"/channels/{fake.dm_channels[ADMIN_ID]}/messages", status=403)

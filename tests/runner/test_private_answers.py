@@ -20,6 +20,7 @@ async def test_a_profile_and_the_access_list_asked_in_a_group_go_to_the_asker_al
     await gw.say("/admin users", user="1", chat_id=GROUP, is_direct=False)
     await gw.say("/whoami", user="3", chat_id=GROUP, is_direct=False)
     group = gw.adapter.texts(GROUP)
+    assert not any("Likes jazz" in text or "testchat:3" in text for text in group)
     assert group == [t.SENT_PRIVATELY] * 3
     assert all(d.reply_to for d in gw.adapter.sent if d.chat_id == GROUP)
     [profile] = gw.adapter.texts("dm-2")[-1:]
@@ -42,6 +43,6 @@ async def test_someone_the_bot_cannot_write_to_is_told_how_and_the_group_sees_no
     gw = await make_gateway()
     gw.adapter.unreachable.add("1")
     await gw.say("/admin users", user="1", chat_id=GROUP, is_direct=False)
+    assert not any("testchat:2" in text for text in gw.adapter.texts())
     assert gw.adapter.texts(GROUP) == [t.NO_PRIVATE_CHAT]
     assert gw.adapter.texts("dm-1") == []
-    assert not any("testchat:2" in text for text in gw.adapter.texts())

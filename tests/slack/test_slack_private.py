@@ -48,6 +48,7 @@ async def test_someone_slack_will_not_show_it_to_is_told_and_nothing_leaks(
         slack.person("/admin users", user=ADMIN, channel=CHANNEL, channel_type="channel")
     )
     [note] = await slack.wait_posted(CHANNEL, 1)
+    assert f"slack:{ANN}" not in note.text
     assert note.text == t.NO_PRIVATE_CHAT
     assert slack.calls_of("chat.postEphemeral", status=None)
     assert slack.ephemeral == []
