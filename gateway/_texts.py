@@ -12,6 +12,16 @@ TOO_LONG = (
     "That message is too long for me ({n:,} characters; the limit is {limit:,}). "
     "Please send it in smaller parts."
 )
+SENT_PRIVATELY = "I've sent you a private message."
+START_CHAT_FIRST = (
+    "That answer is for you alone, and I can't message you before you start a chat with me: "
+    "{link} — then send the command again."
+)
+NO_PRIVATE_CHAT = (
+    "That answer is for you alone, and I can't message you privately. "
+    "Send me the command in a direct message."
+)
+PRIVATE_FAILED = "I couldn't send you that answer privately just now. Please try again shortly."
 SHUTTING_DOWN = "I'm restarting right now — please send that again in a minute."
 RATE_LIMITED = "You're sending messages faster than I can answer. I'll pick up again shortly."
 STOPPED_NOTE = "\n\n(stopped)"

@@ -257,7 +257,9 @@ class GatewayRunner:
     async def _command(self, msg: InboundMessage, name: str, args: str) -> None:
         ctx = CommandContext(msg, name, args, self.services, self.auth.is_admin(msg.user_key))
         reply = await self.commands.dispatch(ctx)
-        if reply:
+        if reply and not msg.is_direct and self.commands.private(name):
+            await self.replies.private(msg, reply)  # a profile or access list is not the group's
+        elif reply:
             await self.notice(msg, reply)
 
     async def notice(self, msg: InboundMessage, text: str, kind: str = "notice") -> None:

@@ -12,6 +12,7 @@ from typing import Protocol
 from aiohttp import web
 
 from gateway.adapters._text_split import Length
+from gateway.errors import ChatForbidden
 from gateway.events import InboundMessage, OutboundMessage, SentMessage, cleaned
 
 
@@ -206,6 +207,21 @@ class BaseAdapter(ABC):
 
     async def message_done(self, sent: SentMessage) -> None:
         """Called once a sent (and possibly edited) message holds its final text."""
+        return None
+
+    async def send_private(self, msg: InboundMessage, text: str) -> bool:
+        """Show ``text`` (split at the platform's limit) to the sender of ``msg`` alone.
+
+        True when it shows in ``msg``'s chat, to them only (Slack's ephemeral messages);
+        False when it went to their direct chat with the bot (the group is told so).
+        Raises ``ChatForbidden`` when the bot cannot reach them privately (they never
+        started a chat with it, they take no direct messages, the platform has no way),
+        another ``AdapterError`` when the platform failed."""
+        raise ChatForbidden(self.name, "no private messages on this platform")
+
+    def private_chat_link(self) -> str | None:
+        """A link that opens a direct chat with the bot, for someone it may not write to
+        first (Telegram's ``t.me`` deep link); None where there is none."""
         return None
 
     async def typing(self, chat_id: str, thread_id: str | None = None) -> None:

@@ -13,9 +13,11 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 
+from gateway import _texts as t
 from gateway.adapters._base import BaseAdapter
 from gateway.adapters._delivery import ReplyStream, send_text
 from gateway.clock import Clock
+from gateway.errors import AdapterError, ChatForbidden
 from gateway.events import InboundMessage, OutboundMessage, SentMessage
 
 __all__ = ["TYPING_INTERVAL", "Replies"]
@@ -67,6 +69,30 @@ class Replies:
         )
         await send_text(adapter, out)
         self._counted(msg.platform)
+
+    async def private(self, msg: InboundMessage, text: str) -> None:
+        """Show ``text`` to the sender of ``msg`` alone (an answer not for the whole group):
+        ephemeral where the platform has that, else in their direct chat with the bot and a
+        short note in ``msg``'s chat; the text never goes to ``msg``'s chat itself."""
+        adapter = self.adapters.get(msg.platform)
+        if adapter is None:
+            logger.error("no adapter for platform %s", msg.platform)
+            return
+        try:
+            in_place = await adapter.send_private(msg, text)
+        except ChatForbidden as exc:
+            logger.info("no private way to %s on %s (%s)", msg.user_key, msg.platform, exc.detail)
+            link = adapter.private_chat_link()
+            note = t.START_CHAT_FIRST.format(link=link) if link else t.NO_PRIVATE_CHAT
+        except AdapterError as exc:
+            logger.warning("a private answer to %s failed (%s)", msg.user_key, exc)
+            note = t.PRIVATE_FAILED
+        else:
+            self._counted(msg.platform)
+            if in_place:
+                return
+            note = t.SENT_PRIVATELY
+        await self.notice(msg, note)
 
     def stream(
         self,

@@ -12,7 +12,8 @@ import uuid
 from dataclasses import dataclass, field, replace
 
 from gateway.adapters._base import AdapterCapabilities, BaseAdapter
-from gateway.errors import MessageNotFound
+from gateway.adapters._delivery import send_text
+from gateway.errors import ChatForbidden, MessageNotFound
 from gateway.events import (
     InboundMessage,
     OutboundMessage,
@@ -60,6 +61,8 @@ class TestChatAdapter(BaseAdapter):
         self._run = uuid.uuid4().hex[:6]  # ids differ from another run's, like a platform's
         self.started = False
         self.connected = True
+        self.unreachable: set[str] = set()
+        """Users the bot cannot write to privately (no direct chat with it)."""
 
     async def connect(self) -> None:
         self.started = True
@@ -145,6 +148,15 @@ class TestChatAdapter(BaseAdapter):
         )
         self.sent.append(delivered)
         return SentMessage(message.chat_id, delivered.message_id, message.thread_id)
+
+    async def send_private(self, msg: InboundMessage, text: str) -> bool:
+        """Into the sender's direct chat (``dm-<user id>``, where ``push`` puts their DMs)."""
+        if msg.user_id in self.unreachable:
+            raise ChatForbidden(self.name, "no direct chat with this user")
+        await send_text(
+            self, OutboundMessage(platform=self.name, chat_id=f"dm-{msg.user_id}", text=text)
+        )
+        return False
 
     async def edit(self, sent: SentMessage, text: str) -> None:
         for delivered in self.sent:

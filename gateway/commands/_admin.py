@@ -248,5 +248,6 @@ def register_admin_commands(registry: CommandRegistry) -> None:
             admin_command,
             audit_args=_audit_args,
             args=admin_hint(),
+            private=True,
         )
     )

@@ -62,6 +62,9 @@ class Command:
     to_strangers: str = ""
     """What it says, before the reason, to someone who may not use the bot (yet); only
     for a command that reads nothing of anyone's ("" for nothing)."""
+    private: bool = False
+    """Its answer is for its caller alone (a profile, an access list): typed in a group, it
+    is shown to them privately, never to the group."""
 
 
 def parse_command(text: str, bot_username: str | None = None) -> tuple[str, str] | None:
@@ -103,6 +106,11 @@ class CommandRegistry:
             if (is_admin or not c.admin_only)
             and (platform is None or c.shown_on is None or platform in c.shown_on)
         ]
+
+    def private(self, name: str) -> bool:
+        """Whether ``/name``'s answer is for its caller alone."""
+        command = self.get(name)
+        return command is not None and command.private
 
     def to_strangers(self, name: str) -> str:
         """What ``/name`` says to someone the bot does not answer ("" for nothing)."""

@@ -269,14 +269,23 @@ def register_user_commands(registry: CommandRegistry) -> None:
         ),
         _help(registry),
         Command("new", "start a new session", new_command, ("reset",), admin_only=False),
-        Command("status", "session, tokens and memory usage", status_command, admin_only=False),
-        Command("memory", "what I remember about you", memory_command, admin_only=False),
+        Command(
+            "status",
+            "session, tokens and memory usage",
+            status_command,
+            admin_only=False,
+            private=True,
+        ),
+        Command(
+            "memory", "what I remember about you", memory_command, admin_only=False, private=True
+        ),
         Command(
             "forget",
             "forget an entry about you, or all (a group's shared profile may need an admin)",
             forget_command,
             admin_only=False,
             args="words from the entry, or all",
+            private=True,
         ),
         Command(
             "undo",
@@ -296,6 +305,6 @@ def register_user_commands(registry: CommandRegistry) -> None:
             stop_command,
             admin_only=False,
         ),
-        Command("whoami", "who I think you are", whoami_command, admin_only=False),
+        Command("whoami", "who I think you are", whoami_command, admin_only=False, private=True),
     ):
         registry.register(command)

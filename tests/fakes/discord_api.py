@@ -5,7 +5,10 @@ own event loop (like ``FakeOpenAI``). Point ``discord.api_url`` at ``api_url``;
 ``GET /gateway/bot`` names the websocket. REST: ``GET /users/@me``,
 ``GET /gateway/bot``, ``GET /channels/{id}``, ``POST /channels/{id}/messages``
 (``enforce_nonce`` honoured), ``PATCH /channels/{id}/messages/{mid}`` and
-``POST /channels/{id}/typing``, all checking ``Authorization: Bot <token>``.
+``POST /channels/{id}/typing``, ``POST /users/@me/channels`` (the DM channel with a
+person: the one their DMs came in, or a new one), all checking ``Authorization: Bot
+<token>``. A person in ``closed_dms`` takes no DMs from the server's members: posting
+into their DM channel is 403 "Cannot send messages to this user" (50007).
 
 The gateway (``discord_gateway``, shard by shard) sends HELLO, answers IDENTIFY with
 READY + GUILD_CREATE, HEARTBEAT with HEARTBEAT_ACK, and RESUME with the missed
@@ -37,6 +40,7 @@ from tests.fakes.discord_data import (
     attachment,
     message,
     snowflake,
+    user,
 )
 from tests.fakes.discord_data import json_response as _json
 from tests.fakes.discord_gateway import GatewayServer
@@ -76,6 +80,11 @@ class FakeDiscord(GatewayServer, InteractionsServer, LoopThread):
         self._rate_limits: list[float] = []
         self.forbidden: set[int] = set()
         """Channels the bot cannot see: posting there is 403 Missing Access."""
+        self.dm_channels: dict[int, int] = {}
+        """Each person's DM channel with the bot, by their id."""
+        self.closed_dms: set[int] = set()
+        """People who take no DMs from the bot: posting into their DM channel is 403."""
+        self._people: dict[int, dict[str, Any]] = {}
         self._nonces: dict[tuple[int, str], dict[str, Any]] = {}
         self._lock = threading.Lock()
         self.history: dict[int, list[dict[str, Any]]] = {}
@@ -132,6 +141,10 @@ class FakeDiscord(GatewayServer, InteractionsServer, LoopThread):
             referenced=referenced,
         )
         self._remember(channel_id, data)
+        with self._lock:
+            self._people[int(author["id"])] = author
+            if guild_id is None:
+                self.dm_channels.setdefault(int(author["id"]), channel_id)
         self._call(self._record_and_send("MESSAGE_CREATE", data))
         return data
 
@@ -218,6 +231,8 @@ class FakeDiscord(GatewayServer, InteractionsServer, LoopThread):
             return routed
         if path == "users/@me":
             return _json(BOT_USER)
+        if path == "users/@me/channels" and method == "POST":
+            return self._open_dm(call, body)
         if path == "oauth2/applications/@me":
             return _json(application())
         if path == "gateway/bot":
@@ -245,10 +260,28 @@ class FakeDiscord(GatewayServer, InteractionsServer, LoopThread):
         earlier = [m for m in stored if before is None or int(m["id"]) < before]
         return _json(list(reversed(earlier))[:limit])
 
+    def _open_dm(self, call: Call, body: dict[str, Any]) -> web.Response:
+        try:
+            person = int(body["recipient_id"])
+        except (KeyError, TypeError, ValueError):
+            call.status = 400
+            return _json({"message": "Invalid Form Body", "code": 50035}, status=400)
+        with self._lock:
+            channel_id = self.dm_channels.setdefault(person, snowflake())
+            recipient = self._people.get(person) or user(person, f"user{person}")
+        dm = {"id": str(channel_id), "type": 1, "last_message_id": None, "flags": 0}
+        return _json({**dm, "recipients": [recipient]})
+
     def _post_message(self, call: Call, channel_id: int, body: dict[str, Any]) -> web.Response:
         if channel_id in self.forbidden:
             call.status = 403
             return _json({"message": "Missing Access", "code": 50001}, status=403)
+        with self._lock:
+            closed = any(self.dm_channels.get(p) == channel_id for p in self.closed_dms)
+        if closed:
+            call.status = 403
+            answer = {"message": "Cannot send messages to this user", "code": 50007}
+            return _json(answer, status=403)
         with self._lock:
             retry_after = self._rate_limits.pop(0) if self._rate_limits else None
         if retry_after is not None:

@@ -2,7 +2,9 @@
 
 ``FakeSlack`` runs an aiohttp server on 127.0.0.1 in a background thread with its
 own event loop (like ``FakeOpenAI``). Point slack_sdk at ``api_url``. It serves
-``auth.test``, ``chat.postMessage``, ``chat.update``, ``conversations.replies``
+``auth.test``, ``chat.postMessage``, ``chat.postEphemeral`` (shown to one person, never
+stored in the channel; ``user_not_in_channel`` for someone in ``away``),
+``chat.update``, ``conversations.replies``
 (with cursor paging) over one store of channel messages, ``users.info`` for the
 people a test adds, ``apps.connections.open`` and the Socket Mode websocket
 (``slack_socket``), the ``response_url`` of slash commands and private file
@@ -48,6 +50,16 @@ class Call:
 
 
 @dataclass
+class Ephemeral:
+    """A message only ``user`` sees, in ``channel`` (Slack keeps no copy of it)."""
+
+    channel: str
+    user: str
+    text: str
+    thread_ts: str | None
+
+
+@dataclass
 class Posted:
     """A message the bot posted, as the channel shows it now (edits applied)."""
 
@@ -77,6 +89,9 @@ class FakeSlack(SocketModeServer, LoopThread):
         self._keys = itertools.count(1)
         self.outside: set[str] = set()
         """Channels the bot is not a member of."""
+        self.ephemeral: list[Ephemeral] = []
+        self.away: set[tuple[str, str]] = set()
+        """``(channel, user)``: that person is not in that channel."""
         self._scripted: list[tuple[str, int, str, int]] = []
         self._lock = threading.Lock()
         self._init_socket()
@@ -246,6 +261,22 @@ class FakeSlack(SocketModeServer, LoopThread):
             self.store.append(message)
             self.posted.append(Posted(channel, ts, text, str(thread) if thread else None, [text]))
         return {"channel": channel, "ts": ts, "message": message}
+
+    def _m_chat_postEphemeral(self, params: dict[str, Any]) -> dict[str, Any]:
+        text = str(params.get("text") or "")
+        if not text.strip():
+            return {"error": "no_text"}
+        channel, user = str(params.get("channel") or ""), str(params.get("user") or "")
+        if not channel:
+            return {"error": "channel_not_found"}
+        if channel in self.outside:
+            return {"error": "not_in_channel"}
+        if not user or (channel, user) in self.away:
+            return {"error": "user_not_in_channel"}
+        thread = params.get("thread_ts")
+        with self._lock:
+            self.ephemeral.append(Ephemeral(channel, user, text, str(thread) if thread else None))
+        return {"message_ts": self.next_ts()}
 
     def _m_chat_update(self, params: dict[str, Any]) -> dict[str, Any]:
         channel, ts, text = str(params["channel"]), str(params["ts"]), str(params.get("text"))

@@ -13,7 +13,10 @@ downloads. Every call is recorded. Tests script it: ``message()`` queues an upda
 from a person, ``flood()`` answers the next calls with 429 + ``retry_after``,
 ``reject_formatting()`` answers with "can't parse entities", ``down`` answers
 everything with 502, a chat in ``blocked`` (a person who blocked the bot) answers
-sends with 403 "Forbidden: bot was blocked by the user".
+sends with 403 "Forbidden: bot was blocked by the user". As on Telegram, the bot may
+write to a person's private chat only once they have written to it there (``started``,
+filled by their private messages): otherwise a send is 403 "Forbidden: bot can't
+initiate conversation with a user".
 """
 
 from __future__ import annotations
@@ -45,6 +48,16 @@ from tests.fakes.telegram_data import (
 from .loop_thread import LoopThread
 
 _FORMATTED_METHODS = ("sendMessage", "editMessageText")
+
+
+def _private_chats(update: dict[str, Any]) -> set[int]:
+    """The private chats an update's messages are in (a person wrote to the bot there)."""
+    chats = (m.get("chat") for m in update.values() if isinstance(m, dict))
+    return {
+        c["id"]
+        for c in chats
+        if isinstance(c, dict) and c.get("type") == "private" and isinstance(c.get("id"), int)
+    }
 
 
 @dataclass
@@ -92,6 +105,8 @@ class FakeTelegram(LoopThread):
         self.down = False
         self.blocked: set[int] = set()
         """Chats whose person blocked the bot: sending there is 403 Forbidden."""
+        self.started: set[int] = set()
+        """People who have a private chat with the bot (they wrote to it there)."""
         self.delays: dict[str, float] = {}
         """Seconds the fake takes to answer a method (``sendChatAction``: 2.0, say)."""
         self.in_flight = 0
@@ -161,6 +176,7 @@ class FakeTelegram(LoopThread):
     def add_update(self, update: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
             update = {"update_id": next(self._update_ids), **update}
+            self.started.update(_private_chats(update))
             if self._held is not None:
                 self._held.append(update)
                 return update
@@ -403,6 +419,8 @@ class FakeTelegram(LoopThread):
         chat_id = int(params["chat_id"])
         if chat_id in self.blocked:
             raise ApiError(403, "Forbidden: bot was blocked by the user")
+        if chat_id > 0 and chat_id not in self.started:
+            raise ApiError(403, "Forbidden: bot can't initiate conversation with a user")
         thread = params.get("message_thread_id")
         reply = params.get("reply_parameters") or {}
         now = time.monotonic()

@@ -211,9 +211,9 @@ async def test_channel_chatter_that_starts_with_a_slash_is_not_a_command(
     slack = gw.slack
     for text in ("/tmp is full again on the build box", "/etc/hosts has the old address"):
         await gw.event(slack.person(text, user=ANN, channel=CHANNEL, channel_type="channel"))
-    await gw.event(slack.person("/whoami", user=BOB, channel=CHANNEL, channel_type="channel"))
-    [whoami] = await slack.wait_posted(CHANNEL, 1)
-    assert whoami.text.startswith(f"You are slack:{BOB}")
+    await gw.event(slack.person("/help", user=BOB, channel=CHANNEL, channel_type="channel"))
+    [listing] = await slack.wait_posted(CHANNEL, 1)
+    assert listing.text.startswith("Commands:")
     mention = f"<@{BOT_USER_ID}> /frobnicate"
     await gw.event(slack.person(mention, user=ANN, channel=CHANNEL, channel_type="channel"))
     posted = await slack.wait_posted(CHANNEL, 2)

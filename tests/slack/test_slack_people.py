@@ -159,7 +159,8 @@ async def test_typed_commands_work_with_a_mention_or_a_leading_space(
     await gw.event(
         slack.person(f"{MENTION} /whoami", user=ADMIN, channel=CHANNEL, channel_type="channel")
     )
-    [mentioned] = await slack.wait_posted(CHANNEL, 1)
+    await slack.wait_for(lambda: bool(slack.ephemeral), what="the answer, for the admin alone")
+    [mentioned] = slack.ephemeral
     assert f"slack:{ADMIN}" in mentioned.text and "an admin" in mentioned.text
     await gw.event(slack.person(" /whoami", user=ANN, channel=DM_ANN))
     [spaced] = await slack.wait_posted(DM_ANN, 1)

@@ -28,6 +28,7 @@ from dataclasses import replace
 import discord
 
 from gateway.adapters._base import AdapterCapabilities, BaseAdapter, CommandInfo
+from gateway.adapters._delivery import send_text
 from gateway.adapters._support import Backoff, ChatLanes, retrying
 from gateway.adapters.discord._client import (
     GUILD_READY_TIMEOUT,
@@ -307,6 +308,18 @@ class DiscordAdapter(BaseAdapter):
         if message.thread_id:
             self._threads.saw(message.thread_id)
         return SentMessage(message.chat_id, str(sent.id), message.thread_id)
+
+    async def send_private(self, msg: InboundMessage, text: str) -> bool:
+        """In a DM with the sender (``POST /users/@me/channels``, then the messages): a typed
+        message cannot get an ephemeral answer. Someone who takes no DMs from the server's
+        members is a 403 (50007, ``ChatForbidden``)."""
+        if self._client is None:
+            raise RuntimeError("discord adapter is not started")
+        with platform_errors():
+            dm = await self._client.http.start_private_message(int(msg.user_id))
+        out = OutboundMessage(platform=self.name, chat_id=str(dm["id"]), text=text)
+        await send_text(self, out)
+        return False
 
     async def edit(self, sent: SentMessage, text: str) -> None:
         partial = self._channel(sent.chat_id).get_partial_message(int(sent.message_id))

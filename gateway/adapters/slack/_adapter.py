@@ -56,6 +56,7 @@ from gateway.adapters.slack._client import (
     who_am_i,
 )
 from gateway.adapters.slack._commands import answer_slash
+from gateway.adapters.slack._ephemeral import post_ephemeral
 from gateway.adapters.slack._errors import platform_errors
 from gateway.adapters.slack._events import BotIdentity, well_formed
 from gateway.adapters.slack._files import FileFetcher
@@ -391,6 +392,10 @@ class SlackAdapter(BaseAdapter):
         if thread:
             self._inbound.answered_in(channel, str(thread))
         return SentMessage(channel, str(answer["ts"]), message.thread_id)
+
+    async def send_private(self, msg: InboundMessage, text: str) -> bool:
+        await post_ephemeral(self._client, msg, text, self.capabilities.max_text_length)
+        return True  # ephemeral: in the channel, for them alone
 
     async def edit(self, sent: SentMessage, text: str) -> None:
         mrkdwn = to_mrkdwn(text)

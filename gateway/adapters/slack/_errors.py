@@ -40,6 +40,7 @@ FORBIDDEN = frozenset(
         "missing_scope",
         "team_access_not_granted",
         "user_is_restricted",
+        "user_not_in_channel",
     }
 )
 NOT_FOUND = frozenset({"message_not_found", "channel_not_found", "thread_not_found"})

@@ -34,6 +34,7 @@ from gateway.adapters._base import (
     RouteHandler,
     SharedBudgets,
 )
+from gateway.adapters._delivery import send_text
 from gateway.adapters._support import Backoff, Sometimes, retrying
 from gateway.adapters._text_split import utf16_length
 from gateway.adapters.telegram._bot import build_application, token_of
@@ -47,7 +48,7 @@ from gateway.adapters.telegram._updates import (
     BotIdentity,
 )
 from gateway.clock import Clock, SystemClock
-from gateway.errors import AdapterError, ConfigError, GatewayError
+from gateway.errors import AdapterError, ChatForbidden, ConfigError, GatewayError
 from gateway.events import InboundMessage, OutboundMessage, SentMessage
 
 logger = logging.getLogger(__name__)
@@ -66,6 +67,8 @@ START_ATTEMPTS = 4
 DRAIN_TIMEOUT = 10.0
 BAD_TOKEN = "Telegram rejected the bot token (check TELEGRAM_BOT_TOKEN)"
 _COMMAND_NAME = re.compile(r"[a-z0-9_]{1,32}")
+START_PAYLOAD = "private"
+"""The deep link's ``/start`` payload for someone the bot may not write to first."""
 
 
 class TelegramAdapter(BaseAdapter):
@@ -313,6 +316,20 @@ class TelegramAdapter(BaseAdapter):
                 spare=message.to_stranger,
             )
         return SentMessage(str(sent.chat.id), str(sent.message_id), message.thread_id)
+
+    async def send_private(self, msg: InboundMessage, text: str) -> bool:
+        """Into the sender's private chat (its id is theirs). Telegram answers 403 "bot
+        can't initiate conversation" until they have started the bot (``ChatForbidden``)."""
+        if not msg.user_id.isdigit():  # a person's id; a group's is negative
+            raise ChatForbidden(self.name, "no private chat with this sender")
+        out = OutboundMessage(platform=self.name, chat_id=msg.user_id, text=text)
+        await send_text(self, out)
+        return False
+
+    def private_chat_link(self) -> str | None:
+        if self._me is None or not self._me.username:
+            return None
+        return f"https://t.me/{self._me.username}?start={START_PAYLOAD}"
 
     async def edit(self, sent: SentMessage, text: str) -> None:
         with platform_errors():
