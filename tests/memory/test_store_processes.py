@@ -102,7 +102,10 @@ def test_killed_writer_leaves_a_valid_file(tmp_path: Path) -> None:
         committed = progress.value
         child = ctx.Process(target=count_forever, args=(path, progress))
         child.start()
-        time.sleep(rng.uniform(0.002, 0.06))
+        started = time.monotonic()  # on a busy machine: wait for a first write, then kill
+        while progress.value == committed and time.monotonic() - started < 20:
+            time.sleep(0.001)
+        time.sleep(rng.uniform(0.0, 0.03))
         os.kill(child.pid or 0, signal.SIGKILL)
         child.join()
         assert child.exitcode == -signal.SIGKILL
