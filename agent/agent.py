@@ -112,6 +112,8 @@ class Agent:
         self._kept: list[int] = []
         """Transcript positions of the turns not undone (see ``agent.history.kept_turns``)."""
         self._positions = 0
+        self._speakers: dict[int, str | None] = {}
+        """Who wrote the turn at each transcript position (None: not recorded, or several)."""
         self._speaker: UserKey | None = None
         self._system_prompt: str | None = None
         self._note: TurnNote | None = None
@@ -141,7 +143,9 @@ class Agent:
         stored = await self.db.get_messages(s.session_id)
         transcript = transcript_messages(stored)
         self._kept = kept_turns(transcript)
-        self._positions = sum(1 for m in stored if m.role == "user")
+        users = [m for m in stored if m.role == "user"]
+        self._positions = len(users)
+        self._speakers = {n: m.speaker for n, m in enumerate(users, 1)}
         self.history = replay(transcript)
         self.turns = sum(1 for m in self.history if m["role"] == "user")
         await self._rebuild_system_prompt()
@@ -196,6 +200,8 @@ class Agent:
         if self._system_prompt is None:
             await self.start()
         self._speaker = speaker
+        if self.shared_writes is not None:
+            self.shared_writes.speaker = speaker
         resuming = self._unanswered(text)
         if not resuming:
             await self._maybe_compress(text)
@@ -220,6 +226,7 @@ class Agent:
             await self._append(message, stored_content=stored, speaker=speaker)
             self._positions += 1
             self._kept.append(self._positions)
+            self._speakers[self._positions] = None if speaker is None else str(speaker)
         try:
             answer = await self._loop(on_delta)
             self._after_turn(text)
@@ -329,6 +336,10 @@ class Agent:
         await self._rebuild_system_prompt()
         if self.providers is not None:
             await self.providers.compressed()
+
+    def turn_speakers(self) -> list[str | None]:
+        """Who wrote each turn not undone, oldest first (None: not recorded, or several)."""
+        return [self._speakers.get(position) for position in self._kept]
 
     async def undo_last_turn(self, reason: str = "undo") -> str | None:
         """Forget the last turn (the user's message and everything after it) from the context.

@@ -69,8 +69,8 @@ class MemorySettings(_Section):
     )
     shared_writes: Annotated[Literal["admins", "review", "open"], LIVE] = Field(
         "review",
-        description="Who may write the shared MEMORY.md: admins only, others staged "
-        "for review, or everyone.",
+        description="Who may write the shared MEMORY.md and groups' shared profiles: admins "
+        "only, others staged for review, or everyone.",
     )
     provider: Annotated[str | None, RESTART] = Field(
         None, description="Name of the one external memory provider, if any."

@@ -121,7 +121,7 @@ class JobContext:
     def shared_write_gate(self, session_id: str, user_key: UserKey) -> SharedWriteGate:
         return SharedWriteGate(
             policy=lambda: self.config.memory.shared_writes,
-            is_admin=lambda: self.is_admin(str(user_key)),
+            is_admin=lambda writer: self.is_admin(str(writer)),
             staging=self.staging,
             session_id=session_id,
             user_key=user_key,

@@ -136,7 +136,7 @@ class AgentFactory:
             now=self.now,
             shared_writes=SharedWriteGate(
                 policy=lambda: self.settings.memory.shared_writes,
-                is_admin=lambda: self.is_admin(user_key),
+                is_admin=self.is_admin,
                 staging=self.staging,
                 session_id=session.session_id,
                 user_key=user_key,

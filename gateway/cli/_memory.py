@@ -19,7 +19,13 @@ from gateway.commands import flagged_command, review
 from gateway.config import Settings, database_location, load_settings
 from memory.errors import MemoryStoreError
 from memory.paths import ChorusPaths, UserKey
-from memory.store import FlaggedEntries, MemoryStore, StagedWrites, memory_files_for
+from memory.store import (
+    FlaggedEntries,
+    MemoryStore,
+    ProfileStore,
+    StagedWrites,
+    memory_files_for,
+)
 from plugins.memory import discover_memory_providers, provider_cli
 
 logger = logging.getLogger(__name__)
@@ -123,13 +129,39 @@ def providers_command(
 SHOW_IN_CLI = "chorus memory pending --full"
 
 
+def _profiles(cfg: Settings, shared: MemoryStore) -> ProfileStore:
+    """The stores of the shared profiles staged writes change, kept where ``shared`` keeps
+    MEMORY.md."""
+    paths = ChorusPaths(cfg.home)
+
+    def profile_store(key: str) -> MemoryStore:
+        return MemoryStore(
+            paths.memory_file,
+            paths.user_file(UserKey.parse(key)),
+            memory_char_limit=cfg.memory.memory_char_limit,
+            user_char_limit=cfg.memory.user_char_limit,
+            files=shared.files,
+        )
+
+    return profile_store
+
+
 def _review(action: str, target: str) -> None:
     cfg = settings()
     staging = StagedWrites(database_location(cfg))
     actor = f"cli:{getpass.getuser()}"
     try:
         with _store(cfg, None) as store:
-            reply = review(staging, store, action, target, actor, show=SHOW_IN_CLI, markdown=False)
+            reply = review(
+                staging,
+                store,
+                action,
+                target,
+                actor,
+                show=SHOW_IN_CLI,
+                markdown=False,
+                profile_store=_profiles(cfg, store),
+            )
             out.print(reply, markup=False)
         if action != "pending":
             with GatewayDB(database_location(cfg)) as db:
@@ -144,7 +176,8 @@ def memory_pending_command(
         bool, typer.Option("--full", help="Show each staged text whole, however long.")
     ] = False,
 ) -> None:
-    """List writes to the shared MEMORY.md waiting for review (long texts cut unless --full)."""
+    """List writes to shared memory (MEMORY.md, groups' profiles) waiting for review (long
+    texts cut unless --full)."""
     _review("pending", "full" if full else "")
 
 
@@ -152,7 +185,7 @@ def memory_pending_command(
 def memory_approve_command(
     target: Annotated[str, typer.Argument(help="A staged write's id, or all.")],
 ) -> None:
-    """Approve staged writes (threat scan and limits run again against MEMORY.md now)."""
+    """Approve staged writes (threat scan and limits run again against the file now)."""
     _review("approve", target)
 
 

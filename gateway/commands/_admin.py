@@ -13,6 +13,7 @@ from gateway.commands._flagged import flagged_command
 from gateway.commands._registry import Command, CommandContext, CommandRegistry
 from gateway.commands._review import review
 from gateway.commands._user import profile_usage
+from memory.paths import UserKey
 from memory.store import FlaggedEntries, MemoryStore, make_visible
 from plugins.memory import discover_memory_providers
 
@@ -94,7 +95,13 @@ async def memory_sub(ctx: CommandContext, arg: str) -> str:
         if staging is None:
             return t.NO_STAGING
         by = str(ctx.user_key)
-        return await asyncio.to_thread(review, staging, store, action, text.strip(), by)
+
+        def profile_store(key: str) -> MemoryStore:
+            return ctx.services.store_for(UserKey.parse(key))
+
+        return await asyncio.to_thread(
+            review, staging, store, action, text.strip(), by, profile_store=profile_store
+        )
     if action == "flagged":
         decision, _, entry_id = text.strip().partition(" ")
         flagged = FlaggedEntries(store.files, store.memory_path.parent)
@@ -182,7 +189,8 @@ ADMIN_SUBCOMMANDS: tuple[AdminSubcommand, ...] = (
         "[add <text>|remove <text>|pending [full]|show <id>|approve <id|all>|reject <id|all>|"
         "flagged [keep <id>|remove <id>]]",
         memory_sub,
-        "show or edit the shared MEMORY.md; review the writes staged for it (show <id> gives a "
+        "show or edit the shared MEMORY.md; review the writes staged for it and for groups' "
+        "shared profiles (show <id> gives a "
         "staged text whole; approve all takes only those shown whole) and the entries withheld "
         "from the prompt because they fail the threat scan",
     ),

@@ -1,4 +1,7 @@
-"""Reviewing staged writes to the shared MEMORY.md — shared by `/admin memory` and the CLI.
+"""Reviewing staged writes to shared memory — shared by `/admin memory` and the CLI.
+
+A write goes to the shared MEMORY.md, or to a chat's shared profile, which its header
+names (``… in the shared profile of <key>``).
 
 A listing shows each write under a header line that starts with ``#<id> ``; every line
 of its text follows with ``INDENT`` in front, so nothing in the text can pass for
@@ -13,7 +16,7 @@ import re
 
 from gateway.access import AdminReply
 from gateway.commands import _texts as t
-from memory.store import MemoryStore, StagedWrite, StagedWrites, make_visible
+from memory.store import MemoryStore, ProfileStore, StagedWrite, StagedWrites, make_visible
 
 PENDING_SHOWN = 20
 """Staged writes listed at once; the rest after these are decided."""
@@ -50,7 +53,8 @@ def render(
         parts = [("", write.content if write.action == "add" else write.old_text)]
     visible = [(label, make_visible(text)) for label, text in parts]
     cut = limit is not None and any(len(text) > limit for _, text in visible)
-    fields = {"id": write.id, "action": write.action, "user_key": write.user_key}
+    where = "" if write.profile is None else t.STAGED_IN_PROFILE.format(profile=write.profile)
+    fields = {"id": write.id, "action": write.action, "user_key": write.user_key, "where": where}
     if cut:
         length = max(len(text) for _, text in parts)
         lines = [t.STAGED_CUT.format(**fields, length=length, show=show.format(id=write.id))]
@@ -85,10 +89,13 @@ def review(
     *,
     show: str = SHOW_IN_CHAT,
     markdown: bool = True,
+    profile_store: ProfileStore | None = None,
 ) -> AdminReply:
     """``pending [full]`` lists; ``show <id>`` shows one whole; ``approve``/``reject`` take an
     id or ``all``. ``show`` is how a reviewer asks for one write whole; ``markdown`` is
-    False where the answer is printed as it is (the CLI). Returns what happened.
+    False where the answer is printed as it is (the CLI). ``store`` holds MEMORY.md;
+    ``profile_store`` gives the store of a shared profile a write changes. Returns what
+    happened.
 
     The reply's outcome is ``ok``, ``not_found`` (no such pending write), ``failed``
     (an approved write the store refused: scan or limits), ``usage`` or ``invalid``.
@@ -114,7 +121,7 @@ def review(
             outcomes.add("not_found")
         if action == "approve":
             store.load_from_disk()
-            done, line = staging.approve(staged_id, store, by)
+            done, line = staging.approve(staged_id, store, by, profile_store=profile_store)
         else:
             done, line = staging.reject(staged_id, by)
         if not done and write is not None and write.status == "pending":

@@ -85,7 +85,8 @@ class CommandServices(Protocol):
 
     @property
     def staging(self) -> StagedWrites | None:
-        """Staged writes to the shared MEMORY.md, where this process has them."""
+        """Staged writes to shared memory (MEMORY.md, groups' profiles), where this process
+        has them."""
         ...
 
     @property

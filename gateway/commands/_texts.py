@@ -27,6 +27,22 @@ UNDONE = "Undone: I forgot your last message and my answer in this session."
 NOTHING_TO_RETRY = "Nothing to retry."
 STOPPED = "Stopped."
 NOTHING_RUNNING = "Nothing is running."
+NONE_OF_YOURS = "You have no turn here to {what}: in a shared chat only your own can be {done}."
+NOT_YOUR_LAST = "Only your own last turn can be {done}, and someone has spoken since."
+STOP_NOT_YOURS = (
+    "The answer being written is for someone else's message: only they (or an admin) can stop it."
+)
+FORGET_SHARED_ADMINS = (
+    "This group's profile is shared by everyone in it: only admins can change it. "
+    "Nothing was forgotten."
+)
+FORGET_STAGED = (
+    "This group's profile is shared by everyone in it: forgetting {n} {entries} waits "
+    "for an admin's review ({ids})."
+)
+FORGET_NO_MATCH = "No entry contains {words!r}."
+FORGET_AMBIGUOUS = "{n} entries contain {words!r}: use a longer, unique part of the one you mean."
+FORGET_STAGED_SOME = "{n} more could not be put up for review: {reason}"
 WHOAMI = "You are {user_key} ({name}){admin}. Sessions here are per {scope}."
 
 USAGE = "Usage: {usage}"
@@ -44,8 +60,11 @@ PROVIDER_STATE = "Memory provider {name} ({source}): {state}."
 NO_PENDING = "No writes waiting for review."
 PENDING_HEADER = "{n} write(s) waiting for review:"
 PENDING_MORE = "… and {n} more (decide these first)."
-STAGED_HEADER = "#{id} {action} by {user_key}:"
-STAGED_CUT = "#{id} {action} by {user_key} (cut: {length:,} characters; {show} shows all of it):"
+STAGED_HEADER = "#{id} {action} by {user_key}{where}:"
+STAGED_CUT = (
+    "#{id} {action} by {user_key}{where} (cut: {length:,} characters; {show} shows all of it):"
+)
+STAGED_IN_PROFILE = " in the shared profile of {profile}"
 STAGED_OLD = "old text:"
 STAGED_NEW = "new text:"
 STAGED_MORE = "…"

@@ -24,6 +24,8 @@ class LiveSession:
     pending: list[InboundMessage] = field(default_factory=list)
     worker: asyncio.Task[None] | None = None
     turn: asyncio.Task[str] | None = None
+    turn_by: frozenset[UserKey] = frozenset()
+    """Who wrote the messages the running turn answers."""
     turns_without_agent: int = 0
     """Turns counted while no agent is in memory (after eviction); the agent counts them else."""
     is_direct: bool | None = None

@@ -133,6 +133,7 @@ class TurnRunner:
             for a in images_of(m, vision)
             if a.data is not None
         ]
+        live.turn_by = frozenset(m.user_key for m in batch)
         live.turn = asyncio.create_task(
             self._write(agent, merge_texts(batch), stream.push, images, speaker_of(batch))
         )

@@ -8,15 +8,16 @@
   file, a row lock per write) for replicas with ``database.url`` set.
 - ``FlaggedEntries``: entries already in the files that fail today's scan,
   withheld from the prompt until an admin keeps or removes them.
-- ``StagedWrites``: writes to the shared MEMORY.md from non-admin sessions,
-  waiting for an admin's review (``memory.shared_writes: review``).
+- ``StagedWrites``: writes to the shared MEMORY.md, or to a chat's shared
+  profile, from non-admins, waiting for an admin's review
+  (``memory.shared_writes: review``).
 """
 
 from memory.store._disk_files import DiskMemoryFiles
 from memory.store._files import ENTRY_DELIMITER, MemoryFiles, parse_entries
 from memory.store._flagged import FlaggedEntries, FlaggedEntry
 from memory.store._pg_files import PostgresMemoryFiles, memory_files_for
-from memory.store._staged import StagedWrite, StagedWrites, StagingRefused
+from memory.store._staged import ProfileStore, StagedWrite, StagedWrites, StagingRefused
 from memory.store._store import TARGETS, MemoryResult, MemoryStore
 from memory.store._threats import make_visible, scan_memory_content
 from memory.store._withheld import withheld_note
@@ -31,6 +32,7 @@ __all__ = [
     "MemoryResult",
     "MemoryStore",
     "PostgresMemoryFiles",
+    "ProfileStore",
     "StagedWrite",
     "StagedWrites",
     "StagingRefused",

@@ -125,3 +125,39 @@ def test_two_replicas_share_the_staged_writes(postgres_url: str, tmp_path: Path)
             )
         with pytest.raises(StagingRefused):
             gateway.stage(user_key="telegram:6", session_id="s", action="add", content="more")
+
+
+def test_a_write_to_a_shared_profile_is_applied_to_that_profile(
+    where: Location, tmp_path: Path
+) -> None:
+    profiles: list[str] = []
+
+    def profile_store(key: str) -> MemoryStore:
+        profiles.append(key)
+        return MemoryStore(tmp_path / "MEMORY.md", tmp_path / "group" / "USER.md")
+
+    with StagedWrites(where) as staging:
+        shared = staging.stage(user_key="telegram:5", session_id="s", action="add", content="A")
+        staged = staging.stage(
+            user_key="telegram:5",
+            session_id="s",
+            action="add",
+            content="Group: tabs",
+            profile="telegram#chat:-100",
+        )
+        write = staging.get(staged)
+        assert write is not None and (write.target, write.profile) == ("user", "telegram#chat:-100")
+        assert [(w.id, w.target) for w in staging.pending()] == [
+            (shared, "memory"),
+            (staged, "user"),
+        ]
+        ok, message = staging.approve(staged, store(tmp_path), by="telegram:1")
+        assert not ok and "profile" in message
+        assert staging.count_pending() == 2
+        ok, _ = staging.approve(
+            staged, store(tmp_path), by="telegram:1", profile_store=profile_store
+        )
+        assert ok and profiles == ["telegram#chat:-100"]
+    assert "Group: tabs" in (tmp_path / "group" / "USER.md").read_text(encoding="utf-8")
+    assert not (tmp_path / "USER.md").exists()
+    assert not (tmp_path / "MEMORY.md").exists()

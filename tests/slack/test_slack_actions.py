@@ -8,8 +8,11 @@ from typing import Any
 
 import pytest
 
+from memory.paths import UserKey
 from tests.slack.conftest import ADMIN, ANN, DM_ANN, GatewayFactory, SlackGateway
 from tests.slack.test_slack_commands import MODES, slash
+
+GROUP = UserKey.for_chat("slack", "C0GROUP")
 
 
 def stage(gw: SlackGateway, content: str, user: str = f"slack:{ANN}") -> int:
@@ -140,3 +143,25 @@ async def test_a_cut_write_is_approved_from_its_whole_text(make_gateway: Gateway
     assert any(long_note in s["text"] for s in sections(shown))
     approved = await click(gw, "approve", staged, user=ADMIN)
     assert f"#{staged} approved" in approved["text"]
+
+
+async def test_a_write_to_a_groups_shared_profile_has_buttons_and_lands_there(
+    make_gateway: GatewayFactory,
+) -> None:
+    gw = await make_gateway()
+    staging = gw.stack.factory.staging
+    assert staging is not None
+    staged = staging.stage(
+        user_key=f"slack:{ANN}",
+        session_id="s",
+        action="add",
+        content="Channel: deploys on Friday",
+        profile=str(GROUP),
+    )
+    listing = await slash(gw, "admin memory pending", user=ADMIN, channel=DM_ANN)
+    assert f"in the shared profile of {GROUP}" in listing["text"]
+    assert ("chorus_review_approve", str(staged)) in buttons(listing)
+    await click(gw, "approve", staged, user=ADMIN)
+    profile = gw.stack.factory.store_for(GROUP)
+    profile.load_from_disk()
+    assert profile.user_entries == ["Channel: deploys on Friday"]

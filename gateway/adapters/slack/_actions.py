@@ -27,7 +27,10 @@ from gateway.events import InboundMessage
 logger = logging.getLogger(__name__)
 
 REVIEW_ACTION = re.compile(r"^chorus_review_(approve|reject)$")
-_STAGED_HEADER = re.compile(r"^#(\d{1,12}) (?:add|replace|remove) by \S+(?P<cut> \(cut\b.*)?:$")
+_STAGED_HEADER = re.compile(
+    r"^#(\d{1,12}) (?:add|replace|remove) by \S+(?: in the shared profile of \S+)?"
+    r"(?P<cut> \(cut\b.*)?:$"
+)
 """A staged write's header line; its text follows on lines that start with ``_INDENT``."""
 _INDENT = "  │ "
 _ESCAPED = re.compile(r"\\([\\`*_~\[\]()<>|#!])")
