@@ -1,4 +1,4 @@
-"""``memory.memory_enabled`` and ``memory.user_profile_enabled``: the prompt, the tool, the flush."""
+"""``memory.memory_enabled``, ``memory.user_profile_enabled``: the prompt, the tool, the flush."""
 
 from __future__ import annotations
 

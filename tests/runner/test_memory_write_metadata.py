@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
+from memory.paths import ChorusPaths
+from memory.store import StagedWrites
+from memory.transcripts import SessionDB
 from tests.fakes import FakeOpenAI
 from tests.integration.recorder_plugin import install_recorder, read_log
 from tests.plugins.holographic_cases import open_provider, tool
@@ -90,8 +96,8 @@ async def test_holographic_follows_a_replace_of_the_built_in_memory(
     server.tool_call("memory", {"action": "add", "target": "user", "content": "Lives in Lyon."})
     server.reply("noted")
     await gw.ask("I live in Lyon", user="2")
-    change = {"action": "replace", "target": "user", "old_text": "Lyon", "content": "Lives in Nice."}
-    server.tool_call("memory", change)
+    change = {"action": "replace", "target": "user", "old_text": "Lyon"}
+    server.tool_call("memory", {**change, "content": "Lives in Nice."})
     server.reply("updated")
     await gw.ask("I moved to Nice", user="2")
     await gw.settle()
@@ -103,3 +109,37 @@ async def test_holographic_follows_a_replace_of_the_built_in_memory(
         provider.shutdown()
     mirrored = [f["content"] for f in facts if f["category"] == "user"]
     assert mirrored == ["Lives in Nice."]
+
+
+def test_a_write_approved_with_the_cli_reaches_the_provider(chorus_home: Path) -> None:
+    chorus_home.mkdir(mode=0o700)
+    install_recorder(chorus_home)
+    state = ChorusPaths(chorus_home).state_db
+    sessions = SessionDB(state)
+    sessions.create_session("s-cli", platform="telegram", user_key="telegram:5", started_at=1.0)
+    sessions.close()
+    staging = StagedWrites(state)
+    staged = staging.stage(
+        user_key="telegram:5", session_id="s-cli", action="add", content="Wifi: Nimbus"
+    )
+    staging.close()
+    chorus = Path(sys.executable).with_name("chorus")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CHORUS_", "OPENAI_"))}
+    env.update(CHORUS_HOME=str(chorus_home), CHORUS_MEMORY__PROVIDER="recorder")
+    result = subprocess.run(
+        [str(chorus), "memory", "approve", str(staged)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "approved" in result.stdout
+    [approved] = writes(chorus_home)
+    assert (approved["action"], approved["content"], approved["session"]) == (
+        "add",
+        "Wifi: Nimbus",
+        "s-cli",
+    )
+    assert approved["metadata"]["origin"] == "review"
+    assert approved["metadata"]["speaker"] == "telegram:5"
