@@ -17,6 +17,7 @@ history the API accepts (every tool call answered).
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import time
@@ -318,14 +319,17 @@ class Agent:
         assert self.providers is not None
         return await self.providers.tool(call.name, arguments, self._speaker)
 
-    async def run_memory(self, arguments: dict[str, Any]) -> str:
-        """Apply one memory tool call to this session's store; resets the nudge counter."""
+    async def run_memory(self, arguments: dict[str, Any], origin: str = "tool") -> str:
+        """Apply one memory tool call to this session's store; resets the nudge counter.
+
+        ``origin`` (``tool`` or ``flush``) is told to the providers with the write."""
         write = await apply_memory_call(
             arguments,
             store=self.store,
             shared_writes=self.shared_writes,
             memory=self.memory,
             targets=self.config.memory.targets,
+            origin=origin,
             session_id=self.session.session_id,
         )
         if write.success:
@@ -345,7 +349,7 @@ class Agent:
             turns,
             llm=self.llm,
             system_prompt=self.system_prompt,
-            run_memory=self.run_memory,
+            run_memory=functools.partial(self.run_memory, origin="flush"),
             schema=schema,
         )
 
