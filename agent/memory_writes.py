@@ -53,7 +53,8 @@ def write_metadata(
 
     ``old_text`` (replace and remove: the text that picked the entry), ``speaker``
     (who wrote the message that led to the write; None when not known),
-    ``target``, ``agent_context`` (``primary``, ``flush`` or ``background``),
+    ``target``, ``agent_context`` (the provider's: ``primary`` in a live agent,
+    ``flush`` for the session-end flush and approvals),
     ``origin`` (``tool``: the model's call in a turn; ``flush``; ``review``: an
     admin approved a staged write) and ``session_id``.
     """

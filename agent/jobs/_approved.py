@@ -3,9 +3,10 @@
 A write the shared-memory policy held for review (``memory.shared_writes:
 review``) did not reach the providers when the model made it: nothing had
 changed yet. When an admin approves it, the review enqueues this job for the
-session the write was made in; the session's provider (``agent_context=
-"background"``) gets ``on_memory_write`` as the model's own write would have
-given it, with ``origin: "review"`` and the writer as ``speaker``.
+session the write was made in; the session's provider gets ``on_memory_write``
+as the model's own write would have given it, with ``origin: "review"`` and the
+writer as ``speaker``. Like the end-of-session flush it is a write chorus makes,
+no turn of the user's: the provider is opened with ``agent_context="flush"``.
 """
 
 from __future__ import annotations
@@ -34,14 +35,14 @@ def approved_write(session_id: str, staged_id: int) -> str:
     if record is None:
         logger.warning("approved_write: unknown session %s", session_id)
         return "unknown session"
-    manager = ctx.manager_for(record, "background")
+    manager = ctx.manager_for(record, "flush")
     if manager is not None:
         metadata = write_metadata(
             write.action,
             write.target,
             write.old_text,
             speaker=write.user_key,
-            agent_context="background",
+            agent_context="flush",
             origin="review",
             session_id=session_id,
         )

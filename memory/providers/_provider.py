@@ -23,11 +23,11 @@ Where each call happens (``agent_context``, given to :meth:`~MemoryProvider.init
   worker``) or the gateway's own job thread: ``sync_turn`` with every turn the
   user really had, once and in order; ``queue_prefetch``; ``on_session_switch``
   with ``withdrawn_turn`` after ``/undo``/``/retry``; ``on_session_end``. These
-  are the user's own words: a provider that models the user learns here. Also
-  ``on_memory_write`` of a write an admin approved from the review queue (or
-  in the ``chorus memory approve`` process itself).
+  are the user's own words: a provider that models the user learns here.
 * ``"flush"`` — the end-of-session memory flush, a prompt chorus writes itself:
-  its tools and ``on_memory_write`` run, no turn is synced. A provider that
+  its tools and ``on_memory_write`` run, no turn is synced; also
+  ``on_memory_write`` of a write an admin approved from the review queue (in a
+  job, or in the ``chorus memory approve`` process). A provider that
   models the user stays passive here.
 
 One instance serves one session in one context and one process; a worker keeps
@@ -269,7 +269,7 @@ class MemoryProvider(ABC):
         ``remove``, the text that picked the entry). ``metadata`` (given only
         to a hook that declares it, or takes ``**kwargs``) has ``target``,
         ``agent_context``, ``origin`` (``"tool"``: the model's call in a turn;
-        ``"flush"``; ``"review"``: an admin approved a staged write),
+        ``"flush"``: a flush's; ``"review"``: an admin approved a staged write),
         ``session_id``, ``old_text`` for ``replace`` and ``remove`` (the text
         that picked the entry the write changed) and ``speaker`` (who the write
         is by, when known).

@@ -78,7 +78,7 @@ async def test_an_approved_staged_write_reaches_the_provider(
         "memory",
         "Lunch at one",
     )
-    assert approved["session"] == sid and approved["context"] == "background"
+    assert approved["session"] == sid and approved["context"] == "flush"
     assert approved["metadata"]["origin"] == "review"
     assert approved["metadata"]["speaker"] == "testchat:2"
 
@@ -141,5 +141,5 @@ def test_a_write_approved_with_the_cli_reaches_the_provider(chorus_home: Path) -
         "Wifi: Nimbus",
         "s-cli",
     )
-    assert approved["metadata"]["origin"] == "review"
+    assert approved["metadata"]["origin"] == "review" and approved["context"] == "flush"
     assert approved["metadata"]["speaker"] == "telegram:5"

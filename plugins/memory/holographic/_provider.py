@@ -230,8 +230,6 @@ class HolographicProvider(MemoryProvider):
     ) -> None:
         """Mirror the built-in memory tool as facts of category ``"memory"`` or ``"user"``.
 
-        The facts go to the session's own store, as the tool writes the
-        session's own files (in a shared chat, the chat's profile), whoever spoke.
         ``add`` stores ``content``. ``remove`` gets the text that picked the
         entry: the fact with that content goes, or else the one mirrored fact
         that contains it (none when several do). ``replace`` stores the new
@@ -241,7 +239,8 @@ class HolographicProvider(MemoryProvider):
         info = metadata or {}
         text = strip_memory_context(content or "").strip()
         category = "user" if target == "user" else "memory"
-        store = self._store()
+        speaker = info.get("speaker")
+        store = self._store(speaker if isinstance(speaker, str) else None)
         if not text:
             return
         if action == "remove":
