@@ -183,7 +183,15 @@ def _tell_providers(cfg: Settings, approved: list[StagedWrite]) -> None:
     jobs.configure(job_context(LiveSettings(cfg)))
     try:
         for write in approved:
-            jobs.approved_write(write.session_id, write.id)
+            try:
+                jobs.approved_write(write.session_id, write.id)
+            except Exception as exc:  # the write is approved either way
+                logger.warning(
+                    "approved write #%s did not reach the memory provider: %s",
+                    write.id,
+                    type(exc).__name__,
+                )
+                out.print(f"#{write.id}: the memory provider was not told ({type(exc).__name__})")
     finally:
         jobs.shutdown()
 
