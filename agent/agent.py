@@ -1,7 +1,13 @@
 """``Agent``: the LLM loop one person talks to, for one session.
 
-One turn: (compress if the prompt is near the threshold) → user message →
-LLM ↔ tools until a final answer or ``agent.max_iterations`` → answer. The
+One turn: user message → LLM ↔ tools until a final answer or
+``agent.max_iterations`` → answer. Before every LLM call of a turn the history
+is compressed if the request (estimated), or the last one (``prompt_tokens`` as
+the endpoint counted it), reached the threshold: a long tool loop is compressed
+mid-turn, never sent past the context. The system prompt is built once per
+session and stored with it; an agent rebuilt for the session (after eviction or
+a restart) reuses the stored one, so the prompt never changes mid-session but by
+a compression. The
 ``memory`` and ``session_search`` tools are run here against this session's
 store and this user's transcripts; other tools go through the registry. Every
 message is appended to SessionDB as it happens. A cancelled turn leaves a
@@ -11,6 +17,7 @@ history the API accepts (every tool call answered).
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import time
@@ -18,7 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from agent.caching import apply_cache_control, caching_enabled
-from agent.compressor import ContextCompressor, estimate_tokens
+from agent.compressor import Compressed, ContextCompressor, estimate_tokens
 from agent.context import AgentConfig, ImageInput, SessionContext
 from agent.flush import flush_memories
 from agent.history import (
@@ -39,7 +46,7 @@ from agent.prompt import build_system_prompt
 from agent.provider_calls import ProviderCalls
 from agent.shared_writes import SharedWriteGate
 from agent.streaming import ContextScrubber, emit, scrubbed
-from agent.tools.memory_tool import MEMORY_TOOL_SCHEMA
+from agent.tools.memory_tool import memory_tool_schema
 from agent.tools.registry import ToolRegistry, tool_error
 from agent.tools.session_search_tool import SESSION_SEARCH_SCHEMA, run_session_search
 from memory.paths import UserKey
@@ -118,6 +125,10 @@ class Agent:
         self._speaker: UserKey | None = None
         self._system_prompt: str | None = None
         self._note: TurnNote | None = None
+        self._reported = 0
+        """``prompt_tokens`` of the last LLM call, as the endpoint counted them."""
+        self._stalled = False
+        """A compression this turn found nothing to summarise: none is tried again in it."""
         self._user_sessions = db.for_user(str(session.user_key))
 
     @property
@@ -149,7 +160,12 @@ class Agent:
         self._speakers = {n: m.speaker for n, m in enumerate(users, 1)}
         self.history = replay(transcript)
         self.turns = sum(1 for m in self.history if m["role"] == "user")
-        await self._rebuild_system_prompt()
+        record = await self.db.get_session(s.session_id)
+        if record is not None and record.system_prompt:  # rebuilt: the session's own prompt
+            await asyncio.to_thread(self.store.load_from_disk)
+            self._system_prompt = record.system_prompt
+        else:
+            await self._rebuild_system_prompt()
         if self.providers is not None:
             await self.providers.started(fresh=not stored)
 
@@ -164,12 +180,15 @@ class Agent:
             persona=self.config.agent.persona,
             handoff_summary=self.handoff_summary,
             extra_blocks=blocks,
+            targets=self.config.memory.targets,
         )
         await self.db.set_system_prompt(self.session.session_id, self._system_prompt)
 
     def tool_schemas(self) -> list[dict[str, Any]]:
         provided = self.memory.get_all_tool_schemas() if self.memory is not None else []
-        return [MEMORY_TOOL_SCHEMA, SESSION_SEARCH_SCHEMA, *provided, *self.tools.schemas()]
+        memory = memory_tool_schema(self.config.memory.targets)
+        core = [SESSION_SEARCH_SCHEMA] if memory is None else [memory, SESSION_SEARCH_SCHEMA]
+        return [*core, *provided, *self.tools.schemas()]
 
     def build_request(
         self, extra: list[ChatMessage] | None = None, *, cache_markers: bool = True
@@ -207,13 +226,14 @@ class Agent:
             self.shared_writes.speaker = speaker
         self._others(others_content or carries_others(text), turn=True)
         resuming = self._unanswered(text)
+        self._stalled = False
         if not resuming:
-            await self._maybe_compress(text)
+            await self._maybe_compress([{"role": "user", "content": text}])
             self.turns += 1
             self.turns_since_memory += 1
         note = await self._recalled_context(text)
         interval = self.config.memory.nudge_interval
-        if interval and self.turns_since_memory >= interval:
+        if interval and self.config.memory.targets and self.turns_since_memory >= interval:
             note = f"{note}\n\n{NUDGE}"
             self.turns_since_memory = 0
         stored = text
@@ -263,6 +283,7 @@ class Agent:
         for _ in range(limit):
             scrubber = ContextScrubber()
             shown = scrubbed(on_delta, scrubber) if on_delta is not None else None
+            await self._maybe_compress()
             response = await self.llm.complete(
                 self.build_request(), tools=self.tool_schemas(), on_delta=shown
             )
@@ -304,10 +325,18 @@ class Agent:
         assert self.providers is not None
         return await self.providers.tool(call.name, arguments, self._speaker)
 
-    async def run_memory(self, arguments: dict[str, Any]) -> str:
-        """Apply one memory tool call to this session's store; resets the nudge counter."""
+    async def run_memory(self, arguments: dict[str, Any], origin: str = "tool") -> str:
+        """Apply one memory tool call to this session's store; resets the nudge counter.
+
+        ``origin`` (``tool`` or ``flush``) is told to the providers with the write."""
         write = await apply_memory_call(
-            arguments, store=self.store, shared_writes=self.shared_writes, memory=self.memory
+            arguments,
+            store=self.store,
+            shared_writes=self.shared_writes,
+            memory=self.memory,
+            targets=self.config.memory.targets,
+            origin=origin,
+            session_id=self.session.session_id,
         )
         if write.success:
             self.turns_since_memory = 0
@@ -318,13 +347,17 @@ class Agent:
         if self._system_prompt is None:
             await self.start()
         turns = self.config.memory.flush_min_turns if min_turns is None else min_turns
+        schema = memory_tool_schema(self.config.memory.targets)
+        if schema is None:  # memory and the profile both switched off: nothing to save
+            return 0
         self._others(history_carries_others(self.history))
         return await flush_memories(
             self.history,
             turns,
             llm=self.llm,
             system_prompt=self.system_prompt,
-            run_memory=self.run_memory,
+            run_memory=functools.partial(self.run_memory, origin="flush"),
+            schema=schema,
         )
 
     def _others(self, present: bool, *, turn: bool = False) -> None:
@@ -332,22 +365,42 @@ class Agent:
         if (gate := self.shared_writes) is not None:
             gate.others_content = present or (gate.others_content and not turn)
 
-    async def _maybe_compress(self, incoming: str) -> None:
-        pending: list[ChatMessage] = [{"role": "user", "content": incoming}]
-        estimate = estimate_tokens(self.build_request(pending, cache_markers=False))
-        if not self.compressor.should_compress(estimate):
+    async def _maybe_compress(self, pending: list[ChatMessage] | None = None) -> None:
+        """The seed's preflight, before every LLM call: compress when the request about to
+        go (estimated, with ``pending``) or the last one (as the endpoint counted it)
+        reached the threshold."""
+        if self._stalled:
             return
-        logger.info("compressing session %s at ~%d tokens", self.session.session_id, estimate)
+        estimate = estimate_tokens(self.build_request(pending, cache_markers=False))
+        reported = self._reported
+        if not self.compressor.should_compress(max(estimate, reported)):
+            return
+        sid = self.session.session_id
+        logger.info("compressing session %s at ~%d tokens (%d reported)", sid, estimate, reported)
+        self._reported = 0
+        done = self.compressor.compressions
         await self.flush(min_turns=0)
         notes = ""
         if self.memory is not None:
             notes = await asyncio.to_thread(self.memory.on_pre_compress, as_plain(self.history))
         compressed = await self.compressor.compress_with_origins(self.history, notes)
         self._written.carry(self.history, compressed.messages, compressed.origins)
+        self._carry_note(compressed)
         self.history = compressed.messages
+        self._stalled = self.compressor.compressions == done
         await self._rebuild_system_prompt()
         if self.providers is not None:
             await self.providers.compressed()
+
+    def _carry_note(self, compressed: Compressed) -> None:
+        """The turn's note follows its message into the compressed history (if kept)."""
+        note = self._note
+        if note is None:
+            return
+        old = next((i for i, m in enumerate(self.history) if m is note.message), None)
+        pairs = zip(compressed.messages, compressed.origins, strict=True)
+        message = next((m for m, o in pairs if o == old), None) if old is not None else None
+        self._note = TurnNote(message, note.text) if message and message["role"] == "user" else None
 
     def turn_speakers(self) -> list[str | None]:
         """Who wrote each turn not undone, oldest first (None: not recorded, or several)."""
@@ -403,6 +456,7 @@ class Agent:
 
     async def _record_usage(self, response: LLMResponse) -> None:
         usage = response.usage
+        self._reported = usage.prompt_tokens
         self.usage = self.usage + usage
         await self.db.add_usage(
             self.session.session_id,

@@ -7,8 +7,10 @@ system message):
    ``PRUNE_MIN_CHARS`` become ``PRUNED_TOOL_OUTPUT`` (no LLM call);
 2. head: the first ``protect_first`` messages stay verbatim, extended so that
    an assistant's tool calls keep their results;
-3. tail: the most recent messages fitting ``tail_token_budget`` stay verbatim
-   (at least ``MIN_TAIL_MESSAGES``), never starting with a tool result;
+3. tail: the most recent messages fitting the tail budget stay verbatim (at
+   least ``MIN_TAIL_MESSAGES``), never starting with a tool result; the budget
+   is ``compression.tail_token_budget``, or else ``TAIL_SHARE`` of the
+   threshold, so it scales with the context length;
 4. summary: the middle is summarised by one auxiliary-model call into a
    structured template;
 5. iterative update: an earlier summary is updated with the new turns rather
@@ -30,7 +32,7 @@ from typing import Any
 from agent.errors import LLMError
 from agent.llm import LLMClient
 from agent.messages import ChatMessage, UserMessage
-from agent.settings import CompressionSettings
+from agent.settings import TAIL_SHARE, CompressionSettings
 from memory.log_content import loggable
 
 logger = logging.getLogger(__name__)
@@ -209,6 +211,10 @@ class ContextCompressor:
         self.settings = settings
         self.context_length = context_length
         self.threshold_tokens = int(context_length * settings.threshold)
+        budget = settings.tail_token_budget
+        self.tail_token_budget = (
+            budget if budget is not None else int(self.threshold_tokens * TAIL_SHARE)
+        )
         self.previous_summary: str | None = None
         self.compressions = 0
 
@@ -283,7 +289,7 @@ class ContextCompressor:
         for i in range(n - 1, head_end - 1, -1):
             tokens = _message_tokens(messages[i])
             kept = n - 1 - i
-            if accumulated + tokens > self.settings.tail_token_budget and kept >= MIN_TAIL_MESSAGES:
+            if accumulated + tokens > self.tail_token_budget and kept >= MIN_TAIL_MESSAGES:
                 break
             accumulated += tokens
             start = i

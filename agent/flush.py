@@ -43,8 +43,11 @@ async def flush_memories(
     llm: LLMClient,
     system_prompt: str,
     run_memory: MemoryRunner,
+    schema: dict[str, Any] = MEMORY_TOOL_SCHEMA,
 ) -> int:
     """Give the model one memory-only call over ``messages``; returns memory writes made.
+
+    ``schema`` is the memory tool as the session offers it (its targets switched on).
 
     ``messages`` is the live history (without the system message); it is the
     same list, with the same contents, when this returns or raises.
@@ -58,9 +61,7 @@ async def flush_memories(
         system: SystemMessage = {"role": "system", "content": system_prompt}
         request = [system, *messages]
         try:
-            response = await llm.complete(
-                request, tools=[MEMORY_TOOL_SCHEMA], model=llm.auxiliary_model
-            )
+            response = await llm.complete(request, tools=[schema], model=llm.auxiliary_model)
         except LLMError as exc:
             logger.warning("memory flush skipped: %s", exc)
             return 0

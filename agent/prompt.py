@@ -12,6 +12,8 @@ from collections.abc import Sequence
 
 from memory.store import MemoryStore
 
+TARGETS = ("memory", "user")
+
 DEFAULT_PERSONA = (
     "You are chorus, a helpful, friendly assistant that people talk to in chat. "
     "You are direct and concise, you say so when you are unsure, and you never invent "
@@ -50,12 +52,21 @@ def build_system_prompt(
     persona: str | None = None,
     handoff_summary: str | None = None,
     extra_blocks: Sequence[str] = (),
+    targets: Sequence[str] = TARGETS,
 ) -> str:
-    """Assemble the prompt from the store's frozen snapshot (never its live entries)."""
-    parts = [(persona or DEFAULT_PERSONA).strip(), MEMORY_GUIDANCE, SESSION_SEARCH_GUIDANCE]
+    """Assemble the prompt from the store's frozen snapshot (never its live entries).
+
+    Only the files of ``targets`` (``memory.memory_enabled``,
+    ``memory.user_profile_enabled``) are in it; with neither, no memory guidance.
+    """
+    parts = [(persona or DEFAULT_PERSONA).strip()]
+    if targets:
+        parts.append(MEMORY_GUIDANCE)
+    parts.append(SESSION_SEARCH_GUIDANCE)
     if platform_hint:
         parts.append(platform_hint.strip())
-    for block in (store.format_for_system_prompt("memory"), store.format_for_system_prompt("user")):
+    for target in TARGETS:
+        block = store.format_for_system_prompt(target) if target in targets else None
         if block:
             parts.append(block)
     parts.extend(block.strip() for block in extra_blocks if block and block.strip())

@@ -40,10 +40,19 @@ class AgentSettings(_Section):
     )
 
 
+TAIL_SHARE = 0.4
+"""The share of the compression threshold kept verbatim at the tail, unless set."""
+
+
 class CompressionSettings(_Section):
     """The ``compression`` section: when and how history is summarised."""
 
     enabled: Annotated[bool, NEW_SESSIONS] = True
     threshold: Annotated[float, NEW_SESSIONS] = Field(0.5, gt=0, le=1)
     protect_first: Annotated[int, NEW_SESSIONS] = Field(3, ge=0)
-    tail_token_budget: Annotated[int, NEW_SESSIONS] = Field(8_000, gt=0)
+    tail_token_budget: Annotated[int | None, NEW_SESSIONS] = Field(
+        None,
+        gt=0,
+        description="Tokens of the newest messages kept verbatim; None: "
+        f"{TAIL_SHARE:.0%} of the threshold, so it scales with llm.context_length.",
+    )

@@ -59,6 +59,22 @@ class _Section(BaseModel):
 class MemorySettings(_Section):
     """The ``memory`` section: curated files, nudges and the external provider."""
 
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """The memory tool's targets these switches leave on (``memory``, ``user``)."""
+        on = (("memory", self.memory_enabled), ("user", self.user_profile_enabled))
+        return tuple(target for target, enabled in on if enabled)
+
+    memory_enabled: Annotated[bool, NEW_SESSIONS] = Field(
+        True,
+        description="The shared MEMORY.md: in the prompt, a target of the memory tool and "
+        "of the flush.",
+    )
+    user_profile_enabled: Annotated[bool, NEW_SESSIONS] = Field(
+        True,
+        description="Each person's USER.md: in the prompt, a target of the memory tool and "
+        "of the flush.",
+    )
     memory_char_limit: Annotated[int, NEW_SESSIONS] = Field(DEFAULT_MEMORY_CHAR_LIMIT, gt=0)
     user_char_limit: Annotated[int, NEW_SESSIONS] = Field(DEFAULT_USER_CHAR_LIMIT, gt=0)
     nudge_interval: Annotated[int, NEW_SESSIONS] = Field(

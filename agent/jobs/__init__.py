@@ -1,7 +1,7 @@
 """Background jobs of the agent: the job functions, what they run with, how they are enqueued.
 
-- Job functions (``sync_turn``, ``rewind``, ``queue_prefetch``, ``end_session``
-  and ``prefetch``, the name of earlier versions) run on a worker, never on the
+- Job functions (``sync_turn``, ``rewind``, ``queue_prefetch``, ``end_session``,
+  ``approved_write`` and ``prefetch``, the name of earlier versions) run on a worker, never on the
   request path. They are enqueued by dotted name, ``agent.jobs.<name>``
   (``JOBS_MODULE``): these names are the contract with every queue, those
   written by earlier versions included, so they stay importable from here.
@@ -14,6 +14,7 @@
   session-end job stores for the next session.
 """
 
+from agent.jobs._approved import approved_write
 from agent.jobs._context import JobContext
 from agent.jobs._handoff import (
     HANDOFF_MAX_CHARS,
@@ -34,7 +35,7 @@ from agent.jobs._jobs import (
 )
 from agent.jobs._loop import JobLoop
 from agent.jobs._provider_source import ProviderSource, build_manager
-from agent.jobs._scheduler import JOBS_MODULE, JobScheduler
+from agent.jobs._scheduler import JOBS_MODULE, JobScheduler, approved_write_job
 
 __all__ = [
     "HANDOFF_MAX_CHARS",
@@ -45,6 +46,8 @@ __all__ = [
     "JobLoop",
     "JobScheduler",
     "ProviderSource",
+    "approved_write",
+    "approved_write_job",
     "build_manager",
     "checked_summary",
     "configure",

@@ -19,6 +19,7 @@ from agent.memory_writes import apply_memory_call
 from agent.messages import transcript_messages
 from agent.others import history_carries_others
 from agent.prompt import build_system_prompt
+from agent.tools.memory_tool import memory_tool_schema
 from memory.paths import UserKey
 from memory.providers import MemoryManager
 from memory.store import MemoryStore
@@ -35,7 +36,9 @@ async def flush_session(
     The model sees the system prompt the session's turns were answered with (the
     one stored with the session), which this leaves as it is.
     """
-    if record.message_count == 0:
+    targets = ctx.config.memory.targets
+    schema = memory_tool_schema(targets)
+    if record.message_count == 0 or schema is None:  # nothing said, or nothing to save to
         return
     history = replay(transcript_messages(await db.get_messages(record.id)))
     owner = UserKey.parse(record.user_key)
@@ -46,7 +49,16 @@ async def flush_session(
     gate.others_content = history_carries_others(history)
 
     async def run_memory(arguments: dict[str, Any]) -> str:
-        write = await apply_memory_call(arguments, store=store, shared_writes=gate, memory=manager)
+        write = await apply_memory_call(
+            arguments,
+            store=store,
+            shared_writes=gate,
+            memory=manager,
+            targets=targets,
+            context="flush",
+            origin="flush",
+            session_id=record.id,
+        )
         return write.text
 
     await flush_memories(
@@ -55,6 +67,7 @@ async def flush_session(
         llm=llm,
         system_prompt=record.system_prompt or await _prompt_now(ctx, store, manager),
         run_memory=run_memory,
+        schema=schema,
     )
 
 
@@ -63,4 +76,9 @@ async def _prompt_now(ctx: JobContext, store: MemoryStore, manager: MemoryManage
     blocks: list[str] = []
     if manager is not None:
         blocks = await asyncio.to_thread(manager.build_system_prompt_blocks)
-    return build_system_prompt(store, persona=ctx.config.agent.persona, extra_blocks=blocks)
+    return build_system_prompt(
+        store,
+        persona=ctx.config.agent.persona,
+        extra_blocks=blocks,
+        targets=ctx.config.memory.targets,
+    )

@@ -12,7 +12,7 @@ import uuid
 
 from memory.jobs import BackgroundQueue, JobSpec, JobState
 
-__all__ = ["JOBS_MODULE", "JobScheduler"]
+__all__ = ["JOBS_MODULE", "JobScheduler", "approved_write_job"]
 
 logger = logging.getLogger(__name__)
 
@@ -53,3 +53,14 @@ class JobScheduler:
 
     def end_session(self, session_id: str, reason: str) -> None:
         self._enqueue("end_session", session_id, (reason,), f"chorus-end-{session_id}", "end")
+
+
+def approved_write_job(session_id: str, staged_id: int) -> JobSpec:
+    """The job telling the providers of ``session_id`` that an admin approved ``staged_id``."""
+    return JobSpec(
+        func=f"{JOBS_MODULE}.approved_write",
+        args=(session_id, staged_id),
+        session_id=session_id,
+        job_id=f"chorus-approved-{staged_id}",
+        description=f"approved write #{staged_id} of {session_id}",
+    )

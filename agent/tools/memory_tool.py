@@ -8,7 +8,9 @@ reach another user's profile.
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,6 +59,33 @@ MEMORY_TOOL_SCHEMA = function_schema("memory", MEMORY_TOOL_DESCRIPTION, MEMORY_T
 
 
 TARGETS = ("memory", "user")
+TARGET_OFF = "the target {target!r} is switched off here; nothing was saved"
+
+_TARGET_LINES = {
+    "user": "- 'user': who the user is",
+    "memory": "- 'memory': your notes",
+}
+
+
+def memory_tool_schema(targets: Sequence[str] = TARGETS) -> dict[str, Any] | None:
+    """The memory tool offering only ``targets`` (``memory.memory_enabled`` and
+    ``memory.user_profile_enabled``); None when both are off: no memory tool."""
+    if tuple(targets) == TARGETS:
+        return MEMORY_TOOL_SCHEMA
+    if not targets:
+        return None
+    parameters = copy.deepcopy(MEMORY_TOOL_PARAMETERS)
+    parameters["properties"]["target"]["enum"] = list(targets)
+    off = [line for target, line in _TARGET_LINES.items() if target not in targets]
+    kept = [
+        line
+        for line in MEMORY_TOOL_DESCRIPTION.split("\n")
+        if not any(line.startswith(prefix) for prefix in off)
+    ]
+    description = "\n".join(kept).replace("TWO TARGETS:", "ONE TARGET:")
+    return function_schema("memory", description, parameters)
+
+
 ACTIONS = ("add", "replace", "remove")
 
 
@@ -74,8 +103,10 @@ class MemoryCallError(ValueError):
     """The arguments do not name a valid action and target."""
 
 
-def resolve_memory_call(arguments: dict[str, Any]) -> MemoryCall:
+def resolve_memory_call(arguments: dict[str, Any], targets: Sequence[str] = TARGETS) -> MemoryCall:
     """Validate a call strictly; a missing (absent or null) target means ``memory``.
+
+    A target switched off (not in ``targets``) is refused with a message saying so.
 
     Only the strings ``"user"`` and ``"memory"`` are targets: ``""``, ``false``,
     ``0``, ``"MEMORY"`` and anything else is refused, so no odd value can slip
@@ -88,6 +119,8 @@ def resolve_memory_call(arguments: dict[str, Any]) -> MemoryCall:
     target = "memory" if raw_target is None else raw_target
     if not isinstance(target, str) or target not in TARGETS:
         raise MemoryCallError(f"unknown target {raw_target!r}; use 'memory' or 'user'")
+    if target not in targets:
+        raise MemoryCallError(TARGET_OFF.format(target=target))
     return MemoryCall(
         action=action,
         target=target,

@@ -12,17 +12,20 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from agent import jobs
 from gateway.access import GatewayDB
+from gateway.app import job_context
 from gateway.cli._common import fail, out, settings, user_key
 from gateway.cli._provider_setup import memory_setup_command, memory_status_command
 from gateway.commands import flagged_command, review
-from gateway.config import Settings, database_location, load_settings
+from gateway.config import LiveSettings, Settings, database_location, load_settings
 from memory.errors import MemoryStoreError
 from memory.paths import ChorusPaths, UserKey
 from memory.store import (
     FlaggedEntries,
     MemoryStore,
     ProfileStore,
+    StagedWrite,
     StagedWrites,
     memory_files_for,
 )
@@ -150,6 +153,7 @@ def _review(action: str, target: str) -> None:
     cfg = settings()
     staging = StagedWrites(database_location(cfg))
     actor = f"cli:{getpass.getuser()}"
+    approved: list[StagedWrite] = []
     try:
         with _store(cfg, None) as store:
             reply = review(
@@ -161,13 +165,35 @@ def _review(action: str, target: str) -> None:
                 show=SHOW_IN_CLI,
                 markdown=False,
                 profile_store=_profiles(cfg, store),
+                on_approved=approved.append,
             )
             out.print(reply, markup=False)
+        if approved:
+            _tell_providers(cfg, approved)
         if action != "pending":
             with GatewayDB(database_location(cfg)) as db:
                 db.audit(actor, f"memory {action}", target, reply.outcome, time.time())
     finally:
         staging.close()
+
+
+def _tell_providers(cfg: Settings, approved: list[StagedWrite]) -> None:
+    """The approved writes reach their sessions' memory providers (the ``approved_write``
+    job, run here: the process that approved them)."""
+    jobs.configure(job_context(LiveSettings(cfg)))
+    try:
+        for write in approved:
+            try:
+                jobs.approved_write(write.session_id, write.id)
+            except Exception as exc:  # the write is approved either way
+                logger.warning(
+                    "approved write #%s did not reach the memory provider: %s",
+                    write.id,
+                    type(exc).__name__,
+                )
+                out.print(f"#{write.id}: the memory provider was not told ({type(exc).__name__})")
+    finally:
+        jobs.shutdown()
 
 
 @memory_app.command("pending")

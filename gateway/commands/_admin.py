@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from agent.jobs import approved_write_job
 from gateway.access import AdminReply, UserAccessRow
 from gateway.commands import _texts as t
 from gateway.commands._flagged import flagged_command
@@ -14,7 +15,7 @@ from gateway.commands._registry import Command, CommandContext, CommandRegistry
 from gateway.commands._review import review
 from gateway.commands._user import profile_usage
 from memory.paths import UserKey
-from memory.store import FlaggedEntries, MemoryStore, make_visible
+from memory.store import FlaggedEntries, MemoryStore, StagedWrite, make_visible
 from plugins.memory import discover_memory_providers
 
 SubHandler = Callable[[CommandContext, str], Awaitable[str]]
@@ -99,9 +100,20 @@ async def memory_sub(ctx: CommandContext, arg: str) -> str:
         def profile_store(key: str) -> MemoryStore:
             return ctx.services.store_for(UserKey.parse(key))
 
-        return await asyncio.to_thread(
-            review, staging, store, action, text.strip(), by, profile_store=profile_store
+        approved: list[StagedWrite] = []
+        reviewed = await asyncio.to_thread(
+            review,
+            staging,
+            store,
+            action,
+            text.strip(),
+            by,
+            profile_store=profile_store,
+            on_approved=approved.append,
         )
+        for write in approved:  # the providers of the write's session hear of it
+            ctx.services.queue.enqueue(approved_write_job(write.session_id, write.id))
+        return reviewed
     if action == "flagged":
         decision, _, entry_id = text.strip().partition(" ")
         flagged = FlaggedEntries(store.files, store.memory_path.parent)

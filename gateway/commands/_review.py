@@ -13,6 +13,7 @@ was shown; the others need their id.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from gateway.access import AdminReply
 from gateway.commands import _texts as t
@@ -90,12 +91,14 @@ def review(
     show: str = SHOW_IN_CHAT,
     markdown: bool = True,
     profile_store: ProfileStore | None = None,
+    on_approved: Callable[[StagedWrite], None] | None = None,
 ) -> AdminReply:
     """``pending [full]`` lists; ``show <id>`` shows one whole; ``approve``/``reject`` take an
     id or ``all``. ``show`` is how a reviewer asks for one write whole; ``markdown`` is
     False where the answer is printed as it is (the CLI). ``store`` holds MEMORY.md;
-    ``profile_store`` gives the store of a shared profile a write changes. Returns what
-    happened.
+    ``profile_store`` gives the store of a shared profile a write changes;
+    ``on_approved`` is told of each write that landed (for the memory providers). Returns
+    what happened.
 
     The reply's outcome is ``ok``, ``not_found`` (no such pending write), ``failed``
     (an approved write the store refused: scan or limits), ``usage`` or ``invalid``.
@@ -122,6 +125,8 @@ def review(
         if action == "approve":
             store.load_from_disk()
             done, line = staging.approve(staged_id, store, by, profile_store=profile_store)
+            if done and write is not None and on_approved is not None:
+                on_approved(write)
         else:
             done, line = staging.reject(staged_id, by)
         if not done and write is not None and write.status == "pending":

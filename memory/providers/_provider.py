@@ -25,7 +25,9 @@ Where each call happens (``agent_context``, given to :meth:`~MemoryProvider.init
   with ``withdrawn_turn`` after ``/undo``/``/retry``; ``on_session_end``. These
   are the user's own words: a provider that models the user learns here.
 * ``"flush"`` — the end-of-session memory flush, a prompt chorus writes itself:
-  its tools and ``on_memory_write`` run, no turn is synced. A provider that
+  its tools and ``on_memory_write`` run, no turn is synced; also
+  ``on_memory_write`` of a write an admin approved from the review queue (in a
+  job, or in the ``chorus memory approve`` process). A provider that
   models the user stays passive here.
 
 One instance serves one session in one context and one process; a worker keeps
@@ -265,7 +267,14 @@ class MemoryProvider(ABC):
         """The built-in ``memory`` tool changed a file; mirror it if useful.
 
         ``action`` is ``"add"``, ``"replace"`` or ``"remove"``; ``target`` is
-        ``"memory"`` or ``"user"``.
+        ``"memory"`` or ``"user"``; ``content`` is the new entry text (for
+        ``remove``, the text that picked the entry). ``metadata`` (given only
+        to a hook that declares it, or takes ``**kwargs``) has ``target``,
+        ``agent_context``, ``origin`` (``"tool"``: the model's call in a turn;
+        ``"flush"``: a flush's; ``"review"``: an admin approved a staged write),
+        ``session_id``, ``old_text`` for ``replace`` and ``remove`` (the text
+        that picked the entry the write changed) and ``speaker`` (who the write
+        is by, when known).
         """
         return None
 

@@ -457,3 +457,15 @@ async def test_only_an_old_summary_in_the_middle_makes_no_request(
     out = await make(llm, budget=tail_budget()).compress(original)
     assert out == original
     assert server.requests == []
+
+
+def test_the_tail_budget_scales_with_the_context_length(llm: LLMClient) -> None:
+    """Unset, the tail is a share of the threshold: an 8,000-token context keeps 1,600
+    tokens verbatim, not 8,000 (which would leave nothing to summarise)."""
+    budgets = {
+        context: ContextCompressor(llm, CompressionSettings(), context).tail_token_budget
+        for context in (8_000, 128_000)
+    }
+    assert budgets == {8_000: 1_600, 128_000: 25_600}
+    chosen = CompressionSettings(tail_token_budget=500)
+    assert ContextCompressor(llm, chosen, 8_000).tail_token_budget == 500

@@ -147,7 +147,8 @@ PLUGIN_SOURCE = textwrap.dedent(
             return ""
 
         def on_memory_write(self, action, target, content, metadata=None):
-            self._log("on_memory_write", action=action, target=target, content=content)
+            self._log("on_memory_write", action=action, target=target, content=content,
+                      metadata=metadata)
             self._maybe_raise("on_memory_write")
 
         def on_session_switch(self, new_session_id, *, parent_session_id="", reset=False,

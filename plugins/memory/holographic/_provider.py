@@ -29,7 +29,7 @@ from memory.providers import MemoryProvider, provider_dir, strip_memory_context
 from memory.store import scan_memory_content
 
 from . import _config, _extract, _hrr, _search
-from ._fact import StoreError
+from ._fact import Fact, StoreError
 from ._schema import fts5_available
 from ._store import FactStore
 from ._tools import (
@@ -233,7 +233,8 @@ class HolographicProvider(MemoryProvider):
         ``add`` stores ``content``. ``remove`` gets the text that picked the
         entry: the fact with that content goes, or else the one mirrored fact
         that contains it (none when several do). ``replace`` stores the new
-        content, updating the fact of ``metadata["old_text"]`` when given.
+        content in place of the fact ``metadata["old_text"]`` picks the same way
+        (the old fact is gone, the new one is there).
         """
         info = metadata or {}
         text = strip_memory_context(content or "").strip()
@@ -243,17 +244,16 @@ class HolographicProvider(MemoryProvider):
         if not text:
             return
         if action == "remove":
-            fact = store.find_by_content(text)
-            found = [fact] if fact is not None else store.find_containing(text, ("memory", "user"))
-            if len(found) == 1:
-                store.remove(found[0].id)
+            found = _picked(store, text)
+            if found is not None:
+                store.remove(found.id)
             return
         if action not in ("add", "replace") or scan_memory_content(text) is not None:
             return
         old = info.get("old_text")
-        previous = (
-            store.find_by_content(old) if action == "replace" and isinstance(old, str) else None
-        )
+        previous = None
+        if action == "replace" and isinstance(old, str) and old.strip():
+            previous = _picked(store, strip_memory_context(old).strip())
         if previous is not None and store.find_by_content(text) is None:
             store.update(previous.id, text, category)
             return
@@ -304,3 +304,13 @@ class HolographicProvider(MemoryProvider):
 
     def save_config(self, values: dict[str, Any], chorus_home: Path) -> None:
         _config.save(values, chorus_home)
+
+
+def _picked(store: FactStore, text: str) -> Fact | None:
+    """The fact the tool's ``old_text`` picks: the one with that content, or else the one
+    mirrored fact that contains it (None when none or several do)."""
+    fact = store.find_by_content(text)
+    if fact is not None:
+        return fact
+    found = store.find_containing(text, ("memory", "user"))
+    return found[0] if len(found) == 1 else None
