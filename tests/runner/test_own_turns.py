@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from agent.history import replay
+from gateway._texts import SENT_PRIVATELY
 from memory.paths import ChorusPaths, UserKey
 from memory.store import StagedWrites
 from tests.fakes import FakeOpenAI
@@ -34,10 +35,21 @@ async def group_gateway(make_gateway: GatewayFactory, home: Path, **env: str) ->
     )
 
 
+PRIVATE_COMMANDS = ("/forget", "/admin", "/memory", "/status", "/whoami")
+
+
 async def in_group(gw: Gateway, text: str, user: str, answer: str | None = None) -> str:
+    """What ``user`` is answered for ``text`` said in the group (a personal command's
+    answer comes privately, with a note in the group)."""
     if answer is not None:
         gw.server.reply(answer)
-    return (await gw.ask(text, user=user, **GROUP)).text
+    first = await gw.ask(text, user=user, **GROUP)
+    if not text.startswith(PRIVATE_COMMANDS):
+        return first.text
+    second = await gw.adapter.pop(20)
+    private, note = (second, first) if first.chat_id == GROUP["chat_id"] else (first, second)
+    assert note.chat_id == GROUP["chat_id"] and note.text == SENT_PRIVATELY, note
+    return private.text
 
 
 async def kept_turns(gw: Gateway) -> list[str]:
