@@ -33,6 +33,7 @@ import psycopg_pool
 from psycopg.rows import RowMaker
 
 from memory.database._errors import first_line
+from memory.database._types import lock_schema
 from memory.errors import (
     DatabaseError,
     DatabaseIntegrityError,
@@ -198,13 +199,23 @@ class PostgresPool:
         except psycopg_pool.PoolTimeout as exc:
             raise DatabaseUnavailable(f"no PostgreSQL connection: {exc}") from exc
 
+    @contextmanager
+    def schema_transaction(self) -> Iterator[PgConnection]:
+        """A transaction holding the schema lock, for creating or migrating tables.
+
+        Every component's schema work on every replica and worker takes the same
+        lock, so it runs one at a time however many processes start at once.
+        """
+        with self.transaction() as conn:
+            lock_schema(conn)
+            yield conn
+
     def prepare(self, component: str, statements: Sequence[str]) -> None:
-        """Run ``component``'s schema statements once per pool, under an advisory lock."""
+        """Run ``component``'s schema statements once per pool, under the schema lock."""
         with self.lock:
             if component in self.prepared:
                 return
-            with self.transaction() as conn:
-                conn.execute("SELECT pg_advisory_xact_lock(hashtext(?))", (component,))
+            with self.schema_transaction() as conn:
                 for statement in statements:
                     conn.execute(statement)
             self.prepared.add(component)
