@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
@@ -11,8 +12,18 @@ from typing import Protocol
 
 from aiohttp import web
 
+from gateway.adapters._support import Sometimes
 from gateway.adapters._text_split import Length
+from gateway.errors import InboxError
 from gateway.events import InboundMessage, OutboundMessage, SentMessage, cleaned
+
+logger = logging.getLogger(__name__)
+
+RECORD_RETRY_AFTER = 10
+"""Seconds a platform is asked to wait (``Retry-After``) before it delivers again what
+could not be recorded (the database is unreachable or its disk is full)."""
+RECORD_FAILURE_LOG_INTERVAL = 60.0
+"""Seconds between two log lines about deliveries that could not be recorded."""
 
 
 class Inbox(Protocol):
@@ -23,7 +34,8 @@ class Inbox(Protocol):
         ...
 
     def take_many(self, platform: str, deliveries: Sequence[tuple[str, str]]) -> list[bool]:
-        """``take`` for several ``(receipt, payload)`` deliveries, in one commit."""
+        """``take`` for several ``(receipt, payload)`` deliveries, in one commit; raises
+        ``InboxError`` when they cannot be recorded (the platform must deliver them again)."""
         ...
 
     def done(self, platform: str, receipts: Sequence[str]) -> None:
@@ -120,6 +132,7 @@ class BaseAdapter(ABC):
         self._feed: Intake | None = None
         self.counters: Counter[str] = Counter()
         """Events of note (``skipped_updates``, …), exported as ``chorus_adapter_events_total``."""
+        self._record_failures = Sometimes(RECORD_FAILURE_LOG_INTERVAL)
 
     async def answer_command(self, message: InboundMessage) -> str:
         """The private answer to a native command; ``message.text`` is ``/name args``."""
@@ -153,6 +166,31 @@ class BaseAdapter(ABC):
         if inbox is None or not deliveries:
             return [True] * len(deliveries)
         return await asyncio.to_thread(inbox.take_many, self.name, deliveries)
+
+    def not_recorded(self, exc: InboxError, count: int = 1) -> None:
+        """``count`` deliveries could not be recorded and are left to the platform to send
+        again: counted, and one log line (at most one a minute, no traceback)."""
+        self.counters["unrecorded_deliveries"] += count
+        if self._record_failures.due():
+            missed = self._record_failures.take_missed()
+            logger.error(
+                "%s: %d delivery(ies) could not be recorded, left to the platform to send "
+                "again (%s)%s",
+                self.name,
+                count,
+                exc,
+                f"; {missed} more such failure(s) since the last line" if missed else "",
+            )
+
+    def refuse_unrecorded(self, exc: InboxError) -> web.Response:
+        """The HTTP answer to a webhook delivery that could not be recorded: 503 with
+        ``Retry-After``, so the platform delivers it again later."""
+        self.not_recorded(exc)
+        return web.json_response(
+            {"error": "storage unavailable"},
+            status=503,
+            headers={"Retry-After": str(RECORD_RETRY_AFTER)},
+        )
 
     async def settled(self, receipts: Sequence[str]) -> None:
         """Deliveries that need nothing more (ignored, refused, answered)."""

@@ -40,7 +40,13 @@ from slack_bolt.response import BoltResponse
 from slack_sdk.errors import SlackApiError
 
 from gateway import _texts as gateway_texts
-from gateway.adapters._base import AdapterCapabilities, BaseAdapter, CommandInfo, RouteHandler
+from gateway.adapters._base import (
+    RECORD_RETRY_AFTER,
+    AdapterCapabilities,
+    BaseAdapter,
+    CommandInfo,
+    RouteHandler,
+)
 from gateway.adapters._support import Backoff
 from gateway.adapters.slack._actions import REVIEW_ACTION, answer_action
 from gateway.adapters.slack._client import (
@@ -66,7 +72,7 @@ from gateway.adapters.slack._settings import SlackSettings
 from gateway.adapters.slack._signing import RequestSigning
 from gateway.adapters.slack._socket import SocketConnection
 from gateway.clock import Clock, SystemClock
-from gateway.errors import ConfigError
+from gateway.errors import ConfigError, InboxError
 from gateway.events import InboundMessage, OutboundMessage, SentMessage
 from gateway.logs import WithholdText
 
@@ -337,9 +343,16 @@ class SlackAdapter(BaseAdapter):
             return BoltResponse(status=503, body={"error": "shutting down"})
         event_id = body.get("event_id") if body.get("type") == "event_callback" else None
         payload = json.dumps(body)  # ASCII: a lone surrogate in an event stays storable
-        if isinstance(event_id, str) and event_id and not await self.record(event_id, payload):
-            logger.debug("slack: event %s is known; acknowledged, not handled again", event_id)
-            return BoltResponse(status=200, body="")
+        if isinstance(event_id, str) and event_id:
+            try:
+                fresh = await self.record(event_id, payload)
+            except InboxError as exc:  # Slack sends a refused event again
+                self.not_recorded(exc)
+                headers: dict[str, str | Sequence[str]] = {"Retry-After": str(RECORD_RETRY_AFTER)}
+                return BoltResponse(status=503, body={"error": "unavailable"}, headers=headers)
+            if not fresh:
+                logger.debug("slack: event %s is known; acknowledged, not handled again", event_id)
+                return BoltResponse(status=200, body="")
         await next()
         return None
 

@@ -47,7 +47,7 @@ from gateway.adapters.telegram._updates import (
     BotIdentity,
 )
 from gateway.clock import Clock, SystemClock
-from gateway.errors import AdapterError, ConfigError, GatewayError
+from gateway.errors import AdapterError, ConfigError, GatewayError, InboxError
 from gateway.events import InboundMessage, OutboundMessage, SentMessage
 
 logger = logging.getLogger(__name__)
@@ -296,7 +296,10 @@ class TelegramAdapter(BaseAdapter):
         except Exception as exc:
             logger.warning("refused a telegram webhook request (%s)", type(exc).__name__)
             return web.json_response({"error": "bad update"}, status=400)
-        update = await self._inbound.arrived_by_webhook(data)
+        try:
+            update = await self._inbound.arrived_by_webhook(data)
+        except InboxError as exc:
+            return self.refuse_unrecorded(exc)
         if update is not None:
             await self._app.update_queue.put(update)
         return web.json_response({"ok": True})  # (an unreadable one too: it must not come again)
