@@ -12,7 +12,6 @@ from typing import Protocol
 
 from aiohttp import web
 
-from gateway.adapters._support import Sometimes
 from gateway.adapters._text_split import Length
 from gateway.errors import InboxError
 from gateway.events import InboundMessage, OutboundMessage, SentMessage, cleaned
@@ -22,8 +21,6 @@ logger = logging.getLogger(__name__)
 RECORD_RETRY_AFTER = 10
 """Seconds a platform is asked to wait (``Retry-After``) before it delivers again what
 could not be recorded (the database is unreachable or its disk is full)."""
-RECORD_FAILURE_LOG_INTERVAL = 60.0
-"""Seconds between two log lines about deliveries that could not be recorded."""
 
 
 class Inbox(Protocol):
@@ -132,7 +129,6 @@ class BaseAdapter(ABC):
         self._feed: Intake | None = None
         self.counters: Counter[str] = Counter()
         """Events of note (``skipped_updates``, …), exported as ``chorus_adapter_events_total``."""
-        self._record_failures = Sometimes(RECORD_FAILURE_LOG_INTERVAL)
 
     async def answer_command(self, message: InboundMessage) -> str:
         """The private answer to a native command; ``message.text`` is ``/name args``."""
@@ -169,18 +165,11 @@ class BaseAdapter(ABC):
 
     def not_recorded(self, exc: InboxError, count: int = 1) -> None:
         """``count`` deliveries could not be recorded and are left to the platform to send
-        again: counted, and one log line (at most one a minute, no traceback)."""
+        again. Counted; the storage fault itself is logged where it happened (one line)."""
         self.counters["unrecorded_deliveries"] += count
-        if self._record_failures.due():
-            missed = self._record_failures.take_missed()
-            logger.error(
-                "%s: %d delivery(ies) could not be recorded, left to the platform to send "
-                "again (%s)%s",
-                self.name,
-                count,
-                exc,
-                f"; {missed} more such failure(s) since the last line" if missed else "",
-            )
+        logger.debug(
+            "%s: %d delivery(ies) not recorded, left to the platform: %s", self.name, count, exc
+        )
 
     def refuse_unrecorded(self, exc: InboxError) -> web.Response:
         """The HTTP answer to a webhook delivery that could not be recorded: 503 with

@@ -85,7 +85,7 @@ class InboxKeeper:
             for adapter in adapters:
                 await self._resume(adapter, take, notice)
         except InboxError as exc:  # the database: one line; they are taken up at the next start
-            logger.error("taking up messages left by a restart failed: %s", exc)
+            logger.warning("taking up messages left by a restart failed: %s", exc)
         except Exception:
             logger.exception("taking up messages left by a restart failed")
 

@@ -36,6 +36,7 @@ from memory.database._errors import first_line
 from memory.database._types import lock_schema
 from memory.errors import (
     DatabaseError,
+    DatabaseFull,
     DatabaseIntegrityError,
     DatabaseLocked,
     DatabaseUnavailable,
@@ -113,6 +114,8 @@ def as_database_error(exc: psycopg.Error) -> DatabaseError:
         return DatabaseIntegrityError(text)
     if isinstance(exc, _LOCKED):
         return DatabaseLocked(text)
+    if isinstance(exc, psycopg.errors.DiskFull):
+        return DatabaseFull(text)
     if isinstance(exc, psycopg.errors.QueryCanceled):
         return DatabaseError(text)
     if isinstance(exc, psycopg.OperationalError):  # the connection, the server's resources

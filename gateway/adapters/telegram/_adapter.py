@@ -114,6 +114,7 @@ class TelegramAdapter(BaseAdapter):
             record=self.record,
             record_many=self.record_many,
             settled=self.settled,
+            not_recorded=self.not_recorded,
             counters=self.counters,
             vision=vision,
             skip_log=Sometimes(SKIP_LOG_INTERVAL, self._clock),
@@ -262,6 +263,8 @@ class TelegramAdapter(BaseAdapter):
                     "telegram: another process is polling this bot token (409 Conflict); "
                     "run one poller per token, or use webhooks (telegram.webhook_url)"
                 )
+            return
+        if self._inbound.storage_failing:  # logged as what it is; not a network fault
             return
         logger.warning("telegram polling failed (%s); retrying with backoff", type(exc).__name__)
 
