@@ -45,6 +45,9 @@ from memory.errors import (
 __all__ = ["PgConnection", "PgCursor", "PgRow", "PostgresPool", "acquire_pool", "release_pool"]
 
 logger = logging.getLogger(__name__)
+logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
+"""The pool logs a WARNING for every reconnect attempt while the server is down; the
+component that needed the connection logs the outage once (``memory.tables``)."""
 
 CONNECT_TIMEOUT = 10.0
 """Seconds to wait for a connection from the pool before the operation fails."""
