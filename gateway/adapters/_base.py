@@ -171,10 +171,10 @@ class BaseAdapter(ABC):
             "%s: %d delivery(ies) not recorded, left to the platform: %s", self.name, count, exc
         )
 
-    def refuse_unrecorded(self, exc: InboxError) -> web.Response:
-        """The HTTP answer to a webhook delivery that could not be recorded: 503 with
-        ``Retry-After``, so the platform delivers it again later."""
-        self.not_recorded(exc)
+    def refuse_unrecorded(self) -> web.Response:
+        """The HTTP answer to a webhook delivery that could not be recorded (and was
+        counted, ``not_recorded``): 503 with ``Retry-After``, so the platform delivers
+        it again later."""
         return web.json_response(
             {"error": "storage unavailable"},
             status=503,

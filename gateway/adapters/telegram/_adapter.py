@@ -301,8 +301,8 @@ class TelegramAdapter(BaseAdapter):
             return web.json_response({"error": "bad update"}, status=400)
         try:
             update = await self._inbound.arrived_by_webhook(data)
-        except InboxError as exc:
-            return self.refuse_unrecorded(exc)
+        except InboxError:
+            return self.refuse_unrecorded()
         if update is not None:
             await self._app.update_queue.put(update)
         return web.json_response({"ok": True})  # (an unreadable one too: it must not come again)

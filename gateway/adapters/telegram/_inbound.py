@@ -103,19 +103,25 @@ class Inbound:
                 [(str(updates[i]["update_id"]), json.dumps(updates[i])) for i in kept]
             )
         except InboxError as exc:  # unconfirmed: Telegram hands the batch out again
-            self.storage_failing = True
-            self._not_recorded(exc, len(kept))
-            await self._tell_waiting([updates[i] for i in kept])
+            await self._storage_failed(exc, [updates[i] for i in kept])
             raise
-        if self.storage_failing:
-            self.storage_failing = False
-            self._told.clear()
+        self._storage_works()
         changed = False
         for index, new in zip(kept, fresh, strict=True):
             if not new:
                 updates[index] = {"update_id": updates[index]["update_id"]}
                 changed = True
         return json.dumps(answer).encode() if changed else payload
+
+    async def _storage_failed(self, exc: InboxError, updates: list[dict[str, Any]]) -> None:
+        self.storage_failing = True
+        self._not_recorded(exc, len(updates))
+        await self._tell_waiting(updates)
+
+    def _storage_works(self) -> None:
+        if self.storage_failing:
+            self.storage_failing = False
+            self._told.clear()
 
     async def _tell_waiting(self, updates: list[dict[str, Any]]) -> None:
         """Tell each person whose private message waits for the storage, once per outage."""
@@ -141,7 +147,13 @@ class Inbound:
             self.note_skipped(1)
             return None
         assert isinstance(data, dict)
-        if not await self._record(str(data["update_id"]), json.dumps(data)):
+        try:
+            fresh = await self._record(str(data["update_id"]), json.dumps(data))
+        except InboxError as exc:  # the request is refused: Telegram sends it again
+            await self._storage_failed(exc, [data])
+            raise
+        self._storage_works()
+        if not fresh:
             return None  # Telegram resent one we have: confirm it, do not handle it twice
         return Update.de_json(data, self._bot)
 
