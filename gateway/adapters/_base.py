@@ -171,6 +171,11 @@ class BaseAdapter(ABC):
             "%s: %d delivery(ies) not recorded, left to the platform: %s", self.name, count, exc
         )
 
+    @staticmethod
+    def retry_later() -> dict[str, str]:
+        """The headers of a 503 that asks the platform to deliver again later."""
+        return {"Retry-After": str(RECORD_RETRY_AFTER)}
+
     def refuse_unrecorded(self) -> web.Response:
         """The HTTP answer to a webhook delivery that could not be recorded (and was
         counted, ``not_recorded``): 503 with ``Retry-After``, so the platform delivers
@@ -178,7 +183,7 @@ class BaseAdapter(ABC):
         return web.json_response(
             {"error": "storage unavailable"},
             status=503,
-            headers={"Retry-After": str(RECORD_RETRY_AFTER)},
+            headers=self.retry_later(),
         )
 
     async def settled(self, receipts: Sequence[str]) -> None:

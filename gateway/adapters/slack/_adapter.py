@@ -40,13 +40,7 @@ from slack_bolt.response import BoltResponse
 from slack_sdk.errors import SlackApiError
 
 from gateway import _texts as gateway_texts
-from gateway.adapters._base import (
-    RECORD_RETRY_AFTER,
-    AdapterCapabilities,
-    BaseAdapter,
-    CommandInfo,
-    RouteHandler,
-)
+from gateway.adapters._base import AdapterCapabilities, BaseAdapter, CommandInfo, RouteHandler
 from gateway.adapters._support import Backoff
 from gateway.adapters.slack._actions import REVIEW_ACTION, answer_action
 from gateway.adapters.slack._client import (
@@ -342,14 +336,13 @@ class SlackAdapter(BaseAdapter):
         if self._paused or not self.accepting():
             return BoltResponse(status=503, body={"error": "shutting down"})
         event_id = body.get("event_id") if body.get("type") == "event_callback" else None
-        payload = json.dumps(body)  # ASCII: a lone surrogate in an event stays storable
         if isinstance(event_id, str) and event_id:
-            try:
-                fresh = await self.record(event_id, payload)
-            except InboxError as exc:  # Slack sends a refused event again
+            try:  # the body as ASCII JSON: a lone surrogate in an event stays storable
+                fresh = await self.record(event_id, json.dumps(body))
+            except InboxError as exc:  # refused: Slack sends it again
                 self.not_recorded(exc)
-                headers: dict[str, str | Sequence[str]] = {"Retry-After": str(RECORD_RETRY_AFTER)}
-                return BoltResponse(status=503, body={"error": "unavailable"}, headers=headers)
+                later = dict[str, str | Sequence[str]](self.retry_later())
+                return BoltResponse(status=503, body={"error": "unavailable"}, headers=later)
             if not fresh:
                 logger.debug("slack: event %s is known; acknowledged, not handled again", event_id)
                 return BoltResponse(status=200, body="")
