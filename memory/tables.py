@@ -15,6 +15,10 @@ connection (``memory.database.Connection``) inside one transaction.
 Both engines' errors meet here: each leaves ``_locked()`` (and the opening) as a
 ``memory.errors.DatabaseError`` (``memory.database.sqlite_errors`` for SQLite,
 the pool's own mapping for PostgreSQL), which becomes the component's ``ERROR``.
+
+A full disk or an unreachable database is a *storage fault*: one ERROR line per
+database (then at most one a minute), and ``storage_fault()`` names it until a
+write there succeeds again (``/readyz`` reports it).
 """
 
 from __future__ import annotations
