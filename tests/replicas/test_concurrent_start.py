@@ -29,6 +29,7 @@ pytest_plugins = ["tests.fakes.redis_fixtures", "tests.fakes.postgres_fixtures"]
 pytestmark = pytest.mark.slow
 
 ROUNDS = 3
+OPENER_ROUNDS = 3
 REPLICAS = 3
 WORKERS = 1
 READY_WITHIN = 180.0
@@ -41,16 +42,21 @@ OPEN_EVERY_TABLE = textwrap.dedent(
     from pathlib import Path
     from gateway.access import GatewayDB
     from gateway.sessions import Inbox
+    from memory.database import close_pool, open_pool
     from memory.jobs import JobState, Outbox
     from memory.providers import ProviderHealth
     from memory.store import PostgresMemoryFiles, StagedWrites
     from memory.transcripts import SessionDB
 
-    url, start, home = sys.argv[1], float(sys.argv[2]), Path(sys.argv[3])
-    time.sleep(max(0.0, start - time.time()))  # every process at the same instant
+    url, barrier, name = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
+    pool = open_pool(url)  # connected already: the schema work starts at once
+    (barrier / name).touch()  # ready
+    while not (barrier / "go").exists():  # every process set off at the same instant
+        time.sleep(0.001)
     for open_ in (SessionDB, Inbox, GatewayDB, JobState, Outbox, ProviderHealth, StagedWrites):
         open_(url).close()
-    PostgresMemoryFiles(url, home / "memories").close()
+    PostgresMemoryFiles(url, barrier / "memories").close()
+    close_pool(pool)
     """
 )
 
@@ -101,17 +107,24 @@ def test_many_processes_opening_every_table_at_the_same_instant_all_succeed(
     tmp_path: Path, postgres_server: PostgresServer
 ) -> None:
     """What each replica and worker does at start, by many processes in the same millisecond."""
-    for round_ in range(ROUNDS):
+    for round_ in range(OPENER_ROUNDS):
         url = postgres_server.create_database()
-        start = time.time() + 8  # after every process imported chorus
+        barrier = tmp_path / f"round-{round_}"
+        barrier.mkdir()
         openers = [
             subprocess.Popen(
-                [sys.executable, "-c", OPEN_EVERY_TABLE, url, str(start), str(tmp_path)],
+                [sys.executable, "-c", OPEN_EVERY_TABLE, url, str(barrier), f"opener-{n}"],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
             )
-            for _ in range(OPENERS)
+            for n in range(OPENERS)
         ]
+        deadline = time.monotonic() + 120
+        while len(list(barrier.glob("opener-*"))) < OPENERS:
+            assert time.monotonic() < deadline, "the openers did not get ready"
+            assert all(o.poll() is None for o in openers), "an opener died before the start"
+            time.sleep(0.01)
+        (barrier / "go").touch()
         failures = []
         for opener in openers:
             _, err = opener.communicate(timeout=120)
