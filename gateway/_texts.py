@@ -26,5 +26,9 @@ SHUTTING_DOWN = "I'm restarting right now — please send that again in a minute
 RATE_LIMITED = "You're sending messages faster than I can answer. I'll pick up again shortly."
 STOPPED_NOTE = "\n\n(stopped)"
 RESTARTED_UNANSWERED = "I was restarted and could not answer that — please ask again."
+STORAGE_FAULT_WAIT = (
+    "I can't take messages in right now: my storage is failing. Yours is kept and "
+    "will be answered as soon as it works again; no need to send it twice."
+)
 NOT_ALLOWED = "This bot is private; ask an admin to add you (your id is {user_key})."
 COMMAND_DONE = "Done."

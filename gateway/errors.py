@@ -12,7 +12,8 @@ Exception tree::
     │   ├── MessageNotFound     the message (or its chat) is gone
     │   └── PlatformUnreachable network failure, timeout or a 5xx: worth a later retry
     ├── GatewayDBError          gateway.access: the gateway's tables cannot be used
-    ├── InboxError              gateway.sessions: the durable inbox cannot be used
+    ├── InboxError              gateway.sessions: the durable inbox cannot be used (adapters
+    │                           answer a delivery it could not record with 503)
     └── ReplicaError            gateway.replicas: the shared Redis failed an operation
 
 ``AdapterError`` carries ``platform``, ``retry_after`` (seconds, when the platform
@@ -75,3 +76,7 @@ class PlatformUnreachable(AdapterError):
     """The platform could not be reached or failed on its side (timeout, 5xx)."""
 
     default_retryable = True
+
+
+class InboxError(GatewayError):
+    """The inbox table (``state.db`` or PostgreSQL) could not be read or written."""

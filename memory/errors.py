@@ -11,6 +11,7 @@ Exception tree::
     ├── BackupError                 memory.backup: a backup cannot be made or restored
     └── DatabaseError               the shared database (SQLite or PostgreSQL) failed a statement
         ├── DatabaseUnavailable     it cannot be opened or reached (no connection in time)
+        │   └── DatabaseFull        its disk is full (SQLITE_FULL, ENOSPC, PostgreSQL's 53100)
         ├── DatabaseLocked          another writer holds what this one needs; a retry can help
         └── DatabaseIntegrityError  a statement would break a constraint (unique, check, key)
 
@@ -58,6 +59,10 @@ class DatabaseError(MemoryLayerError):
 
 class DatabaseUnavailable(DatabaseError):
     """The database cannot be opened or reached, or no connection was free in time."""
+
+
+class DatabaseFull(DatabaseUnavailable):
+    """The disk holding the database is full: nothing can be written until space is freed."""
 
 
 class DatabaseLocked(DatabaseError):

@@ -15,6 +15,10 @@ connection (``memory.database.Connection``) inside one transaction.
 Both engines' errors meet here: each leaves ``_locked()`` (and the opening) as a
 ``memory.errors.DatabaseError`` (``memory.database.sqlite_errors`` for SQLite,
 the pool's own mapping for PostgreSQL), which becomes the component's ``ERROR``.
+
+A full disk or an unreachable database is a *storage fault*: one ERROR line per
+database (then at most one a minute), and ``storage_fault()`` names it until a
+write there succeeds again (``/readyz`` reports it).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -38,15 +43,61 @@ from memory.database import (
     safe_location,
     sqlite_errors,
 )
-from memory.errors import DatabaseError, SessionDBError
+from memory.errors import DatabaseError, DatabaseFull, DatabaseUnavailable, SessionDBError
 from memory.sqlite_shared import BUSY_TIMEOUT_MS, SharedConnection, acquire, release
 
 if TYPE_CHECKING:
     from memory.database import PostgresPool
 
-__all__ = ["BUSY_TIMEOUT_MS", "Tables", "private_database"]
+__all__ = ["BUSY_TIMEOUT_MS", "Tables", "private_database", "storage_fault"]
 
 logger = logging.getLogger(__name__)
+
+FAULT_LOG_INTERVAL = 60.0
+"""Seconds between two log lines about one database that stays full or unreachable."""
+
+_faults: dict[str, str] = {}
+"""Database (file or safe URL) -> why its last write failed: full or unreachable."""
+_fault_logged: dict[str, float] = {}
+_faults_lock = threading.Lock()
+
+
+def storage_fault(where: Location) -> str | None:
+    """Why this process could not write the database at ``where`` last time it tried
+    (its disk is full, it is down), or None when all is well (readiness reports it)."""
+    with _faults_lock:
+        return _faults.get(safe_location(where))
+
+
+def _fault(where: str, what: str, exc: DatabaseUnavailable) -> None:
+    """Note a storage fault; one ERROR line when it begins, then at most one a minute."""
+    now = time.monotonic()
+    with _faults_lock:
+        new = where not in _faults
+        _faults[where] = str(exc)
+        due = new or now - _fault_logged.get(where, 0.0) >= FAULT_LOG_INTERVAL
+        if due:
+            _fault_logged[where] = now
+    if not due:
+        return
+    if isinstance(exc, DatabaseFull):
+        logger.error(
+            "disk full: the %s in %s cannot be written (%s); free space on that disk, "
+            "what waits is taken up then",
+            what,
+            where,
+            exc,
+        )
+    else:
+        logger.error("the %s in %s cannot be used (%s)", what, where, exc)
+
+
+def _recovered(where: str, what: str) -> None:
+    with _faults_lock:
+        gone = _faults.pop(where, None)
+        _fault_logged.pop(where, None)
+    if gone is not None:
+        logger.info("the %s in %s can be written again", what, where)
 
 
 def private_database(path: Path) -> None:
@@ -179,12 +230,14 @@ class Tables:
         On PostgreSQL every block is one transaction on a pooled connection.
         """
         if self._pg is not None:
+            where = safe_location(self._where)
             try:
                 with self._pg.transaction() as pg:
                     yield pg
             except DatabaseError as exc:
-                logger.warning("%s operation failed: %s", self.WHAT, exc)
-                raise self.ERROR(f"{self.WHAT} error: {exc}") from exc
+                raise self._failed(where, exc) from exc
+            if write:
+                _recovered(where, self.WHAT)
             return
         with self._lock:
             if self._conn is None:
@@ -195,13 +248,25 @@ class Tables:
                     if not write:
                         yield conn
                         return
+                    changes = conn.total_changes
                     self._begin(conn)
                     try:
                         yield conn
                     except BaseException:
-                        conn.execute("ROLLBACK")
+                        if conn.in_transaction:  # SQLite ends it itself on a full disk
+                            conn.execute("ROLLBACK")
                         raise
                     conn.execute("COMMIT")
             except DatabaseError as exc:
-                logger.warning("%s operation failed: %s", self.WHAT, exc)
-                raise self.ERROR(f"{self.WHAT} error: {exc}") from exc
+                raise self._failed(str(self._path), exc) from exc
+            if conn.total_changes != changes:  # written for real: the disk took it
+                _recovered(str(self._path), self.WHAT)
+
+    def _failed(self, where: str, exc: DatabaseError) -> Exception:
+        """The component's error for ``exc``, logged: a full disk or an unreachable
+        database as a storage fault (readiness fails until a write succeeds)."""
+        if isinstance(exc, DatabaseUnavailable):
+            _fault(where, self.WHAT, exc)
+        else:
+            logger.warning("%s operation failed: %s", self.WHAT, exc)
+        return self.ERROR(f"{self.WHAT} error: {exc}")

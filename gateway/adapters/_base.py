@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
@@ -12,8 +13,14 @@ from typing import Protocol
 from aiohttp import web
 
 from gateway.adapters._text_split import Length
-from gateway.errors import ChatForbidden
+from gateway.errors import ChatForbidden, InboxError
 from gateway.events import InboundMessage, OutboundMessage, SentMessage, cleaned
+
+logger = logging.getLogger(__name__)
+
+RECORD_RETRY_AFTER = 10
+"""Seconds a platform is asked to wait (``Retry-After``) before it delivers again what
+could not be recorded (the database is unreachable or its disk is full)."""
 
 
 class Inbox(Protocol):
@@ -24,7 +31,8 @@ class Inbox(Protocol):
         ...
 
     def take_many(self, platform: str, deliveries: Sequence[tuple[str, str]]) -> list[bool]:
-        """``take`` for several ``(receipt, payload)`` deliveries, in one commit."""
+        """``take`` for several ``(receipt, payload)`` deliveries, in one commit; raises
+        ``InboxError`` when they cannot be recorded (the platform must deliver them again)."""
         ...
 
     def done(self, platform: str, receipts: Sequence[str]) -> None:
@@ -154,6 +162,29 @@ class BaseAdapter(ABC):
         if inbox is None or not deliveries:
             return [True] * len(deliveries)
         return await asyncio.to_thread(inbox.take_many, self.name, deliveries)
+
+    def not_recorded(self, exc: InboxError, count: int = 1) -> None:
+        """``count`` deliveries could not be recorded and are left to the platform to send
+        again. Counted; the storage fault itself is logged where it happened (one line)."""
+        self.counters["unrecorded_deliveries"] += count
+        logger.debug(
+            "%s: %d delivery(ies) not recorded, left to the platform: %s", self.name, count, exc
+        )
+
+    @staticmethod
+    def retry_later() -> dict[str, str]:
+        """The headers of a 503 that asks the platform to deliver again later."""
+        return {"Retry-After": str(RECORD_RETRY_AFTER)}
+
+    def refuse_unrecorded(self) -> web.Response:
+        """The HTTP answer to a webhook delivery that could not be recorded (and was
+        counted, ``not_recorded``): 503 with ``Retry-After``, so the platform delivers
+        it again later."""
+        return web.json_response(
+            {"error": "storage unavailable"},
+            status=503,
+            headers=self.retry_later(),
+        )
 
     async def settled(self, receipts: Sequence[str]) -> None:
         """Deliveries that need nothing more (ignored, refused, answered)."""

@@ -25,7 +25,9 @@ is recognised there), acknowledges it, and hands the message to
    a replica releases the leases of sessions it no longer has.
 
 Every ``lease_seconds / 3`` the replica beats its heartbeat, renews its leases
-and claims the mailbox of any replica that stopped beating.
+and claims the mailbox of any replica that stopped beating. At start and every
+``PRUNE_INTERVAL`` it forgets old settled deliveries (``Inbox.prune``), as a
+single process does at start.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ logger = logging.getLogger(__name__)
 
 RECEIVE_BLOCK_MS = 1000
 RECEIVE_COUNT = 100
+PRUNE_INTERVAL = 3600.0
+"""Seconds between two prunings of the shared inbox by one replica."""
 
 
 class ReplicaRouter:
@@ -76,6 +80,7 @@ class ReplicaRouter:
         self._orphan_seconds = orphan_seconds
         self._chains: dict[str, asyncio.Task[None]] = {}
         self._tasks: list[asyncio.Task[None]] = []
+        self._pruned_at: float | None = None
         self.healthy = False
 
     # ------------------------------------------------------------------ lifecycle
@@ -87,6 +92,7 @@ class ReplicaRouter:
 
     async def start(self) -> None:
         await self.coordination.registry.heartbeat()
+        await self._prune()
         self.healthy = True
         self._tasks = [
             asyncio.create_task(self._consume(), name="replica-mailbox"),
@@ -219,6 +225,19 @@ class ReplicaRouter:
                 await self._route_orphans()
             except Exception as exc:
                 logger.warning("replica sweep failed (%s); retrying", type(exc).__name__)
+            if self._pruned_at is None or self._clock.time() - self._pruned_at >= PRUNE_INTERVAL:
+                await self._prune()
+
+    async def _prune(self) -> None:
+        """Forget old settled deliveries in the shared inbox (it would grow for ever)."""
+        try:
+            removed = await asyncio.to_thread(self._inbox.prune)
+        except Exception as exc:
+            logger.warning("pruning the inbox failed (%s); trying again later", exc)
+            return
+        self._pruned_at = self._clock.time()
+        if removed:
+            logger.info("forgot %d old deliveries in the inbox", removed)
 
     async def _route_orphans(self) -> None:
         before = self._clock.time() - self._orphan_seconds

@@ -40,6 +40,7 @@ from gateway.runner import GatewayRunner
 from gateway.sessions import Inbox, InboxKeeper, SessionManager, SharedSessions, TurnRunner
 from memory import log_content
 from memory.store import StagedWrites
+from memory.tables import storage_fault
 from memory.transcripts import AsyncSessionDB
 
 logger = logging.getLogger(__name__)
@@ -92,6 +93,8 @@ class GatewayStack:
         checks = {"accepting": not self.closing.is_set()}
         checks |= {f"adapter:{n}": a.is_connected() for n, a in self.runner.adapters.items()}
         checks["session_db"] = await asyncio.to_thread(self._db_writable)
+        places = {self.inbox.location, self.gateway_db.location, self.db.db.location}
+        checks["storage"] = all(storage_fault(p) is None for p in places)  # disk full, down
         if self.settings.database.url is not None:
             checks["postgres"] = checks["session_db"]
         if self.settings.redis.url is not None:

@@ -1,8 +1,9 @@
 """Live sessions: the queue, the agents and the turn — one agent per ``SessionKey``, one turn
 at a time per session, expiry, and the durable inbox at run time."""
 
+from gateway.errors import InboxError
 from gateway.sessions._expiry import Reaper, next_reset_after, session_deadline
-from gateway.sessions._inbox import Inbox, InboxError, PendingDelivery
+from gateway.sessions._inbox import Inbox, PendingDelivery
 from gateway.sessions._inbox_keeper import InboxKeeper
 from gateway.sessions._live import LiveSession, merge_texts, speaker_of
 from gateway.sessions._manager import AgentBuilder, SessionManager

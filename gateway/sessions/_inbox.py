@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gateway.clock import Clock, SystemClock
-from gateway.errors import GatewayError
+from gateway.errors import InboxError
 from memory.database import Location
 from memory.tables import Tables
 
@@ -64,10 +64,6 @@ _SCHEMA_PG = (
     "ALTER TABLE inbox ADD COLUMN IF NOT EXISTS routed_at DOUBLE PRECISION",
 )
 """PostgreSQL has no ``rowid``: ``seq`` keeps the order of rows received at the same time."""
-
-
-class InboxError(GatewayError):
-    """The inbox table in ``state.db`` could not be read or written."""
 
 
 @dataclass(frozen=True, slots=True)

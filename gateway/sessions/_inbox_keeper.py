@@ -20,6 +20,7 @@ from gateway import _texts as t
 from gateway.adapters import BaseAdapter
 from gateway.clock import Clock
 from gateway.config import Settings
+from gateway.errors import InboxError
 from gateway.events import InboundMessage, SentMessage
 from gateway.sessions._inbox import Inbox
 
@@ -83,6 +84,8 @@ class InboxKeeper:
             await asyncio.to_thread(self.inbox.prune)
             for adapter in adapters:
                 await self._resume(adapter, take, notice)
+        except InboxError as exc:  # the database: one line; they are taken up at the next start
+            logger.warning("taking up messages left by a restart failed: %s", exc)
         except Exception:
             logger.exception("taking up messages left by a restart failed")
 

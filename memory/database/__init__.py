@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memory.database._errors import from_sqlite, sqlite_errors
-from memory.database._types import Connection, Cursor
+from memory.database._types import SCHEMA_LOCK, Connection, Cursor, lock_schema
 
 if TYPE_CHECKING:
     from pydantic import SecretStr
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from memory.database._postgres import PgConnection, PostgresPool
 
 __all__ = [
+    "SCHEMA_LOCK",
     "Connection",
     "Cursor",
     "Location",
@@ -37,6 +38,7 @@ __all__ = [
     "from_sqlite",
     "is_postgres",
     "location_of",
+    "lock_schema",
     "open_pool",
     "safe_location",
     "sqlite_errors",

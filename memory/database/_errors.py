@@ -13,6 +13,7 @@ from contextlib import contextmanager
 
 from memory.errors import (
     DatabaseError,
+    DatabaseFull,
     DatabaseIntegrityError,
     DatabaseLocked,
     DatabaseUnavailable,
@@ -21,6 +22,7 @@ from memory.errors import (
 __all__ = ["first_line", "from_sqlite", "sqlite_errors"]
 
 _LOCKED = ("database is locked", "database table is locked", "database is busy")
+_FULL = ("database or disk is full", "no space left on device")
 _UNAVAILABLE = ("unable to open", "disk i/o error", "readonly database", "no such file")
 
 
@@ -37,6 +39,8 @@ def from_sqlite(exc: sqlite3.Error) -> DatabaseError:
     error: DatabaseError
     if isinstance(exc, sqlite3.IntegrityError):
         error = DatabaseIntegrityError(text)
+    elif isinstance(exc, sqlite3.OperationalError) and any(m in lowered for m in _FULL):
+        error = DatabaseFull(text)
     elif isinstance(exc, sqlite3.OperationalError) and any(m in lowered for m in _LOCKED):
         error = DatabaseLocked(text)
     elif isinstance(exc, sqlite3.OperationalError) and any(m in lowered for m in _UNAVAILABLE):

@@ -33,8 +33,10 @@ import psycopg_pool
 from psycopg.rows import RowMaker
 
 from memory.database._errors import first_line
+from memory.database._types import lock_schema
 from memory.errors import (
     DatabaseError,
+    DatabaseFull,
     DatabaseIntegrityError,
     DatabaseLocked,
     DatabaseUnavailable,
@@ -43,6 +45,9 @@ from memory.errors import (
 __all__ = ["PgConnection", "PgCursor", "PgRow", "PostgresPool", "acquire_pool", "release_pool"]
 
 logger = logging.getLogger(__name__)
+logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
+"""The pool logs a WARNING for every reconnect attempt while the server is down; the
+component that needed the connection logs the outage once (``memory.tables``)."""
 
 CONNECT_TIMEOUT = 10.0
 """Seconds to wait for a connection from the pool before the operation fails."""
@@ -112,6 +117,8 @@ def as_database_error(exc: psycopg.Error) -> DatabaseError:
         return DatabaseIntegrityError(text)
     if isinstance(exc, _LOCKED):
         return DatabaseLocked(text)
+    if isinstance(exc, psycopg.errors.DiskFull):
+        return DatabaseFull(text)
     if isinstance(exc, psycopg.errors.QueryCanceled):
         return DatabaseError(text)
     if isinstance(exc, psycopg.OperationalError):  # the connection, the server's resources
@@ -198,13 +205,23 @@ class PostgresPool:
         except psycopg_pool.PoolTimeout as exc:
             raise DatabaseUnavailable(f"no PostgreSQL connection: {exc}") from exc
 
+    @contextmanager
+    def schema_transaction(self) -> Iterator[PgConnection]:
+        """A transaction holding the schema lock, for creating or migrating tables.
+
+        Every component's schema work on every replica and worker takes the same
+        lock, so it runs one at a time however many processes start at once.
+        """
+        with self.transaction() as conn:
+            lock_schema(conn)
+            yield conn
+
     def prepare(self, component: str, statements: Sequence[str]) -> None:
-        """Run ``component``'s schema statements once per pool, under an advisory lock."""
+        """Run ``component``'s schema statements once per pool, under the schema lock."""
         with self.lock:
             if component in self.prepared:
                 return
-            with self.transaction() as conn:
-                conn.execute("SELECT pg_advisory_xact_lock(hashtext(?))", (component,))
+            with self.schema_transaction() as conn:
                 for statement in statements:
                     conn.execute(statement)
             self.prepared.add(component)

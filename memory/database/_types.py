@@ -9,7 +9,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
-__all__ = ["Connection", "Cursor"]
+__all__ = ["SCHEMA_LOCK", "Connection", "Cursor", "lock_schema"]
+
+SCHEMA_LOCK = 0x63686F727573
+"""The PostgreSQL advisory lock key under which every component creates and migrates its
+tables: one key for all of them, so that replicas and workers starting at once on an
+empty database never run ``CREATE TABLE`` side by side (PostgreSQL does not make that
+safe, even with ``IF NOT EXISTS``: the loser fails on ``pg_type_typname_nsp_index``)."""
 
 
 class Cursor(Protocol):
@@ -27,3 +33,8 @@ class Connection(Protocol):
     def execute(self, sql: str, params: Sequence[Any] = ..., /) -> Cursor: ...
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]], /) -> object: ...
+
+
+def lock_schema(conn: Connection) -> None:
+    """Wait for the schema lock; PostgreSQL releases it when ``conn``'s transaction ends."""
+    conn.execute(f"SELECT pg_advisory_xact_lock({SCHEMA_LOCK})")

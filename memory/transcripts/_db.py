@@ -75,7 +75,7 @@ class SessionDB(Transactions):
         with pool.lock:
             if "transcripts" in pool.prepared:
                 return
-            with pool.transaction() as conn:
+            with pool.schema_transaction() as conn:
                 apply_pg_schema(conn)
             pool.prepared.add("transcripts")
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 
-from memory.database import Connection
+from memory.database import Connection, lock_schema
 from memory.errors import SessionDBError
 
 __all__ = ["PG_MIGRATIONS", "PG_SCHEMA_VERSION", "apply_pg_schema"]
@@ -90,13 +90,16 @@ PG_SCHEMA_VERSION = len(PG_MIGRATIONS)
 def apply_pg_schema(
     conn: Connection, migrations: tuple[tuple[str, ...], ...] = PG_MIGRATIONS
 ) -> int:
-    """Create or upgrade the transcript tables inside the caller's transaction."""
+    """Create or upgrade the transcript tables inside the caller's transaction.
+
+    The schema lock comes first, before anything is created, even ``chorus_schema``.
+    """
     target = len(migrations)
+    lock_schema(conn)
     conn.execute(
         "CREATE TABLE IF NOT EXISTS chorus_schema"
         " (component TEXT PRIMARY KEY, version INTEGER NOT NULL)"
     )
-    conn.execute("SELECT pg_advisory_xact_lock(hashtext('chorus_schema'))")
     row = conn.execute(
         "SELECT version FROM chorus_schema WHERE component = ?", (COMPONENT,)
     ).fetchone()

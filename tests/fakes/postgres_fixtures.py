@@ -15,7 +15,7 @@ import pytest
 
 from .postgres_server import PostgresServer
 
-__all__ = ["postgres_server", "postgres_url"]
+__all__ = ["own_postgres", "postgres_server", "postgres_url"]
 
 
 @pytest.fixture(scope="session")
@@ -26,6 +26,16 @@ def postgres_server() -> Iterator[PostgresServer]:
     machine makes that root 0700 again, which would lock out the unprivileged
     server (run as ``nobody`` when the tests run as root) mid-run.
     """
+    yield from _cluster()
+
+
+@pytest.fixture
+def own_postgres() -> Iterator[PostgresServer]:
+    """A PostgreSQL cluster of one test's own, which it may stop and start again."""
+    yield from _cluster()
+
+
+def _cluster() -> Iterator[PostgresServer]:
     root = Path(tempfile.mkdtemp(prefix="chorus-postgres-"))
     try:
         with PostgresServer(root / "cluster") as server:

@@ -11,13 +11,14 @@ import pytest
 from memory.database import Location, close_pool, open_pool, sqlite_errors
 from memory.errors import (
     DatabaseError,
+    DatabaseFull,
     DatabaseIntegrityError,
     DatabaseLocked,
     DatabaseUnavailable,
     MemoryLayerError,
     SessionDBError,
 )
-from memory.tables import Tables
+from memory.tables import Tables, storage_fault
 
 pytest_plugins = ["tests.fakes.tables_backends"]
 
@@ -98,6 +99,29 @@ def test_an_unreachable_postgres_is_database_unavailable(tmp_path: Path) -> None
     with pytest.raises(SessionDBError) as opening:
         Notes(url)
     assert isinstance(opening.value.__cause__, DatabaseUnavailable)
+
+
+def test_a_full_disk_is_database_full_one_error_line_and_a_storage_fault_until_a_write(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "state.db"
+    with Notes(path) as notes:
+        notes.add(1, "first")
+        conn = notes._conn
+        assert conn is not None
+        (pages,) = conn.execute("PRAGMA page_count").fetchone()
+        conn.execute(f"PRAGMA max_page_count = {pages}")  # SQLite's own SQLITE_FULL
+        for n in range(2, 5):
+            with pytest.raises(SessionDBError) as raised:
+                notes.add(n, "x" * 20_000)
+            assert isinstance(raised.value.__cause__, DatabaseFull)  # not a failed ROLLBACK
+        assert storage_fault(path) == "database or disk is full"
+        [line] = [r for r in caplog.records if r.levelname == "ERROR"]  # not one a write
+        assert "disk full" in line.getMessage() and str(path) in line.getMessage()
+
+        conn.execute("PRAGMA max_page_count = 4294967294")  # space is back
+        notes.add(5, "x" * 20_000)
+        assert storage_fault(path) is None
 
 
 def test_database_errors_are_memory_layer_errors() -> None:

@@ -114,7 +114,7 @@ class Cluster:
             )
         return env
 
-    async def replica(self, name: str, **extra: str) -> Process:
+    async def replica(self, name: str, *, ready_within: float = 60.0, **extra: str) -> Process:
         port = free_port()
         home = self.home(name)
         log = self.root / f"{name}.log"
@@ -128,7 +128,7 @@ class Cluster:
             )
         process = Process(name, proc, log, port)
         self.processes.append(process)
-        await self.wait_ready(process)
+        await self.wait_ready(process, ready_within)
         return process
 
     def worker(self, name: str) -> Process:

@@ -36,6 +36,7 @@ async def test_health_readiness_and_metrics(make_gateway: GatewayFactory) -> Non
                     "accepting": True,
                     "adapter:testchat": True,
                     "session_db": True,
+                    "storage": True,
                 }
             async with client.get(f"{http.url}/metrics") as response:
                 text = await response.text()

@@ -67,7 +67,7 @@ from gateway.adapters.slack._settings import SlackSettings
 from gateway.adapters.slack._signing import RequestSigning
 from gateway.adapters.slack._socket import SocketConnection
 from gateway.clock import Clock, SystemClock
-from gateway.errors import ConfigError
+from gateway.errors import ConfigError, InboxError
 from gateway.events import InboundMessage, OutboundMessage, SentMessage
 from gateway.logs import WithholdText
 
@@ -337,10 +337,16 @@ class SlackAdapter(BaseAdapter):
         if self._paused or not self.accepting():
             return BoltResponse(status=503, body={"error": "shutting down"})
         event_id = body.get("event_id") if body.get("type") == "event_callback" else None
-        payload = json.dumps(body)  # ASCII: a lone surrogate in an event stays storable
-        if isinstance(event_id, str) and event_id and not await self.record(event_id, payload):
-            logger.debug("slack: event %s is known; acknowledged, not handled again", event_id)
-            return BoltResponse(status=200, body="")
+        if isinstance(event_id, str) and event_id:
+            try:  # the body as ASCII JSON: a lone surrogate in an event stays storable
+                fresh = await self.record(event_id, json.dumps(body))
+            except InboxError as exc:  # refused: Slack sends it again
+                self.not_recorded(exc)
+                later = dict[str, str | Sequence[str]](self.retry_later())
+                return BoltResponse(status=503, body={"error": "unavailable"}, headers=later)
+            if not fresh:
+                logger.debug("slack: event %s is known; acknowledged, not handled again", event_id)
+                return BoltResponse(status=200, body="")
         await next()
         return None
 

@@ -48,7 +48,7 @@ from gateway.adapters.telegram._updates import (
     BotIdentity,
 )
 from gateway.clock import Clock, SystemClock
-from gateway.errors import AdapterError, ChatForbidden, ConfigError, GatewayError
+from gateway.errors import AdapterError, ChatForbidden, ConfigError, GatewayError, InboxError
 from gateway.events import InboundMessage, OutboundMessage, SentMessage
 
 logger = logging.getLogger(__name__)
@@ -117,6 +117,7 @@ class TelegramAdapter(BaseAdapter):
             record=self.record,
             record_many=self.record_many,
             settled=self.settled,
+            not_recorded=self.not_recorded,
             counters=self.counters,
             vision=vision,
             skip_log=Sometimes(SKIP_LOG_INTERVAL, self._clock),
@@ -266,6 +267,8 @@ class TelegramAdapter(BaseAdapter):
                     "run one poller per token, or use webhooks (telegram.webhook_url)"
                 )
             return
+        if self._inbound.storage_failing:  # logged as what it is; not a network fault
+            return
         logger.warning("telegram polling failed (%s); retrying with backoff", type(exc).__name__)
 
     def share_send_budgets(self, budgets: SharedBudgets) -> None:
@@ -299,7 +302,10 @@ class TelegramAdapter(BaseAdapter):
         except Exception as exc:
             logger.warning("refused a telegram webhook request (%s)", type(exc).__name__)
             return web.json_response({"error": "bad update"}, status=400)
-        update = await self._inbound.arrived_by_webhook(data)
+        try:
+            update = await self._inbound.arrived_by_webhook(data)
+        except InboxError:
+            return self.refuse_unrecorded()
         if update is not None:
             await self._app.update_queue.put(update)
         return web.json_response({"ok": True})  # (an unreadable one too: it must not come again)

@@ -22,6 +22,7 @@ from typing import Any
 from telegram import Bot, Update
 from telegram.error import TelegramError
 
+from gateway import _texts as t
 from gateway.adapters._support import MAX_IMAGE_BYTES, Sometimes
 from gateway.adapters.telegram._guard import readable, screen_batch
 from gateway.adapters.telegram._intake import Intake
@@ -32,6 +33,7 @@ from gateway.adapters.telegram._updates import (
     photo_to_fetch,
     with_image,
 )
+from gateway.errors import InboxError
 from gateway.events import InboundMessage
 
 logger = logging.getLogger(__name__)
@@ -42,6 +44,7 @@ SKIP_LOG_INTERVAL = 60.0
 Record = Callable[[str, str], Awaitable[bool]]
 RecordMany = Callable[[Sequence[tuple[str, str]]], Awaitable[list[bool]]]
 Settled = Callable[[Sequence[str]], Awaitable[None]]
+NotRecorded = Callable[[InboxError, int], None]
 
 
 class Inbound:
@@ -54,6 +57,7 @@ class Inbound:
         record: Record,
         record_many: RecordMany,
         settled: Settled,
+        not_recorded: NotRecorded,
         counters: Counter[str],
         vision: bool,
         skip_log: Sometimes,
@@ -64,10 +68,15 @@ class Inbound:
         self._record = record
         self._record_many = record_many
         self._settled = settled
+        self._not_recorded = not_recorded
         self._counters = counters
         self._vision = vision
         self._skip_log = skip_log
         self.me: BotIdentity | None = None
+        self.storage_failing = False
+        """The last batch could not be recorded: it stays at Telegram, fetched again."""
+        self._told: set[int] = set()
+        """Private chats told, while the storage fails, that their message waits."""
 
     # -------------------------------------------------------------- arrival
 
@@ -89,9 +98,14 @@ class Inbound:
             for index, update in enumerate(updates)
             if isinstance(update, dict) and len(update) > 1  # a bare id: nothing to keep
         ]
-        fresh = await self._record_many(
-            [(str(updates[i]["update_id"]), json.dumps(updates[i])) for i in kept]
-        )
+        try:
+            fresh = await self._record_many(
+                [(str(updates[i]["update_id"]), json.dumps(updates[i])) for i in kept]
+            )
+        except InboxError as exc:  # unconfirmed: Telegram hands the batch out again
+            await self._storage_failed(exc, [updates[i] for i in kept])
+            raise
+        self._storage_works()
         changed = False
         for index, new in zip(kept, fresh, strict=True):
             if not new:
@@ -99,13 +113,47 @@ class Inbound:
                 changed = True
         return json.dumps(answer).encode() if changed else payload
 
+    async def _storage_failed(self, exc: InboxError, updates: list[dict[str, Any]]) -> None:
+        self.storage_failing = True
+        self._not_recorded(exc, len(updates))
+        await self._tell_waiting(updates)
+
+    def _storage_works(self) -> None:
+        if self.storage_failing:
+            self.storage_failing = False
+            self._told.clear()
+
+    async def _tell_waiting(self, updates: list[dict[str, Any]]) -> None:
+        """Tell each person whose private message waits for the storage, once per outage."""
+        for update in updates:
+            message = update.get("message")
+            chat = message.get("chat") if isinstance(message, dict) else None
+            if not isinstance(chat, dict) or chat.get("type") != "private":
+                continue
+            chat_id = chat.get("id")
+            if not isinstance(chat_id, int) or chat_id in self._told:
+                continue
+            self._told.add(chat_id)
+            try:
+                await self._sender.send(
+                    str(chat_id), t.STORAGE_FAULT_WAIT, thread_id=None, reply_to=None
+                )
+            except Exception as exc:
+                logger.warning("telegram: a waiting person could not be told (%s)", exc)
+
     async def arrived_by_webhook(self, data: object) -> Update | None:
         """The update of a webhook request, recorded; None when there is nothing to queue."""
         if not readable(data):
             self.note_skipped(1)
             return None
         assert isinstance(data, dict)
-        if not await self._record(str(data["update_id"]), json.dumps(data)):
+        try:
+            fresh = await self._record(str(data["update_id"]), json.dumps(data))
+        except InboxError as exc:  # the request is refused: Telegram sends it again
+            await self._storage_failed(exc, [data])
+            raise
+        self._storage_works()
+        if not fresh:
             return None  # Telegram resent one we have: confirm it, do not handle it twice
         return Update.de_json(data, self._bot)
 
