@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 
 from agent.agent import Agent
 from agent.context import ImageInput
-from agent.errors import LLMError
+from agent.errors import LLMError, LLMUnavailable
 from agent.llm import Usage
 from gateway import _texts as t
 from gateway.adapters import Replies, ReplyStream, platform_spec
@@ -35,6 +35,10 @@ from memory.paths import UserKey
 __all__ = ["TurnRunner", "images_of"]
 
 logger = logging.getLogger(__name__)
+
+STILL_WORKING_SECONDS = 15.0
+"""With no word of the answer after this long (or a quarter of ``llm.turn_timeout_seconds``,
+when that is shorter), the person is told the turn is still being worked on."""
 
 AgentOf = Callable[[LiveSession], Awaitable[Agent]]
 """The session's agent, built on demand (``SessionManager.agent_for``)."""
@@ -90,7 +94,10 @@ class TurnRunner:
             logger.exception("turn of session %s failed", session_id)
             text = t.APOLOGY
         try:
-            if shown:  # the answer's messages (also ones a restart left) end in it
+            if shown and isinstance(exc, LLMError) and shown[0].shown:
+                await shown[0].abort(t.CUT_OFF_NOTE)  # the words shown stay, ended by a note
+                self._replies.counted(last.platform)
+            elif shown:  # the answer's messages (also ones a restart left) end in it
                 await shown[0].finish(text)
                 self._replies.counted(last.platform)
             else:
@@ -136,6 +143,7 @@ class TurnRunner:
         live.turn = asyncio.create_task(
             self._write(agent, merge_texts(batch), stream.push, images, speaker_of(batch))
         )
+        still = asyncio.create_task(self._still_working(last, stream))
         try:
             answer = await live.turn
         except asyncio.CancelledError:
@@ -145,6 +153,7 @@ class TurnRunner:
             await stream.abort(t.STOPPED_NOTE)
             return
         finally:
+            still.cancel()
             typing.cancel()
             live.turn = None
         await stream.finish(answer)
@@ -162,8 +171,30 @@ class TurnRunner:
     ) -> str:
         """The agent's answer, written in one of ``answer_slots``; its delivery (which may
         wait for the platform's rate budget) holds none."""
+        limit = self._live.current.llm.turn_timeout_seconds
         async with self.answer_slots:
-            return await agent.run_turn(text, on_delta=on_delta, images=images, speaker=speaker)
+            try:
+                async with asyncio.timeout(limit) as deadline:
+                    return await agent.run_turn(
+                        text, on_delta=on_delta, images=images, speaker=speaker
+                    )
+            except TimeoutError:
+                if not deadline.expired():
+                    raise
+                raise LLMUnavailable(
+                    f"no answer within llm.turn_timeout_seconds ({limit:g} s)"
+                ) from None
+
+    async def _still_working(self, msg: InboundMessage, stream: ReplyStream) -> None:
+        """Tell the person the turn goes on when its first word is late."""
+        limit = self._live.current.llm.turn_timeout_seconds
+        await asyncio.sleep(min(STILL_WORKING_SECONDS, limit / 4))
+        if stream.text.strip():
+            return
+        try:
+            await self._replies.notice(msg, t.STILL_WORKING)
+        except Exception as exc:
+            logger.warning("the still-working note could not be sent (%s)", type(exc).__name__)
 
     def _streaming(self, msg: InboundMessage) -> bool:
         spec = platform_spec(msg.platform)
