@@ -50,10 +50,17 @@ class Replies:
         self._counted(platform)
 
     async def notice(self, msg: InboundMessage, text: str, kind: str = "notice") -> None:
-        """Tell the sender of ``msg`` something, in its chat (a reply to it in a group)."""
+        """Tell the sender of ``msg`` something, in its chat (a reply to it in a group).
+
+        When an answer to ``msg`` was cut short by a restart (``msg.resume``), its
+        messages become the notice: no half answer stays frozen above it."""
         adapter = self.adapters.get(msg.platform)
         if adapter is None:
             logger.error("no adapter for platform %s", msg.platform)
+            return
+        if msg.resume and adapter.capabilities.edits:
+            await self.stream(msg, streaming=False, resume=msg.resume).finish(text)
+            self._counted(msg.platform)
             return
         out = OutboundMessage(
             platform=msg.platform,

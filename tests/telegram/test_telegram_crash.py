@@ -162,3 +162,30 @@ async def test_past_the_resume_age_the_sender_is_told_once(
     assert len(server.requests) == requests + 1  # the old one was never answered
     assert len(telegram.in_chat(ANN)) == 2  # told once
     kill(third)
+
+
+async def test_past_the_resume_age_a_half_streamed_answer_becomes_the_notice(
+    gateway: Callable[..., object], server: FakeOpenAI, telegram: FakeTelegram, chorus_home: Path
+) -> None:
+    """Was: the "could not answer" notice as a new message, the half answer frozen above
+    it (2 of 2)."""
+    server.stream_piece_delay = 0.3
+    server.push(Reply.of_text("Six times seven is forty two, as always.", stall_after=6, stall=60))
+    first = await gateway()  # type: ignore[misc]
+    telegram.message("what is 6 times 7?", user_id=ANN)
+    await telegram.wait_for(lambda: len(telegram.in_chat(ANN)) == 1, what="the streamed start")
+    frozen = telegram.in_chat(ANN)[0]
+    await telegram.wait_for(lambda: shown_recorded(chorus_home), what="the message recorded")
+    kill(first)
+
+    server.stream_piece_delay = 0.0
+    requests = len(server.requests)
+    second = await gateway(CHORUS_SESSIONS__RESUME_PENDING_MINUTES="0")  # type: ignore[misc]
+    await telegram.wait_for(
+        lambda: "restarted" in telegram.in_chat(ANN)[0].text, timeout=30, what="the notice"
+    )
+    await telegram.wait_for(lambda: all_settled(chorus_home), what="the notice noted")
+    assert [m.message_id for m in telegram.in_chat(ANN)] == [frozen.message_id]
+    assert "forty" not in telegram.in_chat(ANN)[0].text
+    assert len(server.requests) == requests  # not answered: too old
+    kill(second)
