@@ -50,17 +50,10 @@ class Replies:
         self._counted(platform)
 
     async def notice(self, msg: InboundMessage, text: str, kind: str = "notice") -> None:
-        """Tell the sender of ``msg`` something, in its chat (a reply to it in a group).
-
-        When an answer to ``msg`` was cut short by a restart (``msg.resume``), its
-        messages become the notice: no half answer stays frozen above it."""
+        """Tell the sender of ``msg`` something, in its chat (a reply to it in a group)."""
         adapter = self.adapters.get(msg.platform)
         if adapter is None:
             logger.error("no adapter for platform %s", msg.platform)
-            return
-        if msg.resume and adapter.capabilities.edits:
-            await self.stream(msg, streaming=False, resume=msg.resume).finish(text)
-            self._counted(msg.platform)
             return
         out = OutboundMessage(
             platform=msg.platform,
@@ -71,6 +64,15 @@ class Replies:
             kind="error" if kind == "error" else "notice",
         )
         await send_text(adapter, out)
+        self._counted(msg.platform)
+
+    async def conclude(self, msg: InboundMessage, text: str) -> None:
+        """The last word on ``msg``: edited into the messages an answer to it had shown
+        before a restart (``msg.resume``), so none stays frozen above it; else sent anew."""
+        if msg.platform not in self.adapters:
+            logger.error("no adapter for platform %s", msg.platform)
+            return
+        await self.stream(msg, streaming=False, resume=msg.resume).finish(text)
         self._counted(msg.platform)
 
     def stream(

@@ -156,6 +156,8 @@ class TurnRunner:
             still.cancel()
             typing.cancel()
             live.turn = None
+        if self._keeper is not None:  # written ahead: a restart delivers it, not asks again
+            await self._keeper.answering(batch, answer)
         await stream.finish(answer)
         self._replies.counted(last.platform)
         self._metrics.observe_turn(time.monotonic() - started)
