@@ -126,6 +126,8 @@ class InboxKeeper:
         limit = self._settings().sessions.resume_pending_minutes * 60
         given: set[tuple[str, tuple[str, ...], str]] = set()
         """Answers delivered again in this pass (one answer may cover several rows)."""
+        resumed: set[tuple[str, ...]] = set()
+        """Messages of half answers already being finished in this pass."""
         for row in await asyncio.to_thread(self.inbox.pending, adapter.name):
             try:
                 read = await adapter.read_again(row.payload)
@@ -137,7 +139,11 @@ class InboxKeeper:
             if read is None:
                 await asyncio.to_thread(self.inbox.done, adapter.name, [row.receipt])
                 continue
-            msg = replace(read, receipts=(row.receipt,), resume=row.shown)
+            # one answer streamed for several messages is finished once: the messages after
+            # the first are answered anew (each keeps what it is shown, none overwritten)
+            resume = () if row.shown and row.shown in resumed else row.shown
+            resumed.add(row.shown)
+            msg = replace(read, receipts=(row.receipt,), resume=resume)
             if row.answer is not None:
                 key = (msg.chat_id, row.shown, row.answer)
                 if key not in given:

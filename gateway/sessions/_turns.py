@@ -126,8 +126,9 @@ class TurnRunner:
         agent = await agent_of(live)
         receipts = [r for m in batch for r in m.receipts]
         on_shown = self._keeper.noting_shown(last.platform, receipts) if self._keeper else None
+        resume = next((m.resume for m in batch if m.resume), ())  # a half answer to finish
         stream = self._replies.stream(
-            last, streaming=self._streaming(last), resume=last.resume, on_shown=on_shown
+            last, streaming=self._streaming(last), resume=resume, on_shown=on_shown
         )
         shown.append(stream)
         typing = self._replies.typing(last)
