@@ -82,16 +82,18 @@ class Replies:
         streaming: bool,
         resume: Sequence[str] = (),
         on_shown: Shown | None = None,
+        reply_to: str | None = None,
     ) -> ReplyStream:
         """The answer to ``msg`` as it is written: edited in place where ``streaming``;
-        ``resume`` are the ids of messages an earlier run of the turn already showed."""
+        ``resume`` are the ids of messages an earlier run of the turn already showed.
+        It is a reply to ``reply_to`` when given, else to ``msg`` outside direct chats."""
         adapter = self.adapters[msg.platform]
         return ReplyStream(
             adapter,
             platform=msg.platform,
             chat_id=msg.chat_id,
             thread_id=msg.thread_id,
-            reply_to=None if msg.is_direct else msg.message_id,
+            reply_to=reply_to or (None if msg.is_direct else msg.message_id),
             clock=self._clock,
             streaming=streaming and adapter.capabilities.edits,
             resume=[SentMessage(msg.chat_id, m, msg.thread_id) for m in resume],

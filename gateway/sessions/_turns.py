@@ -128,7 +128,11 @@ class TurnRunner:
         on_shown = self._keeper.noting_shown(last.platform, receipts) if self._keeper else None
         resume = next((m.resume for m in batch if m.resume), ())  # a half answer to finish
         stream = self._replies.stream(
-            last, streaming=self._streaming(last), resume=resume, on_shown=on_shown
+            last,
+            streaming=self._streaming(last),
+            resume=resume,
+            on_shown=on_shown,
+            reply_to=self._covers(batch),
         )
         shown.append(stream)
         typing = self._replies.typing(last)
@@ -198,6 +202,14 @@ class TurnRunner:
             await self._replies.notice(msg, t.STILL_WORKING)
         except Exception as exc:
             logger.warning("the still-working note could not be sent (%s)", type(exc).__name__)
+
+    def _covers(self, batch: list[InboundMessage]) -> str | None:
+        """What one answer to several messages replies to, where a reply quotes: the first
+        of them, so the person sees that it covers that one and those after it."""
+        adapter = self._replies.adapter(batch[0].platform)
+        if len(batch) < 2 or adapter is None or not adapter.capabilities.quotes:
+            return None
+        return batch[0].message_id
 
     def _streaming(self, msg: InboundMessage) -> bool:
         spec = platform_spec(msg.platform)

@@ -97,14 +97,16 @@ async def test_messages_waiting_behind_a_busy_turn_survive_the_crash_in_order(
     server.reply("first, never delivered", delay=30)
     await gw.say("one", user="2")
     await in_flight(server)
-    await gw.say("two", user="2")
+    two = await gw.adapter.push("two", user_id="2")
     await gw.say("three", user="2")
     await close_without_ending(gw)
 
     server.responder(lambda body: Reply.of_text(f"echo {user_messages(body)[-1]}"))
     again = await make_gateway()
-    answers = [(await again.adapter.pop(20)).text for _ in range(2)]
-    assert answers == ["echo one", "echo two\n\nthree"]  # merged, as they would have been
+    answers = [await again.adapter.pop(20) for _ in range(2)]
+    assert [a.text for a in answers] == ["echo one", "echo two\n\nthree"]  # merged, as before
+    # the merged answer replies to the first message it covers (a single one to none: a DM)
+    assert [a.reply_to for a in answers] == [None, two.message_id]
 
 
 async def test_what_needs_no_answer_is_not_taken_up_again(
