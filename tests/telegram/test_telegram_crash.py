@@ -284,3 +284,24 @@ async def test_a_settle_that_met_a_locked_database_is_retried(
     assert [m.text for m in telegram.in_chat(ANN)] == [FIRST, "A second answer."]
     assert asked(server) == 1
     kill(second)
+
+
+async def test_a_model_connection_dropped_mid_answer_ends_the_message_with_one_note(
+    gateway: Callable[..., object], server: FakeOpenAI, telegram: FakeTelegram, tmp_path: Path
+) -> None:
+    """Was: the half answer frozen, a separate "something went wrong on my side" and a
+    traceback in the log (httpx ``RemoteProtocolError``)."""
+    server.stream_piece_delay = 0.3
+    server.push(Reply.of_text("Six times seven is forty two, as it always was.", drop_after=7))
+    proc = await gateway()  # type: ignore[misc]
+    telegram.message(QUESTION, user_id=ANN)
+    await telegram.wait_for(
+        lambda: any("(cut off" in m.text for m in telegram.in_chat(ANN)),
+        timeout=30,
+        what="the note",
+    )
+    [shown] = telegram.in_chat(ANN)
+    assert shown.text.startswith("Six times seven") and "went wrong" not in shown.text
+    assert asked(server) == 1  # words were shown: not asked again
+    kill(proc)
+    assert "Traceback" not in (tmp_path / "gateway-0.log").read_text(errors="replace")
