@@ -305,3 +305,50 @@ async def test_a_model_connection_dropped_mid_answer_ends_the_message_with_one_n
     assert asked(server) == 1  # words were shown: not asked again
     kill(proc)
     assert "Traceback" not in (tmp_path / "gateway-0.log").read_text(errors="replace")
+
+
+def shown_for(home: Path) -> int:
+    """How many pending deliveries are noted as shown in some message."""
+    try:
+        with sqlite3.connect(f"file:{ChorusPaths(home).state_db}?mode=ro", uri=True) as conn:
+            rows = conn.execute(
+                "SELECT shown FROM inbox WHERE shown IS NOT NULL AND settled_at IS NULL"
+            ).fetchall()
+    except sqlite3.Error:
+        return 0
+    return sum(1 for (raw,) in rows if json.loads(raw))
+
+
+async def test_killed_mid_answer_to_two_messages_each_keeps_its_answer(
+    gateway: Callable[..., object], server: FakeOpenAI, telegram: FakeTelegram, chorus_home: Path
+) -> None:
+    """Was: after the restart the answer to the first was overwritten in place by the
+    answer to the second (3 of 3)."""
+    server.reply("First.", delay=2)
+    first = await gateway()  # type: ignore[misc]
+    telegram.message("one", user_id=ANN)
+    await telegram.wait_for(lambda: server.in_flight == 1, what="the first answer in progress")
+    telegram.message("two", user_id=ANN)
+    telegram.message("three", user_id=ANN)
+    await telegram.wait_messages(ANN, 1, timeout=30)
+    server.stream_piece_delay = 0.3
+    server.push(Reply.of_text("Two and three, answered together now.", stall_after=4, stall=60))
+    await telegram.wait_for(lambda: len(telegram.in_chat(ANN)) == 2, what="the merged start")
+    frozen = telegram.in_chat(ANN)[1]
+    await telegram.wait_for(lambda: shown_for(chorus_home) == 2, what="both noted as shown")
+    kill(first)
+
+    server.stream_piece_delay = 0.0
+
+    def echo(body: dict[str, Any]) -> str:
+        last = body["messages"][-1]
+        return "" if last.get("content") == FLUSH_PROMPT else f"echo {last.get('content')}"
+
+    server.responder(echo)
+    second = await gateway()  # type: ignore[misc]
+    await telegram.wait_for(lambda: all_settled(chorus_home), timeout=30, what="both answered")
+    chat = telegram.in_chat(ANN)
+    assert [m.text for m in chat] == ["First.", "echo two", "echo three"]
+    assert chat[1].message_id == frozen.message_id  # the half answer finished in place
+    assert "echo three" not in chat[1].history  # and never overwritten
+    kill(second)
