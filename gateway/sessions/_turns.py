@@ -4,12 +4,15 @@ The session manager hands it a batch of queued messages and the session's
 agent. It writes the answer in one of ``sessions.max_concurrent_turns`` slots
 (``answer_slots``: held while the agent writes, not while the answer waits for
 the platform's rate budget), streams it through ``Replies`` with the typing
-indicator up, and records what was shown in the durable inbox so a restart
-finishes the same message. It is the turn's one catch point: whatever fails, the
-person gets one apology and the log one traceback; a turn stopped by ``/stop``
-or an interrupting message ends its shown text with a note. The messages are
-settled once the answer is delivered (or apologised for); a turn cut by a
-shutdown leaves them pending for the restart.
+indicator up, and records what was shown — and the finished answer, before it
+is delivered — in the durable inbox so a restart finishes or repeats the same
+message. One deadline covers the whole answer (``llm.turn_timeout_seconds``); a
+late first word brings a "still working" note. It is the turn's one catch
+point: whatever fails, the person gets one apology and the log one traceback (a
+model that cannot be reached: a warning; words already shown stay, ended by a
+note); a turn stopped by ``/stop`` or an interrupting message ends its shown
+text with a note. The messages are settled once the answer is delivered (or
+apologised for); a turn cut by a shutdown leaves them pending for the restart.
 """
 
 from __future__ import annotations
