@@ -2,7 +2,8 @@
 
 Every call streams (``stream_options.include_usage``), so the caller can show
 text as it arrives and always gets token usage. Transient failures —
-connection errors, timeouts, 429 and 5xx — are retried with exponential
+connection errors (also a connection dropped mid-answer), timeouts, 429 and
+5xx — are retried with exponential
 backoff as long as nothing has been streamed to the caller yet; after that, or
 when retries run out, ``LLMUnavailable`` is raised. A refused request (400,
 401, 404…) raises ``LLMRequestError`` at once.
@@ -188,7 +189,7 @@ class LLMClient:
                     messages, tools, model or self.model, on_delta, streamed
                 )
             except (openai.APIConnectionError, OSError) as exc:
-                reason, retry_after = type(exc).__name__, None
+                reason, retry_after = _cause(exc), None
             except openai.APIStatusError as exc:
                 if exc.status_code != 429 and exc.status_code < 500:
                     logger.error("LLM endpoint refused the request: HTTP %s", exc.status_code)
@@ -235,7 +236,7 @@ class LLMClient:
             def failed(error: Any) -> Exception:
                 return openai.APIError(error_message(error), raw.http_request, body=error)
 
-            lines = raw.iter_lines()
+            lines = _transport_errors(raw.iter_lines(), raw.http_request)
             async for chunk in stream_chunks(lines, failed):
                 if chunk.get("usage"):
                     response.usage = _usage_of(chunk["usage"])
@@ -262,6 +263,17 @@ class LLMClient:
         return response
 
 
+async def _transport_errors(lines: AsyncIterator[str], request: Any) -> AsyncIterator[str]:
+    """``lines``, a failure to read them (the connection dropped mid-body: httpx's
+    ``RemoteProtocolError``, a read timeout) raised as the client raises one of sending
+    the request: ``APIConnectionError``, so it is retried or reported like one."""
+    try:
+        async for line in lines:
+            yield line
+    except Exception as exc:
+        raise openai.APIConnectionError(request=request) from exc
+
+
 async def _read_to_the_end(lines: AsyncIterator[str]) -> None:
     """Read what follows ``[DONE]`` (the body's end), so the connection goes back to the
     pool for the next call instead of being closed (a new TCP and TLS set-up each turn)."""
@@ -277,6 +289,13 @@ async def _call(callback: DeltaCallback, text: str) -> None:
     result = callback(text)
     if inspect.isawaitable(result):
         await result
+
+
+def _cause(exc: BaseException) -> str:
+    """The failure's class, with the transport's own error it came from (when one did)."""
+    name = type(exc).__name__
+    cause = exc.__cause__
+    return f"{name} ({type(cause).__name__})" if cause is not None else name
 
 
 def _add_call(calls: dict[int, dict[str, str]], tc: dict[str, Any]) -> None:

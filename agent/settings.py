@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from memory.settings import NEW_SESSIONS, RESTART
+from memory.settings import LIVE, NEW_SESSIONS, RESTART
 
 
 class _Section(BaseModel):
@@ -27,6 +27,9 @@ class LLMSettings(_Section):
     context_length: Annotated[int, RESTART] = Field(128_000, gt=0)
     timeout_seconds: Annotated[float, RESTART] = Field(120.0, gt=0)
     max_retries: Annotated[int, RESTART] = Field(3, ge=0)
+    turn_timeout_seconds: Annotated[float, LIVE] = Field(
+        90.0, gt=0, description="One deadline for a whole answer, retries and tools included."
+    )
     prompt_caching: Annotated[Literal["auto", "on", "off"], RESTART] = "auto"
     vision: Annotated[bool, RESTART] = False
 

@@ -5,6 +5,8 @@ LLM_UNREACHABLE = (
     "Sorry — I can't reach my language model right now. Your message is saved; "
     "please try again in a moment."
 )
+CUT_OFF_NOTE = "\n\n(cut off: my language model stopped answering — please ask again)"
+STILL_WORKING = "Still working on it — this is taking longer than usual."
 EMPTY = "I got an empty message. Send me some text and I'll answer."
 ATTACHMENTS_ONLY = "I can't read attachments yet — please send your question as text."
 ATTACHMENTS_SKIPPED = "I can't read attachments yet, so I'm answering your text only."

@@ -111,6 +111,20 @@ async def test_streaming_text_arrives_in_several_chunks(
     assert finish[-1] == "stop"
 
 
+async def test_a_dropped_stream_ends_mid_body(
+    server: FakeOpenAI, aclient: openai.AsyncOpenAI
+) -> None:
+    """``drop_after``: the chunks so far arrive, then the connection closes before the
+    body's end — the client's read fails (httpx ``RemoteProtocolError``), no ``[DONE]``."""
+    server.push(Reply.of_text("The quick brown fox jumps over the lazy dog.", drop_after=3))
+    stream = await aclient.chat.completions.create(model="m", messages=MESSAGES, stream=True)
+    deltas: list[str] = []
+    with pytest.raises(openai.APIConnectionError):
+        async for chunk in stream:
+            deltas.extend(c.delta.content or "" for c in chunk.choices)
+    assert "".join(deltas) == "The quick"
+
+
 def test_sync_streaming_text(server: FakeOpenAI, client: openai.OpenAI) -> None:
     server.reply("one two three")
     stream = client.chat.completions.create(model="m", messages=MESSAGES, stream=True)

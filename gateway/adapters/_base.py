@@ -63,6 +63,9 @@ class AdapterCapabilities:
     per chat and in all), so a final edit need not wait out ``min_edit_interval``."""
     length: Length = len
     """How the platform counts ``max_text_length``: ``len`` or ``utf16_length`` (Telegram)."""
+    quotes: bool = False
+    """A reply shows the message it answers above it, in the same conversation (Telegram,
+    Discord); elsewhere (Slack) a reply opens a thread."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -132,6 +132,11 @@ class ReplyStream:
             self._pieces = ["".join(self._pieces)]
         return self._pieces[0] if self._pieces else ""
 
+    @property
+    def shown(self) -> bool:
+        """Whether words of this answer are in the chat (streamed into a message)."""
+        return bool(self._current or any(m.text for m in self._done)) and bool(self.text.strip())
+
     async def push(self, delta: str) -> None:
         """Add a streamed piece of text; shows it when the edit interval allows."""
         if self._closed or not delta:

@@ -94,6 +94,15 @@ class Replies:
             note = t.SENT_PRIVATELY
         await self.notice(msg, note)
 
+    async def conclude(self, msg: InboundMessage, text: str) -> None:
+        """The last word on ``msg``: edited into the messages an answer to it had shown
+        before a restart (``msg.resume``), so none stays frozen above it; else sent anew."""
+        if msg.platform not in self.adapters:
+            logger.error("no adapter for platform %s", msg.platform)
+            return
+        await self.stream(msg, streaming=False, resume=msg.resume).finish(text)
+        self._counted(msg.platform)
+
     def stream(
         self,
         msg: InboundMessage,
@@ -101,16 +110,18 @@ class Replies:
         streaming: bool,
         resume: Sequence[str] = (),
         on_shown: Shown | None = None,
+        reply_to: str | None = None,
     ) -> ReplyStream:
         """The answer to ``msg`` as it is written: edited in place where ``streaming``;
-        ``resume`` are the ids of messages an earlier run of the turn already showed."""
+        ``resume`` are the ids of messages an earlier run of the turn already showed.
+        It is a reply to ``reply_to`` when given, else to ``msg`` outside direct chats."""
         adapter = self.adapters[msg.platform]
         return ReplyStream(
             adapter,
             platform=msg.platform,
             chat_id=msg.chat_id,
             thread_id=msg.thread_id,
-            reply_to=None if msg.is_direct else msg.message_id,
+            reply_to=reply_to or (None if msg.is_direct else msg.message_id),
             clock=self._clock,
             streaming=streaming and adapter.capabilities.edits,
             resume=[SentMessage(msg.chat_id, m, msg.thread_id) for m in resume],

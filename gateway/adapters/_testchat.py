@@ -51,7 +51,7 @@ class TestChatAdapter(BaseAdapter):
         self.name = name
         self.prompt_hint = prompt_hint
         self.capabilities = capabilities or AdapterCapabilities(
-            max_text_length=4000, edits=True, typing=True, min_edit_interval=0.0
+            max_text_length=4000, edits=True, typing=True, min_edit_interval=0.0, quotes=True
         )
         self.sent: list[Delivered] = []
         self.typing_calls: list[str] = []

@@ -77,7 +77,7 @@ class GatewayStack:
             await adapter.start(self.intake)
             await runner.publish_commands(adapter)
         if self.router is None:
-            await self.keeper.resume(adapters, runner.take, runner.replies.notice)
+            await self.keeper.resume(adapters, runner.take, runner.replies.conclude)
         runner.open()
         if self.router is not None:
             await self.router.start()

@@ -9,7 +9,9 @@ again — answered, or, when it is older than ``sessions.resume_pending_minutes`
 its sender is told it could not be. A redelivered row (Telegram resending an
 unconfirmed update, Slack retrying an event) is recognised and not handled twice.
 The messages of an answer being streamed are noted too, so an answer cut short
-by a crash is finished in the same messages.
+by a crash is finished in the same messages; and a finished answer is noted
+before it is delivered (written ahead), so a restart between its delivery and
+the settle delivers that same text into those messages instead of answering again.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from gateway.clock import Clock, SystemClock
 from gateway.errors import InboxError
@@ -74,6 +77,26 @@ class PendingDelivery:
     received_at: float
     shown: tuple[str, ...]
     """Ids of the messages an answer to it had been streamed into."""
+    answer: str | None = None
+    """The finished answer, noted just before it was delivered (None: none was finished)."""
+
+
+def _shown(raw: str | None) -> tuple[tuple[str, ...], str | None]:
+    """The ``shown`` column: a JSON list of message ids, or ``{"ids": [...], "answer": …}``
+    once the finished answer was noted."""
+    if not raw:
+        return (), None
+    value = json.loads(raw)
+    if isinstance(value, dict):
+        answer = value.get("answer")
+        return tuple(value.get("ids") or ()), answer if isinstance(answer, str) else None
+    return tuple(value), None
+
+
+def _pending(row: Sequence[Any]) -> PendingDelivery:
+    platform, receipt, payload, at, raw = row[:5]
+    ids, answer = _shown(raw)
+    return PendingDelivery(platform, receipt, payload, at, ids, answer)
 
 
 class Inbox(Tables):
@@ -120,12 +143,39 @@ class Inbox(Tables):
 
     def shown(self, platform: str, receipts: Sequence[str], message_ids: Sequence[str]) -> None:
         """The messages an answer to these deliveries is being streamed into, so far."""
-        value = json.dumps(list(message_ids))
+        self._note(platform, receipts, ids=tuple(message_ids))
+
+    def answering(self, platform: str, receipts: Sequence[str], answer: str) -> None:
+        """The finished answer to these deliveries, about to be delivered."""
+        self._note(platform, receipts, answer=answer)
+
+    def _note(
+        self,
+        platform: str,
+        receipts: Sequence[str],
+        *,
+        ids: tuple[str, ...] | None = None,
+        answer: str | None = None,
+    ) -> None:
+        """Change the ids or the answer noted for these deliveries, keeping the other."""
         with self._locked(write=True) as conn:
-            conn.executemany(
-                "UPDATE inbox SET shown = ? WHERE platform = ? AND receipt = ?",
-                [(value, platform, receipt) for receipt in receipts],
-            )
+            for receipt in receipts:
+                row = conn.execute(
+                    "SELECT shown FROM inbox WHERE platform = ? AND receipt = ?",
+                    (platform, receipt),
+                ).fetchone()
+                if row is None:
+                    continue
+                old_ids, old_answer = _shown(row[0])
+                new_ids = old_ids if ids is None else ids
+                new_answer = old_answer if answer is None else answer
+                value: Any = list(new_ids)
+                if new_answer is not None:
+                    value = {"ids": list(new_ids), "answer": new_answer}
+                conn.execute(
+                    "UPDATE inbox SET shown = ? WHERE platform = ? AND receipt = ?",
+                    (json.dumps(value, ensure_ascii=False), platform, receipt),
+                )
 
     def pending(self, platform: str) -> list[PendingDelivery]:
         """Unsettled deliveries of ``platform``, oldest first (in the order taken)."""
@@ -136,10 +186,7 @@ class Inbox(Tables):
                 f" WHERE platform = ? AND settled_at IS NULL ORDER BY received_at, {order}",
                 (platform,),
             ).fetchall()
-        return [
-            PendingDelivery(p, r, payload, at, tuple(json.loads(shown)) if shown else ())
-            for p, r, payload, at, shown in rows
-        ]
+        return [_pending(row) for row in rows]
 
     def is_settled(self, platform: str, receipt: str) -> bool | None:
         """True or False for a known delivery, None for an unknown one."""
@@ -184,8 +231,7 @@ class Inbox(Tables):
             ).fetchone()
         if row is None:
             return None
-        shown = tuple(json.loads(row[4])) if row[4] else ()
-        return PendingDelivery(row[0], row[1], row[2], row[3], shown), row[5] is not None
+        return _pending(row), row[5] is not None
 
     def unrouted(self, received_before: float) -> list[PendingDelivery]:
         """Unsettled deliveries recorded before ``received_before`` that never reached a
@@ -199,7 +245,4 @@ class Inbox(Tables):
                 " ORDER BY received_at, seq LIMIT 1000",
                 (received_before,),
             ).fetchall()
-        return [
-            PendingDelivery(p, r, payload, at, tuple(json.loads(shown)) if shown else ())
-            for p, r, payload, at, shown in rows
-        ]
+        return [_pending(row) for row in rows]

@@ -2,10 +2,13 @@
 
 See ``gateway.sessions.Inbox`` for the table. A message's deliveries are settled
 once nothing more is owed for it (by the intake for what needs no turn, by the
-turn for what it answered), the messages of an answer being streamed are noted,
-and at start-up every pending delivery goes back through the normal intake — or,
-past ``sessions.resume_pending_minutes``, its sender is told it could not be
-answered.
+turn for what it answered; a failed settle is retried), the messages of an
+answer being streamed are noted and so is the finished answer before it is
+delivered. At start-up a pending delivery whose answer was noted gets that answer
+again, in the same messages (it is not asked of the model twice); every other
+goes back through the normal intake — or, past
+``sessions.resume_pending_minutes``, its sender is told it could not be answered,
+in the messages of a half answer where there is one.
 """
 
 from __future__ import annotations
@@ -28,7 +31,11 @@ logger = logging.getLogger(__name__)
 
 Take = Callable[[InboundMessage], Awaitable[None]]
 Notice = Callable[[InboundMessage, str], Awaitable[None]]
+"""Deliver a text as the last word on a message (``Replies.conclude``)."""
 Settled = Callable[[list[InboundMessage]], Awaitable[None]]
+
+SETTLE_RETRIES = (0.5, 1.0, 2.0, 4.0, 8.0, 15.0)
+"""Seconds before each new try of a settle that failed (a locked database, a blip)."""
 
 
 class InboxKeeper:
@@ -50,17 +57,46 @@ class InboxKeeper:
         """Cross the messages' deliveries off: nothing more is owed for them."""
         for platform in {m.platform for m in batch}:
             receipts = [r for m in batch if m.platform == platform for r in m.receipts]
-            if receipts:
-                try:
-                    await asyncio.to_thread(self.inbox.done, platform, receipts)
-                except Exception as exc:
-                    logger.warning("the inbox could not be updated (%s)", type(exc).__name__)
-                    return
+            if receipts and not await self._settle(platform, receipts):
+                return
         if self._on_settled is not None:
             try:
                 await self._on_settled(batch)
             except Exception as exc:
                 logger.warning("a settle listener failed (%s)", type(exc).__name__)
+
+    async def _settle(self, platform: str, receipts: list[str]) -> bool:
+        for attempt, wait in enumerate((*SETTLE_RETRIES, None)):
+            try:
+                await asyncio.to_thread(self.inbox.done, platform, receipts)
+                return True
+            except Exception as exc:
+                reason = type(exc).__name__
+                if wait is None:
+                    logger.error(
+                        "settling %d %s deliveries failed %d times (%s); they stay pending"
+                        " and a restart takes them up (a noted answer is not asked again)",
+                        len(receipts),
+                        platform,
+                        attempt + 1,
+                        reason,
+                    )
+                    return False
+                logger.warning("settling failed (%s); retry in %.1fs", reason, wait)
+                await asyncio.sleep(wait)
+        return False
+
+    async def answering(self, batch: list[InboundMessage], answer: str) -> None:
+        """Note the finished answer before it is delivered: a restart before the settle
+        delivers it again into the same messages instead of asking the model twice."""
+        for platform in {m.platform for m in batch}:
+            receipts = [r for m in batch if m.platform == platform for r in m.receipts]
+            if not receipts:
+                continue
+            try:
+                await asyncio.to_thread(self.inbox.answering, platform, receipts, answer)
+            except Exception as exc:  # delivered all the same; a restart would answer again
+                logger.warning("the answer could not be noted (%s)", type(exc).__name__)
 
     def noting_shown(
         self, platform: str, receipts: list[str]
@@ -91,6 +127,10 @@ class InboxKeeper:
 
     async def _resume(self, adapter: BaseAdapter, take: Take, notice: Notice) -> None:
         limit = self._settings().sessions.resume_pending_minutes * 60
+        given: set[tuple[str, tuple[str, ...], str]] = set()
+        """Answers delivered again in this pass (one answer may cover several rows)."""
+        resumed: set[tuple[str, ...]] = set()
+        """Messages of half answers already being finished in this pass."""
         for row in await asyncio.to_thread(self.inbox.pending, adapter.name):
             try:
                 read = await adapter.read_again(row.payload)
@@ -102,7 +142,25 @@ class InboxKeeper:
             if read is None:
                 await asyncio.to_thread(self.inbox.done, adapter.name, [row.receipt])
                 continue
-            msg = replace(read, receipts=(row.receipt,), resume=row.shown)
+            # one answer streamed for several messages is finished once: the messages after
+            # the first are answered anew (each keeps what it is shown, none overwritten)
+            resume = () if row.shown and row.shown in resumed else row.shown
+            resumed.add(row.shown)
+            msg = replace(read, receipts=(row.receipt,), resume=resume)
+            if row.answer is not None:
+                key = (msg.chat_id, row.shown, row.answer)
+                if key not in given:
+                    logger.info("delivering again a %s answer a restart cut", adapter.name)
+                    try:
+                        await notice(msg, row.answer)
+                    except Exception as exc:  # left pending: the next start tries again
+                        logger.warning(
+                            "a noted answer could not be delivered (%s)", type(exc).__name__
+                        )
+                        continue
+                    given.add(key)
+                await self.settle([msg])
+                continue
             if self._clock.time() - row.received_at > limit:
                 logger.info("a %s message left by a restart is too old to answer", adapter.name)
                 with contextlib.suppress(Exception):

@@ -4,12 +4,15 @@ The session manager hands it a batch of queued messages and the session's
 agent. It writes the answer in one of ``sessions.max_concurrent_turns`` slots
 (``answer_slots``: held while the agent writes, not while the answer waits for
 the platform's rate budget), streams it through ``Replies`` with the typing
-indicator up, and records what was shown in the durable inbox so a restart
-finishes the same message. It is the turn's one catch point: whatever fails, the
-person gets one apology and the log one traceback; a turn stopped by ``/stop``
-or an interrupting message ends its shown text with a note. The messages are
-settled once the answer is delivered (or apologised for); a turn cut by a
-shutdown leaves them pending for the restart.
+indicator up, and records what was shown — and the finished answer, before it
+is delivered — in the durable inbox so a restart finishes or repeats the same
+message. One deadline covers the whole answer (``llm.turn_timeout_seconds``); a
+late first word brings a "still working" note. It is the turn's one catch
+point: whatever fails, the person gets one apology and the log one traceback (a
+model that cannot be reached: a warning; words already shown stay, ended by a
+note); a turn stopped by ``/stop`` or an interrupting message ends its shown
+text with a note. The messages are settled once the answer is delivered (or
+apologised for); a turn cut by a shutdown leaves them pending for the restart.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from collections.abc import Awaitable, Callable
 
 from agent.agent import Agent
 from agent.context import ImageInput
-from agent.errors import LLMError
+from agent.errors import LLMError, LLMUnavailable
 from agent.llm import Usage
 from gateway import _texts as t
 from gateway.adapters import Replies, ReplyStream, platform_spec
@@ -35,6 +38,10 @@ from memory.paths import UserKey
 __all__ = ["TurnRunner", "images_of"]
 
 logger = logging.getLogger(__name__)
+
+STILL_WORKING_SECONDS = 15.0
+"""With no word of the answer after this long (or a quarter of ``llm.turn_timeout_seconds``,
+when that is shorter), the person is told the turn is still being worked on."""
 
 AgentOf = Callable[[LiveSession], Awaitable[Agent]]
 """The session's agent, built on demand (``SessionManager.agent_for``)."""
@@ -90,7 +97,10 @@ class TurnRunner:
             logger.exception("turn of session %s failed", session_id)
             text = t.APOLOGY
         try:
-            if shown:  # the answer's messages (also ones a restart left) end in it
+            if shown and isinstance(exc, LLMError) and shown[0].shown:
+                await shown[0].abort(t.CUT_OFF_NOTE)  # the words shown stay, ended by a note
+                self._replies.counted(last.platform)
+            elif shown:  # the answer's messages (also ones a restart left) end in it
                 await shown[0].finish(text)
                 self._replies.counted(last.platform)
             else:
@@ -119,8 +129,13 @@ class TurnRunner:
         agent = await agent_of(live)
         receipts = [r for m in batch for r in m.receipts]
         on_shown = self._keeper.noting_shown(last.platform, receipts) if self._keeper else None
+        resume = next((m.resume for m in batch if m.resume), ())  # a half answer to finish
         stream = self._replies.stream(
-            last, streaming=self._streaming(last), resume=last.resume, on_shown=on_shown
+            last,
+            streaming=self._streaming(last),
+            resume=resume,
+            on_shown=on_shown,
+            reply_to=self._covers(batch),
         )
         shown.append(stream)
         typing = self._replies.typing(last)
@@ -139,6 +154,7 @@ class TurnRunner:
                 agent, merge_texts(batch), stream.push, images, speaker_of(batch), others_in(batch)
             )
         )
+        still = asyncio.create_task(self._still_working(last, stream))
         try:
             answer = await live.turn
         except asyncio.CancelledError:
@@ -148,8 +164,11 @@ class TurnRunner:
             await stream.abort(t.STOPPED_NOTE)
             return
         finally:
+            still.cancel()
             typing.cancel()
             live.turn = None
+        if self._keeper is not None:  # written ahead: a restart delivers it, not asks again
+            await self._keeper.answering(batch, answer)
         await stream.finish(answer)
         self._replies.counted(last.platform)
         self._metrics.observe_turn(time.monotonic() - started)
@@ -166,10 +185,42 @@ class TurnRunner:
     ) -> str:
         """The agent's answer, written in one of ``answer_slots``; its delivery (which may
         wait for the platform's rate budget) holds none."""
+        limit = self._live.current.llm.turn_timeout_seconds
         async with self.answer_slots:
-            return await agent.run_turn(
-                text, on_delta=on_delta, images=images, speaker=speaker, others_content=others
-            )
+            try:
+                async with asyncio.timeout(limit) as deadline:
+                    return await agent.run_turn(
+                        text,
+                        on_delta=on_delta,
+                        images=images,
+                        speaker=speaker,
+                        others_content=others,
+                    )
+            except TimeoutError:
+                if not deadline.expired():
+                    raise
+                raise LLMUnavailable(
+                    f"no answer within llm.turn_timeout_seconds ({limit:g} s)"
+                ) from None
+
+    async def _still_working(self, msg: InboundMessage, stream: ReplyStream) -> None:
+        """Tell the person the turn goes on when its first word is late."""
+        limit = self._live.current.llm.turn_timeout_seconds
+        await asyncio.sleep(min(STILL_WORKING_SECONDS, limit / 4))
+        if stream.text.strip():
+            return
+        try:
+            await self._replies.notice(msg, t.STILL_WORKING)
+        except Exception as exc:
+            logger.warning("the still-working note could not be sent (%s)", type(exc).__name__)
+
+    def _covers(self, batch: list[InboundMessage]) -> str | None:
+        """What one answer to several messages replies to, where a reply quotes: the first
+        of them, so the person sees that it covers that one and those after it."""
+        adapter = self._replies.adapter(batch[0].platform)
+        if len(batch) < 2 or adapter is None or not adapter.capabilities.quotes:
+            return None
+        return batch[0].message_id
 
     def _streaming(self, msg: InboundMessage) -> bool:
         spec = platform_spec(msg.platform)

@@ -99,6 +99,9 @@ class Reply:
     stall: float = 0.0
     error_after: int | None = None
     """Stream this many chunks, then an event carrying ``error`` instead of the rest."""
+    drop_after: int | None = None
+    """Stream this many chunks, then close the connection mid-body (no end of the chunked
+    body, no ``[DONE]``): a proxy or server dying mid-answer."""
     retry_header: str = "retry-after-ms"
     """How ``retry_after`` is sent: ``retry-after-ms``, ``retry-after`` (seconds) or
     ``retry-after-date`` (a ``Retry-After`` HTTP date)."""
@@ -115,6 +118,7 @@ class Reply:
         stall_after: int | None = None,
         stall: float = 0.0,
         error_after: int | None = None,
+        drop_after: int | None = None,
     ) -> Reply:
         return cls(
             "text",
@@ -125,6 +129,7 @@ class Reply:
             stall_after=stall_after,
             stall=stall,
             error_after=error_after,
+            drop_after=drop_after,
         )
 
     @classmethod
@@ -733,6 +738,10 @@ class FakeOpenAI(LoopThread):
                     error = {"error": failure}
                     await response.write(f"event: error\ndata: {json.dumps(error)}\n\n".encode())
                     await response.write_eof()
+                    return response
+                if reply.drop_after is not None and written == reply.drop_after:
+                    if request.transport is not None:
+                        request.transport.abort()  # the body ends without its last chunk
                     return response
                 await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
                 written += 1

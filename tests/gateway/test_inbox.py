@@ -89,6 +89,22 @@ def test_done_shown_settled_and_prune(where: Location) -> None:
         assert inbox.prune() == 0
 
 
+def test_an_answer_noted_ahead_keeps_the_shown_messages_and_they_keep_it(
+    where: Location,
+) -> None:
+    with Inbox(where, FakeClock(1000.0)) as inbox:
+        inbox.take_many("telegram", [("1", "a"), ("2", "b")])
+        inbox.shown("telegram", ["1"], ["m-1"])
+        inbox.answering("telegram", ["1", "2"], "Forty-two.")
+        inbox.shown("telegram", ["1"], ["m-1", "m-2"])  # the answer needed a second message
+        assert [(p.shown, p.answer) for p in inbox.pending("telegram")] == [
+            (("m-1", "m-2"), "Forty-two."),
+            ((), "Forty-two."),
+        ]
+        found = inbox.delivery("telegram", "1")
+        assert found is not None and found[0].answer == "Forty-two."
+
+
 def test_two_replicas_share_one_inbox(postgres_url: str) -> None:
     clock = FakeClock(1000.0)
     with Inbox(postgres_url, clock) as first, Inbox(postgres_url, clock) as second:

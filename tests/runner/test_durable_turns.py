@@ -97,14 +97,16 @@ async def test_messages_waiting_behind_a_busy_turn_survive_the_crash_in_order(
     server.reply("first, never delivered", delay=30)
     await gw.say("one", user="2")
     await in_flight(server)
-    await gw.say("two", user="2")
+    two = await gw.adapter.push("two", user_id="2")
     await gw.say("three", user="2")
     await close_without_ending(gw)
 
     server.responder(lambda body: Reply.of_text(f"echo {user_messages(body)[-1]}"))
     again = await make_gateway()
-    answers = [(await again.adapter.pop(20)).text for _ in range(2)]
-    assert answers == ["echo one", "echo two\n\nthree"]  # merged, as they would have been
+    answers = [await again.adapter.pop(20) for _ in range(2)]
+    assert [a.text for a in answers] == ["echo one", "echo two\n\nthree"]  # merged, as before
+    # the merged answer replies to the first message it covers (a single one to none: a DM)
+    assert [a.reply_to for a in answers] == [None, two.message_id]
 
 
 async def test_what_needs_no_answer_is_not_taken_up_again(
@@ -122,3 +124,37 @@ async def test_what_needs_no_answer_is_not_taken_up_again(
     again = await make_gateway()
     await again.settle()
     assert again.adapter.sent == [] and len(server.requests) == requests
+
+
+async def test_two_messages_cut_mid_answer_keep_their_answers_after_the_restart(
+    make_gateway: GatewayFactory, server: FakeOpenAI
+) -> None:
+    """Was: the answer to "two" overwritten in place by the answer to "three" (3 of 3):
+    both had been noted as shown in the one message their merged answer streamed into."""
+    gw = await make_gateway()
+    server.reply("first", delay=1)
+    await gw.say("one", user="2")
+    await in_flight(server)
+    await gw.say("two", user="2")
+    await gw.say("three", user="2")
+    assert (await gw.adapter.pop(20)).text == "first"
+    server.push(Reply.of_text("Two and three, answered together.", stall_after=3, stall=60))
+    await until(lambda: len(gw.adapter.sent) == 2, what="the merged answer's first words")
+    frozen = gw.adapter.sent[1]
+
+    def noted() -> int:
+        return sum(frozen.message_id in p.shown for p in gw.stack.inbox.pending("testchat"))
+
+    await until(lambda: noted() == 2, what="both messages noted as shown")
+    await close_without_ending(gw)
+
+    server.responder(lambda body: Reply.of_text(f"echo {user_messages(body)[-1]}"))
+    again = await make_gateway()
+    again.adapter.sent.append(frozen)  # the chat still shows the frozen message
+    await again.settle()
+    await until(lambda: again.adapter.done_texts("dm-2"), what="the answers")
+    shown = {d.message_id: d.text for d in again.adapter.sent}
+    texts = sorted(shown.values())
+    assert shown[frozen.message_id].startswith("echo")
+    assert all(t.startswith("echo") for t in texts)
+    assert "two" in " ".join(texts) and "three" in " ".join(texts)  # none overwritten

@@ -4,6 +4,7 @@ exactly once (a half-streamed answer finished in its own message), or, past
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 import subprocess
@@ -162,3 +163,192 @@ async def test_past_the_resume_age_the_sender_is_told_once(
     assert len(server.requests) == requests + 1  # the old one was never answered
     assert len(telegram.in_chat(ANN)) == 2  # told once
     kill(third)
+
+
+async def test_past_the_resume_age_a_half_streamed_answer_becomes_the_notice(
+    gateway: Callable[..., object], server: FakeOpenAI, telegram: FakeTelegram, chorus_home: Path
+) -> None:
+    """Was: the "could not answer" notice as a new message, the half answer frozen above
+    it (2 of 2)."""
+    server.stream_piece_delay = 0.3
+    server.push(Reply.of_text("Six times seven is forty two, as always.", stall_after=6, stall=60))
+    first = await gateway()  # type: ignore[misc]
+    telegram.message("what is 6 times 7?", user_id=ANN)
+    await telegram.wait_for(lambda: len(telegram.in_chat(ANN)) == 1, what="the streamed start")
+    frozen = telegram.in_chat(ANN)[0]
+    await telegram.wait_for(lambda: shown_recorded(chorus_home), what="the message recorded")
+    kill(first)
+
+    server.stream_piece_delay = 0.0
+    requests = len(server.requests)
+    second = await gateway(CHORUS_SESSIONS__RESUME_PENDING_MINUTES="0")  # type: ignore[misc]
+    await telegram.wait_for(
+        lambda: "restarted" in telegram.in_chat(ANN)[0].text, timeout=30, what="the notice"
+    )
+    await telegram.wait_for(lambda: all_settled(chorus_home), what="the notice noted")
+    assert [m.message_id for m in telegram.in_chat(ANN)] == [frozen.message_id]
+    assert "forty" not in telegram.in_chat(ANN)[0].text
+    assert len(server.requests) == requests  # not answered: too old
+    kill(second)
+
+
+def lock_state_db(home: Path) -> sqlite3.Connection:
+    """Another writer holds ``state.db`` (a backup, an admin's CLI): the gateway's writes
+    wait out their busy timeout, then fail with "database is locked"."""
+    conn = sqlite3.connect(ChorusPaths(home).state_db, isolation_level=None)
+    conn.execute("BEGIN IMMEDIATE")
+    return conn
+
+
+def transcript_roles(home: Path) -> list[str]:
+    with sqlite3.connect(f"file:{ChorusPaths(home).state_db}?mode=ro", uri=True) as conn:
+        rows = conn.execute("SELECT role FROM messages ORDER BY id").fetchall()
+    return [role for (role,) in rows]
+
+
+QUESTION = "what is 6 times 7?"
+FIRST = "Six times seven is forty two, as it always was."
+
+
+def asked(server: FakeOpenAI) -> int:
+    """Requests that asked the model to answer the person's question."""
+    return sum(1 for body in server.requests if body["messages"][-1].get("content") == QUESTION)
+
+
+async def delivered_while_settle_is_locked(
+    gateway: Callable[..., object], server: FakeOpenAI, telegram: FakeTelegram, home: Path
+) -> tuple[subprocess.Popen[bytes], sqlite3.Connection]:
+    """The answer streams and is delivered; its settle meets a locked database.
+
+    The streamed edits show a beginning of the answer; the edit to the whole of it (the
+    final one) reaches Telegram and, before Telegram applies it, the database is locked.
+    """
+    server.stream_piece_delay = 0.3
+    server.reply(FIRST)
+    telegram.delays["editMessageText"] = 1.5  # the final edit lands after the lock is taken
+    proc = await gateway()  # type: ignore[misc]
+    telegram.message(QUESTION, user_id=ANN)
+
+    def final_edit_sent() -> bool:
+        calls = telegram.calls_of("editMessageText", status=None)
+        return any(call.params.get("text") == FIRST for call in calls)
+
+    await telegram.wait_for(final_edit_sent, timeout=30, what="the final edit")
+    lock = lock_state_db(home)
+    await telegram.wait_for(
+        lambda: [m.text for m in telegram.in_chat(ANN)] == [FIRST], what="the answer delivered"
+    )
+    return proc, lock
+
+
+async def test_killed_after_the_answer_was_delivered_it_is_not_answered_again(
+    gateway: Callable[..., object], server: FakeOpenAI, telegram: FakeTelegram, chorus_home: Path
+) -> None:
+    """Was: 1 of 14 answered twice after the restart (a second LLM call, the first answer
+    edited into the second, the question and the answer twice in the transcript)."""
+    first, lock = await delivered_while_settle_is_locked(gateway, server, telegram, chorus_home)
+    kill(first)  # the settle is still waiting for the database
+    lock.rollback()
+    lock.close()
+    assert not all_settled(chorus_home)
+
+    telegram.delays.clear()
+    answer_turns(server, "A second answer.")
+    second = await gateway()  # type: ignore[misc]
+    await telegram.wait_for(lambda: all_settled(chorus_home), timeout=30, what="the settle")
+    [shown] = telegram.in_chat(ANN)
+    assert shown.text == FIRST and "A second answer." not in shown.history
+    assert asked(server) == 1
+    assert transcript_roles(chorus_home).count("user") == 1
+    assert transcript_roles(chorus_home).count("assistant") == 1
+    kill(second)
+
+
+async def test_a_settle_that_met_a_locked_database_is_retried(
+    gateway: Callable[..., object], server: FakeOpenAI, telegram: FakeTelegram, chorus_home: Path
+) -> None:
+    """Was: "database is locked" on the settle only a warning; the message stayed pending
+    and a restart answered it again (1 of 3)."""
+    first, lock = await delivered_while_settle_is_locked(gateway, server, telegram, chorus_home)
+    await asyncio.sleep(6)  # past the gateway's busy timeout (5 s): its first settle failed
+    lock.rollback()
+    lock.close()
+    await telegram.wait_for(lambda: all_settled(chorus_home), timeout=30, what="the settle")
+    kill(first)
+
+    telegram.delays.clear()
+    answer_turns(server, "A second answer.")
+    second = await gateway()  # type: ignore[misc]
+    telegram.message("thanks", user_id=ANN)
+    await telegram.wait_messages(ANN, 2, timeout=30)
+    assert [m.text for m in telegram.in_chat(ANN)] == [FIRST, "A second answer."]
+    assert asked(server) == 1
+    kill(second)
+
+
+async def test_a_model_connection_dropped_mid_answer_ends_the_message_with_one_note(
+    gateway: Callable[..., object], server: FakeOpenAI, telegram: FakeTelegram, tmp_path: Path
+) -> None:
+    """Was: the half answer frozen, a separate "something went wrong on my side" and a
+    traceback in the log (httpx ``RemoteProtocolError``)."""
+    server.stream_piece_delay = 0.3
+    server.push(Reply.of_text("Six times seven is forty two, as it always was.", drop_after=7))
+    proc = await gateway()  # type: ignore[misc]
+    telegram.message(QUESTION, user_id=ANN)
+    await telegram.wait_for(
+        lambda: any("(cut off" in m.text for m in telegram.in_chat(ANN)),
+        timeout=30,
+        what="the note",
+    )
+    [shown] = telegram.in_chat(ANN)
+    assert shown.text.startswith("Six times seven") and "went wrong" not in shown.text
+    assert asked(server) == 1  # words were shown: not asked again
+    kill(proc)
+    assert "Traceback" not in (tmp_path / "gateway-0.log").read_text(errors="replace")
+
+
+def shown_for(home: Path) -> int:
+    """How many pending deliveries are noted as shown in some message."""
+    try:
+        with sqlite3.connect(f"file:{ChorusPaths(home).state_db}?mode=ro", uri=True) as conn:
+            rows = conn.execute(
+                "SELECT shown FROM inbox WHERE shown IS NOT NULL AND settled_at IS NULL"
+            ).fetchall()
+    except sqlite3.Error:
+        return 0
+    return sum(1 for (raw,) in rows if json.loads(raw))
+
+
+async def test_killed_mid_answer_to_two_messages_each_keeps_its_answer(
+    gateway: Callable[..., object], server: FakeOpenAI, telegram: FakeTelegram, chorus_home: Path
+) -> None:
+    """Was: after the restart the answer to the first was overwritten in place by the
+    answer to the second (3 of 3)."""
+    server.reply("First.", delay=2)
+    first = await gateway()  # type: ignore[misc]
+    telegram.message("one", user_id=ANN)
+    await telegram.wait_for(lambda: server.in_flight == 1, what="the first answer in progress")
+    telegram.message("two", user_id=ANN)
+    telegram.message("three", user_id=ANN)
+    await telegram.wait_messages(ANN, 1, timeout=30)
+    server.stream_piece_delay = 0.3
+    server.push(Reply.of_text("Two and three, answered together now.", stall_after=4, stall=60))
+    await telegram.wait_for(lambda: len(telegram.in_chat(ANN)) == 2, what="the merged start")
+    frozen = telegram.in_chat(ANN)[1]
+    await telegram.wait_for(lambda: shown_for(chorus_home) == 2, what="both noted as shown")
+    kill(first)
+
+    server.stream_piece_delay = 0.0
+
+    def echo(body: dict[str, Any]) -> str:
+        last = body["messages"][-1]
+        return "" if last.get("content") == FLUSH_PROMPT else f"echo {last.get('content')}"
+
+    server.responder(echo)
+    second = await gateway()  # type: ignore[misc]
+    await telegram.wait_for(lambda: all_settled(chorus_home), timeout=30, what="both answered")
+    chat = telegram.in_chat(ANN)
+    assert [m.text for m in chat] == ["First.", "echo two", "echo three"]
+    assert chat[1].message_id == frozen.message_id  # the half answer finished in place
+    assert "echo three" not in chat[1].history  # and never overwritten
+    kill(second)

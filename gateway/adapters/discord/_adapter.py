@@ -73,6 +73,7 @@ class DiscordAdapter(BaseAdapter):
         edits=True,
         typing=True,
         min_edit_interval=1.0,
+        quotes=True,
     )
 
     def __init__(

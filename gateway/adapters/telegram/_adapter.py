@@ -81,6 +81,7 @@ class TelegramAdapter(BaseAdapter):
         min_edit_interval=1.0,
         paced=True,  # ChatPacer: every path draws from the chat's and the bot's budget
         length=utf16_length,
+        quotes=True,
     )
 
     def __init__(
