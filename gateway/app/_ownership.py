@@ -63,16 +63,15 @@ class SessionOwnership:
     async def owner_of(self, key: str) -> str:
         leases = self.coordination.leases
         for _ in range(OWNER_TRIES):
-            if key in self._held:
-                return self.replica_id
-            lease = await leases.acquire(key)
+            lease = await leases.acquire(key)  # ours is extended; one lost is known at once
             if lease is not None:
                 self._hold(lease)
                 return self.replica_id
+            self._lost(key)
             current = await leases.owner(key)
             if current is None:
                 continue  # released meanwhile: try again
-            if await self.coordination.registry.is_alive(current.owner):
+            if not await self.coordination.registry.stopped(current.owner):
                 return current.owner
             await self.claim_mailbox(current.owner)  # what it owed comes first
             lease = await leases.take_over(key, current.owner)
@@ -82,9 +81,15 @@ class SessionOwnership:
         raise ReplicaError(f"could not settle which replica owns session {key}")
 
     def _hold(self, lease: Lease) -> None:
-        if lease.session not in self._held:
-            self._fresh.add(lease.session)
+        held = self._held.get(lease.session)
+        if held is None or held.token != lease.token:
+            self._fresh.add(lease.session)  # new, or taken again after another held it
         self._held[lease.session] = lease
+
+    def _lost(self, key: str) -> None:
+        """Another replica holds ``key``'s lease now: forget ours."""
+        if self._held.pop(key, None) is not None:
+            self._fresh.discard(key)
 
     async def claim(self, key: SessionKey) -> bool:
         """Whether this replica holds, or could take, the session (to end it)."""
@@ -169,12 +174,22 @@ class SessionOwnership:
                 self._fresh.discard(key)
                 await leases.release(lease)
 
-    async def release_all(self) -> None:
-        """Give every lease up and leave the registry, so others claim what is left at once."""
+    async def hand_over(self) -> None:
+        """Stopping: hand the mailbox and the leases over, so others serve at once.
+
+        First this replica leaves the registry (others now see it stopped and take
+        over its leases on their next message), then its stream goes to a live
+        replica, whose routes find these sessions' messages ahead of any newer one;
+        the leases go last. Whatever is routed here meanwhile is claimed by the
+        others' upkeep, as from any replica that stopped."""
+        coordination = self.coordination
         try:
+            await coordination.registry.leave()
+            others = sorted(await coordination.registry.alive() - {self.replica_id})
+            if others:
+                await coordination.mailbox.hand_over(others[0])
             for lease in list(self._held.values()):
-                await self.coordination.leases.release(lease)
-            await self.coordination.registry.leave()
+                await coordination.leases.release(lease)
         except ReplicaError as exc:
-            logger.warning("could not give the leases up (%s)", exc)
+            logger.warning("could not hand the mailbox and leases over (%s)", exc)
         self._held.clear()

@@ -31,9 +31,10 @@ and claims the mailbox of any replica that stopped beating.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 from gateway.adapters import MessageHandler, Replies
 from gateway.app._ownership import SessionOwnership, key_text
@@ -48,6 +49,16 @@ logger = logging.getLogger(__name__)
 
 RECEIVE_BLOCK_MS = 1000
 RECEIVE_COUNT = 100
+
+
+@dataclass(eq=False)
+class _Routing:
+    """One session's routes on this replica: one at a time, held ones first."""
+
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    held: list[InboundMessage] = field(default_factory=list)
+    """Messages whose route failed (Redis unreachable), oldest first."""
+    users: int = 0
 
 
 class ReplicaRouter:
@@ -75,6 +86,8 @@ class ReplicaRouter:
         self._clock = clock
         self._orphan_seconds = orphan_seconds
         self._chains: dict[str, asyncio.Task[None]] = {}
+        self._routing: dict[str, _Routing] = {}
+        """Sessions being routed here, with the messages whose route failed."""
         self._tasks: list[asyncio.Task[None]] = []
         self.healthy = False
 
@@ -97,19 +110,52 @@ class ReplicaRouter:
         logger.info("replica %s serving its mailbox", self.replica_id)
 
     async def stop(self) -> None:
-        """Stop serving; give the leases up; leave, so others claim what is left at once."""
+        """Stop serving; hand the mailbox and the leases over to the other replicas."""
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
-        await self.ownership.release_all()
+        await self.ownership.hand_over()
         await self.coordination.aclose()
 
     # ------------------------------------------------------------------ intake
 
     async def route(self, msg: InboundMessage) -> None:
-        """Hand ``msg`` to the mailbox of its session's owner (adapters call this)."""
-        key = key_text(self._sessions.key_for(msg))
+        """Hand ``msg`` to the mailbox of its session's owner (adapters call this).
+
+        A session's messages are routed one at a time, in the order they came. One
+        that could not be routed (Redis unreachable) is held here and goes before
+        the session's next one, so no later message overtakes it; ``_keep`` tries
+        the held ones again each round (and the orphan sweep of any replica is the
+        last resort, should this one die meanwhile).
+        """
+        await self._route_in_order(key_text(self._sessions.key_for(msg)), msg)
+
+    async def _route_in_order(self, key: str, msg: InboundMessage | None) -> None:
+        """Route the session's held messages, then ``msg``; what fails stays held."""
+        routing = self._routing.get(key)
+        if routing is None:
+            routing = self._routing[key] = _Routing()
+        routing.users += 1
+        try:
+            async with routing.lock:
+                if msg is not None:
+                    routing.held.append(msg)
+                while routing.held:
+                    await self._route_now(key, routing.held[0])
+                    routing.held.pop(0)
+        finally:
+            routing.users -= 1
+            if not routing.users and not routing.held:
+                del self._routing[key]
+
+    async def _route_held(self) -> None:
+        """Route the messages held after a failed route, each session's in order."""
+        for key in [k for k, r in self._routing.items() if r.held and not r.users]:
+            with contextlib.suppress(ReplicaError):  # still held: next round
+                await self._route_in_order(key, None)
+
+    async def _route_now(self, key: str, msg: InboundMessage) -> None:
         owner = await self.ownership.owner_of(key)
         self.ownership.routed(key)
         await self.coordination.mailbox.send(owner, {"key": key, "msg": message_to_json(msg)})
@@ -121,6 +167,9 @@ class ReplicaRouter:
     async def _consume(self) -> None:
         mailbox = self.coordination.mailbox
         while True:
+            if not self._accepting():  # stopping: what is unread goes to the successor
+                await self._clock.sleep(0.1)
+                continue
             try:
                 deliveries = await mailbox.receive(RECEIVE_BLOCK_MS, RECEIVE_COUNT)
             except ReplicaError as exc:
@@ -202,6 +251,7 @@ class ReplicaRouter:
                 await self.coordination.registry.heartbeat()
                 self.healthy = True
                 await self.ownership.renew(self._chains, self._sessions.is_open)
+                await self._route_held()
                 for dead in await self.coordination.registry.dead():
                     await self.ownership.claim_mailbox(dead)
             except ReplicaError as exc:

@@ -63,6 +63,17 @@ return 0
 """
 )
 
+# KEYS[1] registry, KEYS[2] every replica known; ARGV: now, replica.
+# 1 if the replica beat once and its heartbeat ran out (or it left).
+_STOPPED = (
+    LUA_NOW
+    + """
+local score = tonumber(redis.call('ZSCORE', KEYS[1], ARGV[2]))
+if score and score > now_ms() then return 0 end
+return redis.call('SISMEMBER', KEYS[2], ARGV[2])
+"""
+)
+
 
 class ReplicaRegistry:
     """This replica's heartbeat, and the set of replicas alive.
@@ -92,6 +103,7 @@ class ReplicaRegistry:
         self._heartbeat = client.register_script(_HEARTBEAT)
         self._alive = client.register_script(_ALIVE)
         self._is_alive = client.register_script(_IS_ALIVE)
+        self._stopped = client.register_script(_STOPPED)
 
     async def heartbeat(self) -> None:
         """This replica is alive for another ``ttl`` seconds."""
@@ -111,6 +123,16 @@ class ReplicaRegistry:
         with guard("checking a replica"):
             alive = await self._is_alive(keys=[self._key], args=[now_arg(self._clock), replica])
         return bool(alive)
+
+    async def stopped(self, replica: str) -> bool:
+        """Whether ``replica`` is known to have stopped: it beat once, and its heartbeat
+        ran out or it left. One the registry does not know (Redis lost its data and it
+        has not beaten since) has not stopped: its leases are waited out instead."""
+        with guard("checking a replica"):
+            found = await self._stopped(
+                keys=[self._key, self._known], args=[now_arg(self._clock), replica]
+            )
+        return bool(found)
 
     async def dead(self) -> set[str]:
         """Replicas that beat once and stopped, not yet forgotten (never this one)."""
