@@ -14,7 +14,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from agent.caching import apply_cache_control, caching_enabled
@@ -96,6 +96,9 @@ class Agent:
         self.history: list[ChatMessage] = []
         self._written = RawTexts()  # what the person wrote, beside history's user messages
         self.usage = Usage()
+        self.fence: Callable[[], Awaitable[None]] | None = None
+        """Run before every transcript write; raises once this process lost the session
+        (another replica took it over). The gateway sets it per turn."""
         self.turns = 0
         self.turns_since_memory = 0
         self.providers = (
@@ -358,6 +361,8 @@ class Agent:
         finish_reason: str | None = None,
         speaker: UserKey | None = None,
     ) -> None:
+        if self.fence is not None:  # raises once this process no longer holds the session
+            await self.fence()
         self.history.append(message)
         content = message.get("content") if stored_content is None else stored_content
         await self.db.append_message(

@@ -60,6 +60,20 @@ class _Routing:
     """Messages whose route failed (Redis unreachable), oldest first."""
     users: int = 0
 
+    def enter(self) -> None:
+        self.users += 1
+
+    def leave(self) -> bool:
+        """True when nobody routes the session now and nothing of it is held."""
+        self.users -= 1
+        return not self.users and not self.held
+
+    def hold(self, msg: InboundMessage) -> None:
+        self.held.append(msg)
+
+    def routed_first(self) -> None:
+        self.held.pop(0)
+
 
 class ReplicaRouter:
     def __init__(
@@ -136,17 +150,16 @@ class ReplicaRouter:
         routing = self._routing.get(key)
         if routing is None:
             routing = self._routing[key] = _Routing()
-        routing.users += 1
+        routing.enter()
         try:
             async with routing.lock:
                 if msg is not None:
-                    routing.held.append(msg)
+                    routing.hold(msg)
                 while routing.held:
                     await self._route_now(key, routing.held[0])
-                    routing.held.pop(0)
+                    routing.routed_first()
         finally:
-            routing.users -= 1
-            if not routing.users and not routing.held:
+            if routing.leave():
                 del self._routing[key]
 
     async def _route_held(self) -> None:
@@ -250,7 +263,8 @@ class ReplicaRouter:
             try:
                 await self.coordination.registry.heartbeat()
                 self.healthy = True
-                await self.ownership.renew(self._chains, self._sessions.is_open)
+                for lost in await self.ownership.renew(self._chains, self._sessions.is_open):
+                    self._sessions.lost(lost)
                 await self._route_held()
                 for dead in await self.coordination.registry.dead():
                     await self.ownership.claim_mailbox(dead)

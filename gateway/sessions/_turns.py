@@ -26,7 +26,8 @@ from agent.llm import Usage
 from gateway import _texts as t
 from gateway.adapters import Replies, ReplyStream, platform_spec
 from gateway.config import LiveSettings
-from gateway.events import Attachment, InboundMessage
+from gateway.errors import FencedError
+from gateway.events import Attachment, InboundMessage, SessionKey
 from gateway.ops import Activity, Metrics
 from gateway.sessions._inbox_keeper import InboxKeeper
 from gateway.sessions._live import LiveSession, merge_texts, speaker_of
@@ -38,6 +39,9 @@ logger = logging.getLogger(__name__)
 
 AgentOf = Callable[[LiveSession], Awaitable[Agent]]
 """The session's agent, built on demand (``SessionManager.agent_for``)."""
+FenceOf = Callable[[SessionKey], Callable[[], Awaitable[None]]]
+"""Several replicas: a check, run before each send, edit and transcript write of a turn,
+that raises ``FencedError`` once this replica lost the session's lease."""
 
 
 def images_of(msg: InboundMessage, vision: bool) -> list[Attachment]:
@@ -56,8 +60,10 @@ class TurnRunner:
         keeper: InboxKeeper | None,
         metrics: Metrics,
         activity: Activity,
+        fence_of: FenceOf | None = None,
     ) -> None:
         self._live = live
+        self._fence_of = fence_of
         self._replies = replies
         self._keeper = keeper
         self._metrics = metrics
@@ -72,6 +78,9 @@ class TurnRunner:
             await self._answer(live, batch, agent_of, shown)
         except asyncio.CancelledError:
             raise
+        except FencedError:  # the new owner answers and settles these messages
+            logger.info("turn of session %s stopped: another replica has it", live.session_id)
+            return
         except Exception as exc:
             await self._apologise(live.session_id, batch[-1], exc, shown)
         # off the turn's path: the session counts as active from the answer, not the bookkeeping
@@ -117,10 +126,15 @@ class TurnRunner:
     ) -> None:
         last = batch[-1]
         agent = await agent_of(live)
+        agent.fence = fence = self._fence_of(live.key) if self._fence_of else None
         receipts = [r for m in batch for r in m.receipts]
         on_shown = self._keeper.noting_shown(last.platform, receipts) if self._keeper else None
         stream = self._replies.stream(
-            last, streaming=self._streaming(last), resume=last.resume, on_shown=on_shown
+            last,
+            streaming=self._streaming(last),
+            resume=last.resume,
+            on_shown=on_shown,
+            fence=fence,
         )
         shown.append(stream)
         typing = self._replies.typing(last)
