@@ -99,6 +99,9 @@ class Agent:
         self.fence: Callable[[], Awaitable[None]] | None = None
         """Run before every transcript write; raises once this process lost the session
         (another replica took it over). The gateway sets it per turn."""
+        self.epoch: int | None = None
+        """The session's transcript epoch this process writes with (several replicas);
+        the database refuses writes with an older one."""
         self.turns = 0
         self.turns_since_memory = 0
         self.providers = (
@@ -375,6 +378,7 @@ class Agent:
             finish_reason=finish_reason,
             timestamp=self.now(),
             speaker=None if speaker is None else str(speaker),
+            epoch=self.epoch,
         )
 
     async def _record_usage(self, response: LLMResponse) -> None:

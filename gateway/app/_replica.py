@@ -179,6 +179,7 @@ class ReplicaRouter:
 
     async def _consume(self) -> None:
         mailbox = self.coordination.mailbox
+        down = False
         while True:
             if not self._accepting():  # stopping: what is unread goes to the successor
                 await self._clock.sleep(0.1)
@@ -189,7 +190,10 @@ class ReplicaRouter:
                 self.healthy = False
                 logger.warning("replica mailbox unreachable (%s); retrying", exc)
                 await self._clock.sleep(1.0)
+                down = True
                 continue
+            if down:  # Redis is back (maybe empty): be seen alive again, take deliveries
+                down = not await self._beat()
             self._dispatch_claimed()  # what a dead replica owed goes before anything newer
             for delivery in deliveries:
                 self._dispatch(delivery)
@@ -256,6 +260,15 @@ class ReplicaRouter:
             await mailbox.ack(delivery.id)
 
     # ------------------------------------------------------------------ upkeep
+
+    async def _beat(self) -> bool:
+        try:
+            await self.coordination.registry.heartbeat()
+        except ReplicaError:
+            return False
+        self.healthy = True
+        logger.info("replica %s reaches Redis again", self.replica_id)
+        return True
 
     async def _keep(self) -> None:
         while True:

@@ -136,8 +136,10 @@ class SharedSessions(SessionManager):
         record = await self.db.open_session_of(
             str(self.profile_key(msg)), msg.platform, msg.chat_id, thread
         )
-        if record is not None and not record.end_reason:
-            self._take_up(record)
+        if record is not None and not record.end_reason and self._take_up(record):
+            taken = self.by_id(record.id)
+            if taken is not None:  # the former owner's transcript writes are refused now
+                taken.epoch = await self.db.take_epoch(record.id)
 
     async def shutdown(self, timeout: float) -> None:
         """Stop taking messages and let running turns finish within ``timeout``; end nothing."""

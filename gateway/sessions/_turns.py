@@ -31,6 +31,7 @@ from gateway.events import Attachment, InboundMessage, SessionKey
 from gateway.ops import Activity, Metrics
 from gateway.sessions._inbox_keeper import InboxKeeper
 from gateway.sessions._live import LiveSession, merge_texts, speaker_of
+from memory.errors import SessionFenced
 from memory.paths import UserKey
 
 __all__ = ["TurnRunner", "images_of"]
@@ -78,7 +79,7 @@ class TurnRunner:
             await self._answer(live, batch, agent_of, shown)
         except asyncio.CancelledError:
             raise
-        except FencedError:  # the new owner answers and settles these messages
+        except (FencedError, SessionFenced):  # the new owner answers and settles them
             logger.info("turn of session %s stopped: another replica has it", live.session_id)
             return
         except Exception as exc:
@@ -127,6 +128,7 @@ class TurnRunner:
         last = batch[-1]
         agent = await agent_of(live)
         agent.fence = fence = self._fence_of(live.key) if self._fence_of else None
+        agent.epoch = live.epoch if live.epoch is not None or fence is None else 0
         receipts = [r for m in batch for r in m.receipts]
         on_shown = self._keeper.noting_shown(last.platform, receipts) if self._keeper else None
         stream = self._replies.stream(
