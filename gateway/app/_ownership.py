@@ -1,13 +1,20 @@
 """``SessionOwnership``: which sessions this replica owns, and what it owes its mailbox.
 
 The session's lease (Redis, a fencing token) names the replica that runs its
-turns. ``owner_of(key)`` takes a free lease, or takes over the lease of a
-replica that left the registry (it died) — after that replica's mailbox has
+turns. ``owner_of(key)`` asks Redis each time (a lease this replica remembers
+may be gone), takes a free lease, or takes over the lease of a replica known
+to have stopped (one the registry lost with a Redis wipe is waited out
+instead) — after that replica's mailbox has
 been claimed (``claimed``: served before anything newer), so the messages it
 still owed come first. ``claim(key)`` tells the sessions whether this replica
 may end a session. The mailbox entries being served are remembered until the
 inbox settles their messages (``settled``), so an owner killed mid-turn leaves
 them in its stream for whoever claims it.
+
+``fence(key)`` is the check a turn runs before each send, edit and transcript
+write: it raises ``FencedError`` once the lease the turn began under is no
+longer this replica's; a lost lease is logged once (``lost the lease of session
+… to …``). ``hand_over()`` is a graceful stop's last step.
 
 Built before the sessions and the router, from Redis alone: the sessions ask it
 who ends a session, the router serves what it routes and claims.

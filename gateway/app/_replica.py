@@ -23,6 +23,17 @@ is recognised there), acknowledges it, and hands the message to
    ``gateway.orphan_seconds``.
 5. **ending.** Only the holder of a session's lease ends it (``SharedSessions``);
    a replica releases the leases of sessions it no longer has.
+6. **order.** A session's messages are routed one at a time, in the order they
+   came; one whose route fails (Redis unreachable) is held and goes before the
+   session's next one. A broken pooled connection (Redis restarted) is replaced
+   at once (``Coordination``).
+7. **stopping.** A stopping replica stops reading its mailbox, lets its turns
+   finish, leaves the registry, hands its stream to a live replica and gives its
+   leases up, so those messages are served at once, in order.
+8. **fencing.** A turn checks its session's lease before each send, edit and
+   transcript write (``SessionOwnership.fence``); a replica that finds a lease
+   lost (it stalled past it) stops that session's turn at once and sends nothing
+   more. PostgreSQL refuses transcript writes from an older epoch.
 
 Every ``lease_seconds / 3`` the replica beats its heartbeat, renews its leases
 and claims the mailbox of any replica that stopped beating.

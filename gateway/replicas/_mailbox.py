@@ -15,6 +15,10 @@ not pub/sub, because a message must survive its receiver being down:
   in turn is claimed from like any other, and nothing is handled twice by two
   live replicas.
 
+- ``hand_over(successor)``: a replica stopping gracefully moves every entry of
+  its own stream, read or not, to a live replica's stream, which serves them at
+  once instead of after its next claim round.
+
 An acknowledged entry is deleted at once (``XACK`` + ``XDEL`` in one
 transaction); ``MAXLEN ~`` bounds a stream whose owner stays away for long.
 Payload values are message text: they are logged at DEBUG only.
