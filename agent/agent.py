@@ -21,7 +21,7 @@ import functools
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from agent.caching import apply_cache_control, caching_enabled
@@ -105,6 +105,12 @@ class Agent:
         self.history: list[ChatMessage] = []
         self._written = RawTexts()  # what the person wrote, beside history's user messages
         self.usage = Usage()
+        self.fence: Callable[[], Awaitable[None]] | None = None
+        """Run before every transcript write; raises once this process lost the session
+        (another replica took it over). The gateway sets it per turn."""
+        self.epoch: int | None = None
+        """The session's transcript epoch this process writes with (several replicas);
+        the database refuses writes with an older one."""
         self.turns = 0
         self.turns_since_memory = 0
         self.providers = (
@@ -440,6 +446,8 @@ class Agent:
         finish_reason: str | None = None,
         speaker: UserKey | None = None,
     ) -> None:
+        if self.fence is not None:  # raises once this process no longer holds the session
+            await self.fence()
         self.history.append(message)
         content = message.get("content") if stored_content is None else stored_content
         await self.db.append_message(
@@ -452,6 +460,7 @@ class Agent:
             finish_reason=finish_reason,
             timestamp=self.now(),
             speaker=None if speaker is None else str(speaker),
+            epoch=self.epoch,
         )
 
     async def _record_usage(self, response: LLMResponse) -> None:

@@ -14,6 +14,8 @@ Exception tree::
     ├── GatewayDBError          gateway.access: the gateway's tables cannot be used
     ├── InboxError              gateway.sessions: the durable inbox cannot be used (adapters
     │                           answer a delivery it could not record with 503)
+    ├── FencedError             this replica no longer holds the session's lease: the
+    │                           turn's sends, edits and writes stop (a newer owner has it)
     └── ReplicaError            gateway.replicas: the shared Redis failed an operation
 
 ``AdapterError`` carries ``platform``, ``retry_after`` (seconds, when the platform
@@ -32,6 +34,12 @@ class GatewayError(Exception):
 
 class ConfigError(GatewayError):
     """Configuration is missing, unreadable or invalid."""
+
+
+class FencedError(GatewayError):
+    """This replica lost the lease of the session a turn belongs to (it stalled past
+    ``gateway.lease_seconds``, another replica took the session over): nothing more of
+    the turn may reach the chat, the transcript or the inbox."""
 
 
 class AdapterError(GatewayError):

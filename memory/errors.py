@@ -6,6 +6,8 @@ Exception tree::
     ├── MemoryStoreError            a memory file cannot be read or written
     ├── MemoryPathError             a platform id or user key cannot be mapped to a path
     ├── SessionDBError              the transcript database (or a table beside it) cannot be used
+    │   └── SessionFenced           a transcript write carries an epoch older than the session's
+    │                               (its writer, a gateway replica, lost the session to another)
     ├── JobQueueError               the job queue's own storage (the outbox) cannot be used
     ├── DatabaseCopyError           ``chorus migrate-db`` refused or failed; nothing was copied
     ├── BackupError                 memory.backup: a backup cannot be made or restored
@@ -43,6 +45,11 @@ class MemoryPathError(MemoryLayerError, ValueError):
 
 class SessionDBError(MemoryLayerError):
     """The session database cannot be opened or used."""
+
+
+class SessionFenced(SessionDBError):
+    """A transcript write was refused: it carries an older epoch than the session's
+    newest (``SessionDB.take_epoch``), so its writer no longer holds the session."""
 
 
 class JobQueueError(MemoryLayerError):

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from gateway.adapters._base import BaseAdapter
 from gateway.adapters._text_split import Length, TextPart, split_spans, split_text, utf16_length
 from gateway.clock import Clock
-from gateway.errors import AdapterError
+from gateway.errors import AdapterError, FencedError
 from gateway.events import OutboundMessage, SentMessage
 
 __all__ = ["WITHDRAWN_TEXT", "ReplyStream", "send_text", "split_text", "utf16_length"]
@@ -90,10 +90,12 @@ class ReplyStream:
         length: Length | None = None,
         resume: Sequence[SentMessage] = (),
         on_shown: Callable[[list[SentMessage]], Awaitable[None]] | None = None,
+        fence: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         """``resume``: messages a previous attempt at this answer had shown (it was cut by
         a restart); the final answer is edited into them. ``on_shown`` hears the
-        messages shown so far each time one is added."""
+        messages shown so far each time one is added. ``fence`` runs before every send
+        and edit and raises ``FencedError`` once this replica lost the session."""
         self._adapter = adapter
         self._platform = platform
         self._chat_id = chat_id
@@ -117,6 +119,7 @@ class ReplyStream:
         self._sent_any = False
         self._closed = False
         self._on_shown = on_shown
+        self._fence = fence
         self._update: asyncio.Task[None] | None = None
         self._updating = False
         """Whether the pending update is sending (past waiting for the budget)."""
@@ -216,6 +219,7 @@ class ReplyStream:
                     self._current = await self._send(part)
                 elif self._current.text != part.text:
                     acted = True
+                    await self._fenced()
                     await self._adapter.edit(self._current.sent, part.text)
                     self._show(self._current, part)
                 else:
@@ -224,6 +228,8 @@ class ReplyStream:
                     self._done.append(self._current)
                     self._current = None
                     self._pos, self._reopened = parts[index + 1].start, parts[index + 1].reopened
+        except FencedError:
+            self._live = False  # the turn learns it at its end
         except AdapterError as exc:
             self._live = False
             logger.warning(
@@ -283,6 +289,7 @@ class ReplyStream:
             wait = message.at + self._interval - self._clock.time()
             if wait > 0:
                 await self._clock.sleep(wait)
+        await self._fenced()
         try:
             await self._adapter.edit(message.sent, part.text)
         except AdapterError as exc:
@@ -300,7 +307,12 @@ class ReplyStream:
         message.text, message.start, message.end = part.text, part.start, part.end
         message.at = self._clock.time()
 
+    async def _fenced(self) -> None:
+        if self._fence is not None:
+            await self._fence()
+
     async def _send(self, part: TextPart) -> _Shown:
+        await self._fenced()
         outbound = OutboundMessage(
             platform=self._platform,
             chat_id=self._chat_id,

@@ -30,6 +30,8 @@ TYPING_INTERVAL = 4.0
 Counted = Callable[[str], None]
 """Told the platform of each reply that went out (the metrics)."""
 Shown = Callable[[list[SentMessage]], Awaitable[None]]
+Fence = Callable[[], Awaitable[None]]
+"""Raises ``FencedError`` once this replica lost the session (before each send and edit)."""
 
 
 def _uncounted(_: str) -> None:
@@ -111,6 +113,7 @@ class Replies:
         resume: Sequence[str] = (),
         on_shown: Shown | None = None,
         reply_to: str | None = None,
+        fence: Fence | None = None,
     ) -> ReplyStream:
         """The answer to ``msg`` as it is written: edited in place where ``streaming``;
         ``resume`` are the ids of messages an earlier run of the turn already showed.
@@ -126,6 +129,7 @@ class Replies:
             streaming=streaming and adapter.capabilities.edits,
             resume=[SentMessage(msg.chat_id, m, msg.thread_id) for m in resume],
             on_shown=on_shown,
+            fence=fence,
         )
 
     async def keep_typing(self, msg: InboundMessage) -> None:

@@ -1,13 +1,20 @@
 """``SessionOwnership``: which sessions this replica owns, and what it owes its mailbox.
 
 The session's lease (Redis, a fencing token) names the replica that runs its
-turns. ``owner_of(key)`` takes a free lease, or takes over the lease of a
-replica that left the registry (it died) — after that replica's mailbox has
+turns. ``owner_of(key)`` asks Redis each time (a lease this replica remembers
+may be gone), takes a free lease, or takes over the lease of a replica known
+to have stopped (one the registry lost with a Redis wipe is waited out
+instead) — after that replica's mailbox has
 been claimed (``claimed``: served before anything newer), so the messages it
 still owed come first. ``claim(key)`` tells the sessions whether this replica
 may end a session. The mailbox entries being served are remembered until the
 inbox settles their messages (``settled``), so an owner killed mid-turn leaves
 them in its stream for whoever claims it.
+
+``fence(key)`` is the check a turn runs before each send, edit and transcript
+write: it raises ``FencedError`` once the lease the turn began under is no
+longer this replica's; a lost lease is logged once (``lost the lease of session
+… to …``). ``hand_over()`` is a graceful stop's last step.
 
 Built before the sessions and the router, from Redis alone: the sessions ask it
 who ends a session, the router serves what it routes and claims.
@@ -19,9 +26,11 @@ import asyncio
 import json
 import logging
 import math
-from collections.abc import Callable, Collection
+import time
+from collections.abc import Awaitable, Callable, Collection
 
 from gateway.clock import Clock
+from gateway.errors import FencedError
 from gateway.events import InboundMessage, SessionKey
 from gateway.replicas import Coordination, Delivery, Lease, ReplicaError
 
@@ -50,6 +59,8 @@ class SessionOwnership:
         self._clock = clock
         self.interval = lease_seconds / 3
         self._held: dict[str, Lease] = {}
+        self._renewed: dict[str, float] = {}
+        """When (monotonic, before asking) each held lease was last taken or renewed."""
         self._fresh: set[str] = set()
         """Sessions taken since their last message here: read afresh before serving one."""
         self._routed: dict[str, float] = {}
@@ -64,28 +75,74 @@ class SessionOwnership:
     async def owner_of(self, key: str) -> str:
         leases = self.coordination.leases
         for _ in range(OWNER_TRIES):
-            if key in self._held:
-                return self.replica_id
-            lease = await leases.acquire(key)
+            asked = time.monotonic()
+            lease = await leases.acquire(key)  # ours is extended; one lost is known at once
             if lease is not None:
-                self._hold(lease)
+                self._hold(lease, asked)
                 return self.replica_id
             current = await leases.owner(key)
+            self._lost(key, current.owner if current else None)
             if current is None:
                 continue  # released meanwhile: try again
-            if await self.coordination.registry.is_alive(current.owner):
+            if not await self.coordination.registry.stopped(current.owner):
                 return current.owner
             await self.claim_mailbox(current.owner)  # what it owed comes first
+            asked = time.monotonic()
             lease = await leases.take_over(key, current.owner)
             if lease is not None:
-                self._hold(lease)
+                self._hold(lease, asked)
                 return self.replica_id
         raise ReplicaError(f"could not settle which replica owns session {key}")
 
-    def _hold(self, lease: Lease) -> None:
-        if lease.session not in self._held:
-            self._fresh.add(lease.session)
+    def _hold(self, lease: Lease, asked: float) -> None:
+        held = self._held.get(lease.session)
+        if held is None or held.token != lease.token:
+            self._fresh.add(lease.session)  # new, or taken again after another held it
         self._held[lease.session] = lease
+        self._renewed[lease.session] = asked
+
+    def _lost(self, key: str, to: str | None) -> bool:
+        """Another replica holds ``key``'s lease now (or nobody): forget ours, say so once."""
+        if self._held.pop(key, None) is None:
+            return False
+        self._fresh.discard(key)
+        self._renewed.pop(key, None)
+        logger.warning("lost the lease of session %s to %s", key, to or "no replica yet")
+        return True
+
+    # ------------------------------------------------------------------ fencing
+
+    def fence(self, key: SessionKey) -> Callable[[], Awaitable[None]]:
+        """A check for one turn of ``key``'s session, run before each of its sends, edits
+        and transcript writes: it raises ``FencedError`` once the lease the turn began
+        under is no longer this replica's. Within ``2/3`` of the lease's time since its
+        last renewal it answers at once; past that (the process stalled) it asks Redis."""
+        text = key_text(key)
+        begun = self._held.get(text)
+        token = begun.token if begun is not None else None
+
+        async def check() -> None:
+            await self._check(text, token)
+
+        return check
+
+    async def _check(self, key: str, token: int | None) -> None:
+        lease = self._held.get(key)
+        if lease is None or (token is not None and lease.token != token):
+            raise FencedError(f"replica {self.replica_id} no longer holds session {key}")
+        asked = time.monotonic()
+        if asked - self._renewed.get(key, 0.0) < 2 * self.interval:
+            return
+        try:
+            renewed = await self.coordination.leases.renew(lease)
+        except ReplicaError as exc:  # unknown: refuse, the lease may be another's by now
+            raise FencedError(f"cannot confirm the lease of session {key} ({exc})") from exc
+        if renewed:
+            self._renewed[key] = asked
+            return
+        current = await self.coordination.leases.owner(key)
+        self._lost(key, current.owner if current else None)
+        raise FencedError(f"replica {self.replica_id} lost session {key}")
 
     async def claim(self, key: SessionKey) -> bool:
         """Whether this replica holds, or could take, the session (to end it)."""
@@ -155,12 +212,26 @@ class SessionOwnership:
 
     # ------------------------------------------------------------------ upkeep
 
-    async def renew(self, busy: Collection[str], is_open: Callable[[SessionKey], bool]) -> None:
-        """Renew the leases; give up those of sessions idle here and no longer open."""
+    async def renew(
+        self, busy: Collection[str], is_open: Callable[[SessionKey], bool]
+    ) -> list[SessionKey]:
+        """Renew the leases; give up those of sessions idle here and no longer open.
+        Returns the sessions whose lease was lost: their turns must stop at once."""
         leases = self.coordination.leases
-        for lost in await leases.renew_all(list(self._held.values())):
-            self._held.pop(lost.session, None)
-            self._fresh.discard(lost.session)
+        asked = time.monotonic()
+        held = list(self._held.values())
+        lost = await leases.renew_all(held)
+        gone = {lease.session for lease in lost}
+        for lease in held:
+            if lease.session not in gone and self._held.get(lease.session) is lease:
+                self._renewed[lease.session] = asked
+        stopped: list[SessionKey] = []
+        for lease in lost:
+            if self._held.get(lease.session) is not lease:
+                continue  # taken again meanwhile
+            current = await leases.owner(lease.session)
+            if self._lost(lease.session, current.owner if current else None):
+                stopped.append(key_of_text(lease.session))
         recent = self._clock.monotonic() - 3 * self.interval
         for key, lease in list(self._held.items()):
             idle = key not in busy and self._routed.get(key, -math.inf) < recent
@@ -168,14 +239,26 @@ class SessionOwnership:
                 del self._held[key]
                 self._routed.pop(key, None)
                 self._fresh.discard(key)
+                self._renewed.pop(key, None)
                 await leases.release(lease)
+        return stopped
 
-    async def release_all(self) -> None:
-        """Give every lease up and leave the registry, so others claim what is left at once."""
+    async def hand_over(self) -> None:
+        """Stopping: hand the mailbox and the leases over, so others serve at once.
+
+        First this replica leaves the registry (others now see it stopped and take
+        over its leases on their next message), then its stream goes to a live
+        replica, whose routes find these sessions' messages ahead of any newer one;
+        the leases go last. Whatever is routed here meanwhile is claimed by the
+        others' upkeep, as from any replica that stopped."""
+        coordination = self.coordination
         try:
+            await coordination.registry.leave()
+            others = sorted(await coordination.registry.alive() - {self.replica_id})
+            if others:
+                await coordination.mailbox.hand_over(others[0])
             for lease in list(self._held.values()):
-                await self.coordination.leases.release(lease)
-            await self.coordination.registry.leave()
+                await coordination.leases.release(lease)
         except ReplicaError as exc:
-            logger.warning("could not give the leases up (%s)", exc)
+            logger.warning("could not hand the mailbox and leases over (%s)", exc)
         self._held.clear()

@@ -23,6 +23,17 @@ is recognised there), acknowledges it, and hands the message to
    ``gateway.orphan_seconds``.
 5. **ending.** Only the holder of a session's lease ends it (``SharedSessions``);
    a replica releases the leases of sessions it no longer has.
+6. **order.** A session's messages are routed one at a time, in the order they
+   came; one whose route fails (Redis unreachable) is held and goes before the
+   session's next one. A broken pooled connection (Redis restarted) is replaced
+   at once (``Coordination``).
+7. **stopping.** A stopping replica stops reading its mailbox, lets its turns
+   finish, leaves the registry, hands its stream to a live replica and gives its
+   leases up, so those messages are served at once, in order.
+8. **fencing.** A turn checks its session's lease before each send, edit and
+   transcript write (``SessionOwnership.fence``); a replica that finds a lease
+   lost (it stalled past it) stops that session's turn at once and sends nothing
+   more. PostgreSQL refuses transcript writes from an older epoch.
 
 Every ``lease_seconds / 3`` the replica beats its heartbeat, renews its leases
 and claims the mailbox of any replica that stopped beating. At start and every
@@ -33,9 +44,10 @@ single process does at start.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 from gateway.adapters import MessageHandler, Replies
 from gateway.app._ownership import SessionOwnership, key_text
@@ -52,6 +64,30 @@ RECEIVE_BLOCK_MS = 1000
 RECEIVE_COUNT = 100
 PRUNE_INTERVAL = 3600.0
 """Seconds between two prunings of the shared inbox by one replica."""
+
+
+@dataclass(eq=False)
+class _Routing:
+    """One session's routes on this replica: one at a time, held ones first."""
+
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    held: list[InboundMessage] = field(default_factory=list)
+    """Messages whose route failed (Redis unreachable), oldest first."""
+    users: int = 0
+
+    def enter(self) -> None:
+        self.users += 1
+
+    def leave(self) -> bool:
+        """True when nobody routes the session now and nothing of it is held."""
+        self.users -= 1
+        return not self.users and not self.held
+
+    def hold(self, msg: InboundMessage) -> None:
+        self.held.append(msg)
+
+    def routed_first(self) -> None:
+        self.held.pop(0)
 
 
 class ReplicaRouter:
@@ -79,6 +115,8 @@ class ReplicaRouter:
         self._clock = clock
         self._orphan_seconds = orphan_seconds
         self._chains: dict[str, asyncio.Task[None]] = {}
+        self._routing: dict[str, _Routing] = {}
+        """Sessions being routed here, with the messages whose route failed."""
         self._tasks: list[asyncio.Task[None]] = []
         self._pruned_at: float | None = None
         self.healthy = False
@@ -103,19 +141,51 @@ class ReplicaRouter:
         logger.info("replica %s serving its mailbox", self.replica_id)
 
     async def stop(self) -> None:
-        """Stop serving; give the leases up; leave, so others claim what is left at once."""
+        """Stop serving; hand the mailbox and the leases over to the other replicas."""
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
-        await self.ownership.release_all()
+        await self.ownership.hand_over()
         await self.coordination.aclose()
 
     # ------------------------------------------------------------------ intake
 
     async def route(self, msg: InboundMessage) -> None:
-        """Hand ``msg`` to the mailbox of its session's owner (adapters call this)."""
-        key = key_text(self._sessions.key_for(msg))
+        """Hand ``msg`` to the mailbox of its session's owner (adapters call this).
+
+        A session's messages are routed one at a time, in the order they came. One
+        that could not be routed (Redis unreachable) is held here and goes before
+        the session's next one, so no later message overtakes it; ``_keep`` tries
+        the held ones again each round (and the orphan sweep of any replica is the
+        last resort, should this one die meanwhile).
+        """
+        await self._route_in_order(key_text(self._sessions.key_for(msg)), msg)
+
+    async def _route_in_order(self, key: str, msg: InboundMessage | None) -> None:
+        """Route the session's held messages, then ``msg``; what fails stays held."""
+        routing = self._routing.get(key)
+        if routing is None:
+            routing = self._routing[key] = _Routing()
+        routing.enter()
+        try:
+            async with routing.lock:
+                if msg is not None:
+                    routing.hold(msg)
+                while routing.held:
+                    await self._route_now(key, routing.held[0])
+                    routing.routed_first()
+        finally:
+            if routing.leave():
+                del self._routing[key]
+
+    async def _route_held(self) -> None:
+        """Route the messages held after a failed route, each session's in order."""
+        for key in [k for k, r in self._routing.items() if r.held and not r.users]:
+            with contextlib.suppress(ReplicaError):  # still held: next round
+                await self._route_in_order(key, None)
+
+    async def _route_now(self, key: str, msg: InboundMessage) -> None:
         owner = await self.ownership.owner_of(key)
         self.ownership.routed(key)
         await self.coordination.mailbox.send(owner, {"key": key, "msg": message_to_json(msg)})
@@ -126,14 +196,21 @@ class ReplicaRouter:
 
     async def _consume(self) -> None:
         mailbox = self.coordination.mailbox
+        down = False
         while True:
+            if not self._accepting():  # stopping: what is unread goes to the successor
+                await self._clock.sleep(0.1)
+                continue
             try:
                 deliveries = await mailbox.receive(RECEIVE_BLOCK_MS, RECEIVE_COUNT)
             except ReplicaError as exc:
                 self.healthy = False
                 logger.warning("replica mailbox unreachable (%s); retrying", exc)
                 await self._clock.sleep(1.0)
+                down = True
                 continue
+            if down:  # Redis is back (maybe empty): be seen alive again, take deliveries
+                down = not await self._beat()
             self._dispatch_claimed()  # what a dead replica owed goes before anything newer
             for delivery in deliveries:
                 self._dispatch(delivery)
@@ -201,13 +278,24 @@ class ReplicaRouter:
 
     # ------------------------------------------------------------------ upkeep
 
+    async def _beat(self) -> bool:
+        try:
+            await self.coordination.registry.heartbeat()
+        except ReplicaError:
+            return False
+        self.healthy = True
+        logger.info("replica %s reaches Redis again", self.replica_id)
+        return True
+
     async def _keep(self) -> None:
         while True:
             await self._clock.sleep(self.ownership.interval)
             try:
                 await self.coordination.registry.heartbeat()
                 self.healthy = True
-                await self.ownership.renew(self._chains, self._sessions.is_open)
+                for lost in await self.ownership.renew(self._chains, self._sessions.is_open):
+                    self._sessions.lost(lost)
+                await self._route_held()
                 for dead in await self.coordination.registry.dead():
                     await self.ownership.claim_mailbox(dead)
             except ReplicaError as exc:

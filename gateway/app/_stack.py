@@ -196,7 +196,14 @@ async def open_stack(
         lambda: live.current,
         on_settled=ownership.settled if ownership is not None else None,
     )
-    turns = TurnRunner(live, replies=replies, keeper=keeper, metrics=metrics, activity=activity)
+    turns = TurnRunner(
+        live,
+        replies=replies,
+        keeper=keeper,
+        metrics=metrics,
+        activity=activity,
+        fence_of=ownership.fence if ownership is not None else None,
+    )
     kind: Callable[..., SessionManager] = SessionManager
     if ownership is not None:  # ending a session needs its lease
         kind = functools.partial(SharedSessions, claim=ownership.claim)

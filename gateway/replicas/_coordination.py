@@ -10,7 +10,10 @@ import hashlib
 import logging
 from dataclasses import dataclass
 
+from redis import exceptions
 from redis.asyncio import Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 
 from gateway.replicas._budget import SharedBudget
 from gateway.replicas._common import DEFAULT_PREFIX
@@ -20,12 +23,22 @@ from gateway.replicas._mailbox import ReplicaMailbox
 from gateway.replicas._ratelimit import SharedRateLimiter
 from gateway.replicas._registry import PollerLock, ReplicaRegistry
 
-__all__ = ["Coordination", "token_name"]
+__all__ = ["Coordination", "reconnecting", "token_name"]
 
 logger = logging.getLogger(__name__)
 
 SOCKET_TIMEOUT = 10.0
 """Seconds a Redis call may take; longer than a mailbox read blocks (1 s)."""
+RECONNECTS = 1
+"""Fresh connections a call tries after its connection broke. When Redis restarted,
+every pooled connection is stale and the command never reached the new server, so it
+is sent again at once on a new connection; a Redis that is down still fails the call
+at once (replicas then answer 503). A timeout is not retried: the command may have run."""
+
+
+def reconnecting() -> Retry:
+    """The retry policy of the client: on a broken connection only, never on a timeout."""
+    return Retry(NoBackoff(), RECONNECTS, supported_errors=(exceptions.ConnectionError,))
 
 
 def token_name(token: str) -> str:
@@ -48,7 +61,10 @@ class Coordination:
         cls, url: str, replica_id: str, *, lease_seconds: float, prefix: str = DEFAULT_PREFIX
     ) -> Coordination:
         client = Redis.from_url(
-            url, socket_timeout=SOCKET_TIMEOUT, socket_connect_timeout=SOCKET_TIMEOUT
+            url,
+            socket_timeout=SOCKET_TIMEOUT,
+            socket_connect_timeout=SOCKET_TIMEOUT,
+            retry=reconnecting(),
         )
         return cls(
             replica_id,

@@ -15,6 +15,10 @@ not pub/sub, because a message must survive its receiver being down:
   in turn is claimed from like any other, and nothing is handled twice by two
   live replicas.
 
+- ``hand_over(successor)``: a replica stopping gracefully moves every entry of
+  its own stream, read or not, to a live replica's stream, which serves them at
+  once instead of after its next claim round.
+
 An acknowledged entry is deleted at once (``XACK`` + ``XDEL`` in one
 transaction); ``MAXLEN ~`` bounds a stream whose owner stays away for long.
 Payload values are message text: they are logged at DEBUG only.
@@ -53,6 +57,19 @@ if #entries > 0 and redis.call('XLEN', KEYS[1]) == 0 then redis.call('DEL', KEYS
 redis.pcall('XGROUP', 'CREATE', KEYS[2], group, '0', 'MKSTREAM')
 local got = redis.call('XREADGROUP', 'GROUP', group, me, 'COUNT', count, 'STREAMS', KEYS[2], '>')
 return {#entries, got}
+"""
+
+# KEYS[1] own stream, KEYS[2] successor's stream; ARGV: count, maxlen.
+# Moves up to count entries (read or not) in order; returns how many.
+_HAND_OVER = """
+local count = tonumber(ARGV[1])
+local entries = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', count)
+for _, e in ipairs(entries) do
+  redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', unpack(e[2]))
+  redis.call('XDEL', KEYS[1], e[1])
+end
+if redis.call('XLEN', KEYS[1]) == 0 then redis.call('DEL', KEYS[1]) end
+return #entries
 """
 
 Entry = tuple[str, dict[str, str] | None]
@@ -111,6 +128,7 @@ class ReplicaMailbox:
         self._prefix = prefix
         self._stream = self._stream_of(replica_id)
         self._claim = client.register_script(_CLAIM)
+        self._hand_over = client.register_script(_HAND_OVER)
         self._started = False
         self._replay_until: tuple[int, int] | None = None
         self._cursor = "0"
@@ -219,6 +237,26 @@ class ReplicaMailbox:
                 pipe.xack(self._stream, GROUP, delivery_id)
                 pipe.xdel(self._stream, delivery_id)
                 await pipe.execute()
+
+    async def hand_over(self, successor: str, *, count: int = 1000) -> int:
+        """Stopping: move every entry of this replica's stream, handled or not, to the end
+        of ``successor``'s stream, in order; returns how many moved. The successor reads
+        them at once, like any message routed to it."""
+        if successor == self.replica_id:
+            raise ValueError("a replica cannot hand its mailbox to itself")
+        keys = [self._stream, self._stream_of(successor)]
+        total = 0
+        while True:
+            with guard("handing the replica's mailbox over"):
+                moved = int(await self._hand_over(keys=keys, args=[count, MAX_LEN]))
+            total += moved
+            if moved < count:
+                break
+        if total:
+            logger.info(
+                "replica %s handed %d messages to replica %s", self.replica_id, total, successor
+            )
+        return total
 
     async def claim_from(self, dead_replica: str, *, count: int = 1000) -> list[Delivery]:
         """Take over every entry left in ``dead_replica``'s stream, handled or not.

@@ -33,7 +33,7 @@ __all__ = ["PollerLock", "ReplicaRegistry"]
 
 logger = logging.getLogger(__name__)
 
-# KEYS[1] registry, KEYS[2] every replica known; ARGV: now, replica, ttl (ms)
+# KEYS[1] registry, KEYS[2] every replica known, KEYS[3] forgotten; ARGV: now, replica, ttl (ms)
 _HEARTBEAT = (
     LUA_NOW
     + """
@@ -41,6 +41,17 @@ local now = now_ms()
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', fmt(now))
 redis.call('ZADD', KEYS[1], fmt(now + tonumber(ARGV[3])), ARGV[2])
 redis.call('SADD', KEYS[2], ARGV[2])
+redis.call('ZREM', KEYS[3], ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', fmt(now - 86400000))
+return 1
+"""
+)
+
+# KEYS[1] forgotten; ARGV: now, replica.
+_FORGET = (
+    LUA_NOW
+    + """
+redis.call('ZADD', KEYS[1], fmt(now_ms()), ARGV[2])
 return 1
 """
 )
@@ -60,6 +71,18 @@ _IS_ALIVE = (
 local score = tonumber(redis.call('ZSCORE', KEYS[1], ARGV[2]))
 if score and score > now_ms() then return 1 end
 return 0
+"""
+)
+
+# KEYS[1] registry, KEYS[2] every replica known, KEYS[3] forgotten; ARGV: now, replica.
+# 1 if the replica beat once and its heartbeat ran out (or it left, or was forgotten).
+_STOPPED = (
+    LUA_NOW
+    + """
+local score = tonumber(redis.call('ZSCORE', KEYS[1], ARGV[2]))
+if score and score > now_ms() then return 0 end
+if redis.call('ZSCORE', KEYS[3], ARGV[2]) then return 1 end
+return redis.call('SISMEMBER', KEYS[2], ARGV[2])
 """
 )
 
@@ -89,15 +112,19 @@ class ReplicaRegistry:
         self._clock = clock
         self._key = make_key(prefix, "replicas")
         self._known = make_key(prefix, "replicas-known")
+        self._forgotten = make_key(prefix, "replicas-forgotten")
+        """Replicas claimed from (a day long): still stopped, though no longer known."""
         self._heartbeat = client.register_script(_HEARTBEAT)
         self._alive = client.register_script(_ALIVE)
         self._is_alive = client.register_script(_IS_ALIVE)
+        self._stopped = client.register_script(_STOPPED)
+        self._forget = client.register_script(_FORGET)
 
     async def heartbeat(self) -> None:
         """This replica is alive for another ``ttl`` seconds."""
         with guard("sending a replica heartbeat"):
             await self._heartbeat(
-                keys=[self._key, self._known],
+                keys=[self._key, self._known, self._forgotten],
                 args=[now_arg(self._clock), self.replica_id, ms(self.ttl)],
             )
 
@@ -112,6 +139,17 @@ class ReplicaRegistry:
             alive = await self._is_alive(keys=[self._key], args=[now_arg(self._clock), replica])
         return bool(alive)
 
+    async def stopped(self, replica: str) -> bool:
+        """Whether ``replica`` is known to have stopped: it beat once, and its heartbeat
+        ran out or it left. One the registry does not know (Redis lost its data and it
+        has not beaten since) has not stopped: its leases are waited out instead."""
+        with guard("checking a replica"):
+            found = await self._stopped(
+                keys=[self._key, self._known, self._forgotten],
+                args=[now_arg(self._clock), replica],
+            )
+        return bool(found)
+
     async def dead(self) -> set[str]:
         """Replicas that beat once and stopped, not yet forgotten (never this one)."""
         alive = await self.alive()
@@ -123,6 +161,7 @@ class ReplicaRegistry:
         """``replica`` is dead and nothing of it is left to claim."""
         with guard("forgetting a replica"):
             await self._client.srem(self._known, replica)
+            await self._forget(keys=[self._forgotten], args=[now_arg(self._clock), replica])
 
     async def leave(self) -> None:
         """Shutting down: the others see this replica dead at once."""

@@ -37,6 +37,9 @@ class LiveSession:
     handoff: str | None = None
     ending: bool = False
     expire_after_turn: bool = False
+    epoch: int | None = None
+    """Several replicas: the transcript epoch this replica took with the session (0: it
+    took none, the session began here); its writes with an older one are refused."""
 
     @property
     def busy(self) -> bool:

@@ -14,6 +14,10 @@ router); here three things change:
 - **a replica that stops ends nothing.** It lets its running turns finish
   (within the timeout) and leaves its sessions to the others, which take them
   up and end them at their deadlines; a rolling restart ends no conversation.
+- **a session lost is let go at once.** ``lost(key)``: another replica took the
+  session over (this one stalled past its lease); the running turn is cancelled
+  and its fence (``FencedError``) keeps anything more from reaching the chat,
+  the transcript or the inbox.
 - **a session taken over is read afresh.** ``adopt(msg)`` drops what this
   replica knew of the message's session (its turns may have gone on elsewhere)
   and takes the open one from the database, so the conversation goes on in the
@@ -132,8 +136,10 @@ class SharedSessions(SessionManager):
         record = await self.db.open_session_of(
             str(self.profile_key(msg)), msg.platform, msg.chat_id, thread
         )
-        if record is not None and not record.end_reason:
-            self._take_up(record)
+        if record is not None and not record.end_reason and self._take_up(record):
+            taken = self.by_id(record.id)
+            if taken is not None:  # the former owner's transcript writes are refused now
+                taken.epoch = await self.db.take_epoch(record.id)
 
     async def shutdown(self, timeout: float) -> None:
         """Stop taking messages and let running turns finish within ``timeout``; end nothing."""
@@ -147,6 +153,13 @@ class SharedSessions(SessionManager):
                     await asyncio.wait_for(agent.close(), max(0.1, deadline - loop.time()))
         await self.turns.drain(deadline - loop.time())
         logger.info("left %d sessions to the other replicas", len(self._open))
+
+    def lost(self, key: SessionKey) -> None:
+        """Another replica took the session over: its running turn here stops at once,
+        sending nothing more (its fence refuses); the new owner answers."""
+        live = self._open.get(key)
+        if live is not None and live.cancel_turn():
+            logger.info("stopped the turn of session %s: another replica has it", live.session_id)
 
     def is_open(self, key: SessionKey) -> bool:
         """Whether the key's session is live (or being ended) in this replica."""

@@ -29,10 +29,12 @@ from agent.llm import Usage
 from gateway import _texts as t
 from gateway.adapters import Replies, ReplyStream, platform_spec
 from gateway.config import LiveSettings
-from gateway.events import Attachment, InboundMessage
+from gateway.errors import FencedError
+from gateway.events import Attachment, InboundMessage, SessionKey
 from gateway.ops import Activity, Metrics
 from gateway.sessions._inbox_keeper import InboxKeeper
 from gateway.sessions._live import LiveSession, merge_texts, others_in, speaker_of
+from memory.errors import SessionFenced
 from memory.paths import UserKey
 
 __all__ = ["TurnRunner", "images_of"]
@@ -45,6 +47,9 @@ when that is shorter), the person is told the turn is still being worked on."""
 
 AgentOf = Callable[[LiveSession], Awaitable[Agent]]
 """The session's agent, built on demand (``SessionManager.agent_for``)."""
+FenceOf = Callable[[SessionKey], Callable[[], Awaitable[None]]]
+"""Several replicas: a check, run before each send, edit and transcript write of a turn,
+that raises ``FencedError`` once this replica lost the session's lease."""
 
 
 def images_of(msg: InboundMessage, vision: bool) -> list[Attachment]:
@@ -63,8 +68,10 @@ class TurnRunner:
         keeper: InboxKeeper | None,
         metrics: Metrics,
         activity: Activity,
+        fence_of: FenceOf | None = None,
     ) -> None:
         self._live = live
+        self._fence_of = fence_of
         self._replies = replies
         self._keeper = keeper
         self._metrics = metrics
@@ -79,6 +86,9 @@ class TurnRunner:
             await self._answer(live, batch, agent_of, shown)
         except asyncio.CancelledError:
             raise
+        except (FencedError, SessionFenced):  # the new owner answers and settles them
+            logger.info("turn of session %s stopped: another replica has it", live.session_id)
+            return
         except Exception as exc:
             await self._apologise(live.session_id, batch[-1], exc, shown)
         # off the turn's path: the session counts as active from the answer, not the bookkeeping
@@ -127,6 +137,8 @@ class TurnRunner:
     ) -> None:
         last = batch[-1]
         agent = await agent_of(live)
+        agent.fence = fence = self._fence_of(live.key) if self._fence_of else None
+        agent.epoch = live.epoch if live.epoch is not None or fence is None else 0
         receipts = [r for m in batch for r in m.receipts]
         on_shown = self._keeper.noting_shown(last.platform, receipts) if self._keeper else None
         resume = next((m.resume for m in batch if m.resume), ())  # a half answer to finish
@@ -136,6 +148,7 @@ class TurnRunner:
             resume=resume,
             on_shown=on_shown,
             reply_to=self._covers(batch),
+            fence=fence,
         )
         shown.append(stream)
         typing = self._replies.typing(last)

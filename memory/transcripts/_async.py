@@ -142,6 +142,7 @@ class AsyncSessionDB(_Front[SessionDB]):
     end_session = write(SessionDB.end_session)
     request_end = write(SessionDB.request_end)
     append_message = write(SessionDB.append_message)
+    take_epoch = write(SessionDB.take_epoch)
     add_usage = write(SessionDB.add_usage)
     set_title = write(SessionDB.set_title)
     set_summary = write(SessionDB.set_summary)

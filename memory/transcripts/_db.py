@@ -19,7 +19,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from memory.errors import SessionDBError
+from memory.errors import SessionDBError, SessionFenced
 from memory.transcripts._pg_schema import apply_pg_schema
 from memory.transcripts._pg_search import search_messages_pg
 from memory.transcripts._records import SESSION_COLUMNS, SearchHit, SessionRecord, StoredMessage
@@ -28,7 +28,7 @@ from memory.transcripts._search import search_messages
 from memory.transcripts._tx import Transactions
 
 if TYPE_CHECKING:
-    from memory.database import PostgresPool
+    from memory.database import Connection, PostgresPool
 
 __all__ = ["SessionDB", "UserSessions", "fts5_available"]
 
@@ -294,15 +294,20 @@ class SessionDB(Transactions):
         finish_reason: str | None = None,
         reasoning: str | None = None,
         speaker: str | None = None,
+        epoch: int | None = None,
     ) -> int:
         """Append one message to a session's transcript and return its id.
 
         Bumps the session's message and tool-call counters and moves its
-        ``last_active_at`` forward to ``timestamp``.
+        ``last_active_at`` forward to ``timestamp``. With ``epoch`` (PostgreSQL,
+        several replicas) the write is refused with ``SessionFenced`` unless it is the
+        session's newest (0: none was taken), checked in the same transaction.
         """
         call_count, calls_json = _encode_tool_calls(tool_calls)
         ts = time.time() if timestamp is None else timestamp
         with self._write() as conn:
+            if epoch is not None and self._pg is not None:
+                self._check_epoch(conn, session_id, epoch)
             cur = conn.execute(
                 "UPDATE sessions SET message_count = message_count + 1,"
                 " tool_call_count = tool_call_count + ?,"
@@ -332,6 +337,36 @@ class SessionDB(Transactions):
         if row is None:  # pragma: no cover - an INSERT … RETURNING always returns the row
             raise SessionDBError("the database did not return the new message id")
         return int(row[0])
+
+    def take_epoch(self, session_id: str) -> int:
+        """A new, larger epoch for a session whose writer changes (a replica took it
+        over); writes with an older one are refused from now on. 0 on SQLite, where one
+        process writes and nothing is fenced."""
+        if self._pg is None:
+            return 0
+        with self._write() as conn:
+            row = conn.execute(
+                "INSERT INTO session_epochs (session_id, epoch) VALUES (?, 1)"
+                " ON CONFLICT (session_id) DO UPDATE SET epoch = session_epochs.epoch + 1"
+                " RETURNING epoch",
+                (session_id,),
+            ).fetchone()
+        assert row is not None
+        return int(row[0])
+
+    @staticmethod
+    def _check_epoch(conn: Connection, session_id: str, epoch: int) -> None:
+        """Refuse the transaction's write unless ``epoch`` is the session's newest; the row
+        stays locked to the end of it, so a takeover waits for the write or refuses it."""
+        row = conn.execute(
+            "SELECT epoch FROM session_epochs WHERE session_id = ? FOR UPDATE", (session_id,)
+        ).fetchone()
+        newest = 0 if row is None else int(row[0])
+        if newest != epoch:
+            raise SessionFenced(
+                f"a write to session {session_id!r} with epoch {epoch} was refused:"
+                f" its epoch is {newest} now (another replica has it)"
+            )
 
     def get_messages(self, session_id: str) -> list[StoredMessage]:
         """The session's transcript in the order it was appended."""

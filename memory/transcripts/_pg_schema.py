@@ -83,7 +83,12 @@ _V1: tuple[str, ...] = (
     "CREATE INDEX idx_messages_tsv ON messages USING GIN (tsv)",
 )
 
-PG_MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1,)
+_V2: tuple[str, ...] = (
+    # the newest epoch of a session: its writes with an older one are refused
+    "CREATE TABLE session_epochs (session_id TEXT PRIMARY KEY, epoch BIGINT NOT NULL)",
+)
+
+PG_MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2)
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)
 
 

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from memory.errors import SessionDBError
+from memory.errors import SessionDBError, SessionFenced
 from memory.transcripts import SessionDB
 from memory.transcripts._pg_schema import PG_SCHEMA_VERSION
 
@@ -129,3 +129,23 @@ def test_a_batch_commits_together_and_a_failed_write_is_undone_alone(db: Session
             db.append_message("nope", "user", "to an unknown session")
         db.append_message("s1", "user", "two")
     assert [m.content for m in db.get_messages("s1")] == ["one", "two"]
+
+
+def test_a_transcript_write_with_an_older_epoch_is_refused(postgres_url: str) -> None:
+    """Two replicas' SessionDB on one database: the one that took the session over takes
+    a new epoch; the former owner's writes (epoch 0, then 1 after a second takeover) are
+    refused with nothing written, the newest one's go through."""
+    with SessionDB(postgres_url) as first, SessionDB(postgres_url) as second:
+        start(first, "s1")
+        first.append_message("s1", "user", "hello", epoch=0)  # nobody took an epoch yet
+        assert second.take_epoch("s1") == 1
+        with pytest.raises(SessionFenced, match="epoch 0 was refused"):
+            first.append_message("s1", "assistant", "stale answer", epoch=0)
+        second.append_message("s1", "assistant", "answer", epoch=1)
+        assert first.take_epoch("s1") == 2
+        with pytest.raises(SessionFenced):
+            second.append_message("s1", "assistant", "stale again", epoch=1)
+        first.append_message("s1", "user", "thanks", epoch=2)
+        said = [m.content for m in first.get_messages("s1")]
+        assert said == ["hello", "answer", "thanks"]
+        assert first.get_session("s1").message_count == 3  # type: ignore[union-attr]

@@ -184,3 +184,21 @@ async def test_the_mailbox_survives_a_redis_restart(
     redis_server.start()  # empty: the stream and its group are gone
     await ReplicaMailbox(client, "front").send("owner", {"n": "9"})
     assert payloads(await owner.receive(block_ms=0, count=1)) == ["9"]
+
+
+async def test_a_stopping_replica_hands_read_and_unread_entries_over_in_order(
+    client: Redis,
+) -> None:
+    front = ReplicaMailbox(client, "front")
+    await front.send("heir", {"n": "0"})
+    for n in range(1, 6):
+        await front.send("stopping", {"n": str(n)})
+    stopping = ReplicaMailbox(client, "stopping")
+    assert payloads(await stopping.receive(block_ms=0, count=2)) == ["1", "2"]  # not acked
+
+    assert await stopping.hand_over("heir", count=2) == 5
+    heir = ReplicaMailbox(client, "heir")
+    assert payloads(await heir.receive(block_ms=0, count=10)) == ["0", "1", "2", "3", "4", "5"]
+    assert await ReplicaMailbox(client, "stopping").receive(block_ms=0, count=10) == []
+    with pytest.raises(ValueError, match="itself"):
+        await heir.hand_over("heir")

@@ -187,6 +187,31 @@ async def test_registry_sees_replicas_whose_heartbeat_runs(clients: tuple[Redis,
     assert await one.alive() == set()
 
 
+async def test_a_replica_is_stopped_only_once_the_registry_saw_it_go(
+    clients: tuple[Redis, Redis],
+) -> None:
+    clock = FakeClock()
+    one = ReplicaRegistry(clients[0], "r1", ttl=15, clock=clock)
+    two = ReplicaRegistry(clients[1], "r2", ttl=15, clock=clock)
+    await one.heartbeat()
+    await two.heartbeat()
+    assert not await one.stopped("r2")
+    await clock.advance(20)
+    await one.heartbeat()
+    assert await one.stopped("r2")  # its heartbeat ran out
+    await one.forget("r2")  # its mailbox was claimed: it stays stopped, no longer "dead"
+    assert await one.stopped("r2") and await one.dead() == set()
+    await two.heartbeat()  # it came back
+    assert not await one.stopped("r2")
+    await clients[0].flushall()  # Redis restarted empty: nobody is known
+    assert not await one.stopped("r2")
+    await two.leave()
+    assert not await one.stopped("r2")  # left, but never seen since the wipe
+    await two.heartbeat()
+    await two.leave()
+    assert await one.stopped("r2")
+
+
 async def test_a_second_poller_on_the_same_bot_is_refused(clients: tuple[Redis, Redis]) -> None:
     first = PollerLock(clients[0], "bot-hash", "r1", 30)
     second = PollerLock(clients[1], "bot-hash", "r2", 30)
