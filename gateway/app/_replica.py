@@ -269,12 +269,23 @@ class ReplicaRouter:
                 await mailbox.ack(delivery.id)
                 return
             msg = replace(msg, resume=found[0].shown)
+            if found[0].answer is not None:  # finished and noted before its owner died
+                await self._deliver_noted(msg, found[0].answer)
+                await mailbox.ack(delivery.id)
+                return
             self.ownership.owe(msg, delivery.id)
         if self.ownership.take_fresh(key):
             await self._sessions.adopt(msg)
         await self._serve_msg(msg)
         if not msg.receipts:
             await mailbox.ack(delivery.id)
+
+    async def _deliver_noted(self, msg: InboundMessage, answer: str) -> None:
+        """An answer a dead owner noted before delivering it: given in the messages it
+        had shown (or anew), never asked of the model again; then settled."""
+        logger.info("delivering again a %s answer its dead owner had noted", msg.platform)
+        await self._replies.conclude(msg, answer)
+        await asyncio.to_thread(self._inbox.done, msg.platform, list(msg.receipts))
 
     # ------------------------------------------------------------------ upkeep
 
