@@ -18,7 +18,7 @@ from agent.context import AgentConfig
 from agent.jobs import JobContext, JobScheduler, ProviderSource
 from gateway.access import admin_checker
 from gateway.config import LiveSettings, Settings, database_location, secrets_environment
-from memory.jobs import BackgroundQueue, InProcessQueue, JobState, Outbox, mask_url
+from memory.jobs import BackgroundQueue, InProcessQueue, JobLedger, JobState, Outbox, mask_url
 from memory.providers import MemoryProvider, ProviderHealth
 from plugins.memory import load_memory_provider, resolve_config
 
@@ -83,7 +83,12 @@ def update_job_context(context: JobContext, settings: Settings) -> None:
 
 def queue_from_settings(settings: Settings, *, start_drainer: bool = True) -> BackgroundQueue:
     """The queue ``settings`` ask for: an ``RQQueue`` with ``redis.url`` (rq and redis are
-    imported only then), else an ``InProcessQueue``."""
+    imported only then), else an ``InProcessQueue``.
+
+    A queue that sends jobs (``start_drainer``) keeps them in the job ledger until
+    they are done, sends again what Redis lost, and enqueues without waiting for
+    Redis: a thread hands the jobs over.
+    """
     redis = settings.redis
     if redis.url is None:
         return InProcessQueue(retries=redis.job_retries)
@@ -96,6 +101,8 @@ def queue_from_settings(settings: Settings, *, start_drainer: bool = True) -> Ba
         retries=redis.job_retries,
         retry_intervals=redis.retry_intervals,
         job_timeout=redis.job_timeout,
+        ledger=JobLedger(database_location(settings)) if start_drainer else None,
+        background=start_drainer,
     )
     if start_drainer:
         queue.start_drainer()
