@@ -32,11 +32,22 @@ from memory.errors import JobQueueError, StaleLeaseError
 from memory.jobs._types import JobSpec
 from memory.tables import Tables
 
-__all__ = ["LEASES_SCHEMA", "Fence", "JobLedger", "current_fence", "fenced", "owner_name"]
+__all__ = [
+    "ALREADY_DONE",
+    "LEASES_SCHEMA",
+    "NOT_RECORDED",
+    "Fence",
+    "JobLedger",
+    "current_fence",
+    "fenced",
+    "owner_name",
+]
 
 logger = logging.getLogger(__name__)
 
 PENDING, RUNNING, DONE, FAILED = "pending", "running", "done", "failed"
+NOT_RECORDED, ALREADY_DONE = -1, 0
+"""What ``take_lease`` returns instead of an epoch (epochs start at 1)."""
 KEEP_DONE = 7 * 24 * 3600.0
 """Seconds a done or failed row stays in the ledger (``prune``)."""
 
@@ -67,11 +78,14 @@ CREATE TABLE IF NOT EXISTS queue_jobs (
     updated_at {real} NOT NULL
 )
 """
-_INDEX = "CREATE INDEX IF NOT EXISTS queue_jobs_state ON queue_jobs (state, seq)"
+_INDEXES = (
+    "CREATE INDEX IF NOT EXISTS queue_jobs_state ON queue_jobs (state, seq)",
+    "CREATE INDEX IF NOT EXISTS queue_jobs_seq ON queue_jobs (seq)",
+)
 
 
 def _schema(real: str) -> tuple[str, ...]:
-    return (_JOBS.format(real=real), _INDEX, LEASES_SCHEMA.format(real=real))
+    return (_JOBS.format(real=real), *_INDEXES, LEASES_SCHEMA.format(real=real))
 
 
 @dataclass(frozen=True)
@@ -196,9 +210,17 @@ class JobLedger(Tables):
             )
 
     def take_lease(self, session_id: str, job_id: str, owner: str, ttl: float) -> int | None:
-        """The session's lease for ``job_id``: its new epoch, or None while another holds it."""
+        """The session's lease for ``job_id``: its new epoch, or None while another holds it.
+
+        ``NOT_RECORDED`` for a job the ledger does not know, ``ALREADY_DONE`` for one done.
+        """
         now = time.time()
         with self._locked(write=True) as conn:
+            job = conn.execute(
+                "SELECT state FROM queue_jobs WHERE job_id = ?", (job_id,)
+            ).fetchone()
+            if job is None or job[0] == DONE:
+                return NOT_RECORDED if job is None else ALREADY_DONE
             row = conn.execute(
                 "SELECT owner, epoch, expires_at FROM queue_leases WHERE session_id = ?",
                 (session_id,),

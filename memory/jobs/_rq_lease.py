@@ -19,7 +19,16 @@ from typing import Any
 from rq.job import Job
 
 from memory.errors import JobQueueError, StaleLeaseError
-from memory.jobs._ledger import DONE, FAILED, PENDING, Fence, JobLedger, fenced, owner_name
+from memory.jobs._ledger import (
+    ALREADY_DONE,
+    FAILED,
+    NOT_RECORDED,
+    PENDING,
+    Fence,
+    JobLedger,
+    fenced,
+    owner_name,
+)
 
 __all__ = ["LEASE_TTL", "JobGuard", "LeasedJob"]
 
@@ -46,11 +55,10 @@ class JobGuard:
 
     def run(self, job: Job, execute: Callable[[], Any]) -> Any:
         session = str(job.meta.get("session_id") or "")
-        state = self.ledger.state_of(job.id) if session else None
-        if state is None:  # enqueued without a ledger row (an earlier version)
+        epoch = self._take(job, session) if session else NOT_RECORDED
+        if epoch == NOT_RECORDED:  # enqueued without a ledger row (an earlier version)
             return execute()
-        epoch = self._take(job, session)
-        if epoch is None:
+        if epoch == ALREADY_DONE:
             logger.info("job %s is done already; not run again", job.id)
             return "already done"
         fence = Fence(session, epoch)
@@ -74,19 +82,22 @@ class JobGuard:
             raise
         return result
 
-    def _take(self, job: Job, session: str) -> int | None:
-        """The lease's epoch for ``job``; None when the job turned out done meanwhile."""
+    def _take(self, job: Job, session: str) -> int:
+        """The lease's epoch for ``job``, waiting while another run holds it (or
+        ``NOT_RECORDED``, ``ALREADY_DONE``)."""
         waited = False
         while True:
-            if self.ledger.state_of(job.id) == DONE:
-                return None
             epoch = self.ledger.take_lease(session, job.id, self.owner, self.ttl)
             if epoch is not None:
-                if waited:
+                if waited and epoch > 0:
                     logger.info("job %s took the lease of session %s", job.id, session)
                 return epoch
             if not waited:
-                logger.info("job %s waits for the lease of session %s", job.id, session)
+                logger.warning(
+                    "job %s waits for the lease of session %s, held by another run",
+                    job.id,
+                    session,
+                )
                 waited = True
             time.sleep(LEASE_POLL)
 
