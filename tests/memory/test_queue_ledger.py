@@ -144,5 +144,3 @@ def test_a_worker_paused_past_its_lease_cannot_commit_when_it_resumes(
     assert len(read_records(records)) == 2  # the resumed run committed nothing
     assert JobState(state_db).is_done(key)
     assert JobLedger(state_db).state_of("s-1") == "done"
-
-
