@@ -150,6 +150,9 @@ class JobLedger(Tables):
     SCHEMA_PG = _schema("DOUBLE PRECISION")
     ERROR = JobQueueError
     WHAT = "job ledger"
+    SYNCHRONOUS = "NORMAL"
+    """A power cut may forget the last marks (a job then runs again: jobs are idempotent);
+    a job's record reaches the disk with the outbox row written right after it."""
 
     def record(self, job: JobSpec) -> bool:
         """Keep ``job`` until it is done; False when it is already waiting or running.
