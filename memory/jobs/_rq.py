@@ -6,13 +6,11 @@ with rq's ``Retry`` and end in rq's FailedJobRegistry. While Redis is
 unreachable jobs wait in a SQLite ``Outbox`` and move to Redis, oldest first,
 once it answers again.
 
-With a ``JobLedger`` (``state.db`` or the shared PostgreSQL database) Redis is
-only the transport: a job is recorded in the ledger before it is sent and stays
-there until it is done; ``reconcile`` (at start, then every ``reconcile_every``
-seconds, in the gateway and in every worker) sends again each job not done whose
-Redis copy vanished, so a Redis that restarted empty loses nothing. With
-``background=True`` an ``enqueue`` only writes the database; a thread hands the
-job to Redis, so the caller never waits for Redis.
+With a ``JobLedger`` (in the database) Redis is only the transport: a job is
+recorded before it is sent and kept until done; ``reconcile`` (at start, then
+every ``reconcile_every`` seconds, in the gateway and every worker) sends again
+each job not done whose Redis copy vanished. With ``background=True`` an
+``enqueue`` only writes the database and a thread hands the job to Redis.
 
 This module and the worker entry point are the only ones that import
 ``redis`` and ``rq``; ``memory.jobs`` imports it only when ``RQQueue`` is
@@ -33,9 +31,10 @@ from rq.exceptions import InvalidJobOperation, NoSuchJobError
 from rq.job import Dependency, Job, JobStatus
 
 from memory.errors import JobQueueError
-from memory.jobs._ledger import FAILED, JobLedger
+from memory.jobs._ledger import JobLedger
 from memory.jobs._outbox import Outbox, OutboxRelay
 from memory.jobs._rq_lease import LEASE_TTL
+from memory.jobs._rq_reconcile import resend_lost
 from memory.jobs._rq_worker import LIVENESS_TTL, RECONCILE_EVERY, liveness_key, supervise
 from memory.jobs._types import (
     BackgroundQueue,
@@ -170,14 +169,7 @@ class RQQueue(BackgroundQueue):
             return 0
         sent = 0
         try:
-            for job in ledger.unfinished(older_than=grace):
-                existing = self._fetch(job.job_id)
-                status = existing.get_status(refresh=False) if existing is not None else None
-                if status == JobStatus.FAILED:
-                    ledger.set_state(job.job_id, FAILED)
-                elif existing is None:
-                    self._submit(job)
-                    sent += 1
+            sent = resend_lost(self._conn, ledger, self._submit, grace)
             ledger.prune()
         except redis.RedisError as exc:
             logger.warning("reconcile: Redis at %s: %s", mask_url(self._url), type(exc).__name__)
