@@ -8,7 +8,8 @@ Exception tree::
     ├── SessionDBError              the transcript database (or a table beside it) cannot be used
     │   └── SessionFenced           a transcript write carries an epoch older than the session's
     │                               (its writer, a gateway replica, lost the session to another)
-    ├── JobQueueError               the job queue's own storage (the outbox) cannot be used
+    ├── JobQueueError               the job queue's own storage (outbox, ledger) cannot be used
+    │   └── StaleLeaseError         a job's session lease moved on to another run: it cannot commit
     ├── DatabaseCopyError           ``chorus migrate-db`` refused or failed; nothing was copied
     ├── BackupError                 memory.backup: a backup cannot be made or restored
     └── DatabaseError               the shared database (SQLite or PostgreSQL) failed a statement
@@ -54,6 +55,10 @@ class SessionFenced(SessionDBError):
 
 class JobQueueError(MemoryLayerError):
     """The job queue's own storage (the outbox in ``state.db``) cannot be used."""
+
+
+class StaleLeaseError(JobQueueError):
+    """A job's session lease was taken over by another run; this run cannot commit."""
 
 
 class DatabaseCopyError(MemoryLayerError):

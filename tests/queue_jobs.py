@@ -93,3 +93,23 @@ def block_then_record(path: str, marker: str, n: int) -> None:
             raise TimeoutError(f"{release} did not appear")
         time.sleep(0.02)
     record(path, "blocked", n)
+
+
+def block_then_mark(path: str, marker: str, db: str, key: str, n: int) -> None:
+    """Like ``block_then_record``, then mark ``key`` done in the ``JobState`` in ``db``
+    and record only if that mark was this run's (a run whose lease moved on raises)."""
+    from memory.jobs import JobState
+
+    Path(marker).write_text(str(os.getpid()))
+    release = Path(f"{marker}.release")
+    deadline = time.monotonic() + RELEASE_TIMEOUT
+    while not release.exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{release} did not appear")
+        time.sleep(0.02)
+    state = JobState(Path(db))
+    try:
+        if state.mark_done(key):
+            record(path, "blocked", n)
+    finally:
+        state.close()

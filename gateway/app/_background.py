@@ -20,7 +20,7 @@ from agent.shared_writes import WriteAudit
 from gateway.access import GatewayDB, admin_checker
 from gateway.config import LiveSettings, Settings, database_location, secrets_environment
 from memory.database import Location
-from memory.jobs import BackgroundQueue, InProcessQueue, JobState, Outbox, mask_url
+from memory.jobs import BackgroundQueue, InProcessQueue, JobLedger, JobState, Outbox, mask_url
 from memory.providers import MemoryProvider, ProviderHealth
 from plugins.memory import load_memory_provider, resolve_config
 
@@ -97,7 +97,12 @@ def update_job_context(context: JobContext, settings: Settings) -> None:
 
 def queue_from_settings(settings: Settings, *, start_drainer: bool = True) -> BackgroundQueue:
     """The queue ``settings`` ask for: an ``RQQueue`` with ``redis.url`` (rq and redis are
-    imported only then), else an ``InProcessQueue``."""
+    imported only then), else an ``InProcessQueue``.
+
+    A queue that sends jobs (``start_drainer``) keeps them in the job ledger until
+    they are done, sends again what Redis lost, and enqueues without waiting for
+    Redis: a thread hands the jobs over.
+    """
     redis = settings.redis
     if redis.url is None:
         return InProcessQueue(retries=redis.job_retries)
@@ -110,6 +115,8 @@ def queue_from_settings(settings: Settings, *, start_drainer: bool = True) -> Ba
         retries=redis.job_retries,
         retry_intervals=redis.retry_intervals,
         job_timeout=redis.job_timeout,
+        ledger=JobLedger(database_location(settings)) if start_drainer else None,
+        background=start_drainer,
     )
     if start_drainer:
         queue.start_drainer()

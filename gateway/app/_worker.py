@@ -3,6 +3,8 @@
 It loads settings once, hands them to the job functions' context, and runs an
 rq ``Worker`` (with its scheduler, for retry backoff) on chorus's queue. rq
 handles SIGTERM as a warm shutdown: the current job finishes, then it exits.
+Jobs run under their session's lease from the job ledger, and the worker sends
+again, at start and periodically, the ledger's jobs that Redis lost.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from gateway.config import (
     require_private_home,
 )
 from gateway.errors import ConfigError
-from memory.jobs import Outbox, mask_url
+from memory.jobs import JobLedger, Outbox, mask_url
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +50,7 @@ def run_worker(settings: Settings, *, burst: bool = False, concurrency: int = 1)
         retries=redis.job_retries,
         retry_intervals=redis.retry_intervals,
         job_timeout=redis.job_timeout,
+        ledger=JobLedger(database_location(settings)),
     )
     logger.info("worker on %s, queue %s", mask_url(url), redis.queue_name)
     queue.drain_outbox()

@@ -12,6 +12,10 @@ a deterministic id. Jobs of one session run in the order they were enqueued.
     ``Outbox`` for the time Redis is unreachable. Loaded (with ``redis`` and
     ``rq``) only when asked for.
 
+With Redis, a ``JobLedger`` in the database keeps every job until it is done
+(Redis is only the transport: what it loses is sent again) and runs the jobs of
+one session under a fenced lease, so a paused worker's late run commits nothing.
+
 Enqueueing an id that is already waiting or running does nothing; enqueueing an
 id that finished or failed runs it again. A job can still run twice (an outbox
 drain interrupted between enqueue and delete, a worker that died mid-job), so
@@ -24,6 +28,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from memory.jobs._inprocess import InProcessQueue
+from memory.jobs._ledger import JobLedger
 from memory.jobs._outbox import Outbox, OutboxRelay
 from memory.jobs._state import JobState
 from memory.jobs._types import (
@@ -43,6 +48,7 @@ __all__ = [
     "BackgroundQueue",
     "FailedJob",
     "InProcessQueue",
+    "JobLedger",
     "JobSpec",
     "JobState",
     "Outbox",

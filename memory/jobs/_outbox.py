@@ -124,6 +124,10 @@ class OutboxRelay:
     they are logged once per outage. While the outbox holds anything, new jobs
     go there too (after one cheap drain attempt), so the order is kept. Calls to
     ``submit`` are serialised by one lock.
+
+    With ``background`` a ``send`` only stores the job and wakes the drainer
+    thread (``start``), which submits it: the caller never waits for the target.
+    ``tick`` runs in the drainer at its start and every ``tick_every`` seconds.
     """
 
     def __init__(
@@ -134,7 +138,14 @@ class OutboxRelay:
         errors: tuple[type[Exception], ...],
         target: str,
         reconnect_delay: float = RECONNECT_DELAY,
+        background: bool = False,
+        tick: Callable[[], object] | None = None,
+        tick_every: float = 30.0,
     ) -> None:
+        self._background = background
+        self._tick = tick
+        self._tick_every = tick_every
+        self._wake = threading.Event()
         self._outbox = outbox
         self._submit = submit
         self._errors = errors
@@ -155,6 +166,10 @@ class OutboxRelay:
         """Submit ``job`` or store it; never raises for an unreachable target."""
         if self._closed.is_set():
             logger.error("queue closed; job %s (%s) dropped", job.job_id, job.func)
+            return
+        if self._background and self._drainer is not None:
+            self._store(job)
+            self._wake.set()
             return
         with self._lock:
             if self.pending() and not self._cooling_down():
@@ -191,10 +206,18 @@ class OutboxRelay:
             return
 
         def loop() -> None:
+            ticked = float("-inf")
             while not self._closed.is_set():
-                if self.pending():
+                self._wake.clear()
+                if self.pending() and not self._cooling_down():
                     self.drain()
-                self._closed.wait(interval)
+                if self._tick is not None and time.monotonic() - ticked >= self._tick_every:
+                    ticked = time.monotonic()
+                    try:
+                        self._tick()
+                    except Exception:
+                        logger.exception("background queue upkeep failed")
+                self._wake.wait(self._reconnect_delay if self._down else interval)
 
         self._drainer = threading.Thread(target=loop, name="chorus-outbox", daemon=True)
         self._drainer.start()
@@ -229,6 +252,7 @@ class OutboxRelay:
             with self._lock:
                 self._drain_batch()
         self._closed.set()
+        self._wake.set()
         if self._drainer is not None:
             self._drainer.join(timeout)
         with self._lock:

@@ -6,6 +6,12 @@ with rq's ``Retry`` and end in rq's FailedJobRegistry. While Redis is
 unreachable jobs wait in a SQLite ``Outbox`` and move to Redis, oldest first,
 once it answers again.
 
+With a ``JobLedger`` (in the database) Redis is only the transport: a job is
+recorded before it is sent and kept until done; ``reconcile`` (at start, then
+every ``reconcile_every`` seconds, in the gateway and every worker) sends again
+each job not done whose Redis copy vanished. With ``background=True`` an
+``enqueue`` only writes the database and a thread hands the job to Redis.
+
 This module and the worker entry point are the only ones that import
 ``redis`` and ``rq``; ``memory.jobs`` imports it only when ``RQQueue`` is
 asked for, so a process without Redis never loads them.
@@ -24,8 +30,12 @@ from rq import Queue, Retry
 from rq.exceptions import InvalidJobOperation, NoSuchJobError
 from rq.job import Dependency, Job, JobStatus
 
+from memory.errors import JobQueueError
+from memory.jobs._ledger import JobLedger
 from memory.jobs._outbox import Outbox, OutboxRelay
-from memory.jobs._rq_worker import LIVENESS_TTL, liveness_key, supervise
+from memory.jobs._rq_lease import LEASE_TTL
+from memory.jobs._rq_reconcile import resend_lost
+from memory.jobs._rq_worker import LIVENESS_TTL, RECONCILE_EVERY, liveness_key, supervise
 from memory.jobs._types import (
     BackgroundQueue,
     FailedJob,
@@ -84,8 +94,15 @@ class RQQueue(BackgroundQueue):
         job_timeout: int = 600,
         result_ttl: int = 86400,
         socket_timeout: float = 2.0,
+        ledger: JobLedger | None = None,
+        background: bool = False,
+        lease_ttl: float = LEASE_TTL,
+        reconcile_every: float = RECONCILE_EVERY,
     ) -> None:
         self._url = redis_url
+        self._ledger = ledger
+        self._lease_ttl = lease_ttl
+        self._reconcile_every = reconcile_every
         self._queue_name = queue_name
         self._retries = retries
         self._retry = Retry(max=retries, interval=list(retry_intervals) or 0) if retries else None
@@ -104,6 +121,9 @@ class RQQueue(BackgroundQueue):
             self._submit,
             errors=(redis.RedisError,),
             target=f"Redis at {mask_url(redis_url)}",
+            background=background,
+            tick=self.reconcile if ledger is not None else None,
+            tick_every=reconcile_every,
         )
 
     @property
@@ -114,8 +134,50 @@ class RQQueue(BackgroundQueue):
     def connection(self) -> redis.Redis:
         return self._conn
 
+    @property
+    def ledger(self) -> JobLedger | None:
+        return self._ledger
+
+    @property
+    def lease_ttl(self) -> float:
+        return self._lease_ttl
+
+    @property
+    def reconcile_every(self) -> float:
+        return self._reconcile_every
+
     def enqueue(self, job: JobSpec) -> None:
+        if self._ledger is not None:
+            try:
+                if not self._ledger.record(job):
+                    logger.debug("job %s already waiting; duplicate ignored", job.job_id)
+                    return
+            except JobQueueError:
+                logger.exception("cannot record job %s in the job ledger", job.job_id)
         self._relay.send(job)
+
+    def reconcile(self, ledger: JobLedger | None = None, *, grace: float = 2.0) -> int:
+        """Send again the jobs of the ledger not done whose Redis copy vanished; how many.
+
+        Jobs recorded less than ``grace`` seconds ago may still be on their way and
+        are left alone; a job rq failed for good is marked failed in the ledger. Jobs
+        go in the order they were recorded; one sent twice (it was in the outbox too)
+        is ignored while it waits, or skipped by its worker once done.
+        """
+        ledger = ledger or self._ledger
+        if ledger is None:
+            return 0
+        sent = 0
+        try:
+            sent = resend_lost(self._conn, ledger, self._submit, grace)
+            ledger.prune()
+        except redis.RedisError as exc:
+            logger.warning("reconcile: Redis at %s: %s", mask_url(self._url), type(exc).__name__)
+        except JobQueueError:
+            logger.exception("reconcile: cannot read the job ledger")
+        if sent:
+            logger.warning("sent %d background job(s) again that Redis had lost", sent)
+        return sent
 
     def drain_outbox(self) -> int:
         """Move outbox rows to Redis, oldest first; returns how many were moved.
@@ -280,6 +342,8 @@ class RQQueue(BackgroundQueue):
         status`` and ``chorus doctor`` only look)."""
         self._relay.close(timeout, drain=drain)
         self._conn.close()
+        if self._ledger is not None:
+            self._ledger.close()
 
     # -- internals ----------------------------------------------------------------------
 

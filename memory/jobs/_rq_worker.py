@@ -13,6 +13,10 @@
   and its session's later jobs go on after it — rq alone would wait up to ten
   minutes. The supervisor's thread also runs rq's scheduler (retries with a
   delay) in-process, taking over a scheduler lock whose holder has no live key.
+- **Ledger.** With a job ledger, every job runs under its session's lease
+  (``_rq_lease``), the upkeep thread renews the leases its worker holds, and every
+  worker sends again, at start and every ``RECONCILE_EVERY`` seconds, the jobs
+  the ledger holds whose Redis copy vanished (``RQQueue.reconcile``).
 """
 
 from __future__ import annotations
@@ -37,6 +41,9 @@ from rq.executions import Execution
 from rq.job import Job
 from rq.scheduler import RQScheduler
 
+from memory.jobs._ledger import JobLedger
+from memory.jobs._rq_lease import JobGuard, LeasedJob
+
 logger = logging.getLogger(__name__)
 
 LIVENESS_KEY = "chorus:worker:{}"
@@ -45,6 +52,8 @@ LIVENESS_TTL = 10.0
 UPKEEP_INTERVAL = 1.0
 RECOVER_EVERY = 2.0
 """Seconds between two searches for abandoned jobs."""
+RECONCILE_EVERY = 30.0
+"""Seconds between two searches for jobs of the ledger that Redis lost."""
 RESTART_MAX_SECONDS = 30.0
 """Longest wait between two attempts to restart a worker that lost Redis."""
 RECONNECT_MAX_SECONDS = 5.0
@@ -61,7 +70,18 @@ class WorkedQueue(Protocol):
     @property
     def name(self) -> str: ...
 
+    @property
+    def ledger(self) -> JobLedger | None: ...
+
+    @property
+    def lease_ttl(self) -> float: ...
+
+    @property
+    def reconcile_every(self) -> float: ...
+
     def recover_abandoned(self, now: float | None = None) -> int: ...
+
+    def reconcile(self, ledger: JobLedger | None = None) -> int: ...
 
 
 class ChorusWorker(SimpleWorker):
@@ -73,9 +93,16 @@ class ChorusWorker(SimpleWorker):
 
     max_connection_wait_time = RECONNECT_MAX_SECONDS
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, guard: JobGuard | None = None, **kwargs: Any) -> None:
+        kwargs["job_class"] = LeasedJob
         super().__init__(*args, **kwargs)
         self._cleaned: Execution | None = None
+        self.guard = guard
+
+    def perform_job(self, job: Job, queue: Any) -> bool:
+        if isinstance(job, LeasedJob):
+            job.guard = self.guard
+        return bool(super().perform_job(job, queue))
 
     def cleanup_execution(self, job: Job, pipeline: Pipeline) -> None:
         """Remove the job's execution from the started registry, also on a retried success.
@@ -106,8 +133,12 @@ class Upkeep(threading.Thread):
         *,
         schedule: bool,
         liveness_ttl: float = LIVENESS_TTL,
+        guard: JobGuard | None = None,
     ) -> None:
         super().__init__(name=f"chorus-upkeep-{name[:8]}", daemon=True)
+        self._guard = guard
+        self._reconcile_every = queue.reconcile_every
+        self._last_reconcile = time.monotonic()
         self._queue = queue
         self._name = name
         self._ttl = liveness_ttl
@@ -137,10 +168,15 @@ class Upkeep(threading.Thread):
         self.beat()
         if self._scheduler is not None:
             self._schedule(self._scheduler)
+        if self._guard is not None:
+            self._guard.renew()
         now = time.monotonic()
         if now - self._last_recover >= RECOVER_EVERY:
             self._last_recover = now
             self._queue.recover_abandoned()
+        if self._guard is not None and now - self._last_reconcile >= self._reconcile_every:
+            self._last_reconcile = now
+            self._queue.reconcile(self._guard.ledger)
 
     def _schedule(self, scheduler: RQScheduler) -> None:
         if not scheduler.acquired_locks:
@@ -232,18 +268,31 @@ def _work(queue: WorkedQueue, *, burst: bool, schedule: bool, liveness_ttl: floa
 def _work_once(
     queue: WorkedQueue, name: str, *, burst: bool, schedule: bool, liveness_ttl: float
 ) -> bool:
-    """Run one rq worker until it stops; True when it stopped as asked (or burst ended)."""
-    upkeep = Upkeep(queue, name, schedule=schedule, liveness_ttl=liveness_ttl)
-    worker = ChorusWorker([queue.name], connection=redis.Redis.from_url(queue.url), name=name)
+    """Run one rq worker until it stops; True when it stopped as asked (or burst ended).
+
+    With a ledger this process opens its own connection to it (the worker may be a
+    forked child) and sends again what Redis lost before it takes its first job.
+    """
+    shared = queue.ledger
+    ledger = JobLedger(shared.location) if shared is not None else None
+    guard = JobGuard(ledger, name, ttl=queue.lease_ttl) if ledger is not None else None
+    upkeep = Upkeep(queue, name, schedule=schedule, liveness_ttl=liveness_ttl, guard=guard)
+    worker = ChorusWorker(
+        [queue.name], connection=redis.Redis.from_url(queue.url), name=name, guard=guard
+    )
     logger.info("worker %s on queue %s", name[:8], queue.name)
     try:
         upkeep.beat()
         queue.recover_abandoned()
+        if ledger is not None:
+            queue.reconcile(ledger)
         upkeep.start()
         worker.work(burst=burst, with_scheduler=False)
     finally:
         upkeep.stop()
         _stop_listening(worker)
+        if ledger is not None:
+            ledger.close()
     return burst or getattr(worker, "_shutdown_requested_date", None) is not None
 
 

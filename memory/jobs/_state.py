@@ -5,6 +5,10 @@ The *ledger* makes job functions idempotent: a step of a job (``flush:<id>``,
 duplicated job skips every step already marked. (A ``prefetched_context`` table
 of earlier versions may remain in old files, unused.)
 
+A step marked by a job that holds its session's lease (``memory.jobs._ledger``)
+counts only while that lease is current: a run whose lease moved on to another
+run gets ``StaleLeaseError`` and marks nothing.
+
 Each process opens its own connection; SQLite (WAL) or PostgreSQL serialises the
 writers, and the primary key decides which of two racing ``mark_done`` wins.
 """
@@ -14,6 +18,7 @@ from __future__ import annotations
 import logging
 import time
 
+from memory.jobs._ledger import LEASES_SCHEMA, check_fence, current_fence
 from memory.tables import Tables
 
 logger = logging.getLogger(__name__)
@@ -25,6 +30,7 @@ _SCHEMA = (
         done_at REAL NOT NULL
     )
     """,
+    LEASES_SCHEMA.format(real="REAL"),
 )
 
 _SCHEMA_PG = (
@@ -34,6 +40,7 @@ _SCHEMA_PG = (
         done_at DOUBLE PRECISION NOT NULL
     )
     """,
+    LEASES_SCHEMA.format(real="DOUBLE PRECISION"),
 )
 
 
@@ -50,8 +57,14 @@ class JobState(Tables):
         return row is not None
 
     def mark_done(self, key: str, at: float | None = None) -> bool:
-        """Record ``key`` as done; False if it already was."""
-        with self._locked() as conn:
+        """Record ``key`` as done; False if it already was.
+
+        Inside a leased job, ``StaleLeaseError`` when its lease moved on (nothing is marked).
+        """
+        fence = current_fence()
+        with self._locked(write=fence is not None) as conn:
+            if fence is not None:
+                check_fence(conn, fence)
             cursor = conn.execute(
                 "INSERT INTO job_ledger (key, done_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
                 (key, time.time() if at is None else at),

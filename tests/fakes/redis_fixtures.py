@@ -28,14 +28,19 @@ ROOT = Path(__file__).resolve().parents[2]
 WORKER_CODE = """
 import logging, sys
 from pathlib import Path
-from memory.jobs import Outbox
+from memory.jobs import JobLedger, Outbox
 from memory.jobs import RQQueue
 logging.basicConfig(level=logging.INFO)
-url, name, outbox, burst, concurrency, ttl = sys.argv[1:7]
-queue = RQQueue(url, outbox=Outbox(Path(outbox)), queue_name=name)
+url, name, outbox, burst, concurrency, ttl, ledger, lease_ttl, reconcile = sys.argv[1:10]
+queue = RQQueue(
+    url, outbox=Outbox(Path(outbox)), queue_name=name,
+    ledger=JobLedger(Path(ledger)) if ledger else None,
+    lease_ttl=float(lease_ttl), reconcile_every=float(reconcile),
+)
 queue.run_worker(burst=burst == "1", concurrency=int(concurrency), liveness_ttl=float(ttl))
 """
-"""A ``chorus worker`` stand-in: ``RQQueue.run_worker`` in a fresh interpreter."""
+"""A ``chorus worker`` stand-in: ``RQQueue.run_worker`` in a fresh interpreter (with the
+job ledger in ``ledger``, when given)."""
 
 
 def run_burst_worker(url: str, queue_name: str = "chorus") -> None:
@@ -65,6 +70,9 @@ class WorkerProcesses:
         burst: bool = False,
         concurrency: int = 1,
         liveness_ttl: float = 2.0,
+        ledger: Path | None = None,
+        lease_ttl: float = 60.0,
+        reconcile_every: float = 30.0,
     ) -> subprocess.Popen[bytes]:
         n = len(self.procs)
         log = (self._dir / f"worker-{n}.log").open("wb")
@@ -76,6 +84,9 @@ class WorkerProcesses:
             "1" if burst else "0",
             str(concurrency),
             str(liveness_ttl),
+            str(ledger or ""),
+            str(lease_ttl),
+            str(reconcile_every),
         ]
         proc = subprocess.Popen(
             [sys.executable, "-c", WORKER_CODE, *args],

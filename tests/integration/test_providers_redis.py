@@ -124,7 +124,8 @@ def entries(home: Path, hook: str) -> list[dict[str, Any]]:
 
 def idle(stack: Stack) -> bool:
     status = stack.background.queue.status()
-    return status.reachable and status.queued + status.started + status.deferred == 0
+    waiting = status.outbox + status.queued + status.started + status.deferred
+    return status.reachable and waiting == 0  # the outbox: jobs on their way to Redis
 
 
 def left_in_queue(stack: Stack) -> str:
