@@ -1,12 +1,17 @@
 """One-file backups of a CHORUS_HOME, and restoring one into an empty home.
 
-``write_backup`` makes a ``.tar.gz`` holding a consistent copy of ``state.db``
-(SQLite's online backup API: safe while the gateway and workers write to it)
-and every other file of the home — memories (``MEMORY.md``, each ``USER.md``),
-``config.yaml``, plugins — except the secrets file ``.env`` (secrets belong in
-a secret store, not in every backup) and the SQLite side files (``-wal``,
-``-shm``), whose content the copy already holds. A ``chorus-backup.json``
-manifest names the schema version and when the backup was made.
+``write_backup`` makes a ``.tar.gz`` holding a consistent copy of every SQLite
+database of the home — ``state.db`` and the providers' (Holographic
+``facts.db``, Hindsight ``hindsight.db``, …), found by their header, not their
+name — made with SQLite's online backup API (safe while the gateway and workers
+write to them; what sits in a WAL is folded in), and every other file of the
+home — memories (``MEMORY.md``, each ``USER.md``), ``config.yaml``, plugins —
+except the secrets file ``.env`` (secrets belong in a secret store, not in
+every backup), the SQLite side files (``-wal``, ``-shm``, ``-journal``), whose
+content the copies already hold, and backups: the directory the archive is
+written into and every chorus archive, whatever its name, so a backup kept in
+the home is never inside a later one. A ``chorus-backup.json`` manifest names
+the schema version, when the backup was made and which members are databases.
 
 ``restore_backup`` unpacks an archive into a home that is empty or missing
 (``force`` overwrites a non-empty one) and leaves directories 0700 and files
@@ -30,6 +35,7 @@ import io
 import json
 import logging
 import os
+import re
 import shutil
 import sqlite3
 import tarfile
@@ -50,6 +56,10 @@ logger = logging.getLogger(__name__)
 MANIFEST = "chorus-backup.json"
 SKIPPED_NAMES = frozenset({".env"})
 SKIPPED_SUFFIXES = ("-wal", "-shm", "-journal", ".bak", ".tmp", ".partial")
+SQLITE_HEADER = b"SQLite format 3\x00"
+ARCHIVE_SUFFIXES = (".tar.gz", ".tgz")
+DEFAULT_NAME = re.compile(r"chorus-backup-\d{8}-\d{6}\.tar\.gz")
+"""The names ``default_name`` gives; ``--keep`` prunes only archives so named."""
 
 
 class BackupError(MemoryLayerError):
@@ -105,12 +115,35 @@ def _add_text(archive: tarfile.TarFile, name: str, data: bytes) -> int:
     return len(data)
 
 
-def _skipped(relative: PurePosixPath, home: Path, target: Path) -> bool:
+def is_sqlite(path: Path) -> bool:
+    """Whether ``path`` is an SQLite database (by its 16-byte header, not its name)."""
+    try:
+        with path.open("rb") as file:
+            return file.read(len(SQLITE_HEADER)) == SQLITE_HEADER
+    except OSError:
+        return False
+
+
+def is_chorus_archive(path: Path) -> bool:
+    """Whether ``path`` is an archive ``write_backup`` made (it holds the manifest)."""
+    if not path.name.endswith(ARCHIVE_SUFFIXES) or not path.is_file():
+        return False
+    try:
+        read_manifest(path)
+    except BackupError:
+        return False
+    return True
+
+
+def _skipped(path: Path, relative: PurePosixPath, home: Path, target: Path) -> bool:
     if relative.name in SKIPPED_NAMES or relative.name.endswith(SKIPPED_SUFFIXES):
         return True
     if any(part.startswith("chorus-backup-") for part in relative.parts):
         return True  # earlier backups kept inside the home, and this one's scratch copy
-    return relative.as_posix() == "state.db" or (home / relative) == target
+    inside = target.parent != home and target.parent.is_relative_to(home)
+    if inside and path.is_relative_to(target.parent):
+        return True  # the directory backups are written into
+    return path == target or is_chorus_archive(path)  # a backup, whatever its name
 
 
 def copy_database(source: Path, target: Path) -> None:
@@ -144,29 +177,33 @@ def write_backup(
     if target.exists():
         raise BackupError(f"{target} exists already; name a new file")
     target.parent.mkdir(parents=True, exist_ok=True)
-    state_db = ChorusPaths(home).state_db
+    home, target = home.resolve(), target.resolve()
     pg_rows = _memory_rows(where, home)
     sizes: dict[str, int] = {}
-    # the copy of state.db is made beside the archive, not in /tmp (often a small tmpfs)
+    databases: list[str] = []
+    # copies of the databases are made beside the archive, not in /tmp (often a small tmpfs)
     with tempfile.TemporaryDirectory(prefix="chorus-backup-", dir=target.parent) as scratch:
         partial = target.with_name(target.name + ".partial")
         try:
             with tarfile.open(partial, "w:gz") as archive:
-                if state_db.exists():
-                    copy = Path(scratch) / "state.db"
-                    copy_database(state_db, copy)
-                    archive.add(copy, arcname="state.db")
-                    sizes["state.db"] = copy.stat().st_size
                 for path in sorted(home.rglob("*")):
                     relative = PurePosixPath(path.relative_to(home).as_posix())
                     if not path.is_file() or path.is_symlink():
                         continue
-                    if _skipped(relative, home, target) or path == partial:
+                    if path == partial or _skipped(path, relative, home, target):
                         continue
                     if pg_rows is not None and _is_memory_file(relative):
                         continue
-                    archive.add(path, arcname=relative.as_posix())
-                    sizes[relative.as_posix()] = archive.getmembers()[-1].size
+                    arcname = relative.as_posix()
+                    if is_sqlite(path):
+                        copy = Path(scratch) / f"{len(databases)}.db"
+                        copy_database(path, copy)
+                        archive.add(copy, arcname=arcname)
+                        copy.unlink()
+                        databases.append(arcname)
+                    else:
+                        archive.add(path, arcname=arcname)
+                    sizes[arcname] = archive.getmembers()[-1].size
                 for name, text in pg_rows or ():
                     arcname = f"memories/{name}"
                     sizes[arcname] = _add_text(archive, arcname, text.encode("utf-8"))
@@ -178,6 +215,7 @@ def write_backup(
                     ),
                     "files": len(sizes),
                     "sizes": sizes,
+                    "databases": databases,
                 }
                 _add_text(archive, MANIFEST, json.dumps(manifest, indent=2).encode())
             os.chmod(partial, 0o600)
@@ -195,8 +233,8 @@ def read_manifest(archive_path: Path) -> dict[str, object]:
             if member is None:
                 raise KeyError(MANIFEST)
             data = json.loads(member.read())
-    except (OSError, tarfile.TarError, KeyError, ValueError) as exc:
-        raise BackupError(f"{archive_path} is not a chorus backup ({exc})") from exc
+    except (OSError, EOFError, tarfile.TarError, KeyError, ValueError) as exc:
+        raise BackupError(f"{archive_path} is not a chorus backup ({exc or 'cut short'})") from exc
     if not isinstance(data, dict):
         raise BackupError(f"{archive_path} is not a chorus backup (bad manifest)")
     return data
@@ -298,6 +336,6 @@ def _unpack(
                     shutil.copyfileobj(source, out)
                 os.chmod(destination, 0o600)
                 files += 1
-    except (OSError, tarfile.TarError) as exc:
-        raise BackupError(f"restore failed: {exc}") from exc
+    except (OSError, EOFError, tarfile.TarError) as exc:
+        raise BackupError(f"restore failed: {exc or 'the archive is cut short'}") from exc
     return files, tuple(plan.left_out)

@@ -17,6 +17,7 @@ from gateway.cli._common import fail, out, settings
 from gateway.config import database_location, load_settings, resolve_home
 from gateway.errors import GatewayError
 from memory.backup import BackupError, restore_backup, write_backup
+from memory.backup_verify import prune_backups, verify_backup
 from memory.database import Location, is_postgres
 
 LEFT_OUT_SHOWN = 10
@@ -35,11 +36,24 @@ def backup_command(
             help="A .tar.gz to write, or a directory to put a dated one in (default: .)"
         ),
     ] = None,
+    verify: Annotated[
+        bool,
+        typer.Option("--verify", help="Check every database in the archive once it is written."),
+    ] = False,
+    keep: Annotated[
+        int | None,
+        typer.Option(
+            "--keep",
+            min=1,
+            help="Then remove the oldest chorus-backup-*.tar.gz beside it beyond the newest N.",
+        ),
+    ] = None,
 ) -> None:
     """Back up CHORUS_HOME into one .tar.gz (safe while the gateway runs; .env left out).
 
-    With database.url set, the memory files come from PostgreSQL; the transcripts
-    there are not copied: back them up with pg_dump.
+    Every SQLite database is copied with SQLite's online backup. With database.url
+    set, the memory files come from PostgreSQL; the transcripts there are not
+    copied: back them up with pg_dump.
     """
     cfg = settings()
     try:
@@ -52,6 +66,21 @@ def backup_command(
         f"to {summary.path}",
         markup=False,
     )
+    if verify:
+        try:
+            report = verify_backup(summary.path)
+        except BackupError as exc:
+            raise fail(str(exc)) from None
+        out.print(
+            f"verified: {report.databases} databases pass their integrity check", markup=False
+        )
+    if keep is not None:
+        try:
+            removed = prune_backups(summary.path, keep)
+        except BackupError as exc:
+            raise fail(str(exc)) from None
+        for old in removed:
+            out.print(f"removed the old backup {old}", markup=False)
     if is_postgres(where):
         out.print(f"memory files were read from PostgreSQL; {PG_DUMP_NOTE}", markup=False)
 
@@ -68,6 +97,12 @@ def restore_command(
             help="Also restore config.yaml or plugins (code that will run); repeat for both.",
         ),
     ] = None,
+    check: Annotated[
+        bool,
+        typer.Option(
+            "--check", help="Only check the archive and every database in it; restore nothing."
+        ),
+    ] = False,
 ) -> None:
     """Restore a backup's data (memories, state.db, providers) into an empty CHORUS_HOME.
 
@@ -77,6 +112,17 @@ def restore_command(
     With database.url set (in the environment, or the home's config.yaml) the
     memory files go into PostgreSQL; restore the transcripts there with pg_restore.
     """
+    if check:
+        try:
+            report = verify_backup(path)
+        except BackupError as exc:
+            raise fail(str(exc)) from None
+        out.print(
+            f"{path} is whole: {report.files} files, {report.databases} databases "
+            "pass their integrity check",
+            markup=False,
+        )
+        return
     home = resolve_home(dict(os.environ))
     try:
         where = _restore_location(home)
