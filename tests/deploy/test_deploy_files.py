@@ -56,7 +56,7 @@ def dockerfile_healthcheck() -> str:
 
 def test_compose_runs_the_image_commands_that_exist() -> None:
     services = compose()["services"]
-    assert set(services) == {"redis", "gateway", "worker"}
+    assert set(services) == {"redis", "gateway", "worker", "backup"}
     for name in ("gateway", "worker"):
         service = services[name]
         assert service["build"]["dockerfile"] == "deploy/Dockerfile"
