@@ -159,6 +159,22 @@ def copy_database(source: Path, target: Path) -> None:
         src.close()
 
 
+def _add_file(archive: tarfile.TarFile, path: Path, arcname: str, scratch: Path) -> bool:
+    """Add ``path`` as ``arcname``: an SQLite database as a copy made with the
+    online backup API (True), any other file as it is (False)."""
+    if not is_sqlite(path):
+        archive.add(path, arcname=arcname)
+        return False
+    copy = scratch / "copy.db"
+    try:
+        copy_database(path, copy)
+    except sqlite3.Error as exc:
+        raise BackupError(f"backup failed: {arcname}: {exc}") from exc
+    archive.add(copy, arcname=arcname)
+    copy.unlink()
+    return True
+
+
 def write_backup(
     home: Path, target: Path, *, where: Location | None = None, now: float | None = None
 ) -> BackupSummary:
@@ -195,14 +211,8 @@ def write_backup(
                     if pg_rows is not None and _is_memory_file(relative):
                         continue
                     arcname = relative.as_posix()
-                    if is_sqlite(path):
-                        copy = Path(scratch) / f"{len(databases)}.db"
-                        copy_database(path, copy)
-                        archive.add(copy, arcname=arcname)
-                        copy.unlink()
+                    if _add_file(archive, path, arcname, Path(scratch)):
                         databases.append(arcname)
-                    else:
-                        archive.add(path, arcname=arcname)
                     sizes[arcname] = archive.getmembers()[-1].size
                 for name, text in pg_rows or ():
                     arcname = f"memories/{name}"
@@ -220,6 +230,9 @@ def write_backup(
                 _add_text(archive, MANIFEST, json.dumps(manifest, indent=2).encode())
             os.chmod(partial, 0o600)
             partial.replace(target)
+        except BackupError:
+            partial.unlink(missing_ok=True)
+            raise
         except (OSError, sqlite3.Error, tarfile.TarError) as exc:
             partial.unlink(missing_ok=True)
             raise BackupError(f"backup failed: {exc}") from exc
