@@ -9,8 +9,8 @@ home â€” memories (``MEMORY.md``, each ``USER.md``), ``config.yaml``, plugins â€
 except the secrets file ``.env`` (secrets belong in a secret store, not in
 every backup), the SQLite side files (``-wal``, ``-shm``, ``-journal``), whose
 content the copies already hold, and backups: the directory the archive is
-written into and every chorus archive, whatever its name, so a backup kept in
-the home is never inside a later one. A ``chorus-backup.json`` manifest names
+put in (when named as a directory) and every chorus archive, whatever its name,
+so a backup kept in the home is never inside a later one. A ``chorus-backup.json`` manifest names
 the schema version, when the backup was made and which members are databases.
 
 ``restore_backup`` unpacks an archive into a home that is empty or missing
@@ -135,15 +135,17 @@ def is_chorus_archive(path: Path) -> bool:
     return True
 
 
-def _skipped(path: Path, relative: PurePosixPath, home: Path, target: Path) -> bool:
+def _skipped(path: Path, relative: PurePosixPath, home: Path, backups: Path | None) -> bool:
+    """Whether ``path`` stays out of the archive; ``backups`` is the directory
+    the archive was put in when it was named as a directory (not as a file)."""
     if relative.name in SKIPPED_NAMES or relative.name.endswith(SKIPPED_SUFFIXES):
         return True
     if any(part.startswith("chorus-backup-") for part in relative.parts):
         return True  # earlier backups kept inside the home, and this one's scratch copy
-    inside = target.parent != home and target.parent.is_relative_to(home)
-    if inside and path.is_relative_to(target.parent):
-        return True  # the directory backups are written into
-    return path == target or is_chorus_archive(path)  # a backup, whatever its name
+    in_home = backups is not None and backups != home and backups.is_relative_to(home)
+    if in_home and backups is not None and path.is_relative_to(backups):
+        return True  # the directory backups are written into, inside the home
+    return is_chorus_archive(path)  # a backup, whatever its name
 
 
 def copy_database(source: Path, target: Path) -> None:
@@ -190,6 +192,9 @@ def write_backup(
     if target.is_dir() or not target.name.endswith((".tar.gz", ".tgz")):
         target.mkdir(mode=0o700, parents=True, exist_ok=True)  # a directory to put it in
         target = target / default_name(now)
+        backups: Path | None = target.parent.resolve()
+    else:
+        backups = None
     if target.exists():
         raise BackupError(f"{target} exists already; name a new file")
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -206,7 +211,7 @@ def write_backup(
                     relative = PurePosixPath(path.relative_to(home).as_posix())
                     if not path.is_file() or path.is_symlink():
                         continue
-                    if path == partial or _skipped(path, relative, home, target):
+                    if path == partial or _skipped(path, relative, home, backups):
                         continue
                     if pg_rows is not None and _is_memory_file(relative):
                         continue

@@ -242,3 +242,7 @@ def test_no_backup_is_ever_inside_a_later_one(tmp_path: Path) -> None:
         tar.addfile(info, io.BytesIO(b"jpg"))
     with tarfile.open(write_backup(home, tmp_path / "last.tar.gz").path) as tar:
         assert "memories/photos.tar.gz" in tar.getnames()
+    # an archive named as a file: only it is left out, not the rest of its directory
+    snapshot = write_backup(home, home / "memories/snapshot.tar.gz").path
+    with tarfile.open(snapshot) as tar:
+        assert {"memories/MEMORY.md", "memories/photos.tar.gz"} <= set(tar.getnames())
