@@ -71,10 +71,26 @@ class HTTPSettings(_Section):
     port: Annotated[int, RESTART] = Field(8080, ge=0, le=65535)
 
 
+class MetricsSettings(_Section):
+    """``gateway.metrics``: a listener of its own for /metrics and the probes."""
+
+    port: Annotated[int | None, RESTART] = Field(
+        None,
+        ge=0,
+        le=65535,
+        description="Serve /metrics, /healthz and /readyz on this port only (the webhook "
+        "port then answers 404 for them); unset: on gateway.http.port.",
+    )
+    host: Annotated[str | None, RESTART] = Field(
+        None, description="Address of that listener; unset: gateway.http.host."
+    )
+
+
 class GatewaySettings(_Section):
     """The ``gateway`` section: the service process."""
 
     http: HTTPSettings = Field(default_factory=HTTPSettings)
+    metrics: MetricsSettings = Field(default_factory=MetricsSettings)
     shutdown_timeout: Annotated[float, LIVE] = Field(30.0, gt=0)
     group_require_mention: Annotated[bool, LIVE] = True
     replica_id: Annotated[str | None, RESTART] = Field(
