@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from memory.settings import LIVE, RESTART
 
@@ -113,3 +113,17 @@ class GatewaySettings(_Section):
         description="Replicas: a delivery recorded this long ago that never reached its "
         "session's owner (its replica died in between) is handed on by another replica.",
     )
+
+    @model_validator(mode="after")
+    def _metrics_on_a_port_of_its_own(self) -> GatewaySettings:
+        port = self.metrics.port
+        if (
+            port
+            and port == self.http.port
+            and (self.metrics.host or self.http.host) == self.http.host
+        ):
+            raise ValueError(
+                f"gateway.metrics.port {port} is gateway.http.port too: give the metrics "
+                "their own port, or leave gateway.metrics.port unset to serve them there"
+            )
+        return self
