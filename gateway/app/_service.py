@@ -1,7 +1,8 @@
 """``chorus gateway``: the long-running service.
 
 All enabled platform adapters, the runner, the session reaper and one HTTP
-server (health, readiness, metrics, and the adapters' webhook routes). SIGTERM
+server (health, readiness, metrics, and the adapters' webhook routes; with
+``gateway.metrics.port`` the first three on a listener of their own). SIGTERM
 or SIGINT: stop taking messages, let running turns finish
 (``gateway.shutdown_timeout``), end every session (reason ``shutdown``), drain
 the queue, exit 0.
@@ -42,11 +43,15 @@ def enabled_adapters(settings: Settings) -> list[BaseAdapter]:
 async def serve(settings: Settings, adapters: list[BaseAdapter], stop: asyncio.Event) -> None:
     """Run until ``stop`` is set, then shut down in order."""
     stack = await open_stack(settings, adapters=adapters)
+    http_settings, metrics_settings = settings.gateway.http, settings.gateway.metrics
     http = HTTPServer(
-        settings.gateway.http.host,
-        settings.gateway.http.port,
+        http_settings.host,
+        http_settings.port,
         metrics=stack.metrics,
         readiness=stack.readiness,
+        metrics_address=None
+        if metrics_settings.port is None
+        else (metrics_settings.host or http_settings.host, metrics_settings.port),
     )
     for adapter in adapters:
         for method, path, handler in adapter.http_routes():

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from memory.settings import LIVE, RESTART
 
@@ -71,10 +71,26 @@ class HTTPSettings(_Section):
     port: Annotated[int, RESTART] = Field(8080, ge=0, le=65535)
 
 
+class MetricsSettings(_Section):
+    """``gateway.metrics``: a listener of its own for /metrics and the probes."""
+
+    port: Annotated[int | None, RESTART] = Field(
+        None,
+        ge=0,
+        le=65535,
+        description="Serve /metrics, /healthz and /readyz on this port only (the webhook "
+        "port then answers 404 for them); unset: on gateway.http.port.",
+    )
+    host: Annotated[str | None, RESTART] = Field(
+        None, description="Address of that listener; unset: gateway.http.host."
+    )
+
+
 class GatewaySettings(_Section):
     """The ``gateway`` section: the service process."""
 
     http: HTTPSettings = Field(default_factory=HTTPSettings)
+    metrics: MetricsSettings = Field(default_factory=MetricsSettings)
     shutdown_timeout: Annotated[float, LIVE] = Field(30.0, gt=0)
     group_require_mention: Annotated[bool, LIVE] = True
     replica_id: Annotated[str | None, RESTART] = Field(
@@ -97,3 +113,17 @@ class GatewaySettings(_Section):
         description="Replicas: a delivery recorded this long ago that never reached its "
         "session's owner (its replica died in between) is handed on by another replica.",
     )
+
+    @model_validator(mode="after")
+    def _metrics_on_a_port_of_its_own(self) -> GatewaySettings:
+        port = self.metrics.port
+        if (
+            port
+            and port == self.http.port
+            and (self.metrics.host or self.http.host) == self.http.host
+        ):
+            raise ValueError(
+                f"gateway.metrics.port {port} is gateway.http.port too: give the metrics "
+                "their own port, or leave gateway.metrics.port unset to serve them there"
+            )
+        return self

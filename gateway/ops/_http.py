@@ -7,6 +7,10 @@ It runs on the gateway's own event loop (``web.AppRunner`` + ``web.TCPSite``).
   names each check. A check that raises or exceeds the timeout is not ready.
 - ``GET /metrics`` — the Prometheus text exposition of :class:`Metrics`.
 
+With a metrics address (``gateway.metrics.port``) the three routes above are served
+by a listener of their own on that address only, and the webhook listener answers
+404 for them: a load balancer in front of the webhooks cannot reach them.
+
 Adapters mount their webhooks (Slack events, Telegram updates) with
 :meth:`HTTPServer.add_route` before the server starts. Request bodies, query
 strings and error texts are never logged or echoed back; that includes a
@@ -140,8 +144,37 @@ async def _json_errors(request: web.Request, handler: Handler) -> web.StreamResp
         return web.json_response({"error": "not found"}, status=404)
 
 
+async def _serve(app: web.Application, host: str, port: int) -> web.AppRunner:
+    runner = _quiet_runner(
+        app,
+        access_log_class=_AccessLogger,
+        access_log=logger,
+        shutdown_timeout=SHUTDOWN_TIMEOUT,
+    )
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, host, port).start()
+    except BaseException:
+        await runner.cleanup()
+        raise
+    return runner
+
+
+def _bound_port(runner: web.AppRunner | None, asked: int) -> int:
+    if runner is not None:
+        for address in runner.addresses:
+            if isinstance(address, tuple):
+                return int(address[1])
+    return asked
+
+
+def _url(host: str, port: int) -> str:
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
 class HTTPServer:
-    """Serves the probes, ``/metrics`` and any webhook routes on ``host:port``."""
+    """Serves any webhook routes on ``host:port``, and the probes and ``/metrics`` there
+    too or, given ``metrics_address``, on that ``(host, port)`` only."""
 
     def __init__(
         self,
@@ -151,18 +184,23 @@ class HTTPServer:
         metrics: Metrics,
         readiness: Readiness,
         readiness_timeout: float = READINESS_TIMEOUT,
+        metrics_address: tuple[str, int] | None = None,
     ) -> None:
         self._host = host
         self._port = port
+        self._metrics_address = metrics_address
         self._metrics = metrics
         self._readiness = readiness
         self._readiness_timeout = readiness_timeout
         self._was_ready: bool | None = None
         self._app = web.Application(middlewares=[_json_errors])
-        self._app.router.add_get("/healthz", self._healthz)
-        self._app.router.add_get("/readyz", self._readyz)
-        self._app.router.add_get("/metrics", self._metrics_route)
+        ops = self._app if metrics_address is None else web.Application(middlewares=[_json_errors])
+        ops.router.add_get("/healthz", self._healthz)
+        ops.router.add_get("/readyz", self._readyz)
+        ops.router.add_get("/metrics", self._metrics_route)
+        self._ops_app = ops
         self._runner: web.AppRunner | None = None
+        self._ops_runner: web.AppRunner | None = None
         self._started = False
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -174,46 +212,55 @@ class HTTPServer:
         self._app.router.add_route(method, path, handler)
 
     async def start(self) -> None:
-        """Bind and start serving; raises OSError when the address is unavailable."""
+        """Bind and start serving; raises OSError when an address is unavailable."""
         if self._started:
             raise RuntimeError("the HTTP server was already started")
         self._started = True
-        runner = _quiet_runner(
-            self._app,
-            access_log_class=_AccessLogger,
-            access_log=logger,
-            shutdown_timeout=SHUTDOWN_TIMEOUT,
-        )
-        await runner.setup()
-        try:
-            await web.TCPSite(runner, self._host, self._port).start()
-        except BaseException:
-            await runner.cleanup()
-            raise
-        self._runner = runner
-        logger.info("HTTP server listening on %s", self.url)
+        self._runner = await _serve(self._app, self._host, self._port)
+        if self._metrics_address is not None:
+            try:
+                self._ops_runner = await _serve(self._ops_app, *self._metrics_address)
+            except BaseException:
+                await self.stop()
+                raise
+            logger.info(
+                "HTTP server listening on %s (webhooks) and %s (metrics and probes)",
+                self.url,
+                self.metrics_url,
+            )
+        else:
+            logger.info("HTTP server listening on %s", self.url)
 
     async def stop(self) -> None:
         """Stop serving; calling it again, or before start, does nothing."""
-        runner, self._runner = self._runner, None
-        if runner is None:
+        runners = [r for r in (self._runner, self._ops_runner) if r is not None]
+        self._runner = self._ops_runner = None
+        if not runners:
             return
-        await runner.cleanup()
+        for runner in runners:
+            await runner.cleanup()
         logger.info("HTTP server stopped")
 
     @property
     def port(self) -> int:
-        """The bound port once started (the real one when 0 was asked for)."""
-        if self._runner is not None:
-            for address in self._runner.addresses:
-                if isinstance(address, tuple):
-                    return int(address[1])
-        return self._port
+        """The webhooks' bound port once started (the real one when 0 was asked for)."""
+        return _bound_port(self._runner, self._port)
 
     @property
     def url(self) -> str:
-        host = f"[{self._host}]" if ":" in self._host else self._host
-        return f"http://{host}:{self.port}"
+        return _url(self._host, self.port)
+
+    @property
+    def metrics_port(self) -> int:
+        """Where ``/metrics`` and the probes answer: :attr:`port` without a metrics address."""
+        if self._metrics_address is None:
+            return self.port
+        return _bound_port(self._ops_runner, self._metrics_address[1])
+
+    @property
+    def metrics_url(self) -> str:
+        host = self._host if self._metrics_address is None else self._metrics_address[0]
+        return _url(host, self.metrics_port)
 
     # -- routes ------------------------------------------------------------------------
 

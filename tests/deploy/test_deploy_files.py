@@ -15,6 +15,8 @@ import pytest
 import typer.main
 import yaml
 
+from gateway.adapters.slack import SlackSettings
+from gateway.adapters.telegram._adapter import WEBHOOK_PATH as TELEGRAM_WEBHOOK_PATH
 from gateway.cli import app
 from gateway.config import load_settings
 from gateway.config._loader import NON_SETTING_ENV, WELL_KNOWN_ENV
@@ -476,3 +478,70 @@ def test_k8s_replicas_postgres_is_a_non_root_statefulset_on_its_own_claim() -> N
         kinds[("Service", "chorus-postgres")]["spec"]["selector"]
         == (statefulset["selector"]["matchLabels"])
     )
+
+
+def webhook_paths() -> set[str]:
+    """Every path a platform adapter mounts on the webhook port, at its default."""
+    slack = SlackSettings()
+    return {TELEGRAM_WEBHOOK_PATH, slack.events_path, slack.commands_path}
+
+
+def nginx_locations(text: str) -> dict[str, list[list[str]]]:
+    """Each ``location`` of an nginx config (its arguments joined) and its directives."""
+    locations: dict[str, list[list[str]]] = {}
+    current: str | None = None
+    for context, words in nginx_contexts(text):
+        if words[0] == "location":
+            current = " ".join(words[1:])
+            locations[current] = []
+        elif context and context[-1] == "location":
+            assert current is not None
+            locations[current].append(words)
+    return locations
+
+
+def test_the_balancer_proxies_only_the_webhook_paths() -> None:
+    text = (DEPLOY / "nginx-replicas.conf").read_text()
+    locations = nginx_locations(text)
+    proxied = {
+        where
+        for where, directives in locations.items()
+        if any(d[0] == "proxy_pass" for d in directives)
+    }
+    assert proxied == {f"= {path}" for path in webhook_paths()}  # exact matches only
+    proxy_passes = [words for _, words in nginx_contexts(text) if words[0] == "proxy_pass"]
+    assert len(proxy_passes) == len(proxied)  # none outside those locations
+    assert locations["/"] == [["return", "404"]]
+    assert "9090" not in text and "metrics" not in re.sub(r"#[^\n]*", "", text)
+
+
+def test_compose_replicas_serve_metrics_and_probes_on_their_own_port() -> None:
+    services = compose_replicas()["services"]
+    gateway = services["gateway"]
+    port = str(gateway["environment"]["CHORUS_GATEWAY__METRICS__PORT"])
+    assert port in gateway["expose"] and port != "8080"
+    assert "CHORUS_GATEWAY__METRICS__PORT" in gateway["healthcheck"]["test"][-1]
+
+
+@pytest.mark.parametrize("documents", [k8s_documents, replicas_documents], ids=["base", "replicas"])
+def test_k8s_probes_use_the_metrics_port(documents: Any) -> None:
+    found = documents()
+    config = next(d for d in found if d["kind"] == "ConfigMap")["data"]
+    gateway = next(
+        d for d in found if d["kind"] == "Deployment" and "gateway" in d["metadata"]["name"]
+    )
+    [container] = gateway["spec"]["template"]["spec"]["containers"]
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports["metrics"] == int(config["CHORUS_GATEWAY__METRICS__PORT"]) != ports["http"]
+    for probe in ("livenessProbe", "readinessProbe"):
+        assert container[probe]["httpGet"]["port"] == "metrics"
+
+
+def test_k8s_replicas_ingress_routes_only_the_webhook_paths() -> None:
+    [ingress] = [d for d in replicas_documents() if d["kind"] == "Ingress"]
+    routed = [path for rule in ingress["spec"]["rules"] for path in rule["http"]["paths"]]
+    assert {p["path"] for p in routed} == webhook_paths()
+    for path in routed:
+        assert path["pathType"] == "Exact"
+        assert path["backend"]["service"] == {"name": "chorus-gateway", "port": {"name": "http"}}
+    assert "defaultBackend" not in ingress["spec"]

@@ -129,7 +129,8 @@ HEALTHCHECK = (
     "python3",
     "-c",
     "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz'"
-    " % os.environ.get('CHORUS_GATEWAY__HTTP__PORT', '8080'), timeout=4)",
+    " % (os.environ.get('CHORUS_GATEWAY__METRICS__PORT')"
+    " or os.environ.get('CHORUS_GATEWAY__HTTP__PORT', '8080')), timeout=4)",
 )
 
 

@@ -35,10 +35,27 @@ def test_help_lists_commands(chorus_home: Path) -> None:
         assert command in result.stdout
 
 
-def test_version(chorus_home: Path) -> None:
+def git(*args: str) -> subprocess.CompletedProcess[str]:
+    root = Path(__file__).resolve().parents[2]
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
+
+
+def test_version_is_the_checkouts_release_tag_or_commit(chorus_home: Path) -> None:
+    """At a clean vX.Y.Z tag the version is X.Y.Z; anywhere else it names the commit."""
+    head = git("rev-parse", "HEAD")
+    if head.returncode != 0:
+        pytest.skip("not a git checkout")
     result = run(chorus_home, "--version")
-    assert result.returncode == 0
-    assert result.stdout.startswith("chorus 0.")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("chorus ")
+    shown = result.stdout.split()[1]
+    exact = git("describe", "--tags", "--exact-match", "--dirty", "--match", "v[0-9]*")
+    if exact.returncode == 0 and not exact.stdout.strip().endswith("-dirty"):
+        assert shown == exact.stdout.strip().removeprefix("v")
+    else:
+        local = shown.partition("+")[2]
+        commit = next(part for part in local.split(".") if part.startswith("g"))
+        assert head.stdout.strip().startswith(commit[1:]) and len(commit) > 7, shown
 
 
 def test_doctor_reports_healthy_empty_home(chorus_home: Path) -> None:

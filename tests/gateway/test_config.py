@@ -248,3 +248,14 @@ def test_a_provider_setting_that_is_no_secret_may_be_world_readable(chorus_home:
     text = "memory:\n  providers:\n    honcho:\n      workspace_id: team\n      timeout: 5\n"
     write_config(chorus_home, text, mode=0o644)
     assert load_settings().memory.providers["honcho"]["workspace_id"] == "team"
+
+
+def test_a_metrics_port_that_is_the_webhook_port_is_refused(
+    chorus_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_config(chorus_home, "gateway:\n  http:\n    port: 8081\n  metrics:\n    port: 8081\n")
+    same = r"gateway\.metrics\.port 8081 is gateway\.http\.port too"
+    with pytest.raises(ConfigError, match=same):
+        load_settings()
+    monkeypatch.setenv("CHORUS_GATEWAY__METRICS__PORT", "9090")
+    assert load_settings().gateway.metrics.port == 9090

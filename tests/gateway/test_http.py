@@ -305,3 +305,36 @@ async def test_an_unparseable_request_is_refused_without_quoting_it(
     assert "4711" not in caplog.text
     assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
     assert len([r for r in caplog.records if "could not be parsed" in r.getMessage()]) == 1
+
+
+async def test_a_metrics_address_serves_metrics_and_probes_there_only(
+    http: aiohttp.ClientSession,
+) -> None:
+    async def hook(request: web.Request) -> web.Response:
+        return web.json_response({"hooked": True})
+
+    server = HTTPServer(
+        "127.0.0.1",
+        0,
+        metrics=Metrics(),
+        readiness=checks(),
+        metrics_address=("127.0.0.1", 0),
+    )
+    server.add_route("POST", "/hook", hook)
+    await server.start()
+    try:
+        assert server.metrics_port != server.port
+        for path in ("/healthz", "/readyz"):
+            assert (await get_json(http, f"{server.metrics_url}{path}"))[0] == 200
+            assert await get_json(http, f"{server.url}{path}") == (404, {"error": "not found"})
+        async with http.get(f"{server.metrics_url}/metrics") as response:
+            assert response.status == 200
+        assert (await get_json(http, f"{server.url}/metrics"))[0] == 404
+        async with http.post(f"{server.url}/hook") as response:
+            assert (response.status, await response.json()) == (200, {"hooked": True})
+        async with http.post(f"{server.metrics_url}/hook") as response:
+            assert response.status == 404
+    finally:
+        await server.stop()
+    with pytest.raises(aiohttp.ClientConnectionError):
+        await http.get(f"{server.metrics_url}/healthz")
