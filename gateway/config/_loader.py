@@ -125,7 +125,27 @@ def ensure_home(home: Path) -> Path:
         home.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"cannot create CHORUS_HOME {home}: {exc.strerror}") from exc
+    if not os.access(home, os.W_OK | os.X_OK, effective_ids=os.access in os.supports_effective_ids):
+        raise ConfigError(unwritable_home(home))
     return home
+
+
+def unwritable_home(home: Path) -> str:
+    """Which uid cannot write CHORUS_HOME, whose it is, and how to fix it, on one line."""
+    uid = os.geteuid()
+    fix = f"chown -R {uid} {home}"
+    try:
+        info = home.stat()
+        owner = f"owned by uid {info.st_uid}, mode {info.st_mode & 0o777:o}"
+        if info.st_uid == uid:
+            fix = f"chmod 700 {home}"
+    except OSError as exc:
+        owner = exc.strerror or "cannot stat"
+    return (
+        f"uid {uid} cannot write CHORUS_HOME {home} ({owner}); run: {fix} "
+        f"(in a container: give the volume to uid {uid}, e.g. k8s fsGroup), "
+        f"or set CHORUS_HOME to a directory uid {uid} can write"
+    )
 
 
 def require_private_home(home: Path) -> None:
@@ -179,8 +199,16 @@ def secrets_environment(home: Path, environ: Mapping[str, str] | None = None) ->
     return {**_read_secrets_file(home / SECRETS_FILE_NAME), **env}
 
 
+def _exists(path: Path) -> bool:
+    """``path.exists()``; a home this uid cannot enter is a ``ConfigError`` naming the fix."""
+    try:
+        return path.exists()
+    except PermissionError:
+        raise ConfigError(unwritable_home(path.parent)) from None
+
+
 def _read_config_file(path: Path) -> dict[str, Any]:
-    if not path.exists():
+    if not _exists(path):
         return {}
     try:
         text = path.read_text(encoding="utf-8")
@@ -244,7 +272,7 @@ def _provider_secret_keys(name: str, home: Path) -> set[str] | None:
 
 
 def _read_secrets_file(path: Path) -> dict[str, str]:
-    if not path.exists():
+    if not _exists(path):
         return {}
     if _readable_by_others(path):
         raise ConfigError(f"{path} is readable by other users; run: chmod 600 {path}")
