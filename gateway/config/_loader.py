@@ -23,6 +23,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from agent.settings import AgentSettings, CompressionSettings, LLMSettings
 from gateway.adapters import PLATFORMS
+from gateway.config._secret_files import expand_secret_files
 from gateway.config._sections import AuthSettings, GatewaySettings, SessionsSettings
 from gateway.errors import ConfigError
 from gateway.logs import register_secret
@@ -177,8 +178,8 @@ def load_settings(
     if create_home:
         ensure_home(home)
     file_tree = _read_config_file(home / CONFIG_FILE_NAME)
-    secrets_env = _read_secrets_file(home / SECRETS_FILE_NAME)
-    env_tree, origins = _environ_to_tree({**secrets_env, **env})
+    secrets_env = with_secret_files(_read_secrets_file(home / SECRETS_FILE_NAME))
+    env_tree, origins = _environ_to_tree({**secrets_env, **with_secret_files(env)})
     merged = _deep_merge(file_tree, env_tree)
     merged["home"] = home
     try:
@@ -195,8 +196,8 @@ def load_settings(
 def secrets_environment(home: Path, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The variables a provider's secrets come from: ``CHORUS_HOME/.env``, then the
     environment over it (read now, so an edit of ``.env`` reaches the next session)."""
-    env = dict(os.environ if environ is None else environ)
-    return {**_read_secrets_file(home / SECRETS_FILE_NAME), **env}
+    env = with_secret_files(dict(os.environ if environ is None else environ))
+    return {**with_secret_files(_read_secrets_file(home / SECRETS_FILE_NAME)), **env}
 
 
 def _exists(path: Path) -> bool:
@@ -205,6 +206,19 @@ def _exists(path: Path) -> bool:
         return path.exists()
     except PermissionError:
         raise ConfigError(unwritable_home(path.parent)) from None
+
+
+def with_secret_files(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` with each secret's ``<NAME>_FILE`` read into ``<NAME>`` (``_secret_files``)."""
+    return expand_secret_files(environ, secret_env_names())
+
+
+def secret_env_names() -> frozenset[str]:
+    """The variables that set a secret setting: the conventional ones and ``CHORUS_*``."""
+    paths = set(secret_paths())
+    known = {name for name, path in WELL_KNOWN_ENV.items() if path in paths}
+    prefixed = {ENV_PREFIX + "__".join(path).upper() for path in paths}
+    return frozenset(known | prefixed)
 
 
 def _read_config_file(path: Path) -> dict[str, Any]:
