@@ -536,3 +536,17 @@ def test_k8s_network_policy_lets_only_chorus_pods_reach_redis() -> None:
     }
     assert allowed == {"gateway", "worker"}
     assert rule["ports"] == [{"protocol": "TCP", "port": 6379}]
+
+
+def test_k8s_replicas_network_policy_lets_only_chorus_pods_reach_redis_and_postgres() -> None:
+    kinds = replica_kinds()
+    for component, port in (("redis", 6379), ("postgres", 5432)):
+        policy = kinds[("NetworkPolicy", f"chorus-{component}")]["spec"]
+        assert policy["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == component
+        [rule] = policy["ingress"]
+        peers = {
+            p["podSelector"]["matchLabels"]["app.kubernetes.io/component"] for p in rule["from"]
+        }
+        assert peers == {"gateway", "worker"}
+        assert rule["ports"] == [{"protocol": "TCP", "port": port}]
+    assert kinds[("NetworkPolicy", "chorus-default-deny")]["spec"]["podSelector"] == {}
