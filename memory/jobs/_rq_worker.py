@@ -99,6 +99,13 @@ class ChorusWorker(SimpleWorker):
         self._cleaned: Execution | None = None
         self.guard = guard
 
+    def _shutdown(self) -> None:
+        """A stop request also ends the loop at its next turn when the ``StopRequested``
+        rq raises from its signal handler is lost: a logging handler that is writing a
+        line when the signal comes swallows every exception."""
+        self._stop_requested = True
+        super()._shutdown()  # type: ignore[no-untyped-call]
+
     def perform_job(self, job: Job, queue: Any) -> bool:
         if isinstance(job, LeasedJob):
             job.guard = self.guard
