@@ -81,4 +81,14 @@ def main() -> None:
     # people's text is logged at DEBUG only, and only when asked for
     log_content.enable(level <= logging.DEBUG and os.environ.get("CHORUS_LOG_CONTENT") == "1")
     logs.hold_library_loggers(log_content.enabled())
-    app()
+    try:
+        app()
+    except PermissionError as exc:  # a file chorus needs that this uid may not touch
+        logging.getLogger(__name__).debug("permission denied", exc_info=True)
+        where = exc.filename if exc.filename is not None else "a file chorus needs"
+        typer.echo(
+            f"error: uid {os.geteuid()} cannot access {where} ({exc.strerror}); "
+            "give it to this uid or run chorus as its owner",
+            err=True,
+        )
+        sys.exit(2)

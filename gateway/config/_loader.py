@@ -23,6 +23,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from agent.settings import AgentSettings, CompressionSettings, LLMSettings
 from gateway.adapters import PLATFORMS
+from gateway.config._secret_files import expand_secret_files
 from gateway.config._sections import AuthSettings, GatewaySettings, SessionsSettings
 from gateway.errors import ConfigError
 from gateway.logs import register_secret
@@ -125,7 +126,27 @@ def ensure_home(home: Path) -> Path:
         home.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"cannot create CHORUS_HOME {home}: {exc.strerror}") from exc
+    if not os.access(home, os.W_OK | os.X_OK, effective_ids=os.access in os.supports_effective_ids):
+        raise ConfigError(unwritable_home(home))
     return home
+
+
+def unwritable_home(home: Path) -> str:
+    """Which uid cannot write CHORUS_HOME, whose it is, and how to fix it, on one line."""
+    uid = os.geteuid()
+    fix = f"chown -R {uid} {home}"
+    try:
+        info = home.stat()
+        owner = f"owned by uid {info.st_uid}, mode {info.st_mode & 0o777:o}"
+        if info.st_uid == uid:
+            fix = f"chmod 700 {home}"
+    except OSError as exc:
+        owner = exc.strerror or "cannot stat"
+    return (
+        f"uid {uid} cannot write CHORUS_HOME {home} ({owner}); run: {fix} "
+        f"(in a container: give the volume to uid {uid}, e.g. k8s fsGroup), "
+        f"or set CHORUS_HOME to a directory uid {uid} can write"
+    )
 
 
 def require_private_home(home: Path) -> None:
@@ -157,8 +178,8 @@ def load_settings(
     if create_home:
         ensure_home(home)
     file_tree = _read_config_file(home / CONFIG_FILE_NAME)
-    secrets_env = _read_secrets_file(home / SECRETS_FILE_NAME)
-    env_tree, origins = _environ_to_tree({**secrets_env, **env})
+    secrets_env = with_secret_files(_read_secrets_file(home / SECRETS_FILE_NAME))
+    env_tree, origins = _environ_to_tree({**secrets_env, **with_secret_files(env)})
     merged = _deep_merge(file_tree, env_tree)
     merged["home"] = home
     try:
@@ -175,12 +196,33 @@ def load_settings(
 def secrets_environment(home: Path, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The variables a provider's secrets come from: ``CHORUS_HOME/.env``, then the
     environment over it (read now, so an edit of ``.env`` reaches the next session)."""
-    env = dict(os.environ if environ is None else environ)
-    return {**_read_secrets_file(home / SECRETS_FILE_NAME), **env}
+    env = with_secret_files(dict(os.environ if environ is None else environ))
+    return {**with_secret_files(_read_secrets_file(home / SECRETS_FILE_NAME)), **env}
+
+
+def _exists(path: Path) -> bool:
+    """``path.exists()``; a home this uid cannot enter is a ``ConfigError`` naming the fix."""
+    try:
+        return path.exists()
+    except PermissionError:
+        raise ConfigError(unwritable_home(path.parent)) from None
+
+
+def with_secret_files(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` with each secret's ``<NAME>_FILE`` read into ``<NAME>`` (``_secret_files``)."""
+    return expand_secret_files(environ, secret_env_names())
+
+
+def secret_env_names() -> frozenset[str]:
+    """The variables that set a secret setting: the conventional ones and ``CHORUS_*``."""
+    paths = set(secret_paths())
+    known = {name for name, path in WELL_KNOWN_ENV.items() if path in paths}
+    prefixed = {ENV_PREFIX + "__".join(path).upper() for path in paths}
+    return frozenset(known | prefixed)
 
 
 def _read_config_file(path: Path) -> dict[str, Any]:
-    if not path.exists():
+    if not _exists(path):
         return {}
     try:
         text = path.read_text(encoding="utf-8")
@@ -244,7 +286,7 @@ def _provider_secret_keys(name: str, home: Path) -> set[str] | None:
 
 
 def _read_secrets_file(path: Path) -> dict[str, str]:
-    if not path.exists():
+    if not _exists(path):
         return {}
     if _readable_by_others(path):
         raise ConfigError(f"{path} is readable by other users; run: chmod 600 {path}")

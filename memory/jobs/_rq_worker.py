@@ -99,6 +99,13 @@ class ChorusWorker(SimpleWorker):
         self._cleaned: Execution | None = None
         self.guard = guard
 
+    def _shutdown(self) -> None:
+        """A stop request also ends the loop at its next turn when the ``StopRequested``
+        rq raises from its signal handler is lost: a logging handler that is writing a
+        line when the signal comes swallows every exception."""
+        self._stop_requested = True
+        super()._shutdown()  # type: ignore[no-untyped-call]
+
     def perform_job(self, job: Job, queue: Any) -> bool:
         if isinstance(job, LeasedJob):
             job.guard = self.guard
@@ -288,12 +295,25 @@ def _work_once(
             queue.reconcile(ledger)
         upkeep.start()
         worker.work(burst=burst, with_scheduler=False)
+    except redis.RedisError as exc:
+        if not _stop_requested(worker):
+            raise
+        # asked to stop while Redis is away: rq's teardown failed on the lost
+        # connection, and there is nothing left to finish
+        logger.info(
+            "worker %s stopped as asked; Redis unavailable (%s)", name[:8], type(exc).__name__
+        )
     finally:
         upkeep.stop()
         _stop_listening(worker)
         if ledger is not None:
             ledger.close()
-    return burst or getattr(worker, "_shutdown_requested_date", None) is not None
+    return burst or _stop_requested(worker)
+
+
+def _stop_requested(worker: SimpleWorker) -> bool:
+    """True once SIGTERM/SIGINT (or rq's stop command) asked ``worker`` to stop."""
+    return getattr(worker, "_shutdown_requested_date", None) is not None
 
 
 def _stop_listening(worker: SimpleWorker) -> None:

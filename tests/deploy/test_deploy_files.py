@@ -127,7 +127,11 @@ def test_k8s_runs_the_image_as_non_root_with_probes_and_grace() -> None:
         assert container["securityContext"]["readOnlyRootFilesystem"] is True
         assert container["securityContext"]["capabilities"]["drop"] == ["ALL"]
         assert {"requests", "limits"} <= set(container["resources"])
-        assert {m["mountPath"] for m in container["volumeMounts"]} == {"/data", "/tmp"}
+        assert {m["mountPath"] for m in container["volumeMounts"]} == {
+            "/data",
+            "/tmp",
+            "/run/secrets/chorus",
+        }
     gateway = specs["chorus-gateway"]
     [container] = gateway["containers"]
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
@@ -245,7 +249,7 @@ def test_k8s_replicas_run_two_gateways_without_a_shared_volume() -> None:
     secret = next(d for d in documents if d["kind"] == "Secret")["stringData"]
     assert secret["DATABASE_URL"].startswith("postgresql://")
     config = next(d for d in documents if d["kind"] == "ConfigMap")["data"]
-    assert config["CHORUS_REDIS__URL"].startswith("redis://")
+    assert secret["CHORUS_REDIS__URL"].startswith("redis://:")  # with redis.yaml's password
     assert config["CHORUS_TELEGRAM__WEBHOOK_URL"].endswith("/telegram/webhook")
     assert {d["kind"] for d in documents} >= {"StatefulSet", "PodDisruptionBudget", "Service"}
     settings = load_settings(
@@ -436,7 +440,8 @@ def test_k8s_replicas_pods_take_the_database_url_from_the_secret() -> None:
         rf"postgresql://chorus:[^@]+@chorus-postgres:{port}/chorus", secret["DATABASE_URL"]
     )
     assert ("Service", "chorus-redis") in kinds
-    assert config["CHORUS_REDIS__URL"].startswith("redis://chorus-redis:")
+    assert secret["CHORUS_REDIS__URL"].startswith("redis://:PASSWORD@chorus-redis:")
+    assert "CHORUS_REDIS__URL" not in config
 
 
 def test_k8s_replicas_gateway_service_and_budget_select_the_gateway_pods() -> None:
@@ -545,3 +550,72 @@ def test_k8s_replicas_ingress_routes_only_the_webhook_paths() -> None:
         assert path["pathType"] == "Exact"
         assert path["backend"]["service"] == {"name": "chorus-gateway", "port": {"name": "http"}}
     assert "defaultBackend" not in ingress["spec"]
+
+
+def test_k8s_pods_read_their_secrets_from_files_and_redis_needs_its_password(
+    tmp_path: Path,
+) -> None:
+    """No secret in a pod's environment: each is a file of the mounted Secret (<NAME>_FILE),
+    and the settings chorus loads from them carry the Redis URL with redis.yaml's password."""
+    documents = {(d["kind"], d["metadata"]["name"]): d for d in k8s_documents()}
+    secret = documents[("Secret", "chorus-secrets")]["stringData"]
+    config = documents[("ConfigMap", "chorus-config")]["data"]
+    mounted = tmp_path / "secrets"
+    mounted.mkdir()
+    for key, value in secret.items():
+        (mounted / key).write_text(value or "x" * 16)  # filled in
+    for name in ("chorus-gateway", "chorus-worker"):
+        spec = documents[("Deployment", name)]["spec"]["template"]["spec"]
+        [container] = spec["containers"]
+        assert not any("secretRef" in source for source in container["envFrom"])
+        [mount] = [m for m in container["volumeMounts"] if m["name"] == "secrets"]
+        [volume] = [v for v in spec["volumes"] if v["name"] == "secrets"]
+        assert volume["secret"]["secretName"] == "chorus-secrets"
+        assert volume["secret"]["defaultMode"] & 0o007 == 0  # not for other users
+        files = {e["name"]: e["value"] for e in container["env"] if e["name"].endswith("_FILE")}
+        assert {"TELEGRAM_BOT_TOKEN_FILE", "CHORUS_REDIS__URL_FILE"} <= set(files)
+        environ = {
+            **config,
+            **{
+                var: str(mounted / Path(path).relative_to(mount["mountPath"]))
+                for var, path in files.items()
+            },
+        }
+        settings = load_settings(tmp_path / "home", environ)
+        assert settings.redis.url is not None
+        assert settings.redis.url.get_secret_value().startswith("redis://:PASSWORD@chorus-redis:")
+        assert settings.telegram.token is not None
+    [redis] = documents[("Deployment", "chorus-redis")]["spec"]["template"]["spec"]["containers"]
+    assert redis["args"][-2:] == ["--requirepass", "$(REDIS_PASSWORD)"]
+    env = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in redis["env"]}
+    assert env["REDIS_PASSWORD"] == {"name": "chorus-secrets", "key": "REDIS_PASSWORD"}
+    assert env["REDISCLI_AUTH"] == env["REDIS_PASSWORD"]  # the readiness probe's redis-cli
+
+
+def test_k8s_network_policy_lets_only_chorus_pods_reach_redis() -> None:
+    policies = {
+        d["metadata"]["name"]: d["spec"] for d in k8s_documents() if d["kind"] == "NetworkPolicy"
+    }
+    assert policies["chorus-default-deny"] == {"podSelector": {}, "policyTypes": ["Ingress"]}
+    redis = policies["chorus-redis"]
+    assert redis["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "redis"
+    [rule] = redis["ingress"]
+    allowed = {
+        peer["podSelector"]["matchLabels"]["app.kubernetes.io/component"] for peer in rule["from"]
+    }
+    assert allowed == {"gateway", "worker"}
+    assert rule["ports"] == [{"protocol": "TCP", "port": 6379}]
+
+
+def test_k8s_replicas_network_policy_lets_only_chorus_pods_reach_redis_and_postgres() -> None:
+    kinds = replica_kinds()
+    for component, port in (("redis", 6379), ("postgres", 5432)):
+        policy = kinds[("NetworkPolicy", f"chorus-{component}")]["spec"]
+        assert policy["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == component
+        [rule] = policy["ingress"]
+        peers = {
+            p["podSelector"]["matchLabels"]["app.kubernetes.io/component"] for p in rule["from"]
+        }
+        assert peers == {"gateway", "worker"}
+        assert rule["ports"] == [{"protocol": "TCP", "port": port}]
+    assert kinds[("NetworkPolicy", "chorus-default-deny")]["spec"]["podSelector"] == {}
