@@ -13,6 +13,15 @@ found to be theirs.
 turn and offers the five tools, ``context`` only injects, ``tools`` only offers
 the tools.
 
+Cost throttles (see :mod:`._config`): the injected recall is the person's
+context (card and representation, one call) and a dialectic supplement (Honcho's
+answer to the message about them, one call). ``context_cadence`` N asks for the
+context on every Nth turn at most and injects the last one in between;
+``dialectic_cadence`` N asks the dialectic question on every Nth turn at most;
+``injection_frequency: first-turn`` injects (and asks) on a session's first turn
+only; ``reasoning_level_cap`` caps the supplement's and ``honcho_reasoning``'s
+reasoning level. Turns are counted by ``on_turn_start``.
+
 Calls by context (see :mod:`memory.providers`): ``sync_turn`` (``"background"``)
 adds the turn as session messages, each text in parts of at most
 :data:`MAX_MESSAGE_CHARS` characters, all in one request tagged with the turn's
@@ -21,7 +30,9 @@ job adds nothing). ``prefetch`` asks Honcho for the person's card and their
 representation around the message (at most ``RECALL_TIMEOUT`` seconds); while
 Honcho fails or is paused it answers with the recall ``queue_prefetch`` warmed
 after the last turn. ``on_memory_write`` of the built-in tool's ``user`` target
-becomes a conclusion about the session's user. Honcho cannot delete a message,
+becomes a conclusion about the session's user. The ``"flush"`` instance is
+silent: chorus wrote its prompt, so nothing it does (no USER.md write, no tool)
+reaches Honcho, and it injects nothing. Honcho cannot delete a message,
 so a turn withdrawn by ``/undo`` after its sync stays in Honcho.
 
 Logs carry no message, query or memory text above DEBUG.
@@ -48,7 +59,7 @@ from plugins.memory._remote import RemoteProvider, tool_error, tool_success
 from . import _config, _deps, _tools
 from ._client import HonchoClient
 from ._guard import Guard, HonchoFailed, HonchoPaused
-from ._recall import WarmRecall, format_recall
+from ._recall import WarmRecall, format_recall, format_recall_with
 
 logger = logging.getLogger(__name__)
 
@@ -123,6 +134,11 @@ class HonchoProvider(RemoteProvider):
         self._session_id = ""
         self._context = "primary"
         self._client: HonchoClient | None = None
+        self._turn = 0
+        self._turn_told = False
+        self._last_context: tuple[int, str] | None = None
+        self._last_dialectic: int | None = None
+        self._warmed = 0
         self._lock = threading.RLock()
 
     # -- identity and start-up -----------------------------------------------
@@ -147,6 +163,8 @@ class HonchoProvider(RemoteProvider):
             self._close()
             self._home, self._user_key, self._settings = home, user_key, settings
             self._session_id, self._context, self._client = session_id, context, client
+            self._turn, self._turn_told, self._last_context = 0, False, None
+            self._last_dialectic, self._warmed = None, 0
         logger.debug(
             "honcho provider ready for session %s (%s, %s)",
             session_id,
@@ -187,26 +205,82 @@ class HonchoProvider(RemoteProvider):
 
     # -- recall --------------------------------------------------------------
 
+    @property
+    def _silent(self) -> bool:
+        """The flush instance: chorus's own prompt, never the person's words."""
+        return self._context == "flush"
+
     def system_prompt_block(self) -> str:
+        if self._silent:
+            return ""
         return _BLOCKS[self._settings.recall_mode].format(tools=_TOOLS_TEXT)
 
+    def on_turn_start(self, turn_number: int, message: str, **kwargs: Any) -> None:
+        with self._lock:
+            self._turn, self._turn_told = turn_number, True
+
+    def _next_turn(self) -> int:
+        with self._lock:
+            if not self._turn_told:
+                self._turn += 1
+            self._turn_told = False
+            return self._turn
+
     def prefetch(self, query: str, *, session_id: str = "", speaker: str | None = None) -> str:
-        if not self._settings.injects:
+        if not self._settings.injects or self._silent:
+            return ""
+        turn = self._next_turn()
+        settings = self._settings
+        if settings.injection_frequency == "first-turn" and turn > 1:
             return ""
         key = self._key(speaker)
         text = strip_memory_context(query).strip()
+        last = self._last_context
+        if last is not None and turn - last[0] < settings.context_cadence:
+            recalled = last[1]
+        else:
+            try:
+                recalled = self._recall(text, key, live=True)
+            except (HonchoFailed, HonchoPaused):
+                logger.debug("honcho prefetch: Honcho unavailable, using the warm recall")
+                recalled = self._warm(key).load()
+            else:
+                self._last_context = (turn, recalled)
+        supplement = ""
+        asked = self._last_dialectic
+        if text and (asked is None or turn - asked >= settings.dialectic_cadence):
+            self._last_dialectic = turn
+            supplement = self._supplement(text, key)
+        logger.debug(
+            "honcho prefetch for %s: %d + %d characters",
+            loggable(text),
+            len(recalled),
+            len(supplement),
+        )
+        return format_recall_with(recalled, supplement)
+
+    def _supplement(self, text: str, user_key: str) -> str:
+        """Honcho's dialectic answer to the message about the person (``""`` on failure)."""
+        _, client = self._ready()
+        peer = _config.honcho_name(user_key)
+        level = self._settings.capped(None)
+        call = partial(client.ask, peer, text[: _tools.MAX_QUERY], level, live=True)
         try:
-            recalled = self._recall(text, key, live=True)
+            return str(self._guard.run("dialectic", call))
         except (HonchoFailed, HonchoPaused):
-            logger.debug("honcho prefetch: Honcho unavailable, using the warm recall")
-            return self._warm(key).load()
-        logger.debug("honcho prefetch for %s: %d characters", loggable(text), len(recalled))
-        return recalled
+            logger.debug("honcho prefetch: no dialectic supplement, Honcho unavailable")
+            return ""
 
     def queue_prefetch(
         self, query: str, *, session_id: str = "", speaker: str | None = None
     ) -> None:
-        if not self._settings.injects or self._context == "flush":
+        settings = self._settings
+        if not settings.injects or self._silent or settings.injection_frequency == "first-turn":
+            return
+        with self._lock:
+            self._warmed += 1
+            due = (self._warmed - 1) % settings.context_cadence == 0
+        if not due:
             return
         key = self._key(speaker)
         text = strip_memory_context(query).strip()
@@ -227,7 +301,7 @@ class HonchoProvider(RemoteProvider):
         messages: list[dict[str, Any]] | None = None,
         speaker: str | None = None,
     ) -> None:
-        if self._context == "flush":
+        if self._silent:
             return
         user = strip_memory_context(user_content or "").strip()
         assistant = strip_memory_context(assistant_content or "").strip()
@@ -254,6 +328,10 @@ class HonchoProvider(RemoteProvider):
         metadata: dict[str, Any] | None = None,
     ) -> None:
         """A fact the built-in tool wrote to USER.md becomes a conclusion about that user."""
+        meta = metadata or {}
+        if self._silent or "flush" in (meta.get("agent_context"), meta.get("origin")):
+            logger.debug("honcho: a write from the flush is not a conclusion")
+            return
         if target != "user" or action not in ("add", "replace"):
             return
         text = strip_memory_context(content or "").strip()[: _tools.MAX_CONCLUSION]
@@ -281,14 +359,14 @@ class HonchoProvider(RemoteProvider):
     # -- tools ---------------------------------------------------------------
 
     def get_tool_schemas(self) -> list[dict[str, Any]]:
-        if not self._settings.has_tools:
+        if not self._settings.has_tools or self._silent:
             return []
         return [json.loads(json.dumps(schema)) for schema in _tools.SCHEMAS]
 
     def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
         if not isinstance(args, dict):
             return tool_error("arguments must be a JSON object")
-        if tool_name not in _tools.TOOL_NAMES or not self._settings.has_tools:
+        if tool_name not in _tools.TOOL_NAMES or not self.get_tool_schemas():
             return tool_error(f"unknown tool '{tool_name}'")
         try:
             peer = _config.honcho_name(self._key(kwargs.get("speaker")))
@@ -323,7 +401,8 @@ class HonchoProvider(RemoteProvider):
             mine = [c.public() for c in found if c.observer_id == c.observed_id == peer][:limit]
             return {"results": mine, "count": len(mine)}
         if name == _tools.HONCHO_REASONING:
-            query, level = _tools.query_arg(args), _tools.level_arg(args)
+            query = _tools.query_arg(args)
+            level = self._settings.capped(_tools.level_arg(args))
             answer = run("dialectic", partial(client.ask, peer, query, level))
             return {"answer": answer or None}
         if name == _tools.HONCHO_CONTEXT:
