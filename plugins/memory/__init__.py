@@ -37,6 +37,7 @@ from memory.providers import MemoryProvider
 from plugins.errors import PluginError, PluginNotFoundError
 from plugins.memory._config import coerce, config_fields, resolve_config
 from plugins.memory._loader import ProviderCollector, build_provider, import_provider_module
+from plugins.memory._local_state import local_state_refusal
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +49,7 @@ __all__ = [
     "config_fields",
     "discover_memory_providers",
     "load_memory_provider",
+    "local_state_refusal",
     "provider_cli",
     "resolve_config",
     "user_plugins_dir",

@@ -78,6 +78,8 @@ class HindsightProvider(MemoryProvider):
     ``environ`` replaces ``os.environ`` as the fallback for missing settings.
     """
 
+    local_state = "the turns it buffers until they are retained (hindsight.db)"
+
     def __init__(
         self,
         *,
