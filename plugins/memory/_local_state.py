@@ -12,8 +12,10 @@ persistent``); the gateway, the worker and ``chorus doctor`` say so otherwise.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
+from memory.providers import MemoryProvider
 from plugins.errors import PluginError
 
 logger = logging.getLogger(__name__)
@@ -22,18 +24,21 @@ PERSISTENT = "persistent"
 
 
 def local_state_refusal(
-    name: str | None, chorus_home: Path, *, shared_database: bool, local_state: str
+    name: str | None,
+    chorus_home: Path,
+    load: Callable[[str, Path], MemoryProvider],
+    *,
+    shared_database: bool,
+    local_state: str,
 ) -> str | None:
-    """Why the provider ``name`` may not run here, or None when it may.
+    """Why the provider ``name`` (built by ``load``) may not run here, or None when it may.
 
     A provider that cannot be loaded is not refused here: loading reports it.
     """
     if not name or not shared_database or local_state == PERSISTENT:
         return None
-    from plugins.memory import load_memory_provider  # the package imports this module
-
     try:
-        kept = str(getattr(load_memory_provider(name, chorus_home), "local_state", "") or "")
+        kept = str(getattr(load(name, chorus_home), "local_state", "") or "")
     except PluginError as exc:
         logger.debug("memory provider %s not loaded (%s)", name, type(exc).__name__)
         return None

@@ -21,9 +21,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.redis_server import RedisServer
 from tests.fakes.telegram_api import FakeTelegram
 
-pytest_plugins = ["tests.fakes.postgres_fixtures"]
+pytest_plugins = ["tests.fakes.postgres_fixtures", "tests.fakes.redis_fixtures"]
 
 CHORUS = Path(sys.executable).with_name("chorus")
 
@@ -94,6 +95,21 @@ def test_the_gateway_refuses_holographic_on_a_throwaway_home(
     assert "database.url" in said and "memory.local_state: persistent" in said
     password = postgres_url.split("@")[0].rsplit(":", 1)[-1]
     assert password not in result.stdout + result.stderr
+
+
+def test_the_worker_refuses_a_remote_provider_with_a_buffer_on_a_throwaway_home(
+    home: Path, postgres_url: str, redis_server: RedisServer
+) -> None:
+    env = {"CHORUS_MEMORY__PROVIDER": "supermemory", "CHORUS_REDIS__URL": redis_server.url}
+    result = run(home, "worker", "--burst", url=postgres_url, **env)
+    assert result.returncode == 2, result.stdout + result.stderr
+    said = " ".join(result.stderr.split())
+    assert "memory.provider supermemory keeps the turns it buffers until they are sent" in said
+    assert "memory.local_state: persistent" in said
+    declared = run(
+        home, "worker", "--burst", url=postgres_url, CHORUS_MEMORY__LOCAL_STATE="persistent", **env
+    )
+    assert declared.returncode == 0, declared.stdout + declared.stderr
 
 
 @pytest.mark.parametrize(
