@@ -13,14 +13,9 @@ found to be theirs.
 turn and offers the five tools, ``context`` only injects, ``tools`` only offers
 the tools.
 
-Cost throttles (see :mod:`._config`): the injected recall is the person's
-context (card and representation, one call) and a dialectic supplement (Honcho's
-answer to the message about them, one call). ``context_cadence`` N asks for the
-context on every Nth turn at most and injects the last one in between;
-``dialectic_cadence`` N asks the dialectic question on every Nth turn at most;
-``injection_frequency: first-turn`` injects (and asks) on a session's first turn
-only; ``reasoning_level_cap`` caps the supplement's and ``honcho_reasoning``'s
-reasoning level. Turns are counted by ``on_turn_start``.
+The injected recall is the person's context (card and representation) and a
+dialectic supplement (Honcho's answer to the message about them), each one call
+that the cost throttles (:mod:`._config`, :mod:`._throttle`) space out.
 
 Calls by context (see :mod:`memory.providers`): ``sync_turn`` (``"background"``)
 adds the turn as session messages, each text in parts of at most
@@ -60,6 +55,7 @@ from . import _config, _deps, _tools
 from ._client import HonchoClient
 from ._guard import Guard, HonchoFailed, HonchoPaused
 from ._recall import WarmRecall, format_recall, format_recall_with
+from ._throttle import Throttle
 
 logger = logging.getLogger(__name__)
 
@@ -69,20 +65,13 @@ MAX_PARTS = 50
 """Parts kept of one text (1.25 M characters), so a turn is always one request of <= 100."""
 RECALL_CONCLUSIONS = 10
 CONTEXT_TOKENS = 2000
-CONTEXT_MESSAGES = 10
-MAX_SHOWN = 500
-"""Characters of one message honcho_context shows."""
 
+_KNOWS = "You have a long-term memory of each person (Honcho)"
+_ARRIVES = ": what it knows of them arrives with their message."
 _BLOCKS = {
-    "hybrid": (
-        "You have a long-term memory of each person (Honcho): what it knows of them "
-        "arrives with their message. {tools}"
-    ),
-    "context": (
-        "You have a long-term memory of each person (Honcho): what it knows of them "
-        "arrives with their message."
-    ),
-    "tools": "You have a long-term memory of each person (Honcho). {tools}",
+    "hybrid": _KNOWS + _ARRIVES + " {tools}",
+    "context": _KNOWS + _ARRIVES,
+    "tools": _KNOWS + ". {tools}",
 }
 _TOOLS_TEXT = (
     "honcho_profile reads or corrects their peer card; honcho_search finds what Honcho "
@@ -134,11 +123,7 @@ class HonchoProvider(RemoteProvider):
         self._session_id = ""
         self._context = "primary"
         self._client: HonchoClient | None = None
-        self._turn = 0
-        self._turn_told = False
-        self._last_context: tuple[int, str] | None = None
-        self._last_dialectic: int | None = None
-        self._warmed = 0
+        self._throttle = Throttle(self._settings)
         self._lock = threading.RLock()
 
     # -- identity and start-up -----------------------------------------------
@@ -163,8 +148,7 @@ class HonchoProvider(RemoteProvider):
             self._close()
             self._home, self._user_key, self._settings = home, user_key, settings
             self._session_id, self._context, self._client = session_id, context, client
-            self._turn, self._turn_told, self._last_context = 0, False, None
-            self._last_dialectic, self._warmed = None, 0
+            self._throttle = Throttle(settings)
         logger.debug(
             "honcho provider ready for session %s (%s, %s)",
             session_id,
@@ -216,47 +200,28 @@ class HonchoProvider(RemoteProvider):
         return _BLOCKS[self._settings.recall_mode].format(tools=_TOOLS_TEXT)
 
     def on_turn_start(self, turn_number: int, message: str, **kwargs: Any) -> None:
-        with self._lock:
-            self._turn, self._turn_told = turn_number, True
-
-    def _next_turn(self) -> int:
-        with self._lock:
-            if not self._turn_told:
-                self._turn += 1
-            self._turn_told = False
-            return self._turn
+        self._throttle.turn_started(turn_number)
 
     def prefetch(self, query: str, *, session_id: str = "", speaker: str | None = None) -> str:
         if not self._settings.injects or self._silent:
             return ""
-        turn = self._next_turn()
-        settings = self._settings
-        if settings.injection_frequency == "first-turn" and turn > 1:
+        throttle = self._throttle
+        turn = throttle.next_turn()
+        if turn is None:
             return ""
         key = self._key(speaker)
         text = strip_memory_context(query).strip()
-        last = self._last_context
-        if last is not None and turn - last[0] < settings.context_cadence:
-            recalled = last[1]
-        else:
+        recalled = throttle.cached_context(turn)
+        if recalled is None:
             try:
                 recalled = self._recall(text, key, live=True)
             except (HonchoFailed, HonchoPaused):
                 logger.debug("honcho prefetch: Honcho unavailable, using the warm recall")
                 recalled = self._warm(key).load()
             else:
-                self._last_context = (turn, recalled)
-        supplement = ""
-        asked = self._last_dialectic
-        if text and (asked is None or turn - asked >= settings.dialectic_cadence):
-            self._last_dialectic = turn
-            supplement = self._supplement(text, key)
-        logger.debug(
-            "honcho prefetch for %s: %d + %d characters",
-            loggable(text),
-            len(recalled),
-            len(supplement),
-        )
+                throttle.fetched_context(turn, recalled)
+        supplement = self._supplement(text, key) if text and throttle.dialectic_due(turn) else ""
+        logger.debug("honcho prefetch for %s: %d characters", loggable(text), len(recalled))
         return format_recall_with(recalled, supplement)
 
     def _supplement(self, text: str, user_key: str) -> str:
@@ -274,13 +239,7 @@ class HonchoProvider(RemoteProvider):
     def queue_prefetch(
         self, query: str, *, session_id: str = "", speaker: str | None = None
     ) -> None:
-        settings = self._settings
-        if not settings.injects or self._silent or settings.injection_frequency == "first-turn":
-            return
-        with self._lock:
-            self._warmed += 1
-            due = (self._warmed - 1) % settings.context_cadence == 0
-        if not due:
+        if not self._settings.injects or self._silent or not self._throttle.warm_due():
             return
         key = self._key(speaker)
         text = strip_memory_context(query).strip()
@@ -424,27 +383,7 @@ class HonchoProvider(RemoteProvider):
         self._guard.run("open session", partial(client.open_session, session, peer))
         call = partial(client.snapshot, session, peer, query, CONTEXT_TOKENS)
         snap = self._guard.run("session context", call)
-
-        def who(author: str) -> str:
-            if author == peer:
-                return "user"
-            if author == _config.ASSISTANT_PEER:
-                return "assistant"
-            try:
-                return _config.original_name(author)
-            except (ValueError, UnicodeDecodeError):
-                return author
-
-        recent = [
-            {"from": who(author), "content": text[:MAX_SHOWN]}
-            for author, text in snap.messages[-CONTEXT_MESSAGES:]
-        ]
-        return {
-            "summary": snap.summary or None,
-            "peer_card": snap.card,
-            "representation": snap.representation or None,
-            "recent_messages": recent,
-        }
+        return _tools.snapshot_result(snap, peer)
 
     # -- teardown and configuration ------------------------------------------
 
