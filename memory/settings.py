@@ -102,6 +102,12 @@ class MemorySettings(_Section):
         description="Seconds a turn waits for the provider's recall of its message; "
         "a later answer is used on the next turn.",
     )
+    local_state: Annotated[Literal["ephemeral", "persistent"], RESTART] = Field(
+        "ephemeral",
+        description="persistent: CHORUS_HOME is on a volume that outlives a restart. With "
+        "database.url, a provider that keeps its state in CHORUS_HOME (holographic's "
+        "facts, a remote provider's buffer) runs only then.",
+    )
 
 
 class DatabaseSettings(_Section):

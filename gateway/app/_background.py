@@ -19,10 +19,11 @@ from agent.jobs import JobContext, JobScheduler, ProviderSource
 from agent.shared_writes import WriteAudit
 from gateway.access import GatewayDB, admin_checker
 from gateway.config import LiveSettings, Settings, database_location, secrets_environment
+from gateway.errors import ConfigError
 from memory.database import Location
 from memory.jobs import BackgroundQueue, InProcessQueue, JobLedger, JobState, Outbox, mask_url
 from memory.providers import MemoryProvider, ProviderHealth
-from plugins.memory import load_memory_provider, resolve_config
+from plugins.memory import load_memory_provider, local_state_refusal, resolve_config
 
 logger = logging.getLogger(__name__)
 
@@ -42,12 +43,23 @@ def provider_source(
     """The configured external provider (``memory.provider``), or None for built-in only.
 
     Its settings are read from the settings in effect and the environment (with
-    ``CHORUS_HOME/.env``) each time a session's provider is built.
+    ``CHORUS_HOME/.env``) each time a session's provider is built. Raises
+    ConfigError for a provider whose state would not survive (see
+    :func:`~plugins.memory.local_state_refusal`).
     """
     name = live.current.memory.provider
     if not name:
         return None
     home = live.current.home
+    refusal = local_state_refusal(
+        name,
+        home,
+        shared_database=live.current.database.url is not None,
+        local_state=live.current.memory.local_state,
+    )
+    if refusal is not None:
+        logger.error("memory provider %s refused: its state would not survive", name)
+        raise ConfigError(refusal)
 
     def load() -> MemoryProvider:
         return load_memory_provider(name, home)

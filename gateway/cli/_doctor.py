@@ -31,7 +31,11 @@ from memory.database import safe_location
 from memory.errors import MemoryLayerError, SessionDBError
 from memory.paths import ChorusPaths
 from memory.transcripts import SessionDB, fts5_available
-from plugins.memory import discover_memory_providers, load_memory_provider
+from plugins.memory import (
+    discover_memory_providers,
+    load_memory_provider,
+    local_state_refusal,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -192,6 +196,14 @@ def check_memory_provider(settings: Settings) -> CheckResult:
     if not info.available:
         why = info.error or _unavailable_reason(settings, name) or "check"
         return CheckResult("provider", False, f"{name}: not available ({why})")
+    refusal = local_state_refusal(
+        name,
+        settings.home,
+        shared_database=settings.database.url is not None,
+        local_state=settings.memory.local_state,
+    )
+    if refusal is not None:
+        return CheckResult("provider", False, refusal)
     return CheckResult("provider", True, f"{name} available")
 
 

@@ -75,6 +75,12 @@ class MemoryProvider(ABC):
     that call. Exception text never reaches the user or the model.
     """
 
+    local_state: str = ""
+    """What the provider keeps under ``chorus_home`` that is lost with it (``""``:
+    nothing but caches). With ``database.url`` several replicas each have their own
+    home, often thrown away on restart, so chorus starts such a provider only when
+    ``memory.local_state`` says the home is ``persistent``."""
+
     # -- identity ------------------------------------------------------------
 
     @property

@@ -37,6 +37,7 @@ from memory.providers import MemoryProvider
 from plugins.errors import PluginError, PluginNotFoundError
 from plugins.memory._config import coerce, config_fields, resolve_config
 from plugins.memory._loader import ProviderCollector, build_provider, import_provider_module
+from plugins.memory._local_state import local_state_refusal as _local_state_refusal
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +49,7 @@ __all__ = [
     "config_fields",
     "discover_memory_providers",
     "load_memory_provider",
+    "local_state_refusal",
     "provider_cli",
     "resolve_config",
     "user_plugins_dir",
@@ -254,3 +256,19 @@ def load_memory_provider(name: str, chorus_home: Path) -> MemoryProvider:
             constructor raised.
     """
     return _load(name, chorus_home, layout=_DEFAULT_LAYOUT)
+
+
+def local_state_refusal(
+    name: str | None, chorus_home: Path, *, shared_database: bool, local_state: str
+) -> str | None:
+    """Why provider ``name`` may not keep its state in ``chorus_home``, or None when it may.
+
+    See :mod:`plugins.memory._local_state`.
+    """
+    return _local_state_refusal(
+        name,
+        chorus_home,
+        load_memory_provider,
+        shared_database=shared_database,
+        local_state=local_state,
+    )

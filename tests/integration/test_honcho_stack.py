@@ -26,7 +26,7 @@ def honcho() -> Iterator[FakeHoncho]:
 
 
 async def honcho_stack(
-    chorus_home: Path, server: FakeOpenAI, honcho: FakeHoncho, mode: str
+    chorus_home: Path, server: FakeOpenAI, honcho: FakeHoncho, mode: str, **extra: str
 ) -> Stack:
     chorus_home.mkdir(mode=0o700)
     secrets = chorus_home / ".env"
@@ -39,6 +39,7 @@ async def honcho_stack(
         CHORUS_MEMORY__PROVIDERS__HONCHO__BASE_URL=honcho.base_url,
         CHORUS_MEMORY__PROVIDERS__HONCHO__RECALL_MODE=mode,
         CHORUS_MEMORY__PREFETCH_TIMEOUT="10",  # recall is asserted, not raced
+        **extra,
     )
     return await build_stack(settings)
 
@@ -102,5 +103,74 @@ async def test_context_mode_injects_and_offers_no_honcho_tools(
         assert "I love dark roast coffee." in last_user_text(server)
         offered = [t["function"]["name"] for t in server.requests[-1]["tools"]]
         assert not [name for name in offered if name.startswith("honcho_")]
+    finally:
+        await close_stack(stack)
+
+
+async def test_cadences_space_out_the_calls_each_turn_makes(
+    chorus_home: Path, server: FakeOpenAI, honcho: FakeHoncho
+) -> None:
+    chorus_home.mkdir(mode=0o700)
+    secrets = chorus_home / ".env"
+    secrets.write_text(f"HONCHO_API_KEY={honcho.api_key}\n")
+    secrets.chmod(0o600)
+    settings = stack_settings(
+        chorus_home,
+        server,
+        CHORUS_MEMORY__PROVIDER="honcho",
+        CHORUS_MEMORY__PROVIDERS__HONCHO__BASE_URL=honcho.base_url,
+        CHORUS_MEMORY__PROVIDERS__HONCHO__CONTEXT_CADENCE="2",
+        CHORUS_MEMORY__PROVIDERS__HONCHO__DIALECTIC_CADENCE="3",
+        CHORUS_MEMORY__PREFETCH_TIMEOUT="10",
+    )
+    stack = await build_stack(settings)
+    context = ("GET", f"/v3/workspaces/chorus/peers/{ALICE_PEER}/context")
+    chat = ("POST", f"/v3/workspaces/chorus/peers/{ALICE_PEER}/chat")
+    try:
+        agent = await stack.agent("s1")
+        seen = []
+        for text in ["I keep bees.", "They make honey.", "What do I keep?", "And what else?"]:
+            assert stack.background.queue.flush(10)
+            honcho.requests.clear()
+            server.reply("Ok.")
+            await agent.run_turn(text)
+            assert stack.background.queue.flush(10)
+            calls = [(method, path) for method, path, _ in honcho.requests]
+            seen.append((calls.count(context), calls.count(chat)))
+        # context: the turn's recall on turns 1 and 3, the warm-up after them;
+        # dialectic: turns 1 and 4
+        assert seen == [(2, 1), (0, 0), (2, 0), (0, 1)]
+        assert "I keep bees." in last_user_text(server)  # turn 4 injects turn 3's context
+    finally:
+        await close_stack(stack)
+
+
+async def test_the_end_of_session_flush_writes_no_conclusion(
+    chorus_home: Path, server: FakeOpenAI, honcho: FakeHoncho
+) -> None:
+    stack = await honcho_stack(
+        chorus_home, server, honcho, "hybrid", CHORUS_MEMORY__FLUSH_MIN_TURNS="1"
+    )
+    try:
+        agent = await stack.agent("ending")
+        server.reply("Nice.")
+        await agent.run_turn("I play the cello.")
+        assert stack.background.queue.flush(10)
+        server.tool_call(
+            "memory", {"action": "add", "target": "user", "content": "Plays the cello"}
+        )
+        server.reply("Saved.")
+        stack.background.scheduler.end_session("ending", "idle")
+        assert stack.background.queue.flush(10)
+        flushes = [
+            r
+            for r in server.requests
+            if [t["function"]["name"] for t in r.get("tools", [])] == ["memory"]
+        ]
+        assert flushes, "no flush ran"
+        profiles = list((chorus_home / "memories").rglob("USER.md"))
+        assert any("Plays the cello" in p.read_text() for p in profiles)  # the flush wrote it
+        assert "Plays the cello" not in honcho.conclusions_of(ALICE_PEER)
+        assert not [path for _, path, _ in honcho.requests if path.endswith("/conclusions")]
     finally:
         await close_stack(stack)

@@ -139,7 +139,17 @@ def test_the_chorus_config_resolver_accepts_the_schema() -> None:
         "context",
     )
     fields = {f["key"]: f for f in provider.get_config_schema()}
-    assert list(fields) == ["base_url", "api_key", "workspace_id", "recall_mode", "timeout"]
+    assert list(fields) == [
+        "base_url",
+        "api_key",
+        "workspace_id",
+        "recall_mode",
+        "timeout",
+        "injection_frequency",
+        "context_cadence",
+        "dialectic_cadence",
+        "reasoning_level_cap",
+    ]
     assert fields["api_key"]["secret"] is True and fields["api_key"]["env_var"] == "HONCHO_API_KEY"
     assert fields["recall_mode"]["choices"] == ["hybrid", "context", "tools"]
 
@@ -278,7 +288,7 @@ def test_prefetch_injects_the_card_and_matching_conclusions(
     recalled = gateway.prefetch("where does my sister Anna live")
     assert recalled.startswith("Peer card (Honcho):\n- Name: Alice\n- Drinks coffee daily\n\n")
     assert "- My sister Anna lives in Lisbon." in recalled
-    method, path, query = fake.requests[-1]
+    method, path, query = fake.requests[-2]
     assert (method, path) == ("GET", f"/v3/workspaces/chorus/peers/{ALICE_PEER}/context")
     assert query["search_query"] == "where does my sister Anna live"
     assert gateway.prefetch("quantum chromodynamics").startswith("Peer card")

@@ -65,6 +65,7 @@ def _turn_text(user: str, assistant: str) -> str:
 class ByteRoverProvider(RemoteProvider):
     """ByteRover through ``brv`` (``npm i -g byterover-cli``); no Python dependencies."""
 
+    local_state = "its knowledge tree"
     provider_name = _config.PROVIDER_NAME
     config_schema = _config.SCHEMA
 

@@ -5,8 +5,14 @@ filled in from ``HINDSIGHT_API_KEY``; a key that is missing or empty falls back
 to its environment variable (if it has one) and then to its default, so the
 provider also runs with no section at all. A value of the wrong kind falls
 back to its default with a WARNING naming the key, never the value. Only
-``bank_prefix`` is strict: a typo there would quietly give every user a new,
-empty bank (and leave their memories behind in the old one).
+``bank_prefix`` and ``recall_mode`` are strict: a typo in the prefix would
+quietly give every user a new, empty bank (and leave their memories behind in
+the old one), one in the recall mode would inject (and pay for) recall an
+operator turned off.
+
+``recall_mode`` (``hybrid`` by default): ``hybrid`` injects recall before each
+turn and offers the tools, ``context`` only injects, ``tools`` only offers the
+tools (the model recalls when it asks).
 
 Bank ids: ``<bank_prefix>-<user key>`` with every character of the key other
 than ASCII letters, digits and ``-`` written as ``_`` and two hex digits per
@@ -30,6 +36,7 @@ PROVIDER_NAME = "hindsight"
 DEFAULT_BASE_URL = "http://localhost:8888"
 DEFAULT_PREFIX = "chorus"
 BUDGETS = ("low", "mid", "high")
+RECALL_MODES = ("hybrid", "context", "tools")
 _PREFIX = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,31}")
 _SAFE = frozenset(string.ascii_letters + string.digits + "-")
 
@@ -54,6 +61,17 @@ class Settings:
     next try (retaining a part again replaces it)."""
     retain_timeout: float = 120.0
     """Seconds the retain of a session part may take (it includes the extraction)."""
+    recall_mode: str = "hybrid"
+
+    @property
+    def injects(self) -> bool:
+        """Whether recall is injected before each turn (``hybrid``, ``context``)."""
+        return self.recall_mode != "tools"
+
+    @property
+    def has_tools(self) -> bool:
+        """Whether the model gets the hindsight tools (``hybrid``, ``tools``)."""
+        return self.recall_mode != "context"
 
     def bank_id(self, user_key: str) -> str:
         return bank_id(self.bank_prefix, user_key)
@@ -163,6 +181,14 @@ SCHEMA: list[dict[str, Any]] = [
         "required": False,
         "default": _DEFAULTS.retain_timeout,
     },
+    {
+        "key": "recall_mode",
+        "description": "hybrid: recall injected before each turn and the hindsight tools; "
+        "context: only the injected recall; tools: only the tools",
+        "required": False,
+        "default": _DEFAULTS.recall_mode,
+        "choices": list(RECALL_MODES),
+    },
 ]
 
 _ENV = {field["key"]: field["env_var"] for field in SCHEMA if field.get("env_var")}
@@ -220,7 +246,8 @@ def _choice(value: Any, key: str, default: str) -> str:
 def parse(config: Mapping[str, Any] | None, environ: Mapping[str, str] | None = None) -> Settings:
     """Settings from ``config`` and ``environ`` (``os.environ`` by default).
 
-    Raises ValueError for a ``bank_prefix`` that is not letters, digits and ``-``.
+    Raises ValueError for a ``bank_prefix`` that is not letters, digits and ``-``,
+    and for a ``recall_mode`` that is not one of :data:`RECALL_MODES`.
     """
     section: Mapping[str, Any] = config if isinstance(config, Mapping) else {}
     env: Mapping[str, str] = os.environ if environ is None else environ
@@ -237,6 +264,10 @@ def parse(config: Mapping[str, Any] | None, environ: Mapping[str, str] | None = 
         raise ValueError(
             "memory.providers.hindsight.bank_prefix must be 1-32 letters, digits or '-'"
         )
+    mode = get("recall_mode")
+    mode = str(mode).strip().lower() if mode is not None else _DEFAULTS.recall_mode
+    if mode not in RECALL_MODES:
+        raise ValueError("memory.providers.hindsight.recall_mode must be hybrid, context or tools")
     api_key = get("api_key")
     return Settings(
         base_url=base_url.rstrip("/"),
@@ -256,4 +287,5 @@ def parse(config: Mapping[str, Any] | None, environ: Mapping[str, str] | None = 
         retain_timeout=_number(
             get("retain_timeout"), "retain_timeout", _DEFAULTS.retain_timeout, 1, 3600
         ),
+        recall_mode=mode,
     )

@@ -17,9 +17,11 @@ Recall: ``prefetch`` (on the turn's path) asks Hindsight live, bounded by
 ``recall_timeout``; when that fails, times out or the circuit breaker is open,
 it answers with the recall ``queue_prefetch`` warmed after the last turn, so a
 dead backend costs a turn one bounded wait at most and, once the breaker is
-open, nothing. The tools never raise: a failure is a JSON error. Background
-methods let a failure out (the manager logs its class and records it for
-``chorus memory status``) except while paused. No text above DEBUG.
+open, nothing. ``recall_mode`` (see :mod:`._config`): ``context`` offers no
+tools, ``tools`` neither injects nor warms a recall. The tools never raise: a
+failure is a JSON error. Background methods let a failure out (the manager logs
+its class and records it for ``chorus memory status``) except while paused. No
+text above DEBUG.
 """
 
 from __future__ import annotations
@@ -50,12 +52,19 @@ CACHE_MAX_AGE = 7 * 86400.0
 MAX_PENDING_CHARS = 32000
 """Characters of a session's waiting turns that seal a part even before ``buffer_turns``."""
 
-SYSTEM_PROMPT_BLOCK = (
-    "You have a long-term memory of each person (Hindsight): what it recalls for a message "
-    "arrives with that message, and each conversation is remembered when it ends. "
+_TOOLS_TEXT = (
     "hindsight_recall searches it; hindsight_retain stores something worth keeping now; "
     "hindsight_reflect thinks over everything remembered to answer a question."
 )
+_BLOCKS = {
+    "hybrid": "You have a long-term memory of each person (Hindsight): what it recalls for a "
+    "message arrives with that message, and each conversation is remembered when it ends. "
+    + _TOOLS_TEXT,
+    "context": "You have a long-term memory of each person (Hindsight): what it recalls for a "
+    "message arrives with that message, and each conversation is remembered when it ends.",
+    "tools": "You have a long-term memory of each person (Hindsight); each conversation is "
+    "remembered when it ends. " + _TOOLS_TEXT,
+}
 
 
 def _error(message: str) -> str:
@@ -68,6 +77,8 @@ class HindsightProvider(MemoryProvider):
     ``clock``, ``failure_threshold`` and ``cooldown`` set the circuit breaker;
     ``environ`` replaces ``os.environ`` as the fallback for missing settings.
     """
+
+    local_state = "the turns it buffers until they are retained (hindsight.db)"
 
     def __init__(
         self,
@@ -168,11 +179,11 @@ class HindsightProvider(MemoryProvider):
     # -- recall --------------------------------------------------------------
 
     def system_prompt_block(self) -> str:
-        return SYSTEM_PROMPT_BLOCK
+        return _BLOCKS[self._settings.recall_mode]
 
     def prefetch(self, query: str, *, session_id: str = "", speaker: str | None = None) -> str:
         text = strip_memory_context(query).strip()
-        if not text:
+        if not text or not self._settings.injects:
             return ""
         owner = self._owner(speaker)
         settings = self._settings
@@ -192,7 +203,7 @@ class HindsightProvider(MemoryProvider):
         self, query: str, *, session_id: str = "", speaker: str | None = None
     ) -> None:
         text = strip_memory_context(query).strip()
-        if not text or self._guard.paused:
+        if not text or self._guard.paused or not self._settings.injects:
             return
         owner = self._owner(speaker)
         settings = self._settings
@@ -264,12 +275,14 @@ class HindsightProvider(MemoryProvider):
     # -- tools ---------------------------------------------------------------
 
     def get_tool_schemas(self) -> list[dict[str, Any]]:
+        if not self._settings.has_tools:
+            return []
         return [json.loads(json.dumps(schema)) for schema in _tools.SCHEMAS]
 
     def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
         if not isinstance(args, dict):
             return _error("arguments must be a JSON object")
-        if tool_name not in _tools.TOOL_NAMES:
+        if tool_name not in _tools.TOOL_NAMES or not self._settings.has_tools:
             return _error(f"unknown tool '{tool_name}'")
         try:
             result = self._tool(tool_name, args, kwargs.get("speaker"))

@@ -64,6 +64,8 @@ class HolographicProvider(MemoryProvider):
     ``hrr`` and ``prefetch_limit`` override the saved settings when given.
     """
 
+    local_state = "its facts (facts.db)"
+
     def __init__(self, *, hrr: bool | None = None, prefetch_limit: int | None = None) -> None:
         self._hrr_override = hrr
         self._limit_override = prefetch_limit

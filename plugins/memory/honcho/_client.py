@@ -113,9 +113,14 @@ class HonchoClient:
     def set_card(self, peer_id: str, card: list[str]) -> list[str]:
         return list(self._peer(peer_id).set_card(card) or [])
 
-    def ask(self, peer_id: str, query: str, reasoning_level: str | None) -> str:
-        """Honcho's dialectic answer to ``query`` about the peer; ``""`` when it has none."""
-        answer = self._peer(peer_id).chat(query, reasoning_level=reasoning_level)
+    def ask(
+        self, peer_id: str, query: str, reasoning_level: str | None, *, live: bool = False
+    ) -> str:
+        """Honcho's dialectic answer to ``query`` about the peer; ``""`` when it has none.
+
+        ``live``: the supplement a turn waits for, through the ``recall`` client.
+        """
+        answer = self._peer(peer_id, recall=live).chat(query, reasoning_level=reasoning_level)
         return str(answer) if answer else ""
 
     # -- conclusions (the peer's own view) -----------------------------------

@@ -5,10 +5,18 @@ in from ``HONCHO_API_KEY``; a missing or empty ``api_key`` falls back to that
 variable, every other missing key to its default, so the provider also runs
 with no section at all. A ``timeout`` of the wrong kind falls back to its
 default with a WARNING naming the key, never the value. ``base_url``,
-``workspace_id`` and ``recall_mode`` are strict (ValueError, so the provider is
-left out of the session and ``chorus memory status`` says why): a typo in the
-workspace would quietly start everyone over in another one, one in the recall
-mode would inject (and pay for) recall an operator turned off.
+``workspace_id``, ``recall_mode`` and the cost throttles are strict (ValueError,
+so the provider is left out of the session and ``chorus memory status`` says
+why): a typo in the workspace would quietly start everyone over in another one,
+one in the recall mode or a throttle would inject (and pay for) recall an
+operator turned off.
+
+Cost throttles: ``injection_frequency`` (``every-turn``, or ``first-turn``: recall
+is injected on a session's first turn only), ``context_cadence`` and
+``dialectic_cadence`` (the fewest turns between two context calls, and between
+two dialectic calls, both 1 by default: every turn) and ``reasoning_level_cap``
+(``minimal``, ``low``, ``mid``/``medium``, ``high`` or ``max``; no cap by default):
+no dialectic call asks for more reasoning than the cap.
 
 Names: Honcho accepts ``[A-Za-z0-9_-]`` in peer and session ids. A user key or
 session id keeps its ASCII letters, digits and ``-``; every other character,
@@ -44,6 +52,13 @@ MAX_NAME = 512
 _SAFE = frozenset(string.ascii_letters + string.digits + "-")
 _WORKSPACE = re.compile(r"[A-Za-z0-9_-]{1,512}")
 
+INJECTION_FREQUENCIES = ("every-turn", "first-turn")
+REASONING_LEVELS = ("minimal", "low", "medium", "high", "max")
+"""Honcho's dialectic reasoning levels, cheapest first."""
+SUPPLEMENT_LEVEL = "low"
+"""Reasoning level of the dialectic supplement before a turn (Honcho's own default)."""
+MAX_CADENCE = 1000
+
 RecallMode = Literal["hybrid", "context", "tools"]
 
 
@@ -55,6 +70,18 @@ class Settings:
     recall_mode: RecallMode = "hybrid"
     timeout: float = DEFAULT_TIMEOUT
     """Seconds one request to Honcho may take (the live recall before a turn takes less)."""
+    injection_frequency: str = "every-turn"
+    context_cadence: int = 1
+    dialectic_cadence: int = 1
+    reasoning_level_cap: str | None = None
+
+    def capped(self, level: str | None) -> str | None:
+        """``level`` lowered to ``reasoning_level_cap`` (Honcho's default counts as ``low``)."""
+        cap = self.reasoning_level_cap
+        if cap is None:
+            return level
+        wanted = level or SUPPLEMENT_LEVEL
+        return min(wanted, cap, key=REASONING_LEVELS.index)
 
     @property
     def injects(self) -> bool:
@@ -130,6 +157,34 @@ SCHEMA: list[dict[str, Any]] = [
         "required": False,
         "default": DEFAULT_TIMEOUT,
     },
+    {
+        "key": "injection_frequency",
+        "description": "every-turn: recall injected before each turn; first-turn: only "
+        "before a session's first turn",
+        "required": False,
+        "default": _DEFAULTS.injection_frequency,
+        "choices": list(INJECTION_FREQUENCIES),
+    },
+    {
+        "key": "context_cadence",
+        "description": "Fewest turns between two calls for the person's context (1: every turn)",
+        "required": False,
+        "default": _DEFAULTS.context_cadence,
+    },
+    {
+        "key": "dialectic_cadence",
+        "description": "Fewest turns between two dialectic questions about the person "
+        "(1: every turn)",
+        "required": False,
+        "default": _DEFAULTS.dialectic_cadence,
+    },
+    {
+        "key": "reasoning_level_cap",
+        "description": "Highest reasoning level a dialectic question may use "
+        "(minimal, low, mid, high, max; empty: no cap)",
+        "required": False,
+        "default": None,
+    },
 ]
 
 
@@ -166,10 +221,46 @@ def _recall_mode(value: Any) -> RecallMode:
     raise ValueError("memory.providers.honcho.recall_mode must be hybrid, context or tools")
 
 
+def _choice(value: Any, key: str, choices: tuple[str, ...], default: str) -> str:
+    text = str(value).strip().lower() if value is not None else default
+    if text not in choices:
+        raise ValueError(f"memory.providers.honcho.{key} must be " + " or ".join(choices))
+    return text
+
+
+def _cadence(value: Any, key: str) -> int:
+    if value is None:
+        return 1
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        number = 0
+    else:
+        try:
+            number = int(value)
+        except ValueError:
+            number = 0
+    if not 1 <= number <= MAX_CADENCE:
+        raise ValueError(
+            f"memory.providers.honcho.{key} must be a whole number of turns from 1 to {MAX_CADENCE}"
+        )
+    return number
+
+
+def _level_cap(value: Any) -> str | None:
+    if value is None:
+        return None
+    text = str(value).strip().lower()
+    text = "medium" if text == "mid" else text
+    if text not in REASONING_LEVELS:
+        raise ValueError(
+            "memory.providers.honcho.reasoning_level_cap must be minimal, low, mid, high or max"
+        )
+    return text
+
+
 def parse(config: Mapping[str, Any] | None, environ: Mapping[str, str] | None = None) -> Settings:
     """Settings from ``config`` and ``environ`` (``os.environ`` by default).
 
-    Raises ValueError for a bad ``workspace_id``, ``recall_mode`` or ``base_url``.
+    Raises ValueError for a bad ``workspace_id``, ``recall_mode``, ``base_url`` or throttle.
     """
     section: Mapping[str, Any] = config if isinstance(config, Mapping) else {}
     env: Mapping[str, str] = os.environ if environ is None else environ
@@ -192,4 +283,10 @@ def parse(config: Mapping[str, Any] | None, environ: Mapping[str, str] | None = 
         workspace_id=workspace,
         recall_mode=_recall_mode(get("recall_mode")),
         timeout=_timeout(get("timeout")),
+        injection_frequency=_choice(
+            get("injection_frequency"), "injection_frequency", INJECTION_FREQUENCIES, "every-turn"
+        ),
+        context_cadence=_cadence(get("context_cadence"), "context_cadence"),
+        dialectic_cadence=_cadence(get("dialectic_cadence"), "dialectic_cadence"),
+        reasoning_level_cap=_level_cap(get("reasoning_level_cap")),
     )

@@ -13,6 +13,10 @@ found to be theirs.
 turn and offers the five tools, ``context`` only injects, ``tools`` only offers
 the tools.
 
+The injected recall is the person's context (card and representation) and a
+dialectic supplement (Honcho's answer to the message about them), each one call
+that the cost throttles (:mod:`._config`, :mod:`._throttle`) space out.
+
 Calls by context (see :mod:`memory.providers`): ``sync_turn`` (``"background"``)
 adds the turn as session messages, each text in parts of at most
 :data:`MAX_MESSAGE_CHARS` characters, all in one request tagged with the turn's
@@ -21,7 +25,9 @@ job adds nothing). ``prefetch`` asks Honcho for the person's card and their
 representation around the message (at most ``RECALL_TIMEOUT`` seconds); while
 Honcho fails or is paused it answers with the recall ``queue_prefetch`` warmed
 after the last turn. ``on_memory_write`` of the built-in tool's ``user`` target
-becomes a conclusion about the session's user. Honcho cannot delete a message,
+becomes a conclusion about the session's user. The ``"flush"`` instance is
+silent: chorus wrote its prompt, so nothing it does (no USER.md write, no tool)
+reaches Honcho, and it injects nothing. Honcho cannot delete a message,
 so a turn withdrawn by ``/undo`` after its sync stays in Honcho.
 
 Logs carry no message, query or memory text above DEBUG.
@@ -48,7 +54,8 @@ from plugins.memory._remote import RemoteProvider, tool_error, tool_success
 from . import _config, _deps, _tools
 from ._client import HonchoClient
 from ._guard import Guard, HonchoFailed, HonchoPaused
-from ._recall import WarmRecall, format_recall
+from ._recall import WarmRecall, format_recall, format_recall_with
+from ._throttle import Throttle
 
 logger = logging.getLogger(__name__)
 
@@ -58,20 +65,13 @@ MAX_PARTS = 50
 """Parts kept of one text (1.25 M characters), so a turn is always one request of <= 100."""
 RECALL_CONCLUSIONS = 10
 CONTEXT_TOKENS = 2000
-CONTEXT_MESSAGES = 10
-MAX_SHOWN = 500
-"""Characters of one message honcho_context shows."""
 
+_KNOWS = "You have a long-term memory of each person (Honcho)"
+_ARRIVES = ": what it knows of them arrives with their message."
 _BLOCKS = {
-    "hybrid": (
-        "You have a long-term memory of each person (Honcho): what it knows of them "
-        "arrives with their message. {tools}"
-    ),
-    "context": (
-        "You have a long-term memory of each person (Honcho): what it knows of them "
-        "arrives with their message."
-    ),
-    "tools": "You have a long-term memory of each person (Honcho). {tools}",
+    "hybrid": _KNOWS + _ARRIVES + " {tools}",
+    "context": _KNOWS + _ARRIVES,
+    "tools": _KNOWS + ". {tools}",
 }
 _TOOLS_TEXT = (
     "honcho_profile reads or corrects their peer card; honcho_search finds what Honcho "
@@ -123,6 +123,7 @@ class HonchoProvider(RemoteProvider):
         self._session_id = ""
         self._context = "primary"
         self._client: HonchoClient | None = None
+        self._throttle = Throttle(self._settings)
         self._lock = threading.RLock()
 
     # -- identity and start-up -----------------------------------------------
@@ -147,6 +148,7 @@ class HonchoProvider(RemoteProvider):
             self._close()
             self._home, self._user_key, self._settings = home, user_key, settings
             self._session_id, self._context, self._client = session_id, context, client
+            self._throttle = Throttle(settings)
         logger.debug(
             "honcho provider ready for session %s (%s, %s)",
             session_id,
@@ -187,26 +189,57 @@ class HonchoProvider(RemoteProvider):
 
     # -- recall --------------------------------------------------------------
 
+    @property
+    def _silent(self) -> bool:
+        """The flush instance: chorus's own prompt, never the person's words."""
+        return self._context == "flush"
+
     def system_prompt_block(self) -> str:
+        if self._silent:
+            return ""
         return _BLOCKS[self._settings.recall_mode].format(tools=_TOOLS_TEXT)
 
+    def on_turn_start(self, turn_number: int, message: str, **kwargs: Any) -> None:
+        self._throttle.turn_started(turn_number)
+
     def prefetch(self, query: str, *, session_id: str = "", speaker: str | None = None) -> str:
-        if not self._settings.injects:
+        if not self._settings.injects or self._silent:
+            return ""
+        throttle = self._throttle
+        turn = throttle.next_turn()
+        if turn is None:
             return ""
         key = self._key(speaker)
         text = strip_memory_context(query).strip()
-        try:
-            recalled = self._recall(text, key, live=True)
-        except (HonchoFailed, HonchoPaused):
-            logger.debug("honcho prefetch: Honcho unavailable, using the warm recall")
-            return self._warm(key).load()
+        recalled = throttle.cached_context(turn)
+        if recalled is None:
+            try:
+                recalled = self._recall(text, key, live=True)
+            except (HonchoFailed, HonchoPaused):
+                logger.debug("honcho prefetch: Honcho unavailable, using the warm recall")
+                recalled = self._warm(key).load()
+            else:
+                throttle.fetched_context(turn, recalled)
+        supplement = self._supplement(text, key) if text and throttle.dialectic_due(turn) else ""
         logger.debug("honcho prefetch for %s: %d characters", loggable(text), len(recalled))
-        return recalled
+        return format_recall_with(recalled, supplement)
+
+    def _supplement(self, text: str, user_key: str) -> str:
+        """Honcho's dialectic answer to the message about the person (``""`` on failure)."""
+        _, client = self._ready()
+        peer = _config.honcho_name(user_key)
+        level = self._settings.capped(None)
+        call = partial(client.ask, peer, text[: _tools.MAX_QUERY], level, live=True)
+        try:
+            return str(self._guard.run("dialectic", call))
+        except (HonchoFailed, HonchoPaused):
+            logger.debug("honcho prefetch: no dialectic supplement, Honcho unavailable")
+            return ""
 
     def queue_prefetch(
         self, query: str, *, session_id: str = "", speaker: str | None = None
     ) -> None:
-        if not self._settings.injects or self._context == "flush":
+        if not self._settings.injects or self._silent or not self._throttle.warm_due():
             return
         key = self._key(speaker)
         text = strip_memory_context(query).strip()
@@ -227,7 +260,7 @@ class HonchoProvider(RemoteProvider):
         messages: list[dict[str, Any]] | None = None,
         speaker: str | None = None,
     ) -> None:
-        if self._context == "flush":
+        if self._silent:
             return
         user = strip_memory_context(user_content or "").strip()
         assistant = strip_memory_context(assistant_content or "").strip()
@@ -254,6 +287,10 @@ class HonchoProvider(RemoteProvider):
         metadata: dict[str, Any] | None = None,
     ) -> None:
         """A fact the built-in tool wrote to USER.md becomes a conclusion about that user."""
+        meta = metadata or {}
+        if self._silent or "flush" in (meta.get("agent_context"), meta.get("origin")):
+            logger.debug("honcho: a write from the flush is not a conclusion")
+            return
         if target != "user" or action not in ("add", "replace"):
             return
         text = strip_memory_context(content or "").strip()[: _tools.MAX_CONCLUSION]
@@ -281,14 +318,14 @@ class HonchoProvider(RemoteProvider):
     # -- tools ---------------------------------------------------------------
 
     def get_tool_schemas(self) -> list[dict[str, Any]]:
-        if not self._settings.has_tools:
+        if not self._settings.has_tools or self._silent:
             return []
         return [json.loads(json.dumps(schema)) for schema in _tools.SCHEMAS]
 
     def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
         if not isinstance(args, dict):
             return tool_error("arguments must be a JSON object")
-        if tool_name not in _tools.TOOL_NAMES or not self._settings.has_tools:
+        if tool_name not in _tools.TOOL_NAMES or not self.get_tool_schemas():
             return tool_error(f"unknown tool '{tool_name}'")
         try:
             peer = _config.honcho_name(self._key(kwargs.get("speaker")))
@@ -323,7 +360,8 @@ class HonchoProvider(RemoteProvider):
             mine = [c.public() for c in found if c.observer_id == c.observed_id == peer][:limit]
             return {"results": mine, "count": len(mine)}
         if name == _tools.HONCHO_REASONING:
-            query, level = _tools.query_arg(args), _tools.level_arg(args)
+            query = _tools.query_arg(args)
+            level = self._settings.capped(_tools.level_arg(args))
             answer = run("dialectic", partial(client.ask, peer, query, level))
             return {"answer": answer or None}
         if name == _tools.HONCHO_CONTEXT:
@@ -345,27 +383,7 @@ class HonchoProvider(RemoteProvider):
         self._guard.run("open session", partial(client.open_session, session, peer))
         call = partial(client.snapshot, session, peer, query, CONTEXT_TOKENS)
         snap = self._guard.run("session context", call)
-
-        def who(author: str) -> str:
-            if author == peer:
-                return "user"
-            if author == _config.ASSISTANT_PEER:
-                return "assistant"
-            try:
-                return _config.original_name(author)
-            except (ValueError, UnicodeDecodeError):
-                return author
-
-        recent = [
-            {"from": who(author), "content": text[:MAX_SHOWN]}
-            for author, text in snap.messages[-CONTEXT_MESSAGES:]
-        ]
-        return {
-            "summary": snap.summary or None,
-            "peer_card": snap.card,
-            "representation": snap.representation or None,
-            "recent_messages": recent,
-        }
+        return _tools.snapshot_result(snap, peer)
 
     # -- teardown and configuration ------------------------------------------
 

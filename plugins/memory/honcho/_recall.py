@@ -42,6 +42,15 @@ def format_recall(representation: str, card: list[str]) -> str:
     return text if len(text) <= MAX_RECALL else text[: MAX_RECALL - 1] + "…"
 
 
+def format_recall_with(recalled: str, supplement: str) -> str:
+    """The recall, then Honcho's dialectic answer about the message, within :data:`MAX_RECALL`."""
+    answer = supplement.strip()
+    if not answer:
+        return recalled
+    text = "\n\n".join(p for p in (recalled, "Honcho on this message:\n" + answer) if p)
+    return text if len(text) <= MAX_RECALL else text[: MAX_RECALL - 1] + "…"
+
+
 class WarmRecall:
     def __init__(self, directory: Path) -> None:
         self.path = directory / WARM_FILE

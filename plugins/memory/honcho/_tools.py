@@ -15,6 +15,9 @@ from memory.providers import strip_memory_context
 from memory.store import scan_memory_content
 from plugins.errors import PluginError
 
+from ._client import SessionSnapshot
+from ._config import ASSISTANT_PEER, original_name
+
 HONCHO_PROFILE = "honcho_profile"
 HONCHO_SEARCH = "honcho_search"
 HONCHO_REASONING = "honcho_reasoning"
@@ -23,6 +26,10 @@ HONCHO_CONCLUDE = "honcho_conclude"
 TOOL_NAMES = (HONCHO_PROFILE, HONCHO_SEARCH, HONCHO_REASONING, HONCHO_CONTEXT, HONCHO_CONCLUDE)
 REASONING_LEVELS = ("minimal", "low", "medium", "high", "max")
 MAX_QUERY = 2000
+CONTEXT_MESSAGES = 10
+"""Messages honcho_context shows."""
+MAX_SHOWN = 500
+"""Characters of one message honcho_context shows."""
 MAX_FACT = 500
 MAX_CARD = 40
 MAX_CONCLUSION = 2000
@@ -202,3 +209,28 @@ def conclude_args(args: dict[str, Any]) -> tuple[str | None, str | None]:
             raise ToolError("delete_id must be the id of a conclusion, as honcho_search gave it")
         return None, delete_id.strip()
     return fact_arg(conclusion, "conclusion", MAX_CONCLUSION), None
+
+
+def snapshot_result(snap: SessionSnapshot, peer: str) -> dict[str, Any]:
+    """What honcho_context shows of ``peer``'s session: the last messages, by who said them."""
+
+    def who(author: str) -> str:
+        if author == peer:
+            return "user"
+        if author == ASSISTANT_PEER:
+            return "assistant"
+        try:
+            return original_name(author)
+        except (ValueError, UnicodeDecodeError):
+            return author
+
+    recent = [
+        {"from": who(author), "content": text[:MAX_SHOWN]}
+        for author, text in snap.messages[-CONTEXT_MESSAGES:]
+    ]
+    return {
+        "summary": snap.summary or None,
+        "peer_card": snap.card,
+        "representation": snap.representation or None,
+        "recent_messages": recent,
+    }

@@ -77,6 +77,7 @@ class Mem0Provider(RemoteProvider):
     ``environ`` replaces ``os.environ`` as the fallback for missing settings.
     """
 
+    local_state = "which turns it already sent (state.db)"
     provider_name = _config.PROVIDER_NAME
     dependency = _deps
     config_schema = _config.SCHEMA

@@ -62,6 +62,8 @@ def _error(message: str) -> str:
 class OpenVikingProvider(MemoryProvider):
     """OpenViking over its REST API (``pip install 'chorus[openviking]'``)."""
 
+    local_state = "the turns it batches until they are sent"
+
     def __init__(
         self,
         *,

@@ -73,6 +73,7 @@ SYSTEM_PROMPT_BLOCK = (
 class RetainDBProvider(RemoteProvider):
     """RetainDB over REST (``pip install 'chorus[retaindb]'``)."""
 
+    local_state = "its queue of writes not yet sent (queue.db)"
     provider_name = _config.PROVIDER_NAME
     dependency = _deps
     config_schema = _config.SCHEMA

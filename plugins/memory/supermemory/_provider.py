@@ -71,6 +71,7 @@ class SupermemoryProvider(RemoteProvider):
     ``environ`` replaces ``os.environ`` as the fallback for missing settings.
     """
 
+    local_state = "the turns it buffers until they are sent"
     provider_name = _config.PROVIDER_NAME
     dependency = _deps
     config_schema = _config.SCHEMA
