@@ -6,7 +6,8 @@ and every other file of the home — memories (``MEMORY.md``, each ``USER.md``),
 ``config.yaml``, plugins — except the secrets file ``.env`` (secrets belong in
 a secret store, not in every backup) and the SQLite side files (``-wal``,
 ``-shm``), whose content the copy already holds. A ``chorus-backup.json``
-manifest names the schema version and when the backup was made.
+manifest names the schema version of the archived database (as it is, not this
+chorus's) and when the backup was made.
 
 ``restore_backup`` unpacks an archive into a home that is empty or missing
 (``force`` overwrites a non-empty one) and leaves directories 0700 and files
@@ -43,7 +44,7 @@ from memory.database import Location, is_postgres
 from memory.errors import MemoryLayerError
 from memory.paths import ChorusPaths
 from memory.store import PostgresMemoryFiles
-from memory.transcripts import SCHEMA_VERSION
+from memory.transcripts import SCHEMA_VERSION, sqlite_schema_version
 
 logger = logging.getLogger(__name__)
 
@@ -147,6 +148,7 @@ def write_backup(
     state_db = ChorusPaths(home).state_db
     pg_rows = _memory_rows(where, home)
     sizes: dict[str, int] = {}
+    version = 0  # the schema of the state.db archived (0: none), which a restore must know
     # the copy of state.db is made beside the archive, not in /tmp (often a small tmpfs)
     with tempfile.TemporaryDirectory(prefix="chorus-backup-", dir=target.parent) as scratch:
         partial = target.with_name(target.name + ".partial")
@@ -155,6 +157,7 @@ def write_backup(
                 if state_db.exists():
                     copy = Path(scratch) / "state.db"
                     copy_database(state_db, copy)
+                    version = sqlite_schema_version(copy) or 0
                     archive.add(copy, arcname="state.db")
                     sizes["state.db"] = copy.stat().st_size
                 for path in sorted(home.rglob("*")):
@@ -172,7 +175,7 @@ def write_backup(
                     sizes[arcname] = _add_text(archive, arcname, text.encode("utf-8"))
                 manifest = {
                     "format": 1,
-                    "schema_version": SCHEMA_VERSION,
+                    "schema_version": version,
                     "created": time.strftime(
                         "%Y-%m-%dT%H:%M:%SZ", time.gmtime(now if now is not None else time.time())
                     ),
@@ -185,7 +188,7 @@ def write_backup(
         except (OSError, sqlite3.Error, tarfile.TarError) as exc:
             partial.unlink(missing_ok=True)
             raise BackupError(f"backup failed: {exc}") from exc
-    return BackupSummary(target, len(sizes), SCHEMA_VERSION)
+    return BackupSummary(target, len(sizes), version)
 
 
 def read_manifest(archive_path: Path) -> dict[str, object]:
