@@ -119,6 +119,16 @@ def _inspect_postgres(url: str) -> SchemaState:
             if found == PG_SCHEMA_VERSION:
                 count = conn.execute("SELECT count(*) FROM sessions").fetchone()
                 sessions = 0 if count is None else int(count[0])
+            else:  # the gateway will create or migrate the tables: may it?
+                row = conn.execute(
+                    "SELECT current_schema(), has_schema_privilege(current_schema(), 'CREATE')"
+                ).fetchone()
+                if row is None or not row[1]:
+                    schema = "" if row is None else f" {row[0]}"
+                    raise SessionDBError(
+                        f"PostgreSQL {safe_location(url)}: this role may not create tables in "
+                        f"schema{schema}, which the gateway needs to create or migrate them"
+                    )
     finally:
         close_pool(pool)
     return SchemaState(safe_location(url), found, PG_SCHEMA_VERSION, sessions)
