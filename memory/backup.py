@@ -11,7 +11,8 @@ every backup), the SQLite side files (``-wal``, ``-shm``, ``-journal``), whose
 content the copies already hold, and backups: the directory the archive is
 put in (when named as a directory) and every chorus archive, whatever its name,
 so a backup kept in the home is never inside a later one. A ``chorus-backup.json`` manifest names
-the schema version, when the backup was made and which members are databases.
+the schema version of the archived ``state.db`` (as it is, not this chorus's), when
+the backup was made and which members are databases.
 
 ``restore_backup`` unpacks an archive into a home that is empty or missing
 (``force`` overwrites a non-empty one) and leaves directories 0700 and files
@@ -41,6 +42,7 @@ import sqlite3
 import tarfile
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -49,7 +51,7 @@ from memory.database import Location, is_postgres
 from memory.errors import MemoryLayerError
 from memory.paths import ChorusPaths
 from memory.store import PostgresMemoryFiles
-from memory.transcripts import SCHEMA_VERSION
+from memory.transcripts import SCHEMA_VERSION, sqlite_schema_version
 
 logger = logging.getLogger(__name__)
 
@@ -161,20 +163,48 @@ def copy_database(source: Path, target: Path) -> None:
         src.close()
 
 
-def _add_file(archive: tarfile.TarFile, path: Path, arcname: str, scratch: Path) -> bool:
-    """Add ``path`` as ``arcname``: an SQLite database as a copy made with the
-    online backup API (True), any other file as it is (False)."""
+def _add_file(archive: tarfile.TarFile, path: Path, arcname: str, scratch: Path) -> int | None:
+    """Add ``path`` as ``arcname``: an SQLite database as a copy made with the online
+    backup API (returns the copy's chorus schema version, 0 for none), any other file
+    as it is (None)."""
     if not is_sqlite(path):
         archive.add(path, arcname=arcname)
-        return False
+        return None
     copy = scratch / "copy.db"
     try:
         copy_database(path, copy)
+        version = sqlite_schema_version(copy) or 0
     except sqlite3.Error as exc:
         raise BackupError(f"backup failed: {arcname}: {exc}") from exc
     archive.add(copy, arcname=arcname)
     copy.unlink()
-    return True
+    return version
+
+
+def _add_home(
+    archive: tarfile.TarFile,
+    home: Path,
+    scratch: Path,
+    skip: Callable[[Path, PurePosixPath], bool],
+    *,
+    sizes: dict[str, int],
+    databases: list[str],
+) -> int:
+    """Every file of ``home`` not skipped into ``archive`` (databases as online copies,
+    noted in ``databases``); returns the schema version of ``state.db`` (0: none)."""
+    version = 0
+    for path in sorted(home.rglob("*")):
+        relative = PurePosixPath(path.relative_to(home).as_posix())
+        if not path.is_file() or path.is_symlink() or skip(path, relative):
+            continue
+        arcname = relative.as_posix()
+        copied = _add_file(archive, path, arcname, scratch)
+        if copied is not None:
+            databases.append(arcname)
+            if arcname == "state.db":
+                version = copied
+        sizes[arcname] = archive.getmembers()[-1].size
+    return version
 
 
 def write_backup(
@@ -202,29 +232,27 @@ def write_backup(
     pg_rows = _memory_rows(where, home)
     sizes: dict[str, int] = {}
     databases: list[str] = []
+    version = 0  # the schema of the state.db archived (0: none), which a restore must know
     # copies of the databases are made beside the archive, not in /tmp (often a small tmpfs)
     with tempfile.TemporaryDirectory(prefix="chorus-backup-", dir=target.parent) as scratch:
         partial = target.with_name(target.name + ".partial")
+
+        def skip(path: Path, relative: PurePosixPath) -> bool:
+            if path == partial or _skipped(path, relative, home, backups):
+                return True
+            return pg_rows is not None and _is_memory_file(relative)
+
         try:
             with tarfile.open(partial, "w:gz") as archive:
-                for path in sorted(home.rglob("*")):
-                    relative = PurePosixPath(path.relative_to(home).as_posix())
-                    if not path.is_file() or path.is_symlink():
-                        continue
-                    if path == partial or _skipped(path, relative, home, backups):
-                        continue
-                    if pg_rows is not None and _is_memory_file(relative):
-                        continue
-                    arcname = relative.as_posix()
-                    if _add_file(archive, path, arcname, Path(scratch)):
-                        databases.append(arcname)
-                    sizes[arcname] = archive.getmembers()[-1].size
+                version = _add_home(
+                    archive, home, Path(scratch), skip, sizes=sizes, databases=databases
+                )
                 for name, text in pg_rows or ():
                     arcname = f"memories/{name}"
                     sizes[arcname] = _add_text(archive, arcname, text.encode("utf-8"))
                 manifest = {
                     "format": 1,
-                    "schema_version": SCHEMA_VERSION,
+                    "schema_version": version,
                     "created": time.strftime(
                         "%Y-%m-%dT%H:%M:%SZ", time.gmtime(now if now is not None else time.time())
                     ),
@@ -241,7 +269,7 @@ def write_backup(
         except (OSError, sqlite3.Error, tarfile.TarError) as exc:
             partial.unlink(missing_ok=True)
             raise BackupError(f"backup failed: {exc}") from exc
-    return BackupSummary(target, len(sizes), SCHEMA_VERSION)
+    return BackupSummary(target, len(sizes), version)
 
 
 def read_manifest(archive_path: Path) -> dict[str, object]:

@@ -17,10 +17,10 @@ import signal
 
 from gateway.adapters import BaseAdapter, PlatformContext, enable_hints
 from gateway.adapters import enabled_adapters as build_enabled
-from gateway.app._stack import open_stack
+from gateway.app._stack import GatewayStack, open_stack
 from gateway.config import Settings, require_private_home
 from gateway.errors import ConfigError
-from gateway.ops import HTTPServer
+from gateway.ops import HTTPServer, Metrics
 
 logger = logging.getLogger(__name__)
 
@@ -42,13 +42,23 @@ def enabled_adapters(settings: Settings) -> list[BaseAdapter]:
 
 async def serve(settings: Settings, adapters: list[BaseAdapter], stop: asyncio.Event) -> None:
     """Run until ``stop`` is set, then shut down in order."""
-    stack = await open_stack(settings, adapters=adapters)
+    metrics = Metrics()
+    # the database opens (and migrates after an upgrade: it may take minutes) while
+    # /healthz already answers, so a slow migration is not taken for a dead process;
+    # /readyz says "not started" until the stack is open
+    opening = asyncio.create_task(open_stack(settings, adapters=adapters, metrics=metrics))
+
+    async def readiness() -> dict[str, bool]:
+        if not opening.done():
+            return {"started": False}
+        return await opening.result().readiness()
+
     http_settings, metrics_settings = settings.gateway.http, settings.gateway.metrics
     http = HTTPServer(
         http_settings.host,
         http_settings.port,
-        metrics=stack.metrics,
-        readiness=stack.readiness,
+        metrics=metrics,
+        readiness=readiness,
         metrics_address=None
         if metrics_settings.port is None
         else (metrics_settings.host or http_settings.host, metrics_settings.port),
@@ -56,10 +66,16 @@ async def serve(settings: Settings, adapters: list[BaseAdapter], stop: asyncio.E
     for adapter in adapters:
         for method, path, handler in adapter.http_routes():
             http.add_route(method, path, handler)
+    try:
+        await http.start()  # /healthz answers while the platforms are still connecting
+        stack = await opening
+    except BaseException:
+        await http.stop()
+        await _abandon(opening)
+        raise
     loop = asyncio.get_running_loop()
     deadline: float | None = None
     try:
-        await http.start()  # /healthz answers while the platforms are still connecting
         await stack.start()
         logger.info("gateway up: %s; http on %s", ", ".join(a.name for a in adapters), http.url)
         await stop.wait()
@@ -72,6 +88,16 @@ async def serve(settings: Settings, adapters: list[BaseAdapter], stop: asyncio.E
     finally:
         await http.stop()
         await stack.close(None if deadline is None else max(0.5, deadline - loop.time()))
+
+
+async def _abandon(opening: asyncio.Task[GatewayStack]) -> None:
+    """Stop opening the stack; close it if it opened all the same."""
+    opening.cancel()
+    try:
+        stack = await opening
+    except (Exception, asyncio.CancelledError):
+        return
+    await stack.close(None)
 
 
 async def run_gateway(settings: Settings, *, adapters: list[BaseAdapter] | None = None) -> int:

@@ -143,9 +143,11 @@ async def open_stack(
     llm_sleep: Sleep | None = None,
     adapters: list[BaseAdapter] | None = None,
     load: Callable[[], Settings] | None = None,
+    metrics: Metrics | None = None,
 ) -> GatewayStack:
     """Every part of a gateway or console process; ``load`` re-reads settings for a reload;
-    ``llm_sleep`` replaces the LLM client's waits between retries (tests)."""
+    ``llm_sleep`` replaces the LLM client's waits between retries (tests); ``metrics``
+    is given by a caller that serves them before the stack is open."""
     logs.hold_library_loggers(log_content.enabled())  # SDK payloads: DEBUG only with content
     live = LiveSettings(settings)
     clock = clock or SystemClock()
@@ -156,7 +158,7 @@ async def open_stack(
     gateway_db = await asyncio.to_thread(GatewayDB, where)
     staging = await asyncio.to_thread(StagedWrites, where)
     inbox = await asyncio.to_thread(Inbox, where, clock)
-    metrics = Metrics()
+    metrics = metrics or Metrics()
     activity = Activity(clock)
 
     def observe_llm(seconds: float, failed: bool) -> None:

@@ -17,7 +17,7 @@ import typer
 from gateway import logs
 from gateway.cli._backup import backup_command, restore_command
 from gateway.cli._memory import memory_app
-from gateway.cli._migrate import migrate_db_command
+from gateway.cli._migrate import migrate_command, migrate_db_command
 from gateway.cli._queue import queue_app
 from gateway.cli._run import console_command, doctor_command, gateway_command, worker_command
 from gateway.cli._sessions import sessions_app
@@ -41,6 +41,7 @@ app.command("worker")(worker_command)
 app.command("doctor")(doctor_command)
 app.command("backup")(backup_command)
 app.command("restore")(restore_command)
+app.command("migrate")(migrate_command)
 app.command("migrate-db")(migrate_db_command)
 
 

@@ -28,9 +28,9 @@ from gateway.config import (
 )
 from gateway.errors import ConfigError
 from memory.database import safe_location
-from memory.errors import MemoryLayerError, SessionDBError
+from memory.errors import SessionDBError
 from memory.paths import ChorusPaths
-from memory.transcripts import SessionDB, fts5_available
+from memory.transcripts import fts5_available, inspect_schema
 from plugins.memory import (
     discover_memory_providers,
     load_memory_provider,
@@ -98,25 +98,24 @@ def check_home_writable(settings: Settings) -> CheckResult:
 
 
 def check_sqlite(settings: Settings) -> CheckResult:
+    """The database's schema and sessions, read without creating or migrating anything."""
     version = sqlite3.sqlite_version
     if not fts5_available():
         return CheckResult("sqlite", False, f"SQLite {version} lacks FTS5; session search needs it")
     where = database_location(settings)
     name = "database" if isinstance(where, str) else "sqlite"
     try:
-        db = SessionDB(where)
+        state = inspect_schema(where)
     except SessionDBError as exc:
         return CheckResult(name, False, str(exc))
-    try:
-        count = len(db.list_sessions(limit=1_000_000))
-    except MemoryLayerError as exc:
-        return CheckResult(name, False, str(exc))
-    finally:
-        db.close()
+    sessions = "" if state.sessions is None else f": {state.sessions} sessions"
+    detail = f"{state.describe()}{sessions}"
     if isinstance(where, str):
-        return CheckResult("database", True, f"PostgreSQL {safe_location(where)}: {count} sessions")
+        return CheckResult(
+            "database", not state.too_new, f"PostgreSQL {safe_location(where)}: {detail}"
+        )
     return CheckResult(
-        "sqlite", True, f"SQLite {version} with FTS5; {where.name}: {count} sessions"
+        "sqlite", not state.too_new, f"SQLite {version} with FTS5; {where.name}: {detail}"
     )
 
 

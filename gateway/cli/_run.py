@@ -9,6 +9,7 @@ import typer
 from pydantic import ValidationError
 
 from gateway.cli._common import fail, out, settings
+from gateway.cli._running import running
 from gateway.config import GatewaySettings, Settings
 from gateway.errors import GatewayError
 from memory.errors import MemoryLayerError
@@ -44,7 +45,8 @@ def gateway_command(
     if replica_id is not None:
         cfg = with_replica_id(cfg, replica_id)
     try:
-        code = asyncio.run(run_gateway(cfg))
+        with running(cfg.home):
+            code = asyncio.run(run_gateway(cfg))
     except (GatewayError, MemoryLayerError) as exc:
         raise fail(str(exc), 2) from None
     raise typer.Exit(code)
@@ -74,7 +76,8 @@ def worker_command(
 
     cfg = settings()
     try:
-        run_worker(cfg, burst=burst, concurrency=concurrency)
+        with running(cfg.home):
+            run_worker(cfg, burst=burst, concurrency=concurrency)
     except (GatewayError, MemoryLayerError) as exc:
         raise fail(str(exc), 2) from None
 

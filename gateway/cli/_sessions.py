@@ -10,14 +10,27 @@ from rich.table import Table
 from gateway.cli._common import fail, out, settings, user_key, when
 from gateway.config import Settings, database_location
 from memory.errors import MemoryLayerError
-from memory.transcripts import SessionDB
+from memory.transcripts import SessionDB, inspect_schema
 
 sessions_app = typer.Typer(help="Inspect session transcripts.", no_args_is_help=True)
 
 
-def _open_db(cfg: Settings) -> SessionDB:
+def _open_db(cfg: Settings) -> SessionDB | None:
+    """The session database as it is (None if there is none yet): nothing is created here,
+    and one of another schema version is not migrated."""
+    where = database_location(cfg)
     try:
-        return SessionDB(database_location(cfg))
+        state = inspect_schema(where)
+        if state.found is None:
+            return None
+        if not state.current:
+            raise fail(
+                f"the session database has {state.describe()}; "
+                "`chorus migrate` (or the gateway's next start) migrates it"
+                if state.outdated
+                else f"the session database has {state.describe()}"
+            )
+        return SessionDB(where)
     except MemoryLayerError as exc:
         raise fail(str(exc)) from None
 
@@ -32,6 +45,9 @@ def sessions_list(
     cfg = settings()
     key = user_key(user).key if user else None
     db = _open_db(cfg)
+    if db is None:
+        out.print("no sessions")
+        return
     try:
         records = db.list_sessions(user_key=key, active_only=active, limit=limit)
     finally:
@@ -56,6 +72,9 @@ def sessions_search(
     cfg = settings()
     ref = user_key(user)
     db = _open_db(cfg)
+    if db is None:
+        out.print("no matches")
+        return
     try:
         hits = db.for_user(ref.key).search(query, limit=limit)
     finally:

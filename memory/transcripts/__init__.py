@@ -9,6 +9,7 @@
 
 from memory.transcripts._async import AsyncSessionDB, AsyncUserSessions
 from memory.transcripts._db import SessionDB, ToolCalls, UserSessions
+from memory.transcripts._inspect import SchemaState, inspect_schema, sqlite_schema_version
 from memory.transcripts._records import SearchHit, SessionRecord, StoredMessage
 from memory.transcripts._schema import SCHEMA_VERSION, fts5_available
 
@@ -16,6 +17,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "AsyncSessionDB",
     "AsyncUserSessions",
+    "SchemaState",
     "SearchHit",
     "SessionDB",
     "SessionRecord",
@@ -23,4 +25,6 @@ __all__ = [
     "ToolCalls",
     "UserSessions",
     "fts5_available",
+    "inspect_schema",
+    "sqlite_schema_version",
 ]

@@ -65,7 +65,8 @@ def test_doctor_reports_healthy_empty_home(chorus_home: Path) -> None:
     for check in ("config", "home", "sqlite", "memory", "platforms"):
         assert f"] {check}:" in result.stdout
     assert "FTS5" in result.stdout
-    assert (chorus_home / "state.db").exists()
+    assert "no database yet; created with schema" in result.stdout
+    assert not (chorus_home / "state.db").exists()  # a diagnosis creates nothing
 
 
 def test_doctor_fails_on_bad_config(chorus_home: Path) -> None:
