@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from tests.fakes.slack_requests import event_callback, post_event
@@ -37,6 +37,7 @@ _markers = itertools.count(1)
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(batch=st.lists(bent(TEMPLATE), min_size=1, max_size=6))
+@example(batch=[{**TEMPLATE, "event_id": "\ud800"}])  # an id the database cannot store as is
 async def test_no_event_silences_the_bot(make_gateway: GatewayFactory, batch: list[Any]) -> None:
     gw = _gateways.get(id(make_gateway))
     if gw is None:

@@ -325,14 +325,15 @@ async def test_killed_mid_answer_to_two_messages_each_keeps_its_answer(
     """Was: after the restart the answer to the first was overwritten in place by the
     answer to the second (3 of 3)."""
     server.reply("First.", delay=2)
+    # queued now: the merged turn may ask for its answer as soon as the first is out
+    server.push(Reply.of_text("Two and three, answered together now.", stall_after=4, stall=60))
+    server.stream_piece_delay = 0.3
     first = await gateway()  # type: ignore[misc]
     telegram.message("one", user_id=ANN)
     await telegram.wait_for(lambda: server.in_flight == 1, what="the first answer in progress")
     telegram.message("two", user_id=ANN)
     telegram.message("three", user_id=ANN)
     await telegram.wait_messages(ANN, 1, timeout=30)
-    server.stream_piece_delay = 0.3
-    server.push(Reply.of_text("Two and three, answered together now.", stall_after=4, stall=60))
     await telegram.wait_for(lambda: len(telegram.in_chat(ANN)) == 2, what="the merged start")
     frozen = telegram.in_chat(ANN)[1]
     await telegram.wait_for(lambda: shown_for(chorus_home) == 2, what="both noted as shown")

@@ -61,7 +61,7 @@ from gateway.adapters.slack._errors import platform_errors
 from gateway.adapters.slack._events import BotIdentity, well_formed
 from gateway.adapters.slack._files import FileFetcher
 from gateway.adapters.slack._format import to_mrkdwn
-from gateway.adapters.slack._inbound import THREAD_CONTEXT_MESSAGES, SlackInbound
+from gateway.adapters.slack._inbound import THREAD_CONTEXT_MESSAGES, SlackInbound, event_receipt
 from gateway.adapters.slack._names import UserNames
 from gateway.adapters.slack._settings import SlackSettings
 from gateway.adapters.slack._signing import RequestSigning
@@ -339,7 +339,7 @@ class SlackAdapter(BaseAdapter):
         event_id = body.get("event_id") if body.get("type") == "event_callback" else None
         if isinstance(event_id, str) and event_id:
             try:  # the body as ASCII JSON: a lone surrogate in an event stays storable
-                fresh = await self.record(event_id, json.dumps(body))
+                fresh = await self.record(event_receipt(event_id), json.dumps(body))
             except InboxError as exc:  # refused: Slack sends it again
                 self.not_recorded(exc)
                 later = dict[str, str | Sequence[str]](self.retry_later())

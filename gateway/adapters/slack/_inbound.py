@@ -42,6 +42,12 @@ from gateway.events import InboundMessage
 
 logger = logging.getLogger(__name__)
 
+
+def event_receipt(event_id: str) -> str:
+    """The inbox receipt of an event: its id as ASCII (a lone surrogate stays storable)."""
+    return json.dumps(event_id)[1:-1]
+
+
 THREAD_CONTEXT_MESSAGES = 20
 """Earlier messages of a thread quoted to a session that starts cold in it."""
 REPLIES_PAGE = 200
@@ -89,7 +95,7 @@ class SlackInbound:
         if me is None:
             return
         event_id = str(body.get("event_id") or "")
-        receipts = (event_id,) if event_id else ()
+        receipts = (event_receipt(event_id),) if event_id else ()
         if event_id and not self._event_ids.add(event_id):
             logger.debug("slack: dropped a repeated delivery of event %s", event_id)
             return
