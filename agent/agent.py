@@ -7,9 +7,9 @@ the endpoint counted it), reached the threshold: a long tool loop is compressed
 mid-turn, never sent past the context. The system prompt is built once per
 session and stored with it; an agent rebuilt for the session (after eviction or
 a restart) reuses the stored one, so the prompt never changes mid-session but by
-a compression. The
-``memory`` and ``session_search`` tools are run here against this session's
-store and this user's transcripts; other tools go through the registry. Every
+a compression (``agent.compaction``). The tool calls are run by ``agent.tool_calls``:
+``memory`` and ``session_search`` against this session's store and this user's
+transcripts, other tools through the providers or the registry. Every
 message is appended to SessionDB as it happens. A cancelled turn leaves a
 history the API accepts (every tool call answered).
 """
@@ -17,7 +17,6 @@ history the API accepts (every tool call answered).
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import logging
 import time
@@ -25,9 +24,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from agent.caching import apply_cache_control, caching_enabled
-from agent.compressor import Compressed, ContextCompressor, estimate_tokens
+from agent.compaction import Compaction
+from agent.compressor import ContextCompressor
 from agent.context import AgentConfig, ImageInput, SessionContext
-from agent.flush import flush_memories
 from agent.history import (
     UNDO_MARK,
     RawTexts,
@@ -38,17 +37,17 @@ from agent.history import (
     unanswered_tool_calls,
 )
 from agent.jobs import JobScheduler
-from agent.llm import DeltaCallback, LLMClient, LLMResponse, ToolCallRequest, Usage, parse_arguments
-from agent.memory_writes import apply_memory_call
-from agent.messages import ChatMessage, ContentPart, UserMessage, as_plain, transcript_messages
-from agent.others import carries_others, history_carries_others
+from agent.llm import DeltaCallback, LLMClient, LLMResponse, Usage
+from agent.messages import ChatMessage, ContentPart, UserMessage, transcript_messages
+from agent.others import carries_others
 from agent.prompt import build_system_prompt
 from agent.provider_calls import ProviderCalls
 from agent.shared_writes import SharedWriteGate
 from agent.streaming import ContextScrubber, emit, scrubbed
+from agent.tool_calls import ToolCalls
 from agent.tools.memory_tool import memory_tool_schema
-from agent.tools.registry import ToolRegistry, tool_error
-from agent.tools.session_search_tool import SESSION_SEARCH_SCHEMA, run_session_search
+from agent.tools.registry import ToolRegistry
+from agent.tools.session_search_tool import SESSION_SEARCH_SCHEMA
 from memory.paths import UserKey
 from memory.providers import MemoryManager, strip_memory_context
 from memory.store import MemoryStore
@@ -70,7 +69,7 @@ __all__ = ["UNDO_MARK", "Agent"]
 INTERRUPTED_RESULT = json.dumps({"success": False, "error": "interrupted by the user"})
 
 
-class Agent:
+class Agent(Compaction, ToolCalls):
     """One session's agent. Call ``start()`` once, then ``run_turn()`` per message."""
 
     def __init__(
@@ -311,102 +310,6 @@ class Agent:
         reply = MAX_ITERATIONS_REPLY.format(n=limit)
         await self._append({"role": "assistant", "content": reply})
         return reply
-
-    async def _run_tool(self, call: ToolCallRequest) -> str:
-        provider_tool = self.memory is not None and self.memory.has_tool(call.name)
-        if call.name != "memory":  # what a tool returns is others' content
-            self._others(True)
-        if call.name not in ("memory", "session_search") and not provider_tool:
-            return await self.tools.dispatch(call.name, call.arguments)
-        try:
-            arguments = parse_arguments(call.arguments)
-        except ValueError as exc:
-            return tool_error(f"{call.name}: {exc}")
-        if call.name == "memory":
-            return await self.run_memory(arguments)
-        if call.name == "session_search":
-            return await run_session_search(
-                self._user_sessions, arguments, current_session_id=self.session.session_id
-            )
-        assert self.providers is not None
-        return await self.providers.tool(call.name, arguments, self._speaker)
-
-    async def run_memory(self, arguments: dict[str, Any], origin: str = "tool") -> str:
-        """Apply one memory tool call to this session's store; resets the nudge counter.
-
-        ``origin`` (``tool`` or ``flush``) is told to the providers with the write."""
-        write = await apply_memory_call(
-            arguments,
-            store=self.store,
-            shared_writes=self.shared_writes,
-            memory=self.memory,
-            targets=self.config.memory.targets,
-            origin=origin,
-            session_id=self.session.session_id,
-        )
-        if write.success:
-            self.turns_since_memory = 0
-        return write.text
-
-    async def flush(self, min_turns: int | None = None) -> int:
-        """``flush_memories`` over this session's history; returns memory writes made."""
-        if self._system_prompt is None:
-            await self.start()
-        turns = self.config.memory.flush_min_turns if min_turns is None else min_turns
-        schema = memory_tool_schema(self.config.memory.targets)
-        if schema is None:  # memory and the profile both switched off: nothing to save
-            return 0
-        self._others(history_carries_others(self.history))
-        return await flush_memories(
-            self.history,
-            turns,
-            llm=self.llm,
-            system_prompt=self.system_prompt,
-            run_memory=functools.partial(self.run_memory, origin="flush"),
-            schema=schema,
-        )
-
-    def _others(self, present: bool, *, turn: bool = False) -> None:
-        """Others' content is in this turn (``turn``: it starts, with or without it)."""
-        if (gate := self.shared_writes) is not None:
-            gate.others_content = present or (gate.others_content and not turn)
-
-    async def _maybe_compress(self, pending: list[ChatMessage] | None = None) -> None:
-        """The seed's preflight, before every LLM call: compress when the request about to
-        go (estimated, with ``pending``) or the last one (as the endpoint counted it)
-        reached the threshold."""
-        if self._stalled:
-            return
-        estimate = estimate_tokens(self.build_request(pending, cache_markers=False))
-        reported = self._reported
-        if not self.compressor.should_compress(max(estimate, reported)):
-            return
-        sid = self.session.session_id
-        logger.info("compressing session %s at ~%d tokens (%d reported)", sid, estimate, reported)
-        self._reported = 0
-        done = self.compressor.compressions
-        await self.flush(min_turns=0)
-        notes = ""
-        if self.memory is not None:
-            notes = await asyncio.to_thread(self.memory.on_pre_compress, as_plain(self.history))
-        compressed = await self.compressor.compress_with_origins(self.history, notes)
-        self._written.carry(self.history, compressed.messages, compressed.origins)
-        self._carry_note(compressed)
-        self.history = compressed.messages
-        self._stalled = self.compressor.compressions == done
-        await self._rebuild_system_prompt()
-        if self.providers is not None:
-            await self.providers.compressed()
-
-    def _carry_note(self, compressed: Compressed) -> None:
-        """The turn's note follows its message into the compressed history (if kept)."""
-        note = self._note
-        if note is None:
-            return
-        old = next((i for i, m in enumerate(self.history) if m is note.message), None)
-        pairs = zip(compressed.messages, compressed.origins, strict=True)
-        message = next((m for m, o in pairs if o == old), None) if old is not None else None
-        self._note = TurnNote(message, note.text) if message and message["role"] == "user" else None
 
     def turn_speakers(self) -> list[str | None]:
         """Who wrote each turn not undone, oldest first (None: not recorded, or several)."""
