@@ -13,7 +13,10 @@ connection can be had), so a component catches one vocabulary whatever the
 backend; the driver's first line is kept.
 
 One pool per URL per process, shared by every component, opened on first use
-and closed with the last user. A forked process opens its own.
+and closed with the last user. A forked process opens its own. A pooled
+connection is checked before it is handed out (a restarted server leaves dead
+ones behind), and a server that comes back after an outage is used by the next
+operation (``RECONNECT_GIVE_UP``).
 """
 
 from __future__ import annotations
@@ -51,6 +54,11 @@ component that needed the connection logs the outage once (``memory.tables``).""
 
 CONNECT_TIMEOUT = 10.0
 """Seconds to wait for a connection from the pool before the operation fails."""
+
+RECONNECT_GIVE_UP = 3.0
+"""Seconds the pool goes on replacing a lost connection in the background (1 s, then
+2 s apart). Its retries back off to minutes; past this the next operation that needs a
+connection makes one at once, so a server that is back serves the next request."""
 
 _PLACEHOLDER = re.compile(r"'(?:[^']|'')*'|\bIS\s+NOT\s+\?|\bIS\s+\?|\?|%")
 """Quoted literals (kept), ``IS [NOT] ?``, ``?`` and ``%`` outside them."""
@@ -244,6 +252,8 @@ def acquire_pool(url: str, *, size: int = 10) -> PostgresPool:
                     min_size=1,
                     max_size=max(size, 1),
                     open=False,
+                    check=psycopg_pool.ConnectionPool.check_connection,
+                    reconnect_timeout=RECONNECT_GIVE_UP,
                     kwargs={"connect_timeout": int(CONNECT_TIMEOUT)},
                     name="chorus",
                 )
