@@ -12,6 +12,8 @@ The messages of an answer being streamed are noted too, so an answer cut short
 by a crash is finished in the same messages; and a finished answer is noted
 before it is delivered (written ahead), so a restart between its delivery and
 the settle delivers that same text into those messages instead of answering again.
+Under several replicas a turn's notes and its settle carry the session's epoch
+(``Fence``) and are refused once another replica took the session over.
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ from typing import Any
 
 from gateway.clock import Clock, SystemClock
 from gateway.errors import InboxError
-from memory.database import Location
+from memory.database import Connection, Location
 from memory.tables import Tables
+from memory.transcripts import Fence, check_epoch
 
 logger = logging.getLogger(__name__)
 
@@ -132,22 +135,39 @@ class Inbox(Tables):
                 logger.debug("%s delivery %s arrived again; not handled twice", platform, receipt)
         return new
 
-    def done(self, platform: str, receipts: Sequence[str]) -> None:
+    def done(self, platform: str, receipts: Sequence[str], fence: Fence | None = None) -> None:
+        """Settle these deliveries: nothing more is owed for them. With ``fence`` (a
+        replica's turn) the settle is refused with ``SessionFenced`` once another replica
+        took the session over."""
         now = self._clock.time()
         with self._locked(write=True) as conn:
+            self._check(conn, fence)
             conn.executemany(
                 "UPDATE inbox SET settled_at = ? WHERE platform = ? AND receipt = ?"
                 " AND settled_at IS NULL",
                 [(now, platform, receipt) for receipt in receipts],
             )
 
-    def shown(self, platform: str, receipts: Sequence[str], message_ids: Sequence[str]) -> None:
+    def shown(
+        self,
+        platform: str,
+        receipts: Sequence[str],
+        message_ids: Sequence[str],
+        fence: Fence | None = None,
+    ) -> None:
         """The messages an answer to these deliveries is being streamed into, so far."""
-        self._note(platform, receipts, ids=tuple(message_ids))
+        self._note(platform, receipts, ids=tuple(message_ids), fence=fence)
 
-    def answering(self, platform: str, receipts: Sequence[str], answer: str) -> None:
+    def answering(
+        self, platform: str, receipts: Sequence[str], answer: str, fence: Fence | None = None
+    ) -> None:
         """The finished answer to these deliveries, about to be delivered."""
-        self._note(platform, receipts, answer=answer)
+        self._note(platform, receipts, answer=answer, fence=fence)
+
+    def _check(self, conn: Connection, fence: Fence | None) -> None:
+        """Refuse this write unless ``fence``'s epoch is still its session's newest."""
+        if fence is not None and self.is_postgres:
+            check_epoch(conn, *fence)
 
     def _note(
         self,
@@ -156,9 +176,11 @@ class Inbox(Tables):
         *,
         ids: tuple[str, ...] | None = None,
         answer: str | None = None,
+        fence: Fence | None = None,
     ) -> None:
         """Change the ids or the answer noted for these deliveries, keeping the other."""
         with self._locked(write=True) as conn:
+            self._check(conn, fence)
             for receipt in receipts:
                 row = conn.execute(
                     "SELECT shown FROM inbox WHERE platform = ? AND receipt = ?",

@@ -26,6 +26,8 @@ from gateway.config import Settings
 from gateway.errors import InboxError
 from gateway.events import InboundMessage, SentMessage
 from gateway.sessions._inbox import Inbox
+from memory.errors import SessionFenced
+from memory.transcripts import Fence
 
 logger = logging.getLogger(__name__)
 
@@ -53,11 +55,13 @@ class InboxKeeper:
         self._on_settled = on_settled
         """Told after each settle (replicas acknowledge their mailbox entries)."""
 
-    async def settle(self, batch: list[InboundMessage]) -> None:
-        """Cross the messages' deliveries off: nothing more is owed for them."""
+    async def settle(self, batch: list[InboundMessage], fence: Fence | None = None) -> None:
+        """Cross the messages' deliveries off: nothing more is owed for them. With
+        ``fence`` (a replica's turn) nothing is settled once another replica took the
+        session over: its new owner settles them."""
         for platform in {m.platform for m in batch}:
             receipts = [r for m in batch if m.platform == platform for r in m.receipts]
-            if receipts and not await self._settle(platform, receipts):
+            if receipts and not await self._settle(platform, receipts, fence):
                 return
         if self._on_settled is not None:
             try:
@@ -65,11 +69,18 @@ class InboxKeeper:
             except Exception as exc:
                 logger.warning("a settle listener failed (%s)", type(exc).__name__)
 
-    async def _settle(self, platform: str, receipts: list[str]) -> bool:
+    async def _settle(self, platform: str, receipts: list[str], fence: Fence | None) -> bool:
         for attempt, wait in enumerate((*SETTLE_RETRIES, None)):
             try:
-                await asyncio.to_thread(self.inbox.done, platform, receipts)
+                await asyncio.to_thread(self.inbox.done, platform, receipts, fence)
                 return True
+            except SessionFenced:
+                logger.info(
+                    "%d %s deliveries left to the replica that took their session over",
+                    len(receipts),
+                    platform,
+                )
+                return False
             except Exception as exc:
                 reason = type(exc).__name__
                 if wait is None:
@@ -86,7 +97,9 @@ class InboxKeeper:
                 await asyncio.sleep(wait)
         return False
 
-    async def answering(self, batch: list[InboundMessage], answer: str) -> None:
+    async def answering(
+        self, batch: list[InboundMessage], answer: str, fence: Fence | None = None
+    ) -> None:
         """Note the finished answer before it is delivered: a restart before the settle
         delivers it again into the same messages instead of asking the model twice."""
         for platform in {m.platform for m in batch}:
@@ -94,12 +107,14 @@ class InboxKeeper:
             if not receipts:
                 continue
             try:
-                await asyncio.to_thread(self.inbox.answering, platform, receipts, answer)
+                await asyncio.to_thread(self.inbox.answering, platform, receipts, answer, fence)
+            except SessionFenced:
+                raise  # another replica has the session: this one delivers nothing
             except Exception as exc:  # delivered all the same; a restart would answer again
                 logger.warning("the answer could not be noted (%s)", type(exc).__name__)
 
     def noting_shown(
-        self, platform: str, receipts: list[str]
+        self, platform: str, receipts: list[str], fence: Fence | None = None
     ) -> Callable[[list[SentMessage]], Awaitable[None]] | None:
         """What a stream calls with its messages so far, so a restart can finish them."""
         if not receipts:
@@ -108,7 +123,9 @@ class InboxKeeper:
         async def note(shown: list[SentMessage]) -> None:
             ids = [m.message_id for m in shown]
             try:
-                await asyncio.to_thread(self.inbox.shown, platform, receipts, ids)
+                await asyncio.to_thread(self.inbox.shown, platform, receipts, ids, fence)
+            except SessionFenced:
+                raise  # another replica has the session: this turn stops
             except Exception as exc:
                 logger.warning("the inbox could not be updated (%s)", type(exc).__name__)
 

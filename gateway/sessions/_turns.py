@@ -36,6 +36,7 @@ from gateway.sessions._inbox_keeper import InboxKeeper
 from gateway.sessions._live import LiveSession, merge_texts, others_in, speaker_of
 from memory.errors import SessionFenced
 from memory.paths import UserKey
+from memory.transcripts import Fence
 
 __all__ = ["TurnRunner", "images_of"]
 
@@ -92,7 +93,7 @@ class TurnRunner:
         except Exception as exc:
             await self._apologise(live.session_id, batch[-1], exc, shown)
         # off the turn's path: the session counts as active from the answer, not the bookkeeping
-        task = asyncio.create_task(self.settle(batch))
+        task = asyncio.create_task(self.settle(batch, _fence(live)))
         self._settling.add(task)
         task.add_done_callback(self._settling.discard)
 
@@ -118,10 +119,10 @@ class TurnRunner:
         except Exception as failed:
             logger.warning("the apology could not be delivered (%s)", type(failed).__name__)
 
-    async def settle(self, batch: list[InboundMessage]) -> None:
+    async def settle(self, batch: list[InboundMessage], fence: Fence | None = None) -> None:
         """Nothing more is owed for these messages."""
         if self._keeper is not None:
-            await self._keeper.settle(batch)
+            await self._keeper.settle(batch, fence)
 
     async def drain(self, timeout: float) -> None:
         """Wait (at most ``timeout`` seconds) for the settling of finished turns."""
@@ -140,7 +141,11 @@ class TurnRunner:
         agent.fence = fence = self._fence_of(live.key) if self._fence_of else None
         agent.epoch = live.epoch if live.epoch is not None or fence is None else 0
         receipts = [r for m in batch for r in m.receipts]
-        on_shown = self._keeper.noting_shown(last.platform, receipts) if self._keeper else None
+        on_shown = (
+            self._keeper.noting_shown(last.platform, receipts, _fence(live))
+            if self._keeper
+            else None
+        )
         resume = next((m.resume for m in batch if m.resume), ())  # a half answer to finish
         stream = self._replies.stream(
             last,
@@ -181,7 +186,7 @@ class TurnRunner:
             typing.cancel()
             live.turn = None
         if self._keeper is not None:  # written ahead: a restart delivers it, not asks again
-            await self._keeper.answering(batch, answer)
+            await self._keeper.answering(batch, answer, _fence(live))
         await stream.finish(answer)
         self._replies.counted(last.platform)
         self._metrics.observe_turn(time.monotonic() - started)
@@ -254,3 +259,9 @@ class TurnRunner:
         ):
             if n:
                 self._metrics.tokens(kind, n)
+
+
+def _fence(live: LiveSession) -> Fence | None:
+    """What the session's inbox writes are fenced with: its epoch on this replica (None
+    in a single process, where nothing is fenced)."""
+    return None if live.epoch is None else (live.session_id, live.epoch)

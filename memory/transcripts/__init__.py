@@ -9,6 +9,7 @@
 
 from memory.transcripts._async import AsyncSessionDB, AsyncUserSessions
 from memory.transcripts._db import SessionDB, ToolCalls, UserSessions
+from memory.transcripts._epochs import Fence, check_epoch
 from memory.transcripts._inspect import SchemaState, inspect_schema, sqlite_schema_version
 from memory.transcripts._records import SearchHit, SessionRecord, StoredMessage
 from memory.transcripts._schema import SCHEMA_VERSION, fts5_available
@@ -17,6 +18,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "AsyncSessionDB",
     "AsyncUserSessions",
+    "Fence",
     "SchemaState",
     "SearchHit",
     "SessionDB",
@@ -24,6 +26,7 @@ __all__ = [
     "StoredMessage",
     "ToolCalls",
     "UserSessions",
+    "check_epoch",
     "fts5_available",
     "inspect_schema",
     "sqlite_schema_version",

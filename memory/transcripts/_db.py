@@ -19,7 +19,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from memory.errors import SessionDBError, SessionFenced
+from memory.errors import SessionDBError
+from memory.transcripts._epochs import check_epoch
 from memory.transcripts._pg_schema import apply_pg_schema
 from memory.transcripts._pg_search import search_messages_pg
 from memory.transcripts._records import SESSION_COLUMNS, SearchHit, SessionRecord, StoredMessage
@@ -28,7 +29,7 @@ from memory.transcripts._search import search_messages
 from memory.transcripts._tx import Transactions
 
 if TYPE_CHECKING:
-    from memory.database import Connection, PostgresPool
+    from memory.database import PostgresPool
 
 __all__ = ["SessionDB", "UserSessions", "fts5_available"]
 
@@ -307,7 +308,7 @@ class SessionDB(Transactions):
         ts = time.time() if timestamp is None else timestamp
         with self._write() as conn:
             if epoch is not None and self._pg is not None:
-                self._check_epoch(conn, session_id, epoch)
+                check_epoch(conn, session_id, epoch)
             cur = conn.execute(
                 "UPDATE sessions SET message_count = message_count + 1,"
                 " tool_call_count = tool_call_count + ?,"
@@ -353,20 +354,6 @@ class SessionDB(Transactions):
             ).fetchone()
         assert row is not None
         return int(row[0])
-
-    @staticmethod
-    def _check_epoch(conn: Connection, session_id: str, epoch: int) -> None:
-        """Refuse the transaction's write unless ``epoch`` is the session's newest; the row
-        stays locked to the end of it, so a takeover waits for the write or refuses it."""
-        row = conn.execute(
-            "SELECT epoch FROM session_epochs WHERE session_id = ? FOR UPDATE", (session_id,)
-        ).fetchone()
-        newest = 0 if row is None else int(row[0])
-        if newest != epoch:
-            raise SessionFenced(
-                f"a write to session {session_id!r} with epoch {epoch} was refused:"
-                f" its epoch is {newest} now (another replica has it)"
-            )
 
     def get_messages(self, session_id: str) -> list[StoredMessage]:
         """The session's transcript in the order it was appended."""
