@@ -42,8 +42,11 @@ RUN PIP_CERT="$PIP_CERT" SSL_CERT_FILE="$SSL_CERT_FILE" /opt/chorus/deploy/syste
 """
 
 
+UNUSED = ("tests/", "docs/", "bench/")
+
+
 def checkout_files() -> list[str]:
-    """The checkout's files as a clone holds them (tracked and new, not ignored), but tests/."""
+    """The checkout's files as a clone holds them (tracked and new, not ignored)."""
     listed = subprocess.run(
         ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
         cwd=ROOT,
@@ -52,8 +55,8 @@ def checkout_files() -> list[str]:
         timeout=60,
     ).stdout.decode()
     names = [name for name in listed.split("\0") if name and (ROOT / name).is_file()]
-    # the tests are left out only so that changing them does not rebuild the image
-    return sorted(name for name in names if not name.startswith("tests/"))
+    # what install.sh does not read is left out, so that changing it reuses the image
+    return sorted(name for name in names if not name.startswith(UNUSED))
 
 
 def build_systemd_image(tag: str) -> str:

@@ -74,6 +74,16 @@ def test_install_sh_builds_the_venv_user_home_and_units_and_a_second_run_changes
     assert "uv" not in run(image, "ls", "/opt/chorus/.venv/bin").split()
 
 
+def documented_doctor() -> str:
+    """The ``chorus doctor`` command of docs/OPERATIONS.md's systemd steps, for ``sh -c``."""
+    text = (ROOT / "docs" / "OPERATIONS.md").read_text()
+    section = text[text.index("### systemd") :]
+    block = section[section.index("```sh", section.index("Check the configuration")) + 5 :]
+    command = block[: block.index("```")].replace("\\\n", " ").strip()
+    assert command.startswith("sudo sh -c '") and command.endswith("'"), command
+    return command.removeprefix("sudo sh -c '").removesuffix("'")
+
+
 def uid_of(image: str, user: str) -> int:
     return int(run(image, "id", "-u", user).strip())
 
@@ -150,6 +160,15 @@ async def test_the_gateway_runs_as_its_unit_says_and_stays_up(
         logs = podman("logs", name, check=False)
         assert done.stdout.strip().splitlines()[-1] == "0", logs.stdout + logs.stderr
         assert telegram.token not in logs.stdout + logs.stderr
+
+        # docs/OPERATIONS.md's check, as root with the secrets file: all is well
+        doctor = podman(
+            "run", "--rm", *RUN_FLAGS, f"--volume={home}:/var/lib/chorus",
+            f"--volume={secrets}:/etc/chorus/env:ro", image, "sh", "-c", documented_doctor(),
+            check=False, timeout=120,
+        )  # fmt: skip
+        assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+        assert "[ok  ] telegram" in doctor.stdout and "state.db" in doctor.stdout
     finally:
         podman("rm", "--force", "--time", "0", name, check=False, timeout=60)
 
