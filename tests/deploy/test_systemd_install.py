@@ -18,15 +18,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import redis
+from rq.registry import FinishedJobRegistry
 
 from tests.deploy.systemd_image import build_systemd_image
-from tests.fakes import FakeOpenAI
+from tests.fakes import FakeOpenAI, RedisServer
 from tests.fakes.containers import ROOT, RUN_FLAGS, podman, run
 from tests.fakes.systemd_units import exec_start, last, podman_run_flags, service_settings
 from tests.fakes.telegram_api import FakeTelegram
 from tests.telegram.conftest import ANN
 from tests.telegram.test_telegram_process import free_port, get, wait_ready
 
+pytest_plugins = ["tests.fakes.redis_fixtures"]
 pytestmark = pytest.mark.container
 
 IMAGE = "localhost/chorus-systemd:test"
@@ -88,26 +91,71 @@ def uid_of(image: str, user: str) -> int:
     return int(run(image, "id", "-u", user).strip())
 
 
-def chorus_pid(name: str) -> str:
-    """The pid (on the host) of the container's ``chorus gateway`` process."""
+def chorus_pid(name: str, command: str) -> str:
+    """The pid (on the host) of the container's ``chorus <command>`` process."""
     top = podman("top", name, "hpid", "args", check=False)
     assert top.returncode == 0, top.stdout + top.stderr
     found = [
         line.split()[0]
         for line in top.stdout.splitlines()
-        if line.rstrip().endswith("chorus gateway") and "podman-init" not in line  # --init
+        if line.rstrip().endswith(f"chorus {command}") and "podman-init" not in line  # --init
     ]
     assert len(found) == 1, top.stdout
     return found[0]
 
 
-async def test_the_gateway_runs_as_its_unit_says_and_stays_up(
-    image: str, tmp_path: Path, server: FakeOpenAI, telegram: FakeTelegram
+class Service:
+    """One unit's ``ExecStart=`` in a detached container of the installed image, run
+    as the unit says, with ``secrets`` as its ``EnvironmentFile=``."""
+
+    def __init__(
+        self, image: str, unit: Path, scratch: Path, writable: dict[str, Path], secrets: Path
+    ) -> None:
+        settings = service_settings(unit)
+        assert last(settings, "EnvironmentFile") == "/etc/chorus/env"
+        self.name = f"chorus-systemd-{uuid.uuid4().hex[:10]}"
+        flags = podman_run_flags(unit, scratch, writable)
+        podman(
+            "run", "--detach", "--name", self.name, *RUN_FLAGS, "--init", *flags,
+            f"--env-file={secrets}", image, *exec_start(unit),
+        )  # fmt: skip
+
+    def logs(self) -> str:
+        done = podman("logs", self.name, check=False)
+        return done.stdout + done.stderr
+
+    def wait(self, timeout: float = 90) -> int:
+        done = podman("wait", self.name, timeout=timeout)
+        return int(done.stdout.strip().splitlines()[-1])
+
+    def stop(self) -> int:
+        """``systemctl stop``: SIGTERM (the unit's KillSignal=), then its exit code."""
+        podman("kill", "--signal", "TERM", self.name, check=False)
+        return self.wait()
+
+    def remove(self) -> None:
+        podman("rm", "--force", "--time", "0", self.name, check=False, timeout=60)
+
+
+def owner_only(path: Path) -> bool:
+    return path.stat().st_mode & 0o077 == 0
+
+
+async def test_the_services_run_as_their_units_say(
+    image: str,
+    tmp_path: Path,
+    server: FakeOpenAI,
+    telegram: FakeTelegram,
+    redis_server: RedisServer,
 ) -> None:
-    settings = service_settings(GATEWAY)
-    home = tmp_path / "var-lib-chorus"  # /var/lib/chorus, made by install.sh: 0700
-    home.mkdir(mode=0o700)
-    os.chown(home, uid_of(image, last(settings, "User")), -1)
+    """The gateway answers and stays up, a worker runs its jobs, both stop with 0 on
+    SIGTERM, the backup service backs up, and the documented doctor check passes."""
+    uid = uid_of(image, last(service_settings(GATEWAY), "User"))
+    home = tmp_path / "var-lib-chorus"  # /var/lib/chorus as install.sh made it: 0700
+    backups = tmp_path / "var-lib-chorus-backups"  # systemd makes StateDirectory= 0700
+    for directory in (home, backups):
+        directory.mkdir(mode=0o700)
+        os.chown(directory, uid, -1)
     port = free_port()
     secrets = tmp_path / "etc-chorus-env"  # what the operator writes into /etc/chorus/env
     secrets.write_text(
@@ -120,23 +168,22 @@ async def test_the_gateway_runs_as_its_unit_says_and_stays_up(
                 f"CHORUS_TELEGRAM__BASE_FILE_URL={telegram.base_file_url}",
                 f"CHORUS_AUTH__ALLOWED_USERS=telegram:{ANN}",
                 f"CHORUS_GATEWAY__HTTP__PORT={port}",
+                f"CHORUS_REDIS__URL={redis_server.url}",
+                "CHORUS_MEMORY__FLUSH_MIN_TURNS=1",
                 "PTB_TIMEDELTA=1",
             ]
         )
         + "\n"
     )
-    assert last(settings, "EnvironmentFile") == "/etc/chorus/env"
-    flags = podman_run_flags(GATEWAY, tmp_path, {"/var/lib/chorus": home})
-    name = f"chorus-systemd-{uuid.uuid4().hex[:10]}"
-    podman(
-        "run", "--detach", "--name", name, *RUN_FLAGS, "--init", *flags,
-        f"--env-file={secrets}", image, *exec_start(GATEWAY),
-    )  # fmt: skip
+    writable = {"/var/lib/chorus": home}
+    services: list[Service] = []
     try:
+        gateway = Service(image, GATEWAY, tmp_path, writable, secrets)
+        services.append(gateway)
         await wait_ready(port, timeout=60)
         status, body = await asyncio.to_thread(get, f"http://127.0.0.1:{port}/healthz")
         assert status == 200, body
-        pid = chorus_pid(name)
+        pid = chorus_pid(gateway.name, "gateway")
 
         server.reply("Hello from the systemd unit.")
         telegram.message("hi", user_id=ANN)
@@ -144,22 +191,42 @@ async def test_the_gateway_runs_as_its_unit_says_and_stays_up(
         assert reply.text == "Hello from the systemd unit."
 
         # no restart loop: after RestartSec (and more) the same process still answers
-        await asyncio.sleep(float(last(settings, "RestartSec", "5")) + 1)
-        assert chorus_pid(name) == pid
+        await asyncio.sleep(float(last(service_settings(GATEWAY), "RestartSec", "5")) + 1)
+        assert chorus_pid(gateway.name, "gateway") == pid
         status, body = await asyncio.to_thread(get, f"http://127.0.0.1:{port}/healthz")
         assert status == 200, body
 
-        # what it wrote is the chorus user's only (UMask=0077) and only in its home
+        # systemctl stop: the gateway ends the session and queues its end in Redis
+        assert gateway.stop() == 0, gateway.logs()[-3000:]
+        worker = Service(image, UNITS / "chorus-worker@.service", tmp_path, writable, secrets)
+        services.append(worker)
+        finished = FinishedJobRegistry("chorus", connection=redis.Redis.from_url(redis_server.url))
+        for _ in range(600):  # the worker's work horse runs it under the same sandbox
+            if any(job.startswith("chorus-end-") for job in finished.get_job_ids()):
+                break
+            await asyncio.sleep(0.1)
+        else:
+            raise AssertionError("no job finished:\n" + worker.logs()[-3000:])
+        assert worker.stop() == 0, worker.logs()[-3000:]
+
+        # what they wrote is the chorus user's only (UMask=0077)
         state = home / "state.db"
         assert state.exists(), sorted(p.name for p in home.iterdir())
-        assert state.stat().st_mode & 0o077 == 0, oct(state.stat().st_mode)
+        assert owner_only(state), oct(state.stat().st_mode)
+        assert state.stat().st_uid == uid
 
-        # systemctl stop: SIGTERM, then exit 0 (Restart=on-failure does not restart it)
-        podman("kill", "--signal", "TERM", name, check=False)
-        done = podman("wait", name, timeout=90)
-        logs = podman("logs", name, check=False)
-        assert done.stdout.strip().splitlines()[-1] == "0", logs.stdout + logs.stderr
-        assert telegram.token not in logs.stdout + logs.stderr
+        # the timer's service: a verified backup into its own state directory
+        backup_unit = UNITS / "chorus-backup.service"
+        backup = Service(
+            image, backup_unit, tmp_path, {**writable, "/var/lib/chorus-backups": backups}, secrets
+        )
+        services.append(backup)
+        assert backup.wait() == 0, backup.logs()[-3000:]
+        [archive] = backups.glob("chorus-backup-*.tar.gz")
+        assert owner_only(archive), oct(archive.stat().st_mode)
+
+        logs = "".join(service.logs() for service in services)
+        assert telegram.token not in logs and "sk-systemd-test" not in logs
 
         # docs/OPERATIONS.md's check, as root with the secrets file: all is well
         doctor = podman(
@@ -168,9 +235,10 @@ async def test_the_gateway_runs_as_its_unit_says_and_stays_up(
             check=False, timeout=120,
         )  # fmt: skip
         assert doctor.returncode == 0, doctor.stdout + doctor.stderr
-        assert "[ok  ] telegram" in doctor.stdout and "state.db" in doctor.stdout
+        assert "[ok  ] telegram" in doctor.stdout and "[ok  ] redis" in doctor.stdout
     finally:
-        podman("rm", "--force", "--time", "0", name, check=False, timeout=60)
+        for service in services:
+            service.remove()
 
 
 def test_the_seccomp_filter_refuses_what_the_unit_refuses(image: str, tmp_path: Path) -> None:

@@ -4,10 +4,10 @@ There is no systemd as PID 1 in a podman container here, so a service is started
 way its unit says, with what podman can give it: ``User=``/``Group=``, ``Environment=``
 (and ``EnvironmentFile=``'s lines), ``WorkingDirectory=``, ``ExecStart=`` run directly,
 ``ProtectSystem=strict`` as a read-only root with only ``ReadWritePaths=`` writable,
-``PrivateTmp=`` as a fresh ``/tmp``, ``ProtectHome=`` as empty read-only ``/home`` and
-``/root``, ``CapabilityBoundingSet=`` (empty) as no capabilities, ``NoNewPrivileges=``,
-``UMask=``, and one seccomp filter made of ``SystemCallFilter=``,
-``SystemCallErrorNumber=``, ``SystemCallArchitectures=native``,
+``StateDirectory=`` as another writable directory, ``PrivateTmp=`` as a fresh ``/tmp``,
+``ProtectHome=`` as empty read-only ``/home`` and ``/root``, ``CapabilityBoundingSet=``
+(empty) as no capabilities, ``NoNewPrivileges=``, ``UMask=``, and one seccomp filter
+made of ``SystemCallFilter=``, ``SystemCallErrorNumber=``, ``SystemCallArchitectures=native``,
 ``MemoryDenyWriteExecute=`` and ``RestrictAddressFamilies=`` with the same rules
 systemd loads (the system call groups are the ones this machine's ``systemd-analyze
 syscall-filter`` lists). Not given: the ``Protect{Kernel*,Clock,Hostname,Proc}``,
@@ -175,9 +175,9 @@ def seccomp_profile(settings: list[tuple[str, str]]) -> dict[str, object]:
 def podman_run_flags(unit: Path, scratch: Path, writable: dict[str, Path]) -> list[str]:
     """``podman run`` flags that give the unit's service what its unit gives it.
 
-    ``writable`` maps each of the unit's ``ReadWritePaths=`` to a host directory (the
-    test's stand-in for that part of the host's disk). ``scratch`` holds the seccomp
-    profile."""
+    ``writable`` maps each of the unit's ``ReadWritePaths=`` (and ``StateDirectory=``
+    in /var/lib) to a host directory, the test's stand-in for that part of the disk.
+    ``scratch`` holds the seccomp profile."""
     settings = service_settings(unit)
     user, group = last(settings, "User"), last(settings, "Group")
     flags = [f"--user={user}:{group}" if group else f"--user={user}"]
@@ -188,7 +188,8 @@ def podman_run_flags(unit: Path, scratch: Path, writable: dict[str, Path]) -> li
     if last(settings, "ProtectSystem") == "strict":
         flags.append("--read-only")
     paths = every(settings, "ReadWritePaths")
-    assert set(paths) == set(writable), f"ReadWritePaths= is {paths}"
+    paths += [f"/var/lib/{name}" for name in every(settings, "StateDirectory")]
+    assert set(paths) == set(writable), f"ReadWritePaths= and StateDirectory= are {paths}"
     flags += [f"--volume={writable[path]}:{path}" for path in paths]
     if last(settings, "PrivateTmp") in ("true", "yes"):
         flags += ["--tmpfs=/tmp", "--tmpfs=/var/tmp"]
