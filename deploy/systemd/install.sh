@@ -3,7 +3,7 @@
 # or any Debian/Ubuntu with systemd:
 #
 #   sudo ./deploy/systemd/install.sh
-#   sudo CHORUS_EXTRAS="holographic mem0" ./deploy/systemd/install.sh   # optional providers
+#   sudo env CHORUS_EXTRAS="holographic mem0" ./deploy/systemd/install.sh   # optional providers
 #
 # It installs python3 and python3-venv with apt when they are missing, builds the
 # locked dependencies and chorus into the virtualenv /opt/chorus/.venv (owned by
@@ -14,7 +14,7 @@
 # services first). The services start the virtualenv's `chorus` directly: nothing
 # is downloaded or written outside /var/lib/chorus when they start.
 #
-# Behind a TLS-inspecting proxy, pass its CA bundle: PIP_CERT=... SSL_CERT_FILE=...
+# Behind a TLS-inspecting proxy, pass its CA bundle: sudo env PIP_CERT=... SSL_CERT_FILE=...
 set -euo pipefail
 umask 0022 # the virtualenv and the units must be readable by the services
 
@@ -30,7 +30,7 @@ say() { echo "install.sh: $*" >&2; }
 
 case "${1:-}" in
   -h | --help)
-    sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
     exit 0
     ;;
   "") ;;
@@ -89,7 +89,7 @@ install -d -m 0755 "$PREFIX"
 )
 chown -R root:root "$VENV"
 chmod -R go-w "$VENV"
-version="$(runuser -u "$SERVICE_USER" -- "$VENV/bin/chorus" --version)"
+version="$(cd / && runuser -u "$SERVICE_USER" -- "$VENV/bin/chorus" --version)"
 say "$version runs as $SERVICE_USER"
 
 # 4. the secrets file, kept as it is once it exists
