@@ -71,7 +71,7 @@ def test_the_systemd_backup_units_pass_systemd_analyze_verify(tmp_path: Path) ->
     stub.chmod(0o755)
     for name in ("chorus-backup.service", "chorus-backup.timer"):
         text = (SYSTEMD / name).read_text()  # the install path does not exist here
-        (tmp_path / name).write_text(text.replace("/opt/chorus/scripts/chorus", str(stub)))
+        (tmp_path / name).write_text(text.replace("/opt/chorus/.venv/bin/chorus", str(stub)))
     found = subprocess.run(
         [analyze, "verify", "chorus-backup.service", "chorus-backup.timer"],
         cwd=tmp_path,
