@@ -4,7 +4,10 @@ them as they are, and the documented stop command stops every replica."""
 
 from __future__ import annotations
 
+import os
 import re
+import string
+import subprocess
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -95,25 +98,54 @@ def test_the_documented_commands_scale_by_the_counts_and_stop_with_down(name: st
 
 def test_nginx_names_no_docker_only_dns_server() -> None:
     """The resolver comes from the lb container's /etc/resolv.conf: the nginx image's
-    entrypoint (15-local-resolvers.envsh, 20-envsubst-on-templates.sh) writes the
-    template's line where nginx-replicas.conf includes it."""
+    entrypoint sources the mounted *.envsh files of /docker-entrypoint.d/, then
+    writes each template of /etc/nginx/templates/ into NGINX_ENVSUBST_OUTPUT_DIR,
+    where nginx-replicas.conf includes it."""
     conf = (DEPLOY / "nginx-replicas.conf").read_text()
     directives = re.sub(r"#[^\n]*", "", conf)
     assert DOCKER_DNS not in directives and "resolver " not in directives
     [include] = re.findall(r"\binclude\s+(\S+);", directives)
 
     lb = services("compose.replicas.yaml")["lb"]
-    env = lb["environment"]
-    assert env["NGINX_ENTRYPOINT_LOCAL_RESOLVERS"]  # any non-empty value turns it on
-    output_dir = PurePosixPath(env["NGINX_ENVSUBST_OUTPUT_DIR"])
+    output_dir = PurePosixPath(lb["environment"]["NGINX_ENVSUBST_OUTPUT_DIR"])
     assert str(output_dir) in lb["tmpfs"]  # writable on the read-only root
-    templates = [v for v in lb["volumes"] if ":/etc/nginx/templates/" in v]
-    [mount] = templates
-    source, target, mode = mount.split(":")
-    assert mode == "ro" and (DEPLOY / source).resolve().is_file()
-    relative = PurePosixPath(target).relative_to("/etc/nginx/templates")
-    assert relative.suffix == ".template"
+    mounts = {target: (DEPLOY / source, mode) for source, target, mode in
+              (volume.split(":") for volume in lb["volumes"])}  # fmt: skip
+    [script] = [t for t in mounts if t.startswith("/docker-entrypoint.d/")]
+    assert script.endswith(".envsh") and mounts[script][1] == "ro"
+    assert os.access(mounts[script][0], os.X_OK)  # the entrypoint skips it otherwise
+    assert PurePosixPath(script).name < "20-envsubst-on-templates.sh"  # runs first
+    [template] = [t for t in mounts if t.startswith("/etc/nginx/templates/")]
+    relative = PurePosixPath(template).relative_to("/etc/nginx/templates")
+    assert relative.suffix == ".template" and mounts[template][1] == "ro"
     assert str(output_dir / relative.with_suffix("")) == include
 
-    template = (DEPLOY / source).read_text()
-    assert "${NGINX_LOCAL_RESOLVERS}" in template and DOCKER_DNS not in template
+
+@pytest.mark.parametrize(
+    ("resolv_conf", "server"),
+    [
+        ("nameserver 127.0.0.11\noptions ndots:0\n", "127.0.0.11"),  # Docker
+        # podman (netavark): aardvark-dns on the network's gateway, then the host's
+        ("search dns.podman\nnameserver 10.89.1.1\nnameserver 10.255.255.53\n", "10.89.1.1"),
+        ("nameserver fd00::1\nnameserver 10.0.0.1\n", "[fd00::1]"),
+    ],
+)
+def test_the_resolver_line_names_the_first_dns_server(
+    tmp_path: Path, resolv_conf: str, server: str
+) -> None:
+    """What the entrypoint does with the two files, run for real with sh: nginx asks
+    only the network's DNS (the host's servers answer "no such name" for replicas)."""
+    resolv = tmp_path / "resolv.conf"
+    resolv.write_text(resolv_conf)
+    found = subprocess.run(
+        ["sh", "-c", '. "$0" && printf %s "$CHORUS_LB_RESOLVER"', DEPLOY / "nginx-resolver.envsh"],
+        env={"PATH": os.environ["PATH"], "RESOLV_CONF": str(resolv)},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert found == server
+    template = (DEPLOY / "nginx-resolver.conf.template").read_text()
+    line = string.Template(template).substitute(CHORUS_LB_RESOLVER=found)
+    directives = [d for d in re.sub(r"#[^\n]*", "", line).split(";") if d.strip()]
+    assert [d.split() for d in directives] == [["resolver", server, "valid=10s", "ipv6=off"]]

@@ -376,7 +376,7 @@ def test_the_balancer_is_a_whole_nginx_conf_for_an_unprivileged_read_only_nginx(
     # The resolver line comes from the image's entrypoint (the container's DNS).
     assert args["include"] == ["/tmp/resolver.conf"]
     template = (DEPLOY / "nginx-resolver.conf.template").read_text()
-    resolver = nginx_contexts(template.replace("${NGINX_LOCAL_RESOLVERS}", "10.89.0.1 "))
+    resolver = nginx_contexts(template.replace("${CHORUS_LB_RESOLVER}", "10.89.0.1"))
     assert resolver == [((), ["resolver", "10.89.0.1", "valid=10s", "ipv6=off"])]
     # A read-only root: the pid file and every temp path in the tmpfs.
     assert args["pid"] == ["/tmp/nginx.pid"]
