@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Iterator
 from datetime import datetime
 from importlib.metadata import version
 from typing import Any
@@ -26,6 +27,7 @@ from tests.fakes.containers import (
 pytestmark = pytest.mark.container
 
 NAME = "localhost/chorus-release-test"
+EXTRAS_NAME = "localhost/chorus-extras-test"
 MAX_BYTES = 200_000_000  # README's figure for the image, all layers together
 # Two optional libraries with few dependencies of their own: the build stays short.
 EXTRAS = ("hindsight", "supermemory")
@@ -33,8 +35,16 @@ EXTRA_MODULES = ("hindsight_client", "supermemory")
 
 
 @pytest.fixture(scope="module")
-def image() -> str:
-    return build_release_image(NAME)
+def image() -> Iterator[str]:
+    yield build_release_image(NAME)
+    remove_tags(NAME, EXTRAS_NAME)  # the version tags would pile up run after run
+
+
+def remove_tags(*names: str) -> None:
+    listed = podman("images", "--format", "{{.Repository}}:{{.Tag}}", check=False).stdout
+    tags = [tag for tag in listed.split() if tag.rsplit(":", 1)[0] in names]
+    if tags:
+        podman("rmi", "--force", *tags, check=False)
 
 
 def inspect(image: str) -> dict[str, Any]:
@@ -107,9 +117,7 @@ def test_the_optional_libraries_are_a_build_argument(image: str) -> None:
         "run", "--rm", *RUN_FLAGS, image, "python3", "-c", "import supermemory", check=False
     )
     assert missing.returncode != 0  # none by default
-    extras = build_release_image(
-        "localhost/chorus-extras-test", "--build-arg", f"EXTRAS={' '.join(EXTRAS)}"
-    )
+    extras = build_release_image(EXTRAS_NAME, "--build-arg", f"EXTRAS={' '.join(EXTRAS)}")
     imported = run(extras, "python3", "-c", f"import {', '.join(EXTRA_MODULES)}; print('imported')")
     assert imported.strip().endswith("imported")
     assert inspect(extras)["Size"] > inspect(image)["Size"]
