@@ -75,7 +75,7 @@ def test_compose_runs_the_image_commands_that_exist() -> None:
     assert services["gateway"]["command"] == ["chorus", "gateway"]
     assert services["worker"]["command"] == ["chorus", "worker"]
     assert "--appendonly" in services["redis"]["command"]
-    assert "replicas" not in services["worker"].get("deploy", {})  # --scale worker=N
+    assert services["worker"]["deploy"]["replicas"] == "${WORKER_REPLICAS:-1}"
 
 
 def test_compose_grace_and_health_match_the_image() -> None:
@@ -194,7 +194,7 @@ def test_compose_replicas_runs_two_gateways_behind_a_balancer_on_shared_stores()
         assert "volumes" not in service  # nothing shared on disk
         assert set(service["depends_on"]) == {"redis", "postgres"}
     assert services["gateway"]["command"] == ["chorus", "gateway"]  # the host name is the id
-    assert services["gateway"]["deploy"]["replicas"] == 2
+    assert interpolated(services["gateway"]["deploy"]["replicas"], {}) == "2"
     assert "ports" not in services["gateway"]
     assert seconds(services["gateway"]["stop_grace_period"]) > SHUTDOWN_BOUND
     assert services["postgres"]["healthcheck"]["test"][1] == "pg_isready"
@@ -210,7 +210,7 @@ def test_the_balancer_skips_a_replica_that_answers_503() -> None:
         for line in conf.splitlines()
         if line.strip() and not line.strip().startswith("#") and line.strip().endswith(";")
     }
-    assert directives["resolver"][0] == "127.0.0.11"  # Docker's DNS: scaled replicas are found
+    assert directives["include"] == ["/tmp/resolver.conf"]  # the network's DNS: see below
     assert directives["set"] == ["$gateway", "http://gateway:8080"]
     assert directives["proxy_pass"] == ["$gateway"]
     assert {"error", "timeout", "http_503"} <= set(directives["proxy_next_upstream"])
@@ -274,24 +274,23 @@ def test_compose_replicas_is_hardened_and_shares_no_disk() -> None:
         assert service["env_file"] == ".env" and service["restart"] == "unless-stopped"
         assert "no-new-privileges:true" in service["security_opt"]
         assert "memory" in service["deploy"]["resources"]["limits"]
-        # CHORUS_HOME: the image's /data (or a directory in it), the container's own tmpfs.
-        tmpfs = {entry.split(":")[0]: entry for entry in service["tmpfs"]}
-        home = service["environment"].get("CHORUS_HOME", "/data")
-        assert home == "/data" or home.startswith("/data/")
-        assert "uid=10001" in tmpfs["/data"] and "mode=0700" in tmpfs["/data"]
-        assert "/tmp" in tmpfs
+        # CHORUS_HOME: a directory chorus creates in the container's own /tmp tmpfs;
+        # the image's VOLUME /data is a tmpfs too (no anonymous volume on disk).
+        assert service["environment"]["CHORUS_HOME"].startswith("/tmp/")
+        assert {"/tmp", "/data"} <= set(service["tmpfs"])
         assert all(d["condition"] == "service_healthy" for d in service["depends_on"].values())
     test = services["gateway"]["healthcheck"]["test"]
     assert yaml.safe_load(dockerfile_healthcheck()) == test[1:] and test[0] == "CMD"
     assert services["worker"]["healthcheck"] == {"disable": True}
-    assert "replicas" not in services["worker"]["deploy"]  # --scale worker=N
+    assert interpolated(services["worker"]["deploy"]["replicas"], {}) == "1"
+    assert interpolated(services["worker"]["deploy"]["replicas"], {"WORKER_REPLICAS": "3"}) == "3"
     assert "--appendonly" in services["redis"]["command"]
 
 
 def test_compose_replicas_postgres_is_the_one_the_gateways_name() -> None:
     data = compose_replicas()
     postgres = data["services"]["postgres"]
-    assert postgres["image"] == "postgres:16"
+    assert postgres["image"] == "docker.io/library/postgres:16"
     assert postgres["healthcheck"]["test"][:2] == ["CMD", "pg_isready"]
     environment = postgres["environment"]
     assert environment["POSTGRES_PASSWORD"].startswith("${POSTGRES_PASSWORD:?")  # deploy/.env
@@ -359,7 +358,7 @@ def nginx_contexts(text: str) -> list[tuple[tuple[str, ...], list[str]]]:
 
 def test_the_balancer_is_a_whole_nginx_conf_for_an_unprivileged_read_only_nginx() -> None:
     lb = compose_replicas()["services"]["lb"]
-    assert lb["image"] == "nginx:1.27"
+    assert lb["image"] == "docker.io/library/nginx:1.27"
     source, target, mode = lb["volumes"][0].split(":")
     assert (DEPLOY / source).resolve() == DEPLOY / "nginx-replicas.conf"
     assert (target, mode) == ("/etc/nginx/nginx.conf", "ro")  # replaces the image's
@@ -373,8 +372,12 @@ def test_the_balancer_is_a_whole_nginx_conf_for_an_unprivileged_read_only_nginx(
     args = {words[0]: words[1:] for _, words in directives}
     # A main nginx.conf: events and http at the top, server and resolver inside http.
     assert where["events"] == () and where["http"] == ()
-    assert where["server"] == ("http",) and where["resolver"][0] == "http"
-    assert args["resolver"][0] == "127.0.0.11" and "valid=10s" in args["resolver"]
+    assert where["server"] == ("http",) and where["include"] == ("http",)
+    # The resolver line comes from the image's entrypoint (the container's DNS).
+    assert args["include"] == ["/tmp/resolver.conf"]
+    template = (DEPLOY / "nginx-resolver.conf.template").read_text()
+    resolver = nginx_contexts(template.replace("${CHORUS_LB_RESOLVER}", "10.89.0.1"))
+    assert resolver == [((), ["resolver", "10.89.0.1", "valid=10s", "ipv6=off"])]
     # A read-only root: the pid file and every temp path in the tmpfs.
     assert args["pid"] == ["/tmp/nginx.pid"]
     temp = [words for _, words in directives if words[0].endswith("_temp_path")]

@@ -2,7 +2,8 @@
 
 ``base_image()`` builds ``debian:bookworm-slim`` with debootstrap from the apt
 mirror the machine already uses, when podman does not have it yet;
-``build_image()`` builds ``deploy/Dockerfile``; ``Container`` runs the image
+``build_image()`` builds ``deploy/Dockerfile`` (``build_release_image()`` through
+``scripts/build-image``, as an operator does); ``Container`` runs the image
 detached as a non-root user on the host network, so it reaches the tests' fake
 servers and redis-server on 127.0.0.1. Tests that need this fail, never skip,
 when podman is missing: ``scripts/test`` installs it.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import os
 import shutil
 import subprocess
 import tempfile
@@ -71,20 +73,43 @@ def base_image() -> str:
     return BASE
 
 
-def build_image(tag: str) -> str:
-    """Build ``deploy/Dockerfile`` from the checkout as ``tag``."""
-    base_image()
-    args = ["build", "--format", "docker", "--isolation=chroot", "--network=host"]
+def _build_flags() -> list[str]:
+    """``podman build`` flags these machines need (see the module's docstring)."""
+    flags = ["--format", "docker", "--isolation=chroot", "--network=host"]
     if HOST_CA.exists():  # this machine's TLS-inspecting proxy; empty build args elsewhere
-        args += [
+        flags += [
             "--volume", f"{HOST_CA}:/host-ca.crt:ro",
             "--build-arg", "PIP_CERT=/host-ca.crt",
             "--build-arg", "SSL_CERT_FILE=/host-ca.crt",
         ]  # fmt: skip
+    return flags
+
+
+def build_image(tag: str) -> str:
+    """Build ``deploy/Dockerfile`` from the checkout as ``tag``."""
+    base_image()
+    args = ["build", *_build_flags()]
     args += ["-t", tag, "-f", str(ROOT / "deploy" / "Dockerfile"), str(ROOT)]
     built = podman(*args, timeout=1200, check=False)
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
     return tag
+
+
+def build_release_image(name: str, *flags: str) -> str:
+    """Build the image as an operator does, with ``scripts/build-image`` (version and
+    labels from git), as ``name:latest``; ``flags`` go to ``podman build``."""
+    base_image()
+    env = {**os.environ, "ENGINE": "podman", "IMAGE": name}
+    built = subprocess.run(
+        [str(ROOT / "scripts" / "build-image"), *_build_flags(), *flags],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        check=False,
+    )
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    return f"{name}:latest"
 
 
 def run(image: str, *command: str, env: dict[str, str] | None = None) -> str:
