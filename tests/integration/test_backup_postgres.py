@@ -252,9 +252,9 @@ def test_a_backup_taken_during_writes_restores_every_table_as_of_one_instant(
     with SessionDB(source_url) as db:
         db.create_session("busy", platform="telegram", user_key=ALICE)
         db.create_session("old", platform="telegram", user_key=ALICE)
-        with db.batch():  # enough rows that copying the messages takes a while
-            for number in range(6000):
-                db.append_message("old", "assistant", f"old answer {number} " + "x" * 600)
+        with db.batch():  # enough bytes that archiving the messages takes a while
+            for number in range(600):
+                db.append_message("old", "assistant", f"{number} " + os.urandom(3000).hex())
 
     writer = Writer(source_url)
     try:
