@@ -18,6 +18,7 @@ into a database none of whose tables holds a row.
 
 from __future__ import annotations
 
+import logging
 import re
 import tarfile
 from collections.abc import Callable, Mapping
@@ -45,6 +46,8 @@ __all__ = [
     "dump_tables",
     "restore_database",
 ]
+
+logger = logging.getLogger(__name__)
 
 DUMP_DIR = "postgresql"
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_]{1,63}")
@@ -153,6 +156,7 @@ def check_empty(url: str) -> None:
         raise DumpError(f"restore failed: {exc}") from exc
     if filled:
         held = ", ".join(f"{name} ({rows} rows)" for name, rows in sorted(filled.items())[:5])
+        logger.warning("restore refused: the PostgreSQL database holds rows (%s)", held)
         raise DumpError(
             f"PostgreSQL (database.url) is not empty: {held}; restore into an empty "
             "database (create a new one, or drop and recreate this one)"

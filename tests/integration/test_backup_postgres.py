@@ -10,25 +10,32 @@ every table as of one instant.
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import subprocess
 import sys
+import tarfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import psycopg
+import pytest
 from psycopg import sql
 
 from gateway.access import GatewayDB
 from gateway.access._tables import PairingCode
 from gateway.sessions import Inbox
+from memory.backup import MANIFEST, BackupError, write_backup
+from memory.backup_restore import restore_backup
+from memory.backup_verify import verify_backup
 from memory.jobs import JobLedger, JobSpec, JobState, Outbox
 from memory.paths import ChorusPaths
 from memory.providers import ProviderHealth
 from memory.store import PostgresMemoryFiles, StagedWrites
-from memory.transcripts import SessionDB
+from memory.transcripts import PG_SCHEMA_VERSION, SessionDB
 from tests.fakes.postgres_server import PostgresServer
 
 pytest_plugins = ["tests.fakes.postgres_fixtures"]
@@ -60,9 +67,7 @@ def fill(url: str, home: Path) -> None:
         epoch = db.take_epoch("s1")
         db.append_message("s1", "user", "Where do the bees swarm?", epoch=epoch)
         db.append_message("s1", "assistant", "The bees swarm in May. " + SPECIAL, epoch=epoch)
-        db.append_message(
-            "s1", "tool", None, tool_call_id="c1", tool_name="memory", token_count=7
-        )
+        db.append_message("s1", "tool", None, tool_call_id="c1", tool_name="memory", token_count=7)
         db.end_session("s1", "idle")
         db.create_session("s2", platform="slack", user_key="slack:U1", parent_session_id="s1")
     with GatewayDB(url) as access:
@@ -136,6 +141,8 @@ def test_backup_in_postgres_mode_restores_every_table_into_an_empty_database(
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert f"{len(before)} PostgreSQL tables" in checked.stdout
 
+    SessionDB(target_url).close()  # a gateway started there once: empty tables, no rows
+    GatewayDB(target_url).close()
     restored = run(target, "restore", str(archive), url=target_url)
     assert restored.returncode == 0, restored.stdout + restored.stderr
     assert f"restored {len(before)} tables" in restored.stdout
@@ -162,7 +169,8 @@ def test_backup_in_postgres_mode_restores_every_table_into_an_empty_database(
         staged_id = staged.stage(user_key=ALICE, session_id="s3", action="add", content="new")
     assert staged_id > max(row[0] for row in before["staged_memory_writes"])
     with Outbox(target_url) as outbox:
-        assert outbox.put(JobSpec("memory.jobs.x", (), "s3", "job-3")) > before["queue_outbox"][0][0]
+        queued = outbox.put(JobSpec("memory.jobs.x", (), "s3", "job-3"))
+    assert queued > before["queue_outbox"][0][0]
     with GatewayDB(target_url) as access:
         assert access.audit("telegram:1", "/deny", "x", "ok", 2000.0) > before["audit_log"][0][0]
 
@@ -191,6 +199,57 @@ def test_restore_refuses_a_database_that_holds_rows(
     forced = run(home, "restore", str(archive), "--force", url=target_url)
     assert forced.returncode == 1 and "not empty" in forced.stdout + forced.stderr
     assert contents(target_url) == held
+
+
+def rewrite(archive: Path, out: Path, change: dict[str, bytes | None]) -> Path:
+    """A copy of ``archive`` with members replaced (bytes) or removed (None), the
+    manifest's sizes left as they were (a damaged archive) unless it is replaced."""
+    with tarfile.open(archive) as old, tarfile.open(out, "w:gz") as new:
+        for member in old.getmembers():
+            data = change.get(member.name, old.extractfile(member).read())  # type: ignore[union-attr]
+            if data is None:
+                continue
+            info = tarfile.TarInfo(member.name)
+            info.size = len(data)
+            new.addfile(info, io.BytesIO(data))
+    return out
+
+
+def test_verify_reads_every_table_and_restore_refuses_newer_tables(
+    postgres_server: PostgresServer, tmp_path: Path
+) -> None:
+    source_url = postgres_server.create_database()
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    fill(source_url, home)
+    archive = write_backup(home, tmp_path / "whole.tar.gz", where=source_url).path
+    report = verify_backup(archive)
+    assert report.tables >= 17 and report.rows == sum(map(len, contents(source_url).values()))
+    with tarfile.open(archive) as tar:
+        manifest = json.loads(tar.extractfile(MANIFEST).read())  # type: ignore[union-attr]
+        sessions = tar.extractfile("postgresql/sessions.copy").read()  # type: ignore[union-attr]
+    assert manifest["backend"] == "postgresql"
+    assert manifest["postgresql"]["schema_versions"] == {"transcripts": PG_SCHEMA_VERSION}
+    assert manifest["postgresql"]["tables"]["sessions"]["rows"] == 2
+
+    cut = rewrite(archive, tmp_path / "cut.tar.gz", {"postgresql/sessions.copy": sessions[:-1]})
+    with pytest.raises(BackupError, match=r"postgresql/sessions\.copy \(table sessions\)"):
+        verify_backup(cut)
+    one_row = sessions.split(b"\n")[0] + b"\n"
+    short = rewrite(archive, tmp_path / "short.tar.gz", {"postgresql/sessions.copy": one_row})
+    with pytest.raises(BackupError, match="1 rows, the manifest says 2"):
+        verify_backup(short)
+    gone = rewrite(archive, tmp_path / "gone.tar.gz", {"postgresql/inbox.copy": None})
+    with pytest.raises(BackupError, match=r"inbox\.copy \(table inbox\): named in the manifest"):
+        verify_backup(gone)
+
+    manifest["postgresql"]["schema_versions"]["transcripts"] = 99
+    newer = rewrite(archive, tmp_path / "newer.tar.gz", {MANIFEST: json.dumps(manifest).encode()})
+    target_url = postgres_server.create_database()
+    with pytest.raises(BackupError, match="schema version 99, newer than this chorus"):
+        restore_backup(newer, tmp_path / "target", where=target_url)
+    assert contents(target_url) == {}  # nothing was made in the database
+    assert not (tmp_path / "target").exists()
 
 
 WRITER = """
