@@ -97,19 +97,6 @@ def open_memory_files(where: Location | None, home: Path) -> PostgresMemoryFiles
         raise BackupError(str(exc)) from exc
 
 
-def _memory_rows(where: Location | None, home: Path) -> list[tuple[str, str]] | None:
-    """The memory files in PostgreSQL as ``(name, text)``; None when they are on disk."""
-    pg_files = open_memory_files(where, home)
-    if pg_files is None:
-        return None
-    try:
-        return pg_files.all_files()
-    except MemoryLayerError as exc:
-        raise BackupError(f"backup failed: {exc}") from exc
-    finally:
-        pg_files.close()
-
-
 def _add_text(archive: tarfile.TarFile, name: str, data: bytes) -> int:
     info = tarfile.TarInfo(name)
     info.size, info.mode, info.mtime = len(data), 0o600, int(time.time())
@@ -230,7 +217,7 @@ def write_backup(
         raise BackupError(f"{target} exists already; name a new file")
     target.parent.mkdir(parents=True, exist_ok=True)
     home, target = home.resolve(), target.resolve()
-    pg_rows = _memory_rows(where, home)
+    pg_rows: list[tuple[str, str]] | None = [] if where is not None and is_postgres(where) else None
     sizes: dict[str, int] = {}
     databases: list[str] = []
     version = 0  # the schema of the state.db archived (0: none), which a restore must know
@@ -249,11 +236,11 @@ def write_backup(
                 version = _add_home(
                     archive, home, Path(scratch), skip, sizes=sizes, databases=databases
                 )
+                if pg_rows is not None:  # the tables and memory files of one instant
+                    dump, pg_rows = add_database(archive, str(where), Path(scratch), sizes)
                 for name, text in pg_rows or ():
                     arcname = f"memories/{name}"
                     sizes[arcname] = _add_text(archive, arcname, text.encode("utf-8"))
-                if where is not None and is_postgres(where):
-                    dump = add_database(archive, str(where), Path(scratch), sizes)
                 manifest = {
                     "format": 1,
                     "backend": "sqlite" if dump is None else "postgresql",

@@ -62,11 +62,15 @@ def _member(index: int, table: str) -> str:
     return f"{DUMP_DIR}/{table if _PLAIN_NAME.fullmatch(table) else f'table-{index}'}.copy"
 
 
+MEMORY_FILES = "memory_files"
+
+
 def add_database(
     archive: tarfile.TarFile, url: str, scratch: Path, sizes: dict[str, int]
-) -> dict[str, object]:
+) -> tuple[dict[str, object], list[tuple[str, str]]]:
     """Every table of ``url`` as of one instant into ``archive`` (sizes noted in ``sizes``);
-    the manifest's ``postgresql`` entry."""
+    the manifest's ``postgresql`` entry, and the memory files ``(name, text)`` as of the
+    same instant, for the archive to hold as files as well."""
     tables: dict[str, object] = {}
     try:
         with read_snapshot(url) as snapshot:
@@ -84,12 +88,13 @@ def add_database(
                     "rows": table.rows,
                     "identity": table.identity,
                 }
+            memory = snapshot.select(MEMORY_FILES, ["name", "content"])
             return {
                 "server_version": snapshot.server_version,
                 "isolation": "repeatable read",
                 "schema_versions": snapshot.schema_versions,
                 "tables": tables,
-            }
+            }, [(str(name), str(text)) for name, text in memory]
     except MemoryLayerError as exc:
         raise DumpError(f"backup failed: {exc}") from exc
 

@@ -78,6 +78,18 @@ class Snapshot:
         ).fetchall()
         return {str(component): int(version) for component, version in rows}
 
+    def select(self, table: str, columns: list[str]) -> list[tuple[Any, ...]]:
+        """Every row of ``table`` (its ``columns``) as of the snapshot, in their order;
+        nothing when the database has no such table."""
+        if table not in {t.name for t in self.tables}:
+            return []
+        statement = sql.SQL("SELECT {} FROM {} ORDER BY {}").format(
+            sql.SQL(", ").join(map(sql.Identifier, columns)),
+            sql.Identifier(table),
+            sql.SQL(", ").join(map(sql.Identifier, columns)),
+        )
+        return [tuple(row) for row in self._conn.execute(statement).fetchall()]
+
     def copy_out(self, table: TableRows, out: IO[bytes]) -> int:
         """Write ``table``'s rows to ``out`` (COPY text format); how many rows."""
         statement = sql.SQL("COPY {} ({}) TO STDOUT").format(
