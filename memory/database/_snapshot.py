@@ -26,15 +26,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import IO, Any
 
-import psycopg
-from psycopg import sql
-
-from memory.database._errors import first_line
-from memory.database._postgres import CONNECT_TIMEOUT, _probe, _safe
+from memory.database._postgres import OwnConnection, _safe, own_connection
 from memory.database._types import TableRows
 from memory.errors import DatabaseCopyError
 
-__all__ = ["Snapshot", "TableRows", "filled_tables", "load_snapshot", "read_snapshot"]
+__all__ = ["Snapshot", "filled_tables", "load_snapshot", "read_snapshot"]
 
 logger = logging.getLogger(__name__)
 
@@ -47,35 +43,37 @@ _SESSION_SETTINGS = (
 )
 
 
+def quoted(name: str) -> str:
+    """``name`` as an SQL identifier, whatever characters it holds."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _column_list(columns: list[str]) -> str:
+    return ", ".join(map(quoted, columns))
+
+
 @contextmanager
-def _connect(url: str) -> Iterator[psycopg.Connection[Any]]:
-    """A connection of its own (not the pool's), in autocommit until a block opens one."""
-    _probe(url)
-    try:
-        with psycopg.connect(url, connect_timeout=int(CONNECT_TIMEOUT), autocommit=True) as conn:
-            for statement in _SESSION_SETTINGS:
-                conn.execute(statement)
-            yield conn
-    except psycopg.Error as exc:
-        raise DatabaseCopyError(f"PostgreSQL {_safe(url)}: {first_line(exc)}") from exc
+def _connect(url: str) -> Iterator[OwnConnection]:
+    with own_connection(url) as conn:
+        for statement in _SESSION_SETTINGS:
+            conn.run(statement)
+        yield conn
 
 
 class Snapshot:
     """The tables of one database as of one instant; ``copy_out`` streams one table."""
 
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+    def __init__(self, conn: OwnConnection) -> None:
         self._conn = conn
-        row = conn.execute("SELECT current_setting('server_version')").fetchone()
-        self.server_version = "" if row is None else str(row[0])
+        [(version,)] = conn.rows("SELECT current_setting('server_version')")
+        self.server_version = str(version)
         self.tables = _tables(conn)
         self.schema_versions = self._versions()
 
     def _versions(self) -> dict[str, int]:
         if VERSIONS_TABLE not in {t.name for t in self.tables}:
             return {}
-        rows = self._conn.execute(
-            sql.SQL("SELECT component, version FROM {}").format(sql.Identifier(VERSIONS_TABLE))
-        ).fetchall()
+        rows = self._conn.rows(f"SELECT component, version FROM {quoted(VERSIONS_TABLE)}")
         return {str(component): int(version) for component, version in rows}
 
     def select(self, table: str, columns: list[str]) -> list[tuple[Any, ...]]:
@@ -83,24 +81,16 @@ class Snapshot:
         nothing when the database has no such table."""
         if table not in {t.name for t in self.tables}:
             return []
-        statement = sql.SQL("SELECT {} FROM {} ORDER BY {}").format(
-            sql.SQL(", ").join(map(sql.Identifier, columns)),
-            sql.Identifier(table),
-            sql.SQL(", ").join(map(sql.Identifier, columns)),
-        )
-        return [tuple(row) for row in self._conn.execute(statement).fetchall()]
+        names = _column_list(columns)
+        return self._conn.rows(f"SELECT {names} FROM {quoted(table)} ORDER BY {names}")
 
     def copy_out(self, table: TableRows, out: IO[bytes]) -> int:
         """Write ``table``'s rows to ``out`` (COPY text format); how many rows."""
-        statement = sql.SQL("COPY {} ({}) TO STDOUT").format(
-            sql.Identifier(table.name), sql.SQL(", ").join(map(sql.Identifier, table.columns))
-        )
+        statement = f"COPY {quoted(table.name)} ({_column_list(table.columns)}) TO STDOUT"
         rows = 0
-        with self._conn.cursor().copy(statement) as copy:
-            for block in copy:
-                data = bytes(block)
-                rows += data.count(b"\n")
-                out.write(data)
+        for block in self._conn.copy_out(statement):
+            rows += block.count(b"\n")
+            out.write(block)
         table.rows = rows
         return rows
 
@@ -109,19 +99,19 @@ class Snapshot:
 def read_snapshot(url: str) -> Iterator[Snapshot]:
     """A ``Snapshot`` of the current schema of ``url``, valid inside the block."""
     with _connect(url) as conn, conn.transaction():
-        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY, DEFERRABLE")
+        conn.run("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY, DEFERRABLE")
         yield Snapshot(conn)
 
 
-def _tables(conn: psycopg.Connection[Any]) -> list[TableRows]:
+def _tables(conn: OwnConnection) -> list[TableRows]:
     """Every ordinary table of the current schema, its stored columns, its identity values."""
-    rows = conn.execute(
+    rows = conn.rows(
         "SELECT c.relname, a.attname, a.attidentity <> '' AS is_identity"
         " FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid"
         " WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'"
         " AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''"
         " ORDER BY c.relname, a.attnum"
-    ).fetchall()
+    )
     tables: dict[str, TableRows] = {}
     for table, column, is_identity in rows:
         one = tables.setdefault(str(table), TableRows(str(table), []))
@@ -131,16 +121,13 @@ def _tables(conn: psycopg.Connection[Any]) -> list[TableRows]:
     return list(tables.values())
 
 
-def _sequence_value(conn: psycopg.Connection[Any], table: str, column: str) -> int:
-    found = conn.execute("SELECT pg_get_serial_sequence(%s, %s)", (table, column)).fetchone()
-    if found is None or found[0] is None:
+def _sequence_value(conn: OwnConnection, table: str, column: str) -> int:
+    """The last value the sequence of ``table.column`` handed out (0: none yet)."""
+    [(sequence,)] = conn.rows("SELECT pg_get_serial_sequence(%s, %s)", (quoted(table), column))
+    if sequence is None:
         return 0
-    state = conn.execute(
-        sql.SQL("SELECT last_value, is_called FROM {}").format(
-            sql.Identifier(*str(found[0]).split(".", 1))
-        )
-    ).fetchone()
-    return int(state[0]) if state is not None and state[1] else 0
+    [(last, called)] = conn.rows(f"SELECT last_value, is_called FROM {sequence}")
+    return int(last) if called else 0
 
 
 def filled_tables(url: str) -> dict[str, int]:
@@ -149,16 +136,14 @@ def filled_tables(url: str) -> dict[str, int]:
         return _filled(conn)
 
 
-def _filled(conn: psycopg.Connection[Any]) -> dict[str, int]:
+def _filled(conn: OwnConnection) -> dict[str, int]:
     filled: dict[str, int] = {}
     for table in _tables(conn):
         if table.name == VERSIONS_TABLE:
             continue
-        row = conn.execute(
-            sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table.name))
-        ).fetchone()
-        if row is not None and row[0]:
-            filled[table.name] = int(row[0])
+        [(count,)] = conn.rows(f"SELECT count(*) FROM {quoted(table.name)}")
+        if count:
+            filled[table.name] = int(count)
     return filled
 
 
@@ -191,67 +176,58 @@ def load_snapshot(
                     f"table {table.name} has no column {', '.join(missing)} here; "
                     "restore it with the chorus that made the backup"
                 )
-            written += _copy_in(conn, table, open_rows)
+            written += _copy_in(conn, table, open_rows(table))
             for column in target.identity:
                 _move_sequence(conn, table.name, column, table.identity.get(column, 0))
         return written
 
 
-def _copy_in(
-    conn: psycopg.Connection[Any], table: TableRows, open_rows: Callable[[TableRows], IO[bytes]]
-) -> int:
-    statement = sql.SQL("COPY {} ({}) FROM STDIN").format(
-        sql.Identifier(table.name), sql.SQL(", ").join(map(sql.Identifier, table.columns))
-    )
-    source = open_rows(table)
-    with conn.cursor().copy(statement) as copy:
-        while block := source.read(1 << 16):
-            copy.write(block)
-    row = conn.execute(
-        sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table.name))
-    ).fetchone()
-    count = 0 if row is None else int(row[0])
+def _copy_in(conn: OwnConnection, table: TableRows, source: IO[bytes]) -> int:
+    columns = _column_list(table.columns)
+    conn.copy_in(f"COPY {quoted(table.name)} ({columns}) FROM STDIN", source)
+    [(count,)] = conn.rows(f"SELECT count(*) FROM {quoted(table.name)}")
     if count != table.rows:
         raise DatabaseCopyError(
             f"table {table.name}: {count} rows restored, the backup lists {table.rows}"
         )
     logger.info("restored %d rows of %s", count, table.name)
-    return count
+    return int(count)
 
 
-def _move_sequence(conn: psycopg.Connection[Any], table: str, column: str, handed: int) -> None:
+def _move_sequence(conn: OwnConnection, table: str, column: str, handed: int) -> None:
     """Move ``table.column``'s sequence past its restored values and the source's ``handed``."""
-    row = conn.execute(
-        sql.SQL("SELECT max({}) FROM {}").format(sql.Identifier(column), sql.Identifier(table))
-    ).fetchone()
-    highest = max(int(row[0]) if row is not None and row[0] is not None else 0, handed)
+    [(most,)] = conn.rows(f"SELECT max({quoted(column)}) FROM {quoted(table)}")
+    highest = max(0 if most is None else int(most), handed)
     if highest > 0:
-        conn.execute("SELECT setval(pg_get_serial_sequence(%s, %s), %s)", (table, column, highest))
+        conn.run(
+            "SELECT setval(pg_get_serial_sequence(%s, %s), %s)", (quoted(table), column, highest)
+        )
 
 
-def _in_dependency_order(conn: psycopg.Connection[Any], tables: list[TableRows]) -> list[TableRows]:
+def _in_dependency_order(conn: OwnConnection, tables: list[TableRows]) -> list[TableRows]:
     """``tables`` with every table after those its foreign keys reference, else by name."""
-    edges = conn.execute(
+    edges = conn.rows(
         "SELECT c.conrelid::regclass::text, c.confrelid::regclass::text FROM pg_constraint c"
         " WHERE c.contype = 'f' AND c.connamespace = current_schema()::regnamespace"
-    ).fetchall()
+    )
     needs: dict[str, set[str]] = {}
     for child, parent in edges:
         if child != parent:
-            needs.setdefault(str(child), set()).add(str(parent))
+            needs.setdefault(_unquoted(str(child)), set()).add(_unquoted(str(parent)))
     pending = sorted(tables, key=lambda t: t.name)
     ordered: list[TableRows] = []
-    done: set[str] = set()
     while pending:
-        ready = [t for t in pending if not (needs.get(t.name, set()) - done) & _names(pending)]
-        if not ready:  # a cycle: leave the rest by name (the load then fails and says why)
+        waiting = {t.name for t in pending}
+        ready = [t for t in pending if not needs.get(t.name, set()) & waiting]
+        if not ready:  # a cycle: the rest by name (the load then fails and says why)
             ready = pending[:1]
-        for table in ready:
-            ordered.append(table)
-            done.add(table.name)
-        pending = [t for t in pending if t.name not in done]
+        ordered += ready
+        pending = [t for t in pending if t not in ready]
     return ordered
 
 
-def _names(tables: list[TableRows]) -> set[str]:
-    return {t.name for t in tables}
+def _unquoted(name: str) -> str:
+    """A ``regclass`` text as the table's name (it is quoted when it needs to be)."""
+    if len(name) > 1 and name.startswith('"') and name.endswith('"'):
+        return name[1:-1].replace('""', '"')
+    return name
