@@ -44,16 +44,19 @@ BESIDE_TRANSCRIPTS: tuple[Callable[[str], Tables], ...] = (
     JobLedger,
     Outbox,
     ProviderHealth,
-    lambda url: PostgresMemoryFiles(url, ChorusPaths(Path("/")).memories_dir),
 )
 """Every component with tables in PostgreSQL besides the transcripts (which a
-restore makes at the backup's schema version): a restore opens each on the URL,
-and each creates its own tables."""
+restore makes at the backup's schema version) and the memory files: a restore
+opens each on the URL, and each creates its own tables."""
 
 
-def _prepare_tables(url: str) -> None:
-    for open_component in BESIDE_TRANSCRIPTS:
-        open_component(url).close()
+def _tables_maker(home: Path) -> Callable[[str], None]:
+    def prepare_tables(url: str) -> None:
+        for open_component in BESIDE_TRANSCRIPTS:
+            open_component(url).close()
+        PostgresMemoryFiles(url, ChorusPaths(home).memories_dir).close()
+
+    return prepare_tables
 
 
 def _verified(report: VerifyReport) -> str:
@@ -165,7 +168,7 @@ def restore_command(
             force=force,
             where=where,
             include=frozenset(include or ()),
-            prepare_tables=_prepare_tables,
+            prepare_tables=_tables_maker(home),
         )
     except (BackupError, GatewayError) as exc:
         raise fail(str(exc)) from None
