@@ -1,4 +1,4 @@
-"""One-file backups of a CHORUS_HOME, and restoring one into an empty home.
+"""One-file backups of a CHORUS_HOME (restored by ``memory.backup_restore``).
 
 ``write_backup`` makes a ``.tar.gz`` holding a consistent copy of every SQLite
 database of the home — ``state.db`` and the providers' (Holographic
@@ -14,20 +14,14 @@ so a backup kept in the home is never inside a later one. A ``chorus-backup.json
 the schema version of the archived ``state.db`` (as it is, not this chorus's), when
 the backup was made and which members are databases.
 
-``restore_backup`` unpacks an archive into a home that is empty or missing
-(``force`` overwrites a non-empty one) and leaves directories 0700 and files
-0600, as chorus makes them. It restores the data — memories, ``state.db``,
-providers' data — and ``config.yaml`` or ``plugins/`` only when named; every
-member is checked first (``memory.backup_members``), so a tampered archive is
-refused before anything is written.
-
 With ``database.url`` set (``where`` a ``postgresql://`` URL) the memory files
 live in PostgreSQL (``memory.store.PostgresMemoryFiles``); the archive holds
 them at the same paths (``memories/MEMORY.md``, ``memories/users/…/USER.md``)
 as if they came from disk, so a backup of either kind restores into either: a
 restore with a URL writes them into PostgreSQL, one without onto the disk.
-Transcripts and the other tables in PostgreSQL are *not* in the archive: they
-are the operator's ``pg_dump``, which is consistent and does it better.
+Every table of the database is in the archive too, as of one instant
+(``memory.backup_pg``): a restore with a URL loads them into an empty
+PostgreSQL database; one without leaves them out and says so.
 """
 
 from __future__ import annotations
@@ -37,7 +31,6 @@ import json
 import logging
 import os
 import re
-import shutil
 import sqlite3
 import tarfile
 import tempfile
@@ -46,12 +39,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from memory.backup_members import MemberRefused, check_includes, plan_restore
+from memory.backup_pg import (
+    DumpError,
+    add_database,
+)
 from memory.database import Location, is_postgres
 from memory.errors import MemoryLayerError
 from memory.paths import ChorusPaths
 from memory.store import PostgresMemoryFiles
-from memory.transcripts import SCHEMA_VERSION, sqlite_schema_version
+from memory.transcripts import sqlite_schema_version
 
 logger = logging.getLogger(__name__)
 
@@ -76,6 +72,10 @@ class BackupSummary:
     schema_version: int
     left_out: tuple[str, ...] = ()
     """Members of the archive a restore did not write (``config.yaml`` unless named, …)."""
+    tables: int = 0
+    """PostgreSQL tables archived or restored (``database.url``)."""
+    rows: int = 0
+    """Their rows."""
 
 
 def default_name(now: float | None = None) -> str:
@@ -83,31 +83,18 @@ def default_name(now: float | None = None) -> str:
     return f"chorus-backup-{stamp}.tar.gz"
 
 
-def _is_memory_file(relative: PurePosixPath) -> bool:
+def is_memory_file(relative: PurePosixPath) -> bool:
     """A curated memory file (MEMORY.md, a USER.md): on disk, or a row with ``database.url``."""
     return len(relative.parts) > 1 and relative.parts[0] == "memories" and relative.suffix == ".md"
 
 
-def _open_memory_files(where: Location | None, home: Path) -> PostgresMemoryFiles | None:
+def open_memory_files(where: Location | None, home: Path) -> PostgresMemoryFiles | None:
     if where is None or not is_postgres(where):
         return None
     try:
         return PostgresMemoryFiles(str(where), ChorusPaths(home).memories_dir)
     except MemoryLayerError as exc:
         raise BackupError(str(exc)) from exc
-
-
-def _memory_rows(where: Location | None, home: Path) -> list[tuple[str, str]] | None:
-    """The memory files in PostgreSQL as ``(name, text)``; None when they are on disk."""
-    pg_files = _open_memory_files(where, home)
-    if pg_files is None:
-        return None
-    try:
-        return pg_files.all_files()
-    except MemoryLayerError as exc:
-        raise BackupError(f"backup failed: {exc}") from exc
-    finally:
-        pg_files.close()
 
 
 def _add_text(archive: tarfile.TarFile, name: str, data: bytes) -> int:
@@ -215,7 +202,8 @@ def write_backup(
 
     ``where`` is ``database_location(settings)``: with a PostgreSQL URL the
     memory files are read from PostgreSQL (disk copies under ``memories/`` are
-    stale and left out); transcripts there are for ``pg_dump``.
+    stale and left out) and every table of the database is archived as of one
+    instant (``memory.backup_pg``).
     """
     if not home.is_dir():
         raise BackupError(f"CHORUS_HOME {home} does not exist")
@@ -229,10 +217,11 @@ def write_backup(
         raise BackupError(f"{target} exists already; name a new file")
     target.parent.mkdir(parents=True, exist_ok=True)
     home, target = home.resolve(), target.resolve()
-    pg_rows = _memory_rows(where, home)
+    pg_rows: list[tuple[str, str]] | None = [] if where is not None and is_postgres(where) else None
     sizes: dict[str, int] = {}
     databases: list[str] = []
     version = 0  # the schema of the state.db archived (0: none), which a restore must know
+    dump: dict[str, object] | None = None
     # copies of the databases are made beside the archive, not in /tmp (often a small tmpfs)
     with tempfile.TemporaryDirectory(prefix="chorus-backup-", dir=target.parent) as scratch:
         partial = target.with_name(target.name + ".partial")
@@ -240,18 +229,21 @@ def write_backup(
         def skip(path: Path, relative: PurePosixPath) -> bool:
             if path == partial or _skipped(path, relative, home, backups):
                 return True
-            return pg_rows is not None and _is_memory_file(relative)
+            return pg_rows is not None and is_memory_file(relative)
 
         try:
             with tarfile.open(partial, "w:gz") as archive:
                 version = _add_home(
                     archive, home, Path(scratch), skip, sizes=sizes, databases=databases
                 )
+                if pg_rows is not None:  # the tables and memory files of one instant
+                    dump, pg_rows = add_database(archive, str(where), Path(scratch), sizes)
                 for name, text in pg_rows or ():
                     arcname = f"memories/{name}"
                     sizes[arcname] = _add_text(archive, arcname, text.encode("utf-8"))
                 manifest = {
                     "format": 1,
+                    "backend": "sqlite" if dump is None else "postgresql",
                     "schema_version": version,
                     "created": time.strftime(
                         "%Y-%m-%dT%H:%M:%SZ", time.gmtime(now if now is not None else time.time())
@@ -259,6 +251,7 @@ def write_backup(
                     "files": len(sizes),
                     "sizes": sizes,
                     "databases": databases,
+                    **({} if dump is None else {"postgresql": dump}),
                 }
                 _add_text(archive, MANIFEST, json.dumps(manifest, indent=2).encode())
             os.chmod(partial, 0o600)
@@ -266,10 +259,22 @@ def write_backup(
         except BackupError:
             partial.unlink(missing_ok=True)
             raise
-        except (OSError, sqlite3.Error, tarfile.TarError) as exc:
+        except (OSError, sqlite3.Error, tarfile.TarError, DumpError) as exc:
             partial.unlink(missing_ok=True)
-            raise BackupError(f"backup failed: {exc}") from exc
-    return BackupSummary(target, len(sizes), version)
+            raise BackupError(
+                f"backup failed: {exc}" if not isinstance(exc, DumpError) else str(exc)
+            ) from exc
+    tables, rows = _counted(dump)
+    return BackupSummary(target, len(sizes) - tables, version, tables=tables, rows=rows)
+
+
+def _counted(dump: object) -> tuple[int, int]:
+    """The tables and rows a manifest's ``postgresql`` entry lists."""
+    tables = dump.get("tables") if isinstance(dump, dict) else None
+    if not isinstance(tables, dict):
+        return 0, 0
+    rows = [one.get("rows") for one in tables.values() if isinstance(one, dict)]
+    return len(tables), sum(r for r in rows if isinstance(r, int))
 
 
 def read_manifest(archive_path: Path) -> dict[str, object]:
@@ -284,104 +289,3 @@ def read_manifest(archive_path: Path) -> dict[str, object]:
     if not isinstance(data, dict):
         raise BackupError(f"{archive_path} is not a chorus backup (bad manifest)")
     return data
-
-
-def restore_backup(
-    archive_path: Path,
-    home: Path,
-    *,
-    force: bool = False,
-    where: Location | None = None,
-    include: frozenset[str] = frozenset(),
-) -> BackupSummary:
-    """Unpack ``archive_path`` into ``home``; refuses a non-empty home unless ``force``.
-
-    ``include`` names what is restored besides the data: ``config.yaml``,
-    ``plugins``. With ``where`` a PostgreSQL URL the memory files go into
-    PostgreSQL, which must hold none yet (unless ``force``); everything else
-    goes onto the disk.
-    """
-    try:
-        check_includes(include)
-    except MemberRefused as exc:
-        raise BackupError(str(exc)) from None
-    manifest = read_manifest(archive_path)
-    version = manifest.get("schema_version")
-    if not isinstance(version, int) or version > SCHEMA_VERSION:
-        raise BackupError(
-            f"the backup has schema version {version}, newer than this chorus "
-            f"({SCHEMA_VERSION}); restore it with the chorus that made it or a newer one"
-        )
-    if home.exists() and any(home.iterdir()) and not force:
-        raise BackupError(f"CHORUS_HOME {home} is not empty; restore into an empty one or --force")
-    pg_files = _open_memory_files(where, home)
-    try:
-        if pg_files is not None and not force and any(text for _, text in pg_files.all_files()):
-            raise BackupError(
-                "PostgreSQL (database.url) holds memory files already; "
-                "restore into an empty database or --force"
-            )
-        files, left_out = _unpack(archive_path, home, pg_files, manifest, include)
-    except BackupError:
-        raise
-    except MemoryLayerError as exc:  # PostgreSQL refused a read or a write
-        raise BackupError(f"restore failed: {exc}") from exc
-    finally:
-        if pg_files is not None:
-            pg_files.close()
-    return BackupSummary(archive_path, files, version, left_out)
-
-
-def _unpack(
-    archive_path: Path,
-    home: Path,
-    pg_files: PostgresMemoryFiles | None,
-    manifest: dict[str, object],
-    include: frozenset[str],
-) -> tuple[int, tuple[str, ...]]:
-    """Write the members ``plan_restore`` passes into ``home`` (memory files into
-    ``pg_files`` if given); the count written and the names left out."""
-    files = 0
-    try:
-        with tarfile.open(archive_path, "r:gz") as archive:
-            try:
-                plan = plan_restore(
-                    archive,
-                    manifest,
-                    manifest_name=MANIFEST,
-                    archive_size=archive_path.stat().st_size,
-                    home=home,
-                    include=include,
-                )
-            except MemberRefused as exc:
-                logger.warning("refused to restore %s: %s", archive_path, exc)
-                raise BackupError(f"{archive_path} was not restored: {exc}") from None
-            home.mkdir(mode=0o700, parents=True, exist_ok=True)
-            os.chmod(home, 0o700)
-            for member in plan.members:
-                relative = PurePosixPath(member.name)
-                source = archive.extractfile(member)
-                if source is None:
-                    continue
-                if pg_files is not None and _is_memory_file(relative):
-                    name = PurePosixPath(*relative.parts[1:]).as_posix()
-                    try:
-                        text = source.read().decode("utf-8")
-                    except UnicodeDecodeError as exc:
-                        raise BackupError(f"{member.name} is not UTF-8 text") from exc
-                    pg_files.write_text(name, text)
-                    files += 1
-                    continue
-                destination = home.joinpath(*relative.parts)
-                for parent in reversed(destination.relative_to(home).parents):
-                    (home / parent).mkdir(mode=0o700, exist_ok=True)
-                for side in ("-wal", "-shm"):  # a stale side file would corrupt the copy
-                    destination.with_name(destination.name + side).unlink(missing_ok=True)
-                fd = os.open(destination, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-                with os.fdopen(fd, "wb") as out:
-                    shutil.copyfileobj(source, out)
-                os.chmod(destination, 0o600)
-                files += 1
-    except (OSError, EOFError, tarfile.TarError) as exc:
-        raise BackupError(f"restore failed: {exc or 'the archive is cut short'}") from exc
-    return files, tuple(plan.left_out)

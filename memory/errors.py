@@ -12,6 +12,8 @@ Exception tree::
     │   └── StaleLeaseError         a job's session lease moved on to another run: it cannot commit
     ├── DatabaseCopyError           ``chorus migrate-db`` refused or failed; nothing was copied
     ├── BackupError                 memory.backup: a backup cannot be made or restored
+    ├── DumpError                   memory.backup_pg: the PostgreSQL tables of a backup
+    │                               cannot be read, archived or loaded
     └── DatabaseError               the shared database (SQLite or PostgreSQL) failed a statement
         ├── DatabaseUnavailable     it cannot be opened or reached (no connection in time)
         │   └── DatabaseFull        its disk is full (SQLITE_FULL, ENOSPC, PostgreSQL's 53100)

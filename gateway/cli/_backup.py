@@ -1,32 +1,69 @@
 """``chorus backup`` and ``chorus restore``: a CHORUS_HOME in one archive, and back.
 
 With ``database.url`` set the memory files are read from and restored into
-PostgreSQL, at the same paths in the archive as on disk; the transcripts and
-other tables in PostgreSQL are left to ``pg_dump``/``pg_restore``.
+PostgreSQL, at the same paths in the archive as on disk, and every table of the
+database is in the archive as of one instant; ``chorus restore`` loads them
+into an empty database (the one ``database.url`` or ``DATABASE_URL`` names),
+after creating chorus's tables there.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from gateway.access import GatewayDB
 from gateway.cli._common import fail, out, settings
+from gateway.clock import SystemClock
 from gateway.config import database_location, load_settings, resolve_home
 from gateway.errors import GatewayError
-from memory.backup import BackupError, restore_backup, write_backup
-from memory.backup_verify import prune_backups, verify_backup
-from memory.database import Location, is_postgres
+from gateway.sessions import Inbox
+from memory.backup import BackupError, BackupSummary, write_backup
+from memory.backup_pg import DUMP_DIR
+from memory.backup_restore import restore_backup
+from memory.backup_verify import VerifyReport, prune_backups, verify_backup
+from memory.database import Location, is_postgres, safe_location
+from memory.jobs import JobLedger, JobState, Outbox
+from memory.paths import ChorusPaths
+from memory.providers import ProviderHealth
+from memory.store import PostgresMemoryFiles, StagedWrites
+from memory.tables import Tables
 
 LEFT_OUT_SHOWN = 10
 """Names of members left out that the restore lists."""
 
-PG_DUMP_NOTE = (
-    "transcripts and the other tables are in PostgreSQL (database.url): "
-    "back them up with pg_dump and restore them with pg_restore"
+BESIDE_TRANSCRIPTS: tuple[Callable[[str], Tables], ...] = (
+    GatewayDB,
+    lambda url: Inbox(url, SystemClock()),
+    StagedWrites,
+    JobState,
+    JobLedger,
+    Outbox,
+    ProviderHealth,
 )
+"""Every component with tables in PostgreSQL besides the transcripts (which a
+restore makes at the backup's schema version) and the memory files: a restore
+opens each on the URL, and each creates its own tables."""
+
+
+def _tables_maker(home: Path) -> Callable[[str], None]:
+    def prepare_tables(url: str) -> None:
+        for open_component in BESIDE_TRANSCRIPTS:
+            open_component(url).close()
+        PostgresMemoryFiles(url, ChorusPaths(home).memories_dir).close()
+
+    return prepare_tables
+
+
+def _verified(report: VerifyReport) -> str:
+    text = f"{report.databases} databases pass their integrity check"
+    if report.tables:
+        text += f"; {report.tables} PostgreSQL tables hold the {report.rows} rows listed"
+    return text
 
 
 def backup_command(
@@ -52,8 +89,8 @@ def backup_command(
     """Back up CHORUS_HOME into one .tar.gz (safe while the gateway runs; .env left out).
 
     Every SQLite database is copied with SQLite's online backup. With database.url
-    set, the memory files come from PostgreSQL; the transcripts there are not
-    copied: back them up with pg_dump.
+    set, every table of the PostgreSQL database is copied too, as of one instant
+    (a repeatable-read snapshot; no pg_dump needed), and the memory files with it.
     """
     cfg = settings()
     try:
@@ -66,14 +103,18 @@ def backup_command(
         f"to {summary.path}",
         markup=False,
     )
+    if is_postgres(where):
+        out.print(
+            f"and {summary.tables} PostgreSQL tables ({summary.rows} rows) of "
+            f"{safe_location(where)}, as of one instant; the memory files came from there",
+            markup=False,
+        )
     if verify:
         try:
             report = verify_backup(summary.path)
         except BackupError as exc:
             raise fail(str(exc)) from None
-        out.print(
-            f"verified: {report.databases} databases pass their integrity check", markup=False
-        )
+        out.print(f"verified: {_verified(report)}", markup=False)
     if keep is not None:
         try:
             removed = prune_backups(summary.path, keep)
@@ -81,8 +122,6 @@ def backup_command(
             raise fail(str(exc)) from None
         for old in removed:
             out.print(f"removed the old backup {old}", markup=False)
-    if is_postgres(where):
-        out.print(f"memory files were read from PostgreSQL; {PG_DUMP_NOTE}", markup=False)
 
 
 def restore_command(
@@ -109,39 +148,60 @@ def restore_command(
     config.yaml and plugins/ only with --include; .env never. Every member is
     checked before anything is written. Then run chorus doctor.
 
-    With database.url set (in the environment, or the home's config.yaml) the
-    memory files go into PostgreSQL; restore the transcripts there with pg_restore.
+    With database.url set (DATABASE_URL, or the home's config.yaml) the tables of
+    a PostgreSQL backup are loaded into that database, which must hold no rows,
+    and the memory files go there too.
     """
     if check:
         try:
             report = verify_backup(path)
         except BackupError as exc:
             raise fail(str(exc)) from None
-        out.print(
-            f"{path} is whole: {report.files} files, {report.databases} databases "
-            "pass their integrity check",
-            markup=False,
-        )
+        out.print(f"{path} is whole: {report.files} files, {_verified(report)}", markup=False)
         return
     home = resolve_home(dict(os.environ))
     try:
         where = _restore_location(home)
         summary = restore_backup(
-            path, home, force=force, where=where, include=frozenset(include or ())
+            path,
+            home,
+            force=force,
+            where=where,
+            include=frozenset(include or ()),
+            prepare_tables=_tables_maker(home),
         )
     except (BackupError, GatewayError) as exc:
         raise fail(str(exc)) from None
     out.print(f"restored {summary.files} files into {home}; now run: chorus doctor", markup=False)
-    if summary.left_out:
-        shown = ", ".join(summary.left_out[:LEFT_OUT_SHOWN])
-        more = len(summary.left_out) - LEFT_OUT_SHOWN
+    _report_restore(summary, where)
+
+
+def _report_restore(summary: BackupSummary, where: Location) -> None:
+    if summary.tables:
+        out.print(
+            f"restored {summary.tables} tables ({summary.rows} rows) into PostgreSQL "
+            f"{safe_location(where)}; the memory files are there",
+            markup=False,
+        )
+    elif is_postgres(where):
+        out.print("memory files were written into PostgreSQL (database.url)", markup=False)
+    tables = [name for name in summary.left_out if name.startswith(f"{DUMP_DIR}/")]
+    left_out = [name for name in summary.left_out if name not in tables]
+    if tables:
+        out.print(
+            f"not restored: the backup's {len(tables)} PostgreSQL tables (transcripts, "
+            "inbox, jobs, access): set database.url or DATABASE_URL to an empty PostgreSQL "
+            "database and restore into an empty home again to have them",
+            markup=False,
+        )
+    if left_out:
+        shown = ", ".join(left_out[:LEFT_OUT_SHOWN])
+        more = len(left_out) - LEFT_OUT_SHOWN
         out.print(
             f"not restored: {shown}{f' and {more} more' if more > 0 else ''} "
             "(config.yaml and plugins only with --include; .env never)",
             markup=False,
         )
-    if is_postgres(where):
-        out.print(f"memory files were written into PostgreSQL; {PG_DUMP_NOTE}", markup=False)
 
 
 def _restore_location(home: Path) -> Location:

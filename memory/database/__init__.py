@@ -17,13 +17,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memory.database._errors import from_sqlite, sqlite_errors
-from memory.database._types import SCHEMA_LOCK, Connection, Cursor, lock_schema
+from memory.database._types import SCHEMA_LOCK, Connection, Cursor, TableRows, lock_schema
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from contextlib import AbstractContextManager
+    from typing import IO
+
     from pydantic import SecretStr
 
     from memory.database._copy import TableCopy
     from memory.database._postgres import PgConnection, PostgresPool
+    from memory.database._snapshot import Snapshot
 
 __all__ = [
     "SCHEMA_LOCK",
@@ -32,14 +37,19 @@ __all__ = [
     "Location",
     "PgConnection",
     "PostgresPool",
+    "Snapshot",
+    "TableRows",
     "close_pool",
     "configure_pool_size",
     "copy_sqlite_to_postgres",
+    "filled_tables",
     "from_sqlite",
     "is_postgres",
+    "load_snapshot",
     "location_of",
     "lock_schema",
     "open_pool",
+    "read_snapshot",
     "safe_location",
     "sqlite_errors",
 ]
@@ -56,7 +66,12 @@ def __getattr__(name: str) -> object:
         from memory.database import _postgres
 
         return getattr(_postgres, name)
+    if name == "Snapshot":
+        from memory.database import _snapshot
+
+        return _snapshot.Snapshot
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _SCHEMES = ("postgresql://", "postgres://")
 
@@ -95,6 +110,29 @@ def copy_sqlite_to_postgres(source: Path, url: str) -> list[TableCopy]:
     from memory.database._copy import copy_sqlite_to_postgres as copy
 
     return copy(source, url)
+
+
+def read_snapshot(url: str) -> AbstractContextManager[Snapshot]:
+    """Every table of ``url`` as of one instant (see ``_snapshot``)."""
+    from memory.database._snapshot import read_snapshot as read
+
+    return read(url)
+
+
+def load_snapshot(
+    url: str, tables: list[TableRows], open_rows: Callable[[TableRows], IO[bytes]]
+) -> int:
+    """Write a snapshot's rows into the empty tables of ``url`` (see ``_snapshot``)."""
+    from memory.database._snapshot import load_snapshot as load
+
+    return load(url, tables, open_rows)
+
+
+def filled_tables(url: str) -> dict[str, int]:
+    """The tables of ``url`` that hold rows, with their counts (``chorus_schema`` aside)."""
+    from memory.database._snapshot import filled_tables as filled
+
+    return filled(url)
 
 
 _pool_size = 10

@@ -26,9 +26,9 @@ import os
 import re
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
 import psycopg
 import psycopg.errors
@@ -45,7 +45,16 @@ from memory.errors import (
     DatabaseUnavailable,
 )
 
-__all__ = ["PgConnection", "PgCursor", "PgRow", "PostgresPool", "acquire_pool", "release_pool"]
+__all__ = [
+    "OwnConnection",
+    "PgConnection",
+    "PgCursor",
+    "PgRow",
+    "PostgresPool",
+    "acquire_pool",
+    "own_connection",
+    "release_pool",
+]
 
 logger = logging.getLogger(__name__)
 logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
@@ -233,6 +242,47 @@ class PostgresPool:
                 for statement in statements:
                     conn.execute(statement)
             self.prepared.add(component)
+
+
+class OwnConnection:
+    """A connection outside the pool, for long reads and bulk loads (``_snapshot``):
+    autocommit, except inside ``transaction()``; rows stream with ``COPY``."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self._conn = conn
+
+    def rows(self, statement: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """The rows of one statement (psycopg's ``%s`` placeholders, not ``?``)."""
+        return [tuple(row) for row in self._conn.execute(statement, tuple(params)).fetchall()]
+
+    def run(self, statement: str, params: Sequence[Any] = ()) -> None:
+        self._conn.execute(statement, tuple(params))
+
+    def transaction(self) -> AbstractContextManager[object]:
+        return self._conn.transaction()
+
+    def copy_out(self, statement: str) -> Iterator[bytes]:
+        """The blocks a ``COPY … TO STDOUT`` statement sends."""
+        with self._conn.cursor().copy(statement) as copy:
+            for block in copy:
+                yield bytes(block)
+
+    def copy_in(self, statement: str, source: IO[bytes]) -> None:
+        """Send everything ``source`` holds to a ``COPY … FROM STDIN`` statement."""
+        with self._conn.cursor().copy(statement) as copy:
+            while block := source.read(1 << 16):
+                copy.write(block)
+
+
+@contextmanager
+def own_connection(url: str) -> Iterator[OwnConnection]:
+    """A connection of its own to ``url``; the driver's errors leave as ``DatabaseError``s."""
+    _probe(url)
+    try:
+        with psycopg.connect(url, connect_timeout=int(CONNECT_TIMEOUT), autocommit=True) as conn:
+            yield OwnConnection(conn)
+    except psycopg.Error as exc:
+        raise as_database_error(exc) from exc
 
 
 _pools: dict[str, PostgresPool] = {}

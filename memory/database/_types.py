@@ -7,9 +7,10 @@ written to fit. Rows answer ``row[0]`` and ``row["name"]``.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-__all__ = ["SCHEMA_LOCK", "Connection", "Cursor", "lock_schema"]
+__all__ = ["SCHEMA_LOCK", "Connection", "Cursor", "TableRows", "lock_schema"]
 
 SCHEMA_LOCK = 0x63686F727573
 """The PostgreSQL advisory lock key under which every component creates and migrates its
@@ -38,3 +39,14 @@ class Connection(Protocol):
 def lock_schema(conn: Connection) -> None:
     """Wait for the schema lock; PostgreSQL releases it when ``conn``'s transaction ends."""
     conn.execute(f"SELECT pg_advisory_xact_lock({SCHEMA_LOCK})")
+
+
+@dataclass
+class TableRows:
+    """One table as the snapshot holds it: its stored columns and its identity sequences."""
+
+    name: str
+    columns: list[str]
+    rows: int = 0
+    identity: dict[str, int] = field(default_factory=dict)
+    """Identity column -> the highest value its sequence had handed out (0: none)."""

@@ -11,10 +11,12 @@ from memory.transcripts._async import AsyncSessionDB, AsyncUserSessions
 from memory.transcripts._db import SessionDB, ToolCalls, UserSessions
 from memory.transcripts._epochs import Fence, check_epoch
 from memory.transcripts._inspect import SchemaState, inspect_schema, sqlite_schema_version
+from memory.transcripts._pg_schema import PG_SCHEMA_VERSION, create_pg_schema
 from memory.transcripts._records import SearchHit, SessionRecord, StoredMessage
 from memory.transcripts._schema import SCHEMA_VERSION, fts5_available
 
 __all__ = [
+    "PG_SCHEMA_VERSION",
     "SCHEMA_VERSION",
     "AsyncSessionDB",
     "AsyncUserSessions",
@@ -27,6 +29,7 @@ __all__ = [
     "ToolCalls",
     "UserSessions",
     "check_epoch",
+    "create_pg_schema",
     "fts5_available",
     "inspect_schema",
     "sqlite_schema_version",

@@ -19,7 +19,7 @@ import logging
 from memory.database import Connection, lock_schema
 from memory.errors import SessionDBError
 
-__all__ = ["PG_MIGRATIONS", "PG_SCHEMA_VERSION", "apply_pg_schema"]
+__all__ = ["PG_MIGRATIONS", "PG_SCHEMA_VERSION", "apply_pg_schema", "create_pg_schema"]
 
 logger = logging.getLogger(__name__)
 
@@ -125,3 +125,22 @@ def apply_pg_schema(
             (COMPONENT, target),
         )
     return target
+
+
+def create_pg_schema(conn: Connection, version: int) -> int:
+    """For a restore: the transcript tables at ``version`` (a backup's) in the caller's
+    transaction, which holds the schema lock; tables there already at that version or a
+    newer one are left as they are. The version the tables have afterwards."""
+    if not 0 < version <= PG_SCHEMA_VERSION:
+        raise SessionDBError(
+            f"transcripts at schema version {version} cannot be made by this chorus "
+            f"(1 to {PG_SCHEMA_VERSION})"
+        )
+    exists = conn.execute("SELECT to_regclass('chorus_schema') IS NOT NULL").fetchone()
+    if exists is not None and exists[0]:
+        row = conn.execute(
+            "SELECT version FROM chorus_schema WHERE component = ?", (COMPONENT,)
+        ).fetchone()
+        if row is not None and int(row[0]) >= version:
+            return int(row[0])
+    return apply_pg_schema(conn, PG_MIGRATIONS[:version])

@@ -89,11 +89,13 @@ def test_backup_and_restore_keep_the_entries(
     archive = tmp_path / "backup.tar.gz"
     backed = run(source, "backup", str(archive), url=source_url)
     assert backed.returncode == 0, backed.stdout + backed.stderr
-    assert ("pg_dump" in backed.stdout) == (source_url is not None)
+    assert ("PostgreSQL tables" in backed.stdout) == (source_url is not None)
 
     restored = run(target, "restore", str(archive), url=target_url)
     assert restored.returncode == 0, restored.stdout + restored.stderr
-    assert ("PostgreSQL" in restored.stdout) == (target_url is not None)
+    assert ("into PostgreSQL" in restored.stdout) == (target_url is not None)
+    # the tables of a PostgreSQL backup need a database to go into: said, not dropped silently
+    assert ("not restored: the backup's" in restored.stdout) == (source_url is not None)
     assert ChorusPaths(target).memory_file.exists() == (target_url is None)
 
     shared = run(target, "memory", "show", url=target_url)

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from memory.backup import MANIFEST, BackupError, restore_backup, write_backup
+from memory.backup import MANIFEST, BackupError, write_backup
+from memory.backup_restore import restore_backup
 from memory.paths import ChorusPaths, UserKey
 from memory.transcripts import SCHEMA_VERSION, SessionDB
 from tests.fakes import FakeOpenAI

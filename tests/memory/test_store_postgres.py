@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from memory.backup import BackupError, restore_backup, write_backup
+from memory.backup import BackupError, write_backup
+from memory.backup_restore import restore_backup
 from memory.errors import MemoryStoreError
 from memory.paths import ChorusPaths, UserKey
 from memory.store import FlaggedEntries, MemoryStore, PostgresMemoryFiles, memory_files_for
