@@ -13,6 +13,9 @@
   and its session's later jobs go on after it — rq alone would wait up to ten
   minutes. The supervisor's thread also runs rq's scheduler (retries with a
   delay) in-process, taking over a scheduler lock whose holder has no live key.
+- **Watching.** A ``JobObserver`` hears of each job's kind, outcome and time (from
+  every worker process, ``_rq_observe.JobEvents``); ``WorkerHealth`` is healthy
+  while the upkeep reaches Redis.
 - **Ledger.** With a job ledger, every job runs under its session's lease
   (``_rq_lease``), the upkeep thread renews the leases its worker holds, and every
   worker sends again, at start and every ``RECONCILE_EVERY`` seconds, the jobs
@@ -43,6 +46,7 @@ from rq.scheduler import RQScheduler
 
 from memory.jobs._ledger import JobLedger
 from memory.jobs._rq_lease import JobGuard, LeasedJob
+from memory.jobs._rq_observe import NO_WATCH, JobEvents, JobObserver, Watch, WorkerHealth, job_kind
 
 logger = logging.getLogger(__name__)
 
@@ -93,11 +97,19 @@ class ChorusWorker(SimpleWorker):
 
     max_connection_wait_time = RECONNECT_MAX_SECONDS
 
-    def __init__(self, *args: Any, guard: JobGuard | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        guard: JobGuard | None = None,
+        observer: JobObserver | None = None,
+        **kwargs: Any,
+    ) -> None:
         kwargs["job_class"] = LeasedJob
         super().__init__(*args, **kwargs)
         self._cleaned: Execution | None = None
         self.guard = guard
+        self.observer = observer
+        self._outcome: str | None = None
 
     def _shutdown(self) -> None:
         """A stop request also ends the loop at its next turn when the ``StopRequested``
@@ -109,7 +121,25 @@ class ChorusWorker(SimpleWorker):
     def perform_job(self, job: Job, queue: Any) -> bool:
         if isinstance(job, LeasedJob):
             job.guard = self.guard
-        return bool(super().perform_job(job, queue))
+        self._outcome = None
+        started = time.monotonic()
+        try:
+            return bool(super().perform_job(job, queue))
+        finally:
+            outcome, self._outcome = self._outcome, None
+            if self.observer is not None and outcome is not None:
+                self.observer(job_kind(job.func_name), outcome, time.monotonic() - started)
+
+    def handle_job_success(self, job: Job, queue: Any, started_job_registry: Any) -> None:
+        self._outcome = "done"
+        super().handle_job_success(job, queue, started_job_registry)
+
+    def handle_job_failure(
+        self, job: Job, queue: Any, started_job_registry: Any = None, exc_string: str = ""
+    ) -> None:
+        stopped = self._stopped_job_id == job.id
+        self._outcome = "retried" if job.should_retry and not stopped else "failed"
+        super().handle_job_failure(job, queue, started_job_registry, exc_string)
 
     def cleanup_execution(self, job: Job, pipeline: Pipeline) -> None:
         """Remove the job's execution from the started registry, also on a retried success.
@@ -141,9 +171,11 @@ class Upkeep(threading.Thread):
         schedule: bool,
         liveness_ttl: float = LIVENESS_TTL,
         guard: JobGuard | None = None,
+        health: WorkerHealth | None = None,
     ) -> None:
         super().__init__(name=f"chorus-upkeep-{name[:8]}", daemon=True)
         self._guard = guard
+        self._health = health
         self._reconcile_every = queue.reconcile_every
         self._last_reconcile = time.monotonic()
         self._queue = queue
@@ -166,6 +198,8 @@ class Upkeep(threading.Thread):
             try:
                 self.tick()
             except redis.RedisError as exc:
+                if self._health is not None:
+                    self._health.lost()
                 logger.warning("worker upkeep: Redis unavailable (%s)", type(exc).__name__)
             except Exception:
                 logger.exception("worker upkeep failed")
@@ -173,6 +207,8 @@ class Upkeep(threading.Thread):
 
     def tick(self) -> None:
         self.beat()
+        if self._health is not None:
+            self._health.reached(self._ttl)
         if self._scheduler is not None:
             self._schedule(self._scheduler)
         if self._guard is not None:
@@ -209,6 +245,8 @@ class Upkeep(threading.Thread):
         self._stop_event.set()
         if self.ident is not None:  # started
             self.join(5)
+        if self._health is not None:
+            self._health.lost()
         with contextlib.suppress(redis.RedisError):
             if self._scheduler is not None and self._scheduler.acquired_locks:
                 self._scheduler.release_locks()  # type: ignore[no-untyped-call]
@@ -233,6 +271,7 @@ def work(
     schedule: bool,
     liveness_ttl: float,
     on_stop: Callable[[], None] | None = None,
+    watch: Watch = NO_WATCH,
 ) -> None:
     """One ``SimpleWorker`` in this process, restarted when Redis comes back after a loss.
 
@@ -242,7 +281,7 @@ def work(
     this process when it stops working (what jobs kept open is released there).
     """
     try:
-        _work(queue, burst=burst, schedule=schedule, liveness_ttl=liveness_ttl)
+        _work(queue, burst=burst, schedule=schedule, liveness_ttl=liveness_ttl, watch=watch)
     finally:
         if on_stop is not None:
             try:
@@ -251,12 +290,14 @@ def work(
                 logger.exception("releasing what the jobs held failed")
 
 
-def _work(queue: WorkedQueue, *, burst: bool, schedule: bool, liveness_ttl: float) -> None:
+def _work(
+    queue: WorkedQueue, *, burst: bool, schedule: bool, liveness_ttl: float, watch: Watch
+) -> None:
     delay = 1.0
     while True:
         name = uuid.uuid4().hex
         try:
-            if _work_once(queue, name, burst=burst, schedule=schedule, liveness_ttl=liveness_ttl):
+            if _work_once(queue, name, burst, schedule, liveness_ttl, watch):
                 return
             logger.warning(
                 "worker %s stopped unexpectedly; restarting when Redis answers", name[:8]
@@ -273,7 +314,7 @@ def _work(queue: WorkedQueue, *, burst: bool, schedule: bool, liveness_ttl: floa
 
 
 def _work_once(
-    queue: WorkedQueue, name: str, *, burst: bool, schedule: bool, liveness_ttl: float
+    queue: WorkedQueue, name: str, burst: bool, schedule: bool, liveness_ttl: float, watch: Watch
 ) -> bool:
     """Run one rq worker until it stops; True when it stopped as asked (or burst ended).
 
@@ -283,9 +324,15 @@ def _work_once(
     shared = queue.ledger
     ledger = JobLedger(shared.location) if shared is not None else None
     guard = JobGuard(ledger, name, ttl=queue.lease_ttl) if ledger is not None else None
-    upkeep = Upkeep(queue, name, schedule=schedule, liveness_ttl=liveness_ttl, guard=guard)
+    upkeep = Upkeep(
+        queue, name, schedule=schedule, liveness_ttl=liveness_ttl, guard=guard, health=watch.health
+    )
     worker = ChorusWorker(
-        [queue.name], connection=redis.Redis.from_url(queue.url), name=name, guard=guard
+        [queue.name],
+        connection=redis.Redis.from_url(queue.url),
+        name=name,
+        guard=guard,
+        observer=watch.observer,
     )
     logger.info("worker %s on queue %s", name[:8], queue.name)
     try:
@@ -334,6 +381,7 @@ def _child(
     liveness_ttl: float,
     parent: int,
     on_stop: Callable[[], None] | None,
+    observer: JobObserver | None,
 ) -> None:
     # The fork copied the supervisor's handlers; until rq installs its own, a signal
     # must stop this process, not run the supervisor's stop() here.
@@ -342,7 +390,14 @@ def _child(
     _die_with_parent()
     if os.getppid() != parent:  # the supervisor died before the signal was armed
         return
-    work(queue, burst=burst, schedule=False, liveness_ttl=liveness_ttl, on_stop=on_stop)
+    work(
+        queue,
+        burst=burst,
+        schedule=False,
+        liveness_ttl=liveness_ttl,
+        on_stop=on_stop,
+        watch=Watch(observer=observer),
+    )
 
 
 def supervise(
@@ -352,25 +407,56 @@ def supervise(
     burst: bool,
     liveness_ttl: float = LIVENESS_TTL,
     on_stop: Callable[[], None] | None = None,
+    watch: Watch = NO_WATCH,
 ) -> None:
     """``concurrency`` worker processes and the scheduler; SIGTERM stops them all warmly.
 
-    ``on_stop`` runs in every worker process as it stops.
+    ``on_stop`` runs in every worker process as it stops; ``watch.started`` runs in
+    this process once the worker processes were forked (a thread it starts is not
+    copied into them); ``watch.observer`` hears of every worker process's jobs here.
     """
     if concurrency <= 1:
-        work(queue, burst=burst, schedule=True, liveness_ttl=liveness_ttl, on_stop=on_stop)
-        return
+        if watch.started is not None:
+            watch.started()
+        work(
+            queue,
+            burst=burst,
+            schedule=True,
+            liveness_ttl=liveness_ttl,
+            on_stop=on_stop,
+            watch=watch,
+        )
+    else:
+        _supervise(queue, concurrency, burst, liveness_ttl, on_stop, watch)
+
+
+def _supervise(
+    queue: WorkedQueue,
+    concurrency: int,
+    burst: bool,
+    liveness_ttl: float,
+    on_stop: Callable[[], None] | None,
+    watch: Watch,
+) -> None:
     context = multiprocessing.get_context("fork")
     stopping = threading.Event()
     name = uuid.uuid4().hex
-    upkeep = Upkeep(queue, name, schedule=True, liveness_ttl=liveness_ttl)
+    upkeep = Upkeep(queue, name, schedule=True, liveness_ttl=liveness_ttl, health=watch.health)
+    events = JobEvents(watch.observer) if watch.observer is not None else None
 
     def spawn() -> BaseProcess:
-        return context.Process(
-            target=_child, args=(queue, burst, liveness_ttl, os.getpid(), on_stop), daemon=False
+        observer, end = events.channel() if events is not None else (None, None)
+        child = context.Process(
+            target=_child,
+            args=(queue, burst, liveness_ttl, os.getpid(), on_stop, observer),
+            daemon=False,
         )
+        child.start()
+        if end is not None:
+            end.close()  # the worker process has its copy; EOF here once it is gone
+        return child
 
-    children = [spawn() for _ in range(concurrency)]
+    children: list[BaseProcess] = []
 
     def stop(signum: int, frame: object) -> None:
         stopping.set()
@@ -381,10 +467,14 @@ def supervise(
 
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        for child in children:
-            child.start()  # before any thread of ours exists: a clean fork
+        for _ in range(concurrency):
+            children.append(spawn())  # before any thread of ours exists: a clean fork
         upkeep.beat()
         upkeep.start()
+        if events is not None:
+            events.start()
+        if watch.started is not None:
+            watch.started()
         logger.info("worker supervisor: %d workers on queue %s", concurrency, queue.name)
         _watch(children, spawn, stopping, burst=burst)
         for child in children:
@@ -393,6 +483,8 @@ def supervise(
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         upkeep.stop()
+        if events is not None:
+            events.stop()
 
 
 def _watch(
@@ -411,7 +503,6 @@ def _watch(
                 continue
             logger.warning("a worker process exited (code %s); starting another", child.exitcode)
             children[index] = spawn()
-            children[index].start()
         if burst and not any(child.is_alive() for child in children):
             return
 
