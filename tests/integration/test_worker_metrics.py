@@ -14,11 +14,10 @@ import urllib.request
 from importlib.metadata import version
 from pathlib import Path
 
-from prometheus_client.parser import text_string_to_metric_families
-
 from memory.jobs import JobSpec, Outbox, RQQueue
 from tests.fakes import RedisServer
 from tests.replicas.cluster import free_port
+from tests.scrape import samples, value
 
 pytest_plugins = ["tests.fakes.redis_fixtures"]
 
@@ -32,21 +31,6 @@ def get(url: str) -> tuple[int, str]:
             return int(response.status), response.read().decode()
     except urllib.error.HTTPError as exc:
         return int(exc.code), exc.read().decode()
-
-
-def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    """Every sample of a Prometheus text exposition by (name, sorted labels)."""
-    return {
-        (s.name, tuple(sorted(s.labels.items()))): s.value
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-    }
-
-
-def value(
-    found: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: str, **labels: str
-) -> float:
-    return found[(name, tuple(sorted(labels.items())))]
 
 
 def start_worker(home: Path, url: str, port: int, *args: str) -> subprocess.Popen[bytes]:
