@@ -83,7 +83,8 @@ def test_compose_grace_and_health_match_the_image() -> None:
     assert seconds(services["gateway"]["stop_grace_period"]) > SHUTDOWN_BOUND
     test = services["gateway"]["healthcheck"]["test"]
     assert yaml.safe_load(dockerfile_healthcheck()) == test[1:] and test[0] == "CMD"
-    assert services["worker"]["healthcheck"] == {"disable": True}  # no HTTP server
+    test = services["worker"]["healthcheck"]["test"]  # its /healthz on worker.metrics.port
+    assert yaml.safe_load(dockerfile_healthcheck()) == test[1:] and test[0] == "CMD"
 
 
 def test_env_example_names_only_variables_chorus_reads(tmp_path: Path) -> None:
@@ -283,7 +284,8 @@ def test_compose_replicas_is_hardened_and_shares_no_disk() -> None:
         assert all(d["condition"] == "service_healthy" for d in service["depends_on"].values())
     test = services["gateway"]["healthcheck"]["test"]
     assert yaml.safe_load(dockerfile_healthcheck()) == test[1:] and test[0] == "CMD"
-    assert services["worker"]["healthcheck"] == {"disable": True}
+    test = services["worker"]["healthcheck"]["test"]
+    assert yaml.safe_load(dockerfile_healthcheck()) == test[1:] and test[0] == "CMD"
     assert "replicas" not in services["worker"]["deploy"]  # --scale worker=N
     assert "--appendonly" in services["redis"]["command"]
 
