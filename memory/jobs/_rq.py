@@ -36,7 +36,8 @@ from memory.jobs._outbox import Outbox, OutboxRelay
 from memory.jobs._rq_lease import LEASE_TTL
 from memory.jobs._rq_observe import NO_WATCH, Watch
 from memory.jobs._rq_reconcile import resend_lost
-from memory.jobs._rq_worker import LIVENESS_TTL, RECONCILE_EVERY, liveness_key, supervise
+from memory.jobs._rq_supervise import supervise
+from memory.jobs._rq_worker import LIVENESS_TTL, RECONCILE_EVERY, liveness_key
 from memory.jobs._types import (
     BackgroundQueue,
     FailedJob,
