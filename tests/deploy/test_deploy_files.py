@@ -621,3 +621,27 @@ def test_k8s_replicas_network_policy_lets_only_chorus_pods_reach_redis_and_postg
         assert peers == {"gateway", "worker"}
         assert rule["ports"] == [{"protocol": "TCP", "port": port}]
     assert kinds[("NetworkPolicy", "chorus-default-deny")]["spec"]["podSelector"] == {}
+
+
+def image_env() -> dict[str, str]:
+    """The ENV of deploy/Dockerfile's runtime stage."""
+    text = (DEPLOY / "Dockerfile").read_text()
+    block = re.search(r"^ENV (.*?)\n(?!\s)", text.split("\nFROM ${BASE}\n")[-1], re.S | re.M)
+    assert block
+    return dict(re.findall(r"([A-Z_]+)=(\S+)", block.group(1)))
+
+
+def test_k8s_workers_serve_metrics_and_health_on_the_image_s_worker_port() -> None:
+    env = image_env()
+    assert env["CHORUS_WORKER__METRICS__HOST"] == "0.0.0.0"
+    port = int(env["CHORUS_WORKER__METRICS__PORT"])
+    base = {(d["kind"], d["metadata"]["name"]): d for d in k8s_documents()}
+    for kinds in (base, replica_kinds()):
+        spec = kinds[("Deployment", "chorus-worker")]["spec"]["template"]["spec"]
+        [container] = spec["containers"]
+        assert container["ports"] == [{"name": "metrics", "containerPort": port}]
+        assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
+        policy = kinds[("NetworkPolicy", "chorus-worker")]["spec"]
+        assert policy["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "worker"
+        [rule] = policy["ingress"]
+        assert rule["ports"] == [{"protocol": "TCP", "port": port}]
