@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -171,3 +172,18 @@ def test_the_worker_is_unhealthy_while_redis_is_gone(
     finally:
         stop(proc, chorus_home)
     assert "Traceback" not in worker_log(chorus_home)
+
+
+def test_a_taken_metrics_port_is_one_clear_line_and_exit_2(
+    chorus_home: Path, redis_server: RedisServer
+) -> None:
+    chorus_home.mkdir(mode=0o700)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = start_worker(chorus_home, redis_server.url, port)
+        assert proc.wait(timeout=60) == 2
+    log = worker_log(chorus_home)
+    assert f"worker.metrics.port: cannot listen on 127.0.0.1:{port}" in log
+    assert "Traceback" not in log
