@@ -35,13 +35,14 @@ from agent.jobs._jobs import (
 )
 from agent.jobs._loop import JobLoop
 from agent.jobs._provider_source import ProviderSource, build_manager
-from agent.jobs._scheduler import JOBS_MODULE, JobScheduler, approved_write_job
+from agent.jobs._scheduler import JOB_NAMES, JOBS_MODULE, JobScheduler, approved_write_job
 
 __all__ = [
     "HANDOFF_MAX_CHARS",
     "HANDOFF_PROMPT",
     "HANDOFF_SUMMARY_MAX",
     "JOBS_MODULE",
+    "JOB_NAMES",
     "JobContext",
     "JobLoop",
     "JobScheduler",

@@ -12,11 +12,13 @@ import uuid
 
 from memory.jobs import BackgroundQueue, JobSpec, JobState
 
-__all__ = ["JOBS_MODULE", "JobScheduler", "approved_write_job"]
+__all__ = ["JOBS_MODULE", "JOB_NAMES", "JobScheduler", "approved_write_job"]
 
 logger = logging.getLogger(__name__)
 
 JOBS_MODULE = "agent.jobs"
+JOB_NAMES = ("sync_turn", "queue_prefetch", "rewind", "end_session", "approved_write", "prefetch")
+"""The job functions of ``JOBS_MODULE`` a queue may hold (``prefetch``: earlier versions')."""
 
 
 class JobScheduler:

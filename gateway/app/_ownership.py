@@ -17,7 +17,8 @@ longer this replica's; a lost lease is logged once (``lost the lease of session
 … to …``). ``hand_over()`` is a graceful stop's last step.
 
 Built before the sessions and the router, from Redis alone: the sessions ask it
-who ends a session, the router serves what it routes and claims.
+who ends a session, the router serves what it routes and claims. It counts its
+take-overs and lost leases in the replica's metrics (``ReplicaMetrics``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from collections.abc import Awaitable, Callable, Collection
 from gateway.clock import Clock
 from gateway.errors import FencedError
 from gateway.events import InboundMessage, SessionKey
+from gateway.ops import ReplicaMetrics
 from gateway.replicas import Coordination, Delivery, Lease, ReplicaError
 
 __all__ = ["SessionOwnership", "key_of_text", "key_text"]
@@ -53,8 +55,16 @@ def key_of_text(text: str) -> SessionKey:
 
 
 class SessionOwnership:
-    def __init__(self, coordination: Coordination, clock: Clock, *, lease_seconds: float) -> None:
+    def __init__(
+        self,
+        coordination: Coordination,
+        clock: Clock,
+        *,
+        lease_seconds: float,
+        metrics: ReplicaMetrics | None = None,
+    ) -> None:
         self.coordination = coordination
+        self.metrics = metrics if metrics is not None else ReplicaMetrics()
         self.replica_id = coordination.replica_id
         self._clock = clock
         self.interval = lease_seconds / 3
@@ -90,6 +100,7 @@ class SessionOwnership:
             asked = time.monotonic()
             lease = await leases.take_over(key, current.owner)
             if lease is not None:
+                self.metrics.took_over("lease")
                 self._hold(lease, asked)
                 return self.replica_id
         raise ReplicaError(f"could not settle which replica owns session {key}")
@@ -107,8 +118,13 @@ class SessionOwnership:
             return False
         self._fresh.discard(key)
         self._renewed.pop(key, None)
+        self.metrics.lease_lost()
         logger.warning("lost the lease of session %s to %s", key, to or "no replica yet")
         return True
+
+    def leases_held(self) -> int:
+        """How many session leases this replica holds now."""
+        return len(self._held)
 
     # ------------------------------------------------------------------ fencing
 
@@ -208,6 +224,7 @@ class SessionOwnership:
             if len(taken) < CLAIM_BATCH:
                 break
         await self.coordination.registry.forget(dead)
+        self.metrics.took_over("mailbox")
         logger.info("replica %s stopped; took over its mailbox (%d entries)", dead, total)
 
     # ------------------------------------------------------------------ upkeep

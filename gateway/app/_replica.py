@@ -53,6 +53,7 @@ from gateway.adapters import MessageHandler, Replies
 from gateway.app._ownership import SessionOwnership, key_text
 from gateway.clock import Clock
 from gateway.events import InboundMessage, message_from_json, message_to_json
+from gateway.ops import ReplicaMetrics
 from gateway.replicas import Coordination, Delivery, ReplicaError
 from gateway.sessions import Inbox, SharedSessions
 
@@ -103,8 +104,10 @@ class ReplicaRouter:
         serve: MessageHandler,
         accepting: Callable[[], bool],
         orphan_seconds: float,
+        metrics: ReplicaMetrics | None = None,
     ) -> None:
         self.coordination = coordination
+        self.metrics = metrics if metrics is not None else ownership.metrics
         self.replica_id = coordination.replica_id
         self.ownership = ownership
         self._serve_msg = serve
@@ -260,6 +263,7 @@ class ReplicaRouter:
         if owner != self.replica_id:  # claimed from a dead replica, or a lease lost
             await mailbox.send(owner, dict(delivery.payload))
             await mailbox.ack(delivery.id)
+            self.metrics.handed_on("message")
             return
         if msg.receipts:
             first = (msg.platform, msg.receipts[0])
@@ -350,3 +354,4 @@ class ReplicaRouter:
                 continue
             logger.info("handing on a %s delivery its replica did not", row.platform)
             await self.route(replace(msg, receipts=(row.receipt,)))
+            self.metrics.handed_on("orphan")

@@ -42,7 +42,7 @@ def enabled_adapters(settings: Settings) -> list[BaseAdapter]:
 
 async def serve(settings: Settings, adapters: list[BaseAdapter], stop: asyncio.Event) -> None:
     """Run until ``stop`` is set, then shut down in order."""
-    metrics = Metrics()
+    metrics = Metrics(platforms=[adapter.name for adapter in adapters])
     # the database opens (and migrates after an upgrade: it may take minutes) while
     # /healthz already answers, so a slow migration is not taken for a dead process;
     # /readyz says "not started" until the stack is open

@@ -158,7 +158,7 @@ async def open_stack(
     gateway_db = await asyncio.to_thread(GatewayDB, where)
     staging = await asyncio.to_thread(StagedWrites, where)
     inbox = await asyncio.to_thread(Inbox, where, clock)
-    metrics = metrics or Metrics()
+    metrics = metrics or Metrics(platforms=[adapter.name for adapter in adapters])
     activity = Activity(clock)
 
     def observe_llm(seconds: float, failed: bool) -> None:
@@ -186,8 +186,14 @@ async def open_stack(
     live.subscribe(lambda fresh: limiter.reconfigure(fresh.auth.rate_limit_per_minute))
     replicated = settings.database.url is not None and settings.redis.url is not None
     coordination = open_coordination(settings) if replicated else None
+    replica_metrics = metrics.set_replica(coordination.replica_id) if coordination else None
     ownership = (
-        SessionOwnership(coordination, clock, lease_seconds=settings.gateway.lease_seconds)
+        SessionOwnership(
+            coordination,
+            clock,
+            lease_seconds=settings.gateway.lease_seconds,
+            metrics=replica_metrics,
+        )
         if coordination is not None
         else None
     )
@@ -240,13 +246,15 @@ async def open_stack(
         rate: LocalRateCheck | SharedRateCheck = SharedRateCheck(shared, limiter)
     else:
         rate = LocalRateCheck(limiter)
+    commands = command_registry()
+    metrics.known_commands(command.name for command in commands.visible(is_admin=True))
     runner = GatewayRunner(
         live,
         sessions=sessions,
         auth=auth,
         rate=rate,
         dedupe=Deduplicator(clock),
-        commands=command_registry(),
+        commands=commands,
         services=services,
         clock=clock,
         metrics=metrics,
@@ -275,6 +283,7 @@ async def open_stack(
             serve=runner.handle,
             accepting=lambda: not closing.is_set(),
             orphan_seconds=settings.gateway.orphan_seconds,
+            metrics=replica_metrics,
         )
         intake = Intake(
             on_message=router.route,
@@ -283,7 +292,10 @@ async def open_stack(
             accepting=router.accepting,
             budgets=TelegramBudgets(coordination),
         )
-        metrics.set_replica(router.replica_id)
+        if replica_metrics is not None:
+            replica_metrics.set_sources(
+                leases_held=ownership.leases_held, mailbox_depth=coordination.mailbox.depth
+            )
         logger.info("replica %s of several (Redis and PostgreSQL shared)", router.replica_id)
     return GatewayStack(
         live,

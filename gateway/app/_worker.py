@@ -5,6 +5,10 @@ rq ``Worker`` (with its scheduler, for retry backoff) on chorus's queue. rq
 handles SIGTERM as a warm shutdown: the current job finishes, then it exits.
 Jobs run under their session's lease from the job ledger, and the worker sends
 again, at start and periodically, the ledger's jobs that Redis lost.
+
+With ``worker.metrics.port`` the worker serves ``/metrics`` (its jobs by kind and
+outcome, their durations, the queue's depth, the process) and ``/healthz`` (200
+while its loop runs and reaches Redis, else 503) on ``worker.metrics.host``.
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ from gateway.config import (
     require_private_home,
 )
 from gateway.errors import ConfigError
-from memory.jobs import JobLedger, Outbox, mask_url
+from gateway.ops import OpsThread, WorkerMetrics
+from memory.jobs import OUTCOMES, JobLedger, Outbox, Watch, WorkerHealth, mask_url
 
 logger = logging.getLogger(__name__)
 
@@ -54,4 +59,31 @@ def run_worker(settings: Settings, *, burst: bool = False, concurrency: int = 1)
     )
     logger.info("worker on %s, queue %s", mask_url(url), redis.queue_name)
     queue.drain_outbox()
-    queue.run_worker(burst=burst, concurrency=concurrency, on_stop=jobs.shutdown)
+    health = WorkerHealth()
+    metrics = WorkerMetrics(
+        kinds=jobs.JOB_NAMES, outcomes=OUTCOMES, healthy=health.healthy, depth=queue.depth
+    )
+    listening = settings.worker.metrics
+    listener = (
+        OpsThread(listening.host, listening.port, render=metrics.render, healthy=health.healthy)
+        if listening.port is not None
+        else None
+    )
+
+    def started() -> None:
+        if listener is None:
+            return
+        try:
+            listener.start()
+        except OSError as exc:
+            raise ConfigError(
+                f"worker.metrics.port: cannot listen on {listening.host}:{listening.port} "
+                f"({exc.strerror or exc})"
+            ) from None
+
+    watch = Watch(observer=metrics.observe, health=health, started=started)
+    try:
+        queue.run_worker(burst=burst, concurrency=concurrency, on_stop=jobs.shutdown, watch=watch)
+    finally:
+        if listener is not None:
+            listener.stop()

@@ -24,7 +24,12 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from agent.settings import AgentSettings, CompressionSettings, LLMSettings
 from gateway.adapters import PLATFORMS
 from gateway.config._secret_files import expand_secret_files
-from gateway.config._sections import AuthSettings, GatewaySettings, SessionsSettings
+from gateway.config._sections import (
+    AuthSettings,
+    GatewaySettings,
+    SessionsSettings,
+    WorkerSettings,
+)
 from gateway.errors import ConfigError
 from gateway.logs import register_secret
 from memory.database import Location, configure_pool_size, location_of
@@ -72,6 +77,7 @@ class _CoreSettings(BaseSettings):
     redis: RedisSettings = Field(default_factory=RedisSettings)
     database: DatabaseSettings = Field(default_factory=DatabaseSettings)
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)
+    worker: WorkerSettings = Field(default_factory=WorkerSettings)
 
     @classmethod
     def settings_customise_sources(

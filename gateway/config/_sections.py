@@ -127,3 +127,24 @@ class GatewaySettings(_Section):
                 "their own port, or leave gateway.metrics.port unset to serve them there"
             )
         return self
+
+
+class WorkerMetricsSettings(_Section):
+    """``worker.metrics``: ``chorus worker``'s own listener for /metrics and /healthz."""
+
+    port: Annotated[int | None, RESTART] = Field(
+        None,
+        ge=0,
+        le=65535,
+        description="Serve the worker's /metrics and /healthz on this port; unset: no "
+        "listener. Give each worker on one host its own (a gateway's is gateway.metrics.port).",
+    )
+    host: Annotated[str, RESTART] = Field(
+        "127.0.0.1", description="Address of that listener (0.0.0.0 in a container)."
+    )
+
+
+class WorkerSettings(_Section):
+    """The ``worker`` section: ``chorus worker`` processes."""
+
+    metrics: WorkerMetricsSettings = Field(default_factory=WorkerMetricsSettings)

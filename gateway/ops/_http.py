@@ -297,5 +297,6 @@ class HTTPServer:
             logger.warning("gateway is not ready: %s", reason)
 
     async def _metrics_route(self, request: web.Request) -> web.Response:
+        await self._metrics.refresh()
         body, content_type = self._metrics.render()
         return web.Response(body=body, headers={"Content-Type": content_type})

@@ -9,6 +9,11 @@ somebody remembered to set.
 A callback that raises never breaks a scrape: its samples are left out and the
 failure is logged once until the callback recovers. A source that was never
 set is left out the same way, so "unknown" is never reported as zero.
+
+Labelled counters start at 0 for every label value known in advance (platforms
+enabled, end reasons, refusals, commands), so ``rate()`` sees their first event.
+The registry also holds the process, Python and build-info collectors
+(``_registry``); in replica mode, the replica's metrics (``_replica_metrics``).
 """
 
 from __future__ import annotations
@@ -17,20 +22,23 @@ import logging
 from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
-from prometheus_client import (
-    CONTENT_TYPE_PLAIN_0_0_4,
-    CollectorRegistry,
-    Counter,
-    Histogram,
-    generate_latest,
-)
+from prometheus_client import CONTENT_TYPE_PLAIN_0_0_4, Counter, Histogram, generate_latest
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+
+from gateway.ops._registry import process_registry
+from gateway.ops._replica_metrics import ReplicaMetrics
 
 logger = logging.getLogger(__name__)
 
 TOKEN_KINDS = ("prompt", "completion", "cached", "reasoning")
 """The values ``tokens()`` accepts for ``kind``."""
+
+END_REASONS = ("idle", "daily_reset", "new", "admin", "shutdown")
+"""Why sessions end; ``chorus_sessions_ended_total`` starts at 0 for each."""
+
+REFUSALS = ("duplicate", "rate_limited", "too_long")
+"""Refusals the runner counts whatever the access policy (its own reasons come as they do)."""
 
 TURN_BUCKETS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0)
 """Histogram buckets (seconds) for a whole turn and for a single LLM call."""
@@ -134,9 +142,12 @@ class Metrics:
         live_sessions: LiveSessionsSource | None = None,
         queue_status: QueueStatusSource | None = None,
         adapters: AdaptersSource | None = None,
+        platforms: Iterable[str] = (),
     ) -> None:
-        self._registry = CollectorRegistry()
+        """``platforms``: those enabled, whose message counters start at 0."""
+        self._registry = process_registry()
         reg = self._registry
+        self.replica: ReplicaMetrics | None = None
 
         self._messages_in = Counter(
             "chorus_messages_in", "Messages received from users.", ["platform"], registry=reg
@@ -172,6 +183,13 @@ class Metrics:
         self._llm_seconds = Histogram(
             "chorus_llm_seconds", "Duration of one LLM call.", buckets=TURN_BUCKETS, registry=reg
         )
+        for platform in platforms:
+            self._messages_in.labels(platform=platform)
+            self._messages_out.labels(platform=platform)
+        for reason in END_REASONS:
+            self._sessions_ended.labels(reason=reason)
+        for reason in REFUSALS:
+            self._rejected.labels(reason=reason)
         self._live = _LiveStateCollector()
         reg.register(self._live)
         self.set_sources(live_sessions=live_sessions, queue_status=queue_status, adapters=adapters)
@@ -196,9 +214,18 @@ class Metrics:
         if adapter_events is not None:
             self._live.adapter_events = adapter_events
 
-    def set_replica(self, replica_id: str) -> None:
-        """Several replicas: every scrape says which one it is (``target_info{replica=…}``)."""
+    def set_replica(self, replica_id: str) -> ReplicaMetrics:
+        """Several replicas: every scrape says which one it is (``target_info{replica=…}``)
+        and holds the replica's own metrics, returned for its parts to count with."""
         self._registry.set_target_info({"replica": replica_id})
+        if self.replica is None:
+            self.replica = ReplicaMetrics(self._registry)
+        return self.replica
+
+    def known_commands(self, names: Iterable[str]) -> None:
+        """Commands whose ``ok`` count starts at 0."""
+        for name in names:
+            self._commands.labels(command=name, outcome="ok")
 
     # -- events ------------------------------------------------------------------------
 
@@ -233,6 +260,11 @@ class Metrics:
         self._llm_seconds.observe(seconds)
 
     # -- reading -----------------------------------------------------------------------
+
+    async def refresh(self) -> None:
+        """Read the sources that need I/O (the replica's mailbox) before ``render``."""
+        if self.replica is not None:
+            await self.replica.refresh()
 
     def render(self) -> tuple[bytes, str]:
         """The Prometheus text exposition and its content type."""

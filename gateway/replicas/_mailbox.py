@@ -150,6 +150,11 @@ class ReplicaMailbox:
         logger.debug("sent %s to replica %s", text(entry_id), to_replica)
         return text(entry_id)
 
+    async def depth(self) -> int:
+        """Entries in this replica's stream, read or not: what it has not finished with."""
+        with guard("counting the replica's mailbox"):
+            return int(await self._client.xlen(self._stream))
+
     async def _start(self) -> None:
         """Create the group; note the last pending entry, which ``receive`` replays up to."""
         with guard("opening the replica's mailbox"):

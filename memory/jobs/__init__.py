@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from memory.jobs._inprocess import InProcessQueue
 from memory.jobs._ledger import JobLedger
 from memory.jobs._outbox import Outbox, OutboxRelay
+from memory.jobs._rq_observe import OUTCOMES, JobObserver, Watch, WorkerHealth
 from memory.jobs._state import JobState
 from memory.jobs._types import (
     BackgroundQueue,
@@ -45,16 +46,20 @@ if TYPE_CHECKING:
     from memory.jobs._rq import RQQueue
 
 __all__ = [
+    "OUTCOMES",
     "BackgroundQueue",
     "FailedJob",
     "InProcessQueue",
     "JobLedger",
+    "JobObserver",
     "JobSpec",
     "JobState",
     "Outbox",
     "OutboxRelay",
     "QueueStatus",
     "RQQueue",
+    "Watch",
+    "WorkerHealth",
     "error_line",
     "import_function",
     "mask_url",

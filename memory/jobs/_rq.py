@@ -34,8 +34,10 @@ from memory.errors import JobQueueError
 from memory.jobs._ledger import JobLedger
 from memory.jobs._outbox import Outbox, OutboxRelay
 from memory.jobs._rq_lease import LEASE_TTL
+from memory.jobs._rq_observe import NO_WATCH, Watch
 from memory.jobs._rq_reconcile import resend_lost
-from memory.jobs._rq_worker import LIVENESS_TTL, RECONCILE_EVERY, liveness_key, supervise
+from memory.jobs._rq_supervise import supervise
+from memory.jobs._rq_worker import LIVENESS_TTL, RECONCILE_EVERY, liveness_key
 from memory.jobs._types import (
     BackgroundQueue,
     FailedJob,
@@ -212,6 +214,17 @@ class RQQueue(BackgroundQueue):
             logger.warning("queue status: Redis at %s: %s", mask_url(self._url), type(exc).__name__)
             return QueueStatus(backend="redis", outbox=outbox, reachable=False)
 
+    def depth(self) -> tuple[int, int]:
+        """Jobs waiting to run (queued, deferred or scheduled) and jobs failed for good,
+        as Redis counts them now; raises ``redis.RedisError`` when it cannot tell."""
+        queue = self._queue
+        waiting = (
+            queue.count
+            + queue.deferred_job_registry.get_job_count(cleanup=False)
+            + queue.scheduled_job_registry.get_job_count(cleanup=False)
+        )
+        return waiting, queue.failed_job_registry.get_job_count(cleanup=False)
+
     def retry_failed(self) -> int:
         """Requeue every failed job with a fresh retry budget (at the back of the queue)."""
         registry = self._queue.failed_job_registry
@@ -319,16 +332,22 @@ class RQQueue(BackgroundQueue):
         concurrency: int = 1,
         liveness_ttl: float = LIVENESS_TTL,
         on_stop: Callable[[], None] | None = None,
+        watch: Watch = NO_WATCH,
     ) -> None:
         """Work the queue until SIGTERM (or until it is empty with ``burst``): see ``_rq_worker``.
 
         SIGTERM is a warm shutdown: the current job finishes, then the process
         exits; a second signal stops at once (the job is then recovered as
         abandoned by the next worker within ``liveness_ttl`` seconds). ``on_stop``
-        runs in each worker process as it stops.
+        runs in each worker process as it stops; ``watch`` hears of the jobs run.
         """
         supervise(
-            self, concurrency=concurrency, burst=burst, liveness_ttl=liveness_ttl, on_stop=on_stop
+            self,
+            concurrency=concurrency,
+            burst=burst,
+            liveness_ttl=liveness_ttl,
+            on_stop=on_stop,
+            watch=watch,
         )
 
     def flush(self, timeout: float | None = None) -> bool:

@@ -4,8 +4,7 @@
   worker process itself, so a provider, a database connection or a cache lives
   from one job to the next, and one worker runs hundreds of short jobs a second
   instead of a handful. ``concurrency`` > 1 runs that many worker processes
-  under one supervisor, each started with a parent-death signal so none outlives
-  it.
+  under one supervisor (``_rq_supervise``).
 - **Upkeep thread.** Every process with a worker keeps a liveness key in Redis
   (``chorus:worker:<name>``, refreshed every second, expiring after
   ``liveness_ttl``). A started job whose worker's key is gone was abandoned by a
@@ -13,6 +12,9 @@
   and its session's later jobs go on after it — rq alone would wait up to ten
   minutes. The supervisor's thread also runs rq's scheduler (retries with a
   delay) in-process, taking over a scheduler lock whose holder has no live key.
+- **Watching.** A ``JobObserver`` hears of each job's kind, outcome and time (from
+  every worker process, ``_rq_observe.JobEvents``); ``WorkerHealth`` is healthy
+  while the upkeep reaches Redis.
 - **Ledger.** With a job ledger, every job runs under its session's lease
   (``_rq_lease``), the upkeep thread renews the leases its worker holds, and every
   worker sends again, at start and every ``RECONCILE_EVERY`` seconds, the jobs
@@ -22,16 +24,13 @@
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import logging
-import multiprocessing
 import os
 import signal
 import threading
 import time
 import uuid
 from collections.abc import Callable
-from multiprocessing.process import BaseProcess
 from typing import Any, Protocol
 
 import redis
@@ -43,6 +42,7 @@ from rq.scheduler import RQScheduler
 
 from memory.jobs._ledger import JobLedger
 from memory.jobs._rq_lease import JobGuard, LeasedJob
+from memory.jobs._rq_observe import NO_WATCH, JobObserver, Watch, WorkerHealth, job_kind
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +58,6 @@ RESTART_MAX_SECONDS = 30.0
 """Longest wait between two attempts to restart a worker that lost Redis."""
 RECONNECT_MAX_SECONDS = 5.0
 """Longest wait between two reconnection attempts of a worker waiting for jobs (rq: 60 s)."""
-_PR_SET_PDEATHSIG = 1
 
 
 class WorkedQueue(Protocol):
@@ -93,11 +92,19 @@ class ChorusWorker(SimpleWorker):
 
     max_connection_wait_time = RECONNECT_MAX_SECONDS
 
-    def __init__(self, *args: Any, guard: JobGuard | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        guard: JobGuard | None = None,
+        observer: JobObserver | None = None,
+        **kwargs: Any,
+    ) -> None:
         kwargs["job_class"] = LeasedJob
         super().__init__(*args, **kwargs)
         self._cleaned: Execution | None = None
         self.guard = guard
+        self.observer = observer
+        self._outcome: str | None = None
 
     def _shutdown(self) -> None:
         """A stop request also ends the loop at its next turn when the ``StopRequested``
@@ -109,7 +116,25 @@ class ChorusWorker(SimpleWorker):
     def perform_job(self, job: Job, queue: Any) -> bool:
         if isinstance(job, LeasedJob):
             job.guard = self.guard
-        return bool(super().perform_job(job, queue))
+        self._outcome = None
+        started = time.monotonic()
+        try:
+            return bool(super().perform_job(job, queue))
+        finally:
+            outcome, self._outcome = self._outcome, None
+            if self.observer is not None and outcome is not None:
+                self.observer(job_kind(job.func_name), outcome, time.monotonic() - started)
+
+    def handle_job_success(self, job: Job, queue: Any, started_job_registry: Any) -> None:
+        self._outcome = "done"
+        super().handle_job_success(job, queue, started_job_registry)
+
+    def handle_job_failure(
+        self, job: Job, queue: Any, started_job_registry: Any = None, exc_string: str = ""
+    ) -> None:
+        stopped = self._stopped_job_id == job.id
+        self._outcome = "retried" if job.should_retry and not stopped else "failed"
+        super().handle_job_failure(job, queue, started_job_registry, exc_string)
 
     def cleanup_execution(self, job: Job, pipeline: Pipeline) -> None:
         """Remove the job's execution from the started registry, also on a retried success.
@@ -141,9 +166,11 @@ class Upkeep(threading.Thread):
         schedule: bool,
         liveness_ttl: float = LIVENESS_TTL,
         guard: JobGuard | None = None,
+        health: WorkerHealth | None = None,
     ) -> None:
         super().__init__(name=f"chorus-upkeep-{name[:8]}", daemon=True)
         self._guard = guard
+        self._health = health
         self._reconcile_every = queue.reconcile_every
         self._last_reconcile = time.monotonic()
         self._queue = queue
@@ -166,6 +193,8 @@ class Upkeep(threading.Thread):
             try:
                 self.tick()
             except redis.RedisError as exc:
+                if self._health is not None:
+                    self._health.lost()
                 logger.warning("worker upkeep: Redis unavailable (%s)", type(exc).__name__)
             except Exception:
                 logger.exception("worker upkeep failed")
@@ -173,6 +202,8 @@ class Upkeep(threading.Thread):
 
     def tick(self) -> None:
         self.beat()
+        if self._health is not None:
+            self._health.reached(self._ttl)
         if self._scheduler is not None:
             self._schedule(self._scheduler)
         if self._guard is not None:
@@ -209,6 +240,8 @@ class Upkeep(threading.Thread):
         self._stop_event.set()
         if self.ident is not None:  # started
             self.join(5)
+        if self._health is not None:
+            self._health.lost()
         with contextlib.suppress(redis.RedisError):
             if self._scheduler is not None and self._scheduler.acquired_locks:
                 self._scheduler.release_locks()  # type: ignore[no-untyped-call]
@@ -219,13 +252,6 @@ class Upkeep(threading.Thread):
 _DELETE_IF = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end"
 
 
-def _die_with_parent() -> None:
-    """Linux: SIGTERM this process when its parent dies (a warm stop after the current job)."""
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
 def work(
     queue: WorkedQueue,
     *,
@@ -233,6 +259,7 @@ def work(
     schedule: bool,
     liveness_ttl: float,
     on_stop: Callable[[], None] | None = None,
+    watch: Watch = NO_WATCH,
 ) -> None:
     """One ``SimpleWorker`` in this process, restarted when Redis comes back after a loss.
 
@@ -242,7 +269,7 @@ def work(
     this process when it stops working (what jobs kept open is released there).
     """
     try:
-        _work(queue, burst=burst, schedule=schedule, liveness_ttl=liveness_ttl)
+        _work(queue, burst=burst, schedule=schedule, liveness_ttl=liveness_ttl, watch=watch)
     finally:
         if on_stop is not None:
             try:
@@ -251,12 +278,14 @@ def work(
                 logger.exception("releasing what the jobs held failed")
 
 
-def _work(queue: WorkedQueue, *, burst: bool, schedule: bool, liveness_ttl: float) -> None:
+def _work(
+    queue: WorkedQueue, *, burst: bool, schedule: bool, liveness_ttl: float, watch: Watch
+) -> None:
     delay = 1.0
     while True:
         name = uuid.uuid4().hex
         try:
-            if _work_once(queue, name, burst=burst, schedule=schedule, liveness_ttl=liveness_ttl):
+            if _work_once(queue, name, burst, schedule, liveness_ttl, watch):
                 return
             logger.warning(
                 "worker %s stopped unexpectedly; restarting when Redis answers", name[:8]
@@ -273,7 +302,7 @@ def _work(queue: WorkedQueue, *, burst: bool, schedule: bool, liveness_ttl: floa
 
 
 def _work_once(
-    queue: WorkedQueue, name: str, *, burst: bool, schedule: bool, liveness_ttl: float
+    queue: WorkedQueue, name: str, burst: bool, schedule: bool, liveness_ttl: float, watch: Watch
 ) -> bool:
     """Run one rq worker until it stops; True when it stopped as asked (or burst ended).
 
@@ -283,9 +312,15 @@ def _work_once(
     shared = queue.ledger
     ledger = JobLedger(shared.location) if shared is not None else None
     guard = JobGuard(ledger, name, ttl=queue.lease_ttl) if ledger is not None else None
-    upkeep = Upkeep(queue, name, schedule=schedule, liveness_ttl=liveness_ttl, guard=guard)
+    upkeep = Upkeep(
+        queue, name, schedule=schedule, liveness_ttl=liveness_ttl, guard=guard, health=watch.health
+    )
     worker = ChorusWorker(
-        [queue.name], connection=redis.Redis.from_url(queue.url), name=name, guard=guard
+        [queue.name],
+        connection=redis.Redis.from_url(queue.url),
+        name=name,
+        guard=guard,
+        observer=watch.observer,
     )
     logger.info("worker %s on queue %s", name[:8], queue.name)
     try:
@@ -326,94 +361,6 @@ def _stop_listening(worker: SimpleWorker) -> None:
     if pubsub is not None:
         with contextlib.suppress(Exception):
             pubsub.close()
-
-
-def _child(
-    queue: WorkedQueue,
-    burst: bool,
-    liveness_ttl: float,
-    parent: int,
-    on_stop: Callable[[], None] | None,
-) -> None:
-    # The fork copied the supervisor's handlers; until rq installs its own, a signal
-    # must stop this process, not run the supervisor's stop() here.
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, signal.SIG_DFL)
-    _die_with_parent()
-    if os.getppid() != parent:  # the supervisor died before the signal was armed
-        return
-    work(queue, burst=burst, schedule=False, liveness_ttl=liveness_ttl, on_stop=on_stop)
-
-
-def supervise(
-    queue: WorkedQueue,
-    *,
-    concurrency: int,
-    burst: bool,
-    liveness_ttl: float = LIVENESS_TTL,
-    on_stop: Callable[[], None] | None = None,
-) -> None:
-    """``concurrency`` worker processes and the scheduler; SIGTERM stops them all warmly.
-
-    ``on_stop`` runs in every worker process as it stops.
-    """
-    if concurrency <= 1:
-        work(queue, burst=burst, schedule=True, liveness_ttl=liveness_ttl, on_stop=on_stop)
-        return
-    context = multiprocessing.get_context("fork")
-    stopping = threading.Event()
-    name = uuid.uuid4().hex
-    upkeep = Upkeep(queue, name, schedule=True, liveness_ttl=liveness_ttl)
-
-    def spawn() -> BaseProcess:
-        return context.Process(
-            target=_child, args=(queue, burst, liveness_ttl, os.getpid(), on_stop), daemon=False
-        )
-
-    children = [spawn() for _ in range(concurrency)]
-
-    def stop(signum: int, frame: object) -> None:
-        stopping.set()
-        for child in children:
-            if child.pid is not None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(child.pid, signal.SIGTERM)
-
-    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        for child in children:
-            child.start()  # before any thread of ours exists: a clean fork
-        upkeep.beat()
-        upkeep.start()
-        logger.info("worker supervisor: %d workers on queue %s", concurrency, queue.name)
-        _watch(children, spawn, stopping, burst=burst)
-        for child in children:
-            child.join()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        upkeep.stop()
-
-
-def _watch(
-    children: list[BaseProcess],
-    spawn: Callable[[], BaseProcess],
-    stopping: threading.Event,
-    *,
-    burst: bool,
-) -> None:
-    """Until ``stopping`` is set, start another worker process for each one that exits;
-    in burst mode none is replaced and this returns once all of them are done."""
-    while not stopping.is_set():
-        for index, child in enumerate(children):
-            child.join(timeout=0.2)
-            if child.is_alive() or stopping.is_set() or burst:
-                continue
-            logger.warning("a worker process exited (code %s); starting another", child.exitcode)
-            children[index] = spawn()
-            children[index].start()
-        if burst and not any(child.is_alive() for child in children):
-            return
 
 
 def wait_for_redis(url: str, delay: float) -> bool:

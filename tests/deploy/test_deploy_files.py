@@ -83,7 +83,8 @@ def test_compose_grace_and_health_match_the_image() -> None:
     assert seconds(services["gateway"]["stop_grace_period"]) > SHUTDOWN_BOUND
     test = services["gateway"]["healthcheck"]["test"]
     assert yaml.safe_load(dockerfile_healthcheck()) == test[1:] and test[0] == "CMD"
-    assert services["worker"]["healthcheck"] == {"disable": True}  # no HTTP server
+    test = services["worker"]["healthcheck"]["test"]  # its /healthz on worker.metrics.port
+    assert yaml.safe_load(dockerfile_healthcheck()) == test[1:] and test[0] == "CMD"
 
 
 def test_env_example_names_only_variables_chorus_reads(tmp_path: Path) -> None:
@@ -281,7 +282,8 @@ def test_compose_replicas_is_hardened_and_shares_no_disk() -> None:
         assert all(d["condition"] == "service_healthy" for d in service["depends_on"].values())
     test = services["gateway"]["healthcheck"]["test"]
     assert yaml.safe_load(dockerfile_healthcheck()) == test[1:] and test[0] == "CMD"
-    assert services["worker"]["healthcheck"] == {"disable": True}
+    test = services["worker"]["healthcheck"]["test"]
+    assert yaml.safe_load(dockerfile_healthcheck()) == test[1:] and test[0] == "CMD"
     assert interpolated(services["worker"]["deploy"]["replicas"], {}) == "1"
     assert interpolated(services["worker"]["deploy"]["replicas"], {"WORKER_REPLICAS": "3"}) == "3"
     assert "--appendonly" in services["redis"]["command"]
@@ -622,3 +624,27 @@ def test_k8s_replicas_network_policy_lets_only_chorus_pods_reach_redis_and_postg
         assert peers == {"gateway", "worker"}
         assert rule["ports"] == [{"protocol": "TCP", "port": port}]
     assert kinds[("NetworkPolicy", "chorus-default-deny")]["spec"]["podSelector"] == {}
+
+
+def image_env() -> dict[str, str]:
+    """The ENV of deploy/Dockerfile's runtime stage."""
+    text = (DEPLOY / "Dockerfile").read_text()
+    block = re.search(r"^ENV (.*?)\n(?!\s)", text.split("\nFROM ${BASE}\n")[-1], re.S | re.M)
+    assert block
+    return dict(re.findall(r"([A-Z_]+)=(\S+)", block.group(1)))
+
+
+def test_k8s_workers_serve_metrics_and_health_on_the_image_s_worker_port() -> None:
+    env = image_env()
+    assert env["CHORUS_WORKER__METRICS__HOST"] == "0.0.0.0"
+    port = int(env["CHORUS_WORKER__METRICS__PORT"])
+    base = {(d["kind"], d["metadata"]["name"]): d for d in k8s_documents()}
+    for kinds in (base, replica_kinds()):
+        spec = kinds[("Deployment", "chorus-worker")]["spec"]["template"]["spec"]
+        [container] = spec["containers"]
+        assert container["ports"] == [{"name": "metrics", "containerPort": port}]
+        assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
+        policy = kinds[("NetworkPolicy", "chorus-worker")]["spec"]
+        assert policy["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "worker"
+        [rule] = policy["ingress"]
+        assert rule["ports"] == [{"protocol": "TCP", "port": port}]

@@ -128,9 +128,11 @@ async def test_gateway_and_worker_containers_answer_and_stop_cleanly(
 HEALTHCHECK = (
     "python3",
     "-c",
-    "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz'"
-    " % (os.environ.get('CHORUS_GATEWAY__METRICS__PORT')"
-    " or os.environ.get('CHORUS_GATEWAY__HTTP__PORT', '8080')), timeout=4)",
+    "import os, socket, urllib.request; g = os.environ.get; ports = ["
+    "g('CHORUS_GATEWAY__METRICS__PORT') or g('CHORUS_GATEWAY__HTTP__PORT', '8080'),"
+    " g('CHORUS_WORKER__METRICS__PORT') or '9091']; port = next((p for p in ports"
+    " if socket.socket().connect_ex(('127.0.0.1', int(p))) == 0), ports[0]);"
+    " urllib.request.urlopen('http://127.0.0.1:%s/healthz' % port, timeout=4)",
 )
 
 

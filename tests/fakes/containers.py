@@ -130,13 +130,25 @@ class Container:
         env: dict[str, str],
         *command: str,
         hardening: list[str] | None = None,
+        healthcheck: bool = False,
     ) -> None:
+        """``healthcheck``: keep the image's HEALTHCHECK for ``podman healthcheck run``
+        (never run by a timer: there is no systemd here)."""
         self.name = f"chorus-test-{uuid.uuid4().hex[:10]}"
         flags = [f"--env={k}={v}" for k, v in env.items()] + (hardening or [])
+        run_flags = RUN_FLAGS
+        if healthcheck:
+            run_flags = [f for f in RUN_FLAGS if f != "--no-healthcheck"]
+            run_flags.append("--health-interval=disable")
         podman(
-            "run", "--detach", "--name", self.name, *RUN_FLAGS, *flags,
+            "run", "--detach", "--name", self.name, *run_flags, *flags,
             "--volume", f"{home}:/data", image, *command,
         )  # fmt: skip
+
+    def healthy(self) -> bool:
+        """Whether the image's HEALTHCHECK passes now (``podman healthcheck run``)."""
+        done = podman("healthcheck", "run", self.name, check=False, timeout=60)
+        return done.returncode == 0
 
     def exec(self, *command: str) -> subprocess.CompletedProcess[str]:
         return podman("exec", self.name, *command, check=False, timeout=60)

@@ -131,13 +131,13 @@ class Cluster:
         await self.wait_ready(process, ready_within)
         return process
 
-    def worker(self, name: str) -> Process:
+    def worker(self, name: str, **extra: str) -> Process:
         home = self.home(name)
         log = self.root / f"{name}.log"
         with log.open("ab") as out:
             proc = subprocess.Popen(
                 [str(CHORUS), "worker"],
-                env=self.environment(home, free_port()),
+                env={**self.environment(home, free_port()), **extra},
                 stdout=subprocess.DEVNULL,
                 stderr=out,
             )
