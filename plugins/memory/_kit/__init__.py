@@ -32,7 +32,7 @@ from .guard import Guard
 from .identity import escape_id, hashed_id, owner_key, unescape_id
 from .library import ClientLibrary, findable, install_hint
 from .provider import Dependency, RemoteProvider, Session, Turn
-from .settings import environment, http_url, number_in, section_of, setting
+from .settings import SettingsReader, environment, http_url, number_in, section_of, setting
 from .tool_calls import answer_tool_call, tool_error, tool_success
 
 __all__ = [
@@ -50,6 +50,7 @@ __all__ = [
     "Refused",
     "RemoteProvider",
     "Session",
+    "SettingsReader",
     "Turn",
     "answer_tool_call",
     "describe",

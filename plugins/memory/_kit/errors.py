@@ -101,7 +101,8 @@ class NotReady(ProviderError, RuntimeError):
 def status_of(exc: BaseException) -> int | None:
     """The HTTP status an SDK error carries as ``status`` (None without one)."""
     status = getattr(exc, "status", None)
-    return status if isinstance(status, int) and not isinstance(status, bool) and status > 0 else None
+    usable = isinstance(status, int) and not isinstance(status, bool) and status > 0
+    return status if usable else None
 
 
 def describe(exc: BaseException) -> str:

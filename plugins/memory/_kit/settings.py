@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["environment", "http_url", "number_in", "section_of", "setting"]
+__all__ = ["SettingsReader", "environment", "http_url", "number_in", "section_of", "setting"]
 
 logger = logging.getLogger(__name__)
 
@@ -28,11 +28,11 @@ def environment(environ: Mapping[str, str] | None) -> Mapping[str, str]:
 
 def setting(section: Mapping[str, Any], environ: Mapping[str, str], key: str, var: str) -> Any:
     """``key`` of the provider's config section, else the environment variable ``var``
-    (when named); strings stripped, a blank one counts as unset."""
+    (when named); strings stripped, a blank one counts as unset (None)."""
     value = section.get(key)
     if value is None or (isinstance(value, str) and not value.strip()):
         value = environ.get(var) if var else None
-    return value.strip() if isinstance(value, str) else value
+    return (value.strip() or None) if isinstance(value, str) else value
 
 
 def http_url(value: Any, default: str, where: str) -> str:
@@ -58,3 +58,79 @@ def number_in(value: Any, default: float, low: float, high: float, where: str) -
         logger.warning("%s is out of range; default", where)
         return default
     return number
+
+
+_TRUE = ("true", "yes", "on", "1")
+_FALSE = ("false", "no", "off", "0")
+
+
+class SettingsReader:
+    """The settings of the provider ``provider`` from ``config`` and ``environ``.
+
+    :meth:`get` reads a key from the config section, else from the environment
+    variable the ``schema`` names for it; the typed readers fall back to their
+    default with one WARNING (``memory.providers.<provider>.<key> must be ...;
+    using the default``) when a value is set but unusable.
+    """
+
+    def __init__(
+        self,
+        provider: str,
+        config: Any,
+        environ: Mapping[str, str] | None,
+        schema: Sequence[Mapping[str, Any]] = (),
+    ) -> None:
+        self.prefix = f"memory.providers.{provider}"
+        self.section = section_of(config)
+        self.environ = environment(environ)
+        self._env = {f["key"]: f["env_var"] for f in schema if f.get("env_var")}
+
+    def get(self, key: str) -> Any:
+        return setting(self.section, self.environ, key, self._env.get(key, ""))
+
+    def warn(self, key: str, what: str, fallback: str = "the default") -> None:
+        logger.warning("%s.%s must be %s; using %s", self.prefix, key, what, fallback)
+
+    def number(self, key: str, default: float, low: float, high: float) -> float:
+        value = self.get(key)
+        if value is None:
+            return default
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = float("nan")
+        if isinstance(value, bool) or not low <= number <= high:
+            self.warn(key, f"a number from {low:g} to {high:g}")
+            return default
+        return number
+
+    def flag(self, key: str, default: bool) -> bool:
+        value = self.get(key)
+        if value is None or isinstance(value, bool):
+            return default if value is None else value
+        text = str(value).strip().lower()
+        if text in _TRUE or text in _FALSE:
+            return text in _TRUE
+        self.warn(key, "true or false")
+        return default
+
+    def choice(self, key: str, choices: Sequence[str], default: str) -> str:
+        value = self.get(key)
+        if value is None:
+            return default
+        text = str(value).strip().lower()
+        if text not in choices:
+            self.warn(key, "one of " + ", ".join(choices))
+            return default
+        return text
+
+    def url(self, key: str, default: str) -> str:
+        value = self.get(key) or default
+        if not isinstance(value, str) or not value.startswith(("http://", "https://")):
+            self.warn(key, "an http(s) URL")
+            value = default
+        return value.rstrip("/")
+
+    def text(self, key: str, default: str = "") -> str:
+        value = self.get(key)
+        return value if isinstance(value, str) else default

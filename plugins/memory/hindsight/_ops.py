@@ -10,11 +10,12 @@ import logging
 from functools import partial
 from typing import Any
 
+from plugins.memory._kit import Guard
+
 from . import _render, _tools
 from ._buffer import Buffer
 from ._client import HindsightAPI
 from ._config import Settings
-from ._guard import Guard
 
 logger = logging.getLogger(__name__)
 
