@@ -142,4 +142,3 @@ class Guard:
                 cause,
                 self.breaker.failures,
             )
-

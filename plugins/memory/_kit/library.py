@@ -41,9 +41,9 @@ class ClientLibrary:
     """The modules a provider needs (``modules[0]`` is the one :meth:`load` returns).
 
     ``reason`` is the :attr:`UNAVAILABLE_REASON` shown by ``chorus memory
-    status`` and raised as ``error`` when the import fails; ``prepare`` runs
-    once before the first import (environment for the library), ``after``
-    once after it (quieting its loggers).
+    status`` and raised as ``error`` when the import fails; ``after`` runs
+    after every load (to quiet the library's loggers, even if a test or an
+    operator reset them since).
     """
 
     def __init__(
@@ -62,21 +62,18 @@ class ClientLibrary:
         self._after = after
         self._lock = threading.Lock()
         self.failed = False
-        self._loaded: ModuleType | None = None
 
     def installed(self) -> bool:
         """Whether the modules can be imported (found, and no import of them failed yet)."""
         return not self.failed and findable(*self.modules)
 
     def load(self) -> ModuleType:
-        """The first module, the modules imported once per process.
+        """The first module (Python imports each module once per process).
 
         Raises:
             ProviderUnavailable: (the provider's subclass) a module does not import.
         """
         with self._lock:
-            if self._loaded is not None:
-                return self._loaded
             try:
                 loaded = [importlib.import_module(name) for name in self.modules]
             except ImportError as exc:
@@ -86,5 +83,4 @@ class ClientLibrary:
                 raise self._error(self.UNAVAILABLE_REASON) from exc
             if self._after is not None:
                 self._after(loaded[0])
-            self._loaded = loaded[0]
             return loaded[0]

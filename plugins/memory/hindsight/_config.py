@@ -178,6 +178,7 @@ SCHEMA: list[dict[str, Any]] = [
     },
 ]
 
+
 def parse(config: Mapping[str, Any] | None, environ: Mapping[str, str] | None = None) -> Settings:
     """Settings from ``config`` and ``environ`` (``os.environ`` by default).
 
