@@ -7,29 +7,26 @@ when a session starts and says how to install it when it is missing.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from types import ModuleType
 
-from plugins.errors import PluginError
+from plugins.memory._kit import ClientLibrary, ProviderUnavailable, install_hint
 
-INSTALL_HINT = "pip install 'chorus[openviking]'"
+INSTALL_HINT = install_hint("openviking")
 UNAVAILABLE_REASON = f"the openviking memory provider is unavailable, install with {INSTALL_HINT}"
 
 
-class OpenVikingUnavailable(PluginError, RuntimeError):
+class OpenVikingUnavailable(ProviderUnavailable):
     """httpx cannot be imported here; the message says how to fix it."""
 
 
+LIBRARY = ClientLibrary(
+    ("httpx",), UNAVAILABLE_REASON, error=OpenVikingUnavailable, remember_failure=False
+)
+
+
 def installed() -> bool:
-    try:
-        return importlib.util.find_spec("httpx") is not None
-    except (ImportError, ValueError):
-        return False
+    return LIBRARY.installed()
 
 
 def load() -> ModuleType:
-    try:
-        return importlib.import_module("httpx")
-    except ImportError as exc:
-        raise OpenVikingUnavailable(UNAVAILABLE_REASON) from exc
+    return LIBRARY.load()
