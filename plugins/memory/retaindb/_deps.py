@@ -7,29 +7,26 @@ when a session starts and says how to install it when it is missing.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from types import ModuleType
 
-from plugins.errors import PluginError
+from plugins.memory._kit import ClientLibrary, ProviderUnavailable, install_hint
 
-INSTALL_HINT = "pip install 'chorus[retaindb]'"
+INSTALL_HINT = install_hint("retaindb")
 UNAVAILABLE_REASON = f"the retaindb memory provider is unavailable, install with {INSTALL_HINT}"
 
 
-class RetainDBUnavailable(PluginError, RuntimeError):
+class RetainDBUnavailable(ProviderUnavailable):
     """httpx cannot be imported here; the message says how to fix it."""
 
 
+LIBRARY = ClientLibrary(
+    ("httpx",), UNAVAILABLE_REASON, error=RetainDBUnavailable, remember_failure=False
+)
+
+
 def installed() -> bool:
-    try:
-        return importlib.util.find_spec("httpx") is not None
-    except (ImportError, ValueError):
-        return False
+    return LIBRARY.installed()
 
 
 def load() -> ModuleType:
-    try:
-        return importlib.import_module("httpx")
-    except ImportError as exc:
-        raise RetainDBUnavailable(UNAVAILABLE_REASON) from exc
+    return LIBRARY.load()
