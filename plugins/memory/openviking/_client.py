@@ -52,7 +52,7 @@ from typing import Any
 from plugins.memory._kit import Guard, NotFound
 
 from ._config import Settings
-from ._deps import load
+from ._deps import LIBRARY
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +63,7 @@ class Client:
     def __init__(self, settings: Settings, guard: Guard) -> None:
         self._settings = settings
         self.guard = guard
-        self._httpx = load()
+        self._httpx = LIBRARY.load()
         self._http: Any = None
         self._lock = threading.Lock()
 

@@ -1,13 +1,11 @@
 """httpx, the one dependency, imported on first use.
 
 Listing providers must stay cheap and work without the extra installed, so
-:func:`installed` only asks the import system; :func:`load` imports httpx
+``LIBRARY.installed()`` only asks the import system; ``LIBRARY.load()`` imports httpx
 when a session starts and says how to install it when it is missing.
 """
 
 from __future__ import annotations
-
-from types import ModuleType
 
 from plugins.memory._kit import ClientLibrary, ProviderUnavailable, install_hint
 
@@ -22,11 +20,3 @@ class OpenVikingUnavailable(ProviderUnavailable):
 LIBRARY = ClientLibrary(
     ("httpx",), UNAVAILABLE_REASON, error=OpenVikingUnavailable, remember_failure=False
 )
-
-
-def installed() -> bool:
-    return LIBRARY.installed()
-
-
-def load() -> ModuleType:
-    return LIBRARY.load()

@@ -39,7 +39,7 @@ from plugins.memory._breaker import CircuitBreaker
 from plugins.memory._kit import BackendFailed, Guard, NotFound, Paused
 
 from ._config import Settings
-from ._deps import load
+from ._deps import LIBRARY
 
 __all__ = ["BackendFailed", "Client", "NotFound", "Paused", "path"]
 
@@ -62,7 +62,7 @@ class Client:
         self._settings = settings
         self.project = settings.project
         self.guard = guard
-        self._httpx = load()
+        self._httpx = LIBRARY.load()
         self._http: Any = None
         self._lock = threading.Lock()
 

@@ -1,13 +1,11 @@
 """Importing the official ``supermemory`` SDK on first use, so listing providers works without it.
 
-:func:`installed` asks the import system whether the SDK can be found without
-importing it; :func:`load` imports it when a session starts and raises
+``LIBRARY.installed()`` asks the import system whether the SDK can be found without
+importing it; ``LIBRARY.load()`` imports it when a session starts and raises
 :class:`SupermemoryUnavailable` with the install hint when it cannot.
 """
 
 from __future__ import annotations
-
-from types import ModuleType
 
 from plugins.memory._kit import ClientLibrary, ProviderUnavailable, install_hint
 
@@ -25,13 +23,3 @@ class SupermemoryUnavailable(ProviderUnavailable):
 LIBRARY = ClientLibrary(
     (SDK,), UNAVAILABLE_REASON, error=SupermemoryUnavailable, remember_failure=False
 )
-
-
-def installed() -> bool:
-    """Whether the SDK can be imported (found by the import system; nothing is run)."""
-    return LIBRARY.installed()
-
-
-def load() -> ModuleType:
-    """The ``supermemory`` module; SupermemoryUnavailable when it does not import."""
-    return LIBRARY.load()

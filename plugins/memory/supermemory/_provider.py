@@ -81,7 +81,7 @@ class SupermemoryProvider(RemoteProvider):
         settings = _config.parse(kwargs.get("config"), self._environ)
         if not settings.api_key:
             raise BadConfig(f"supermemory needs an API key: set {_config.API_KEY_ENV}")
-        client = Client(_deps.load(), settings, self.guard)
+        client = Client(_deps.LIBRARY.load(), settings, self.guard)
         with self._lock:
             self.shutdown()
             self.start_session(session)
