@@ -91,7 +91,10 @@ class SettingsReader:
     def warn(self, key: str, what: str, fallback: str = "the default") -> None:
         logger.warning("%s.%s must be %s; using %s", self.prefix, key, what, fallback)
 
-    def number(self, key: str, default: float, low: float, high: float) -> float:
+    def number(
+        self, key: str, default: float, low: float, high: float, *, above_low: bool = False
+    ) -> float:
+        """A number in ``[low, high]`` (``(low, high]`` when ``above_low``)."""
         value = self.get(key)
         if value is None:
             return default
@@ -99,8 +102,10 @@ class SettingsReader:
             number = float(value)
         except (TypeError, ValueError):
             number = float("nan")
-        if isinstance(value, bool) or not low <= number <= high:
-            self.warn(key, f"a number from {low:g} to {high:g}")
+        low_ok = number > low if above_low else number >= low
+        if isinstance(value, bool) or not (low_ok and number <= high):
+            lowest = f"above {low:g}" if above_low else f"from {low:g}"
+            self.warn(key, f"a number {lowest} to {high:g}")
             return default
         return number
 
