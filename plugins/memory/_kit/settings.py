@@ -138,4 +138,9 @@ class SettingsReader:
 
     def text(self, key: str, default: str = "") -> str:
         value = self.get(key)
-        return value if isinstance(value, str) else default
+        if value is None:
+            return default
+        if not isinstance(value, str):
+            self.warn(key, "a string")
+            return default
+        return value
