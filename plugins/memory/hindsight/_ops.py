@@ -1,6 +1,6 @@
 """What the provider does with Hindsight once it knows the bank: retain parts, run tools.
 
-Every call goes through the :class:`~._guard.Guard`, so each is counted by the
+Every call goes through the kit's :class:`~plugins.memory._kit.Guard`, so each is counted by the
 circuit breaker and none is made while it is open.
 """
 
