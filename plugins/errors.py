@@ -1,50 +1,43 @@
 """Errors raised by the plugins package.
 
-Exception tree (a provider's errors are named ``provider.Class``; each keeps the
-built-in base it had, ``RuntimeError`` or ``ValueError``, beside ``PluginError``)::
+Exception tree (a memory provider's errors are named ``provider.Class``; they all
+belong to one family, :class:`plugins.memory._kit.ProviderError`, whose kinds
+say what a caller may do about them)::
 
     PluginError                         root of every error this package raises
     ├── PluginNotFoundError             no plugin of that name is installed
     ├── PluginLoadError                 the plugin exists but could not be imported or
     │                                   produced no usable provider
     ├── PluginConfigError               a provider's settings are missing or invalid
-    ├── byterover.BrvError              a brv run did not succeed
-    │   ├── byterover.BrvMissing        the brv CLI is not installed
-    │   ├── byterover.BrvTimeout        brv did not finish in time
-    │   ├── byterover.BrvFailed         brv exited with an error
-    │   │   └── byterover.BrvReported   brv exited 0 but its answer says it failed
-    │   └── byterover.BrvPaused         paused after repeated failures
-    ├── byterover.ToolError             bad tool input; the text goes back to the model
-    ├── hindsight.HindsightUnavailable  hindsight-client cannot be imported
-    ├── hindsight.HindsightPaused       paused after repeated failures
-    ├── hindsight.BackendFailed         a Hindsight call failed
-    ├── hindsight.ToolError             bad tool input
-    ├── holographic.StoreError          a request the fact store cannot carry out
-    ├── holographic.ToolError           bad tool input
-    ├── honcho.HonchoUnavailable        honcho-ai cannot be imported
-    ├── honcho.HonchoPaused             paused after repeated failures
-    ├── honcho.HonchoFailed             a Honcho call failed
-    ├── honcho.ToolError                bad tool input
-    ├── mem0.StoreBusy                  the local store is held by another process
-    ├── mem0.Mem0Unavailable            mem0 (or qdrant-client) cannot be imported
-    ├── mem0.Mem0Paused                 paused after repeated failures
-    ├── mem0.BackendFailed              a mem0 call failed
-    ├── mem0.ToolError                  bad tool input
-    ├── openviking.BackendFailed        an OpenViking call failed
-    ├── openviking.Paused               the breaker is open
-    ├── openviking.NotFound             the server answered 404 / NOT_FOUND
-    ├── openviking.OpenVikingUnavailable httpx cannot be imported
-    ├── openviking.ToolError            bad tool input
-    ├── retaindb.BackendFailed          a RetainDB call failed
-    ├── retaindb.Paused                 the breaker is open
-    ├── retaindb.NotFound               404: no such memory, file or route
-    ├── retaindb.RetainDBUnavailable    httpx cannot be imported
-    ├── retaindb.ToolError              bad tool input
-    ├── supermemory.Paused              paused after repeated failures
-    ├── supermemory.BackendFailed       a call failed (network, timeout, 429/5xx)
-    ├── supermemory.Rejected            Supermemory refused the request (a 4xx)
-    ├── supermemory.SupermemoryUnavailable the supermemory SDK cannot be imported
-    └── supermemory.ToolError           bad tool input
+    └── ProviderError                   a memory provider's error (plugins.memory._kit)
+        ├── ProviderUnavailable         the backend cannot be used now; later it may
+        │   ├── Paused                  the circuit breaker is open
+        │   │   ├── hindsight.HindsightPaused, honcho.HonchoPaused, mem0.Mem0Paused
+        │   │   └── byterover.BrvPaused (also a BrvError)
+        │   ├── BackendFailed           one call failed (class or status, never text);
+        │   │   │                       ``permanent`` when retrying will not help
+        │   │   └── honcho.HonchoFailed
+        │   ├── hindsight.HindsightUnavailable, honcho.HonchoUnavailable,
+        │   │   mem0.Mem0Unavailable, openviking.OpenVikingUnavailable,
+        │   │   retaindb.RetainDBUnavailable, supermemory.SupermemoryUnavailable
+        │   │                           the client library cannot be imported
+        │   ├── mem0.StoreBusy          the local store is held by another process
+        │   └── byterover.BrvError      a brv run did not succeed
+        │       ├── byterover.BrvMissing    the brv CLI is not installed
+        │       ├── byterover.BrvTimeout    brv did not finish in time
+        │       └── byterover.BrvFailed     brv exited with an error
+        │           └── byterover.BrvReported  brv exited 0 but its answer says it failed
+        ├── Refused                     the backend refused this request (retrying will
+        │   │                           not help)
+        │   ├── NotFound                no such memory, file or route (404)
+        │   ├── supermemory.Rejected    Supermemory refused the request (a 4xx)
+        │   └── holographic.StoreError  a request the fact store cannot carry out
+        ├── BadConfig                   a provider's settings are not usable (also a
+        │                               PluginConfigError)
+        ├── BadToolInput                bad tool input (a ValueError); the text goes back
+        │   │                           to the model
+        │   └── <provider>.ToolError    each provider's own, one per provider
+        └── NotReady                    a call before ``initialize`` (or after ``shutdown``)
 
 The text names the plugin and, for a failed import, the exception class and
 message; it is meant for operators (logs, ``chorus doctor``), not for chat users

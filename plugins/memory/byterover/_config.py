@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from plugins.memory._kit import SettingsReader
+
 logger = logging.getLogger(__name__)
 
 PROVIDER_NAME = "byterover"
@@ -49,23 +51,6 @@ SCHEMA: list[dict[str, Any]] = [
 ]
 
 
-def _timeout(value: Any) -> float:
-    if value is None or value == "":
-        return DEFAULT_TIMEOUT
-    try:
-        number = float(value) if not isinstance(value, bool) else 0.0
-    except (TypeError, ValueError):
-        number = 0.0
-    if not 0 < number <= MAX_TIMEOUT:
-        logger.warning(
-            "memory.providers.byterover.timeout must be seconds in (0, %d]; using %s",
-            MAX_TIMEOUT,
-            DEFAULT_TIMEOUT,
-        )
-        return DEFAULT_TIMEOUT
-    return number
-
-
 def default_binary(environ: Mapping[str, str] | None = None) -> str:
     env: Mapping[str, str] = os.environ if environ is None else environ
     return env.get(BINARY_ENV, "").strip() or DEFAULT_BINARY
@@ -79,4 +64,7 @@ def parse(config: Mapping[str, Any] | None, environ: Mapping[str, str] | None = 
         if binary not in (None, ""):
             logger.warning("memory.providers.byterover.binary must be a string; using brv")
         binary = default_binary(environ)
-    return Settings(binary=binary.strip(), timeout=_timeout(section.get("timeout")))
+    timeout = SettingsReader(PROVIDER_NAME, section, environ).number(
+        "timeout", DEFAULT_TIMEOUT, 0, MAX_TIMEOUT, above_low=True
+    )
+    return Settings(binary=binary.strip(), timeout=timeout)

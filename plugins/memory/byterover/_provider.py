@@ -23,19 +23,15 @@ brv is left alone for the cooldown. A missing binary makes
 
 from __future__ import annotations
 
-import json
 import logging
-import threading
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from memory.log_content import loggable
-from memory.paths import UserKey
 from memory.providers import provider_dir, strip_memory_context
-from plugins.memory._breaker import DEFAULT_COOLDOWN, DEFAULT_THRESHOLD, CircuitBreaker
-from plugins.memory._remote import RemoteProvider, tool_error, tool_success
+from plugins.memory._breaker import CircuitBreaker
+from plugins.memory._kit import Guard, NotReady, Paused, RemoteProvider, Session
 
 from . import _config, _runner, _state, _tools
 from ._curator import Curator
@@ -53,7 +49,7 @@ SYSTEM_PROMPT_BLOCK = (
 )
 
 
-class BrvPaused(BrvError):
+class BrvPaused(BrvError, Paused):
     """brv is paused after repeated failures."""
 
 
@@ -68,24 +64,15 @@ class ByteRoverProvider(RemoteProvider):
     local_state = "its knowledge tree"
     provider_name = _config.PROVIDER_NAME
     config_schema = _config.SCHEMA
+    tool_schemas = _tools.SCHEMAS
 
-    def __init__(
-        self,
-        *,
-        clock: Callable[[], float] = time.monotonic,
-        failure_threshold: int = DEFAULT_THRESHOLD,
-        cooldown: float = DEFAULT_COOLDOWN,
-        environ: Mapping[str, str] | None = None,
-    ) -> None:
-        self.breaker = CircuitBreaker(threshold=failure_threshold, cooldown=cooldown, clock=clock)
-        self._environ = environ
-        self._settings = _config.Settings(binary=_config.default_binary(environ))
-        self._home: Path | None = None
-        self._user_key = ""
-        self._session_id = ""
-        self._context = "primary"
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self._settings = _config.Settings(binary=_config.default_binary(self._environ))
         self._curator: Curator | None = None
-        self._lock = threading.RLock()
+
+    def make_guard(self, breaker: CircuitBreaker) -> Guard:
+        return Guard(self.provider_name, breaker, paused=BrvPaused, own=(BrvTimeout, BrvFailed))
 
     # -- identity and start-up -----------------------------------------------
 
@@ -99,54 +86,33 @@ class ByteRoverProvider(RemoteProvider):
         return f"the brv CLI ({self._settings.binary}) is not found: {_config.INSTALL_HINT}"
 
     def initialize(self, session_id: str, **kwargs: Any) -> None:
-        home = Path(kwargs["chorus_home"])
-        user_key = UserKey.parse(str(kwargs["user_key"])).key
+        session = Session.of(session_id, kwargs)
         settings = _config.parse(kwargs.get("config"), self._environ)
         if _runner.resolve(settings.binary) is None:
             raise BrvMissing(settings.binary)
         with self._lock:
             self.shutdown()
-            self._settings, self._home, self._user_key = settings, home, user_key
-            self._session_id = session_id
-            self._context = str(kwargs.get("agent_context") or "primary")
+            self.start_session(session)
+            self._settings = settings
         logger.debug("byterover provider ready for session %s (%s)", session_id, self._context)
 
     # -- plumbing ------------------------------------------------------------
 
-    def _who(self, speaker: Any = None) -> str:
-        if self._home is None:
-            raise RuntimeError("the byterover provider is not initialised")
-        if speaker is None or speaker == "":
-            return self._user_key
-        if not isinstance(speaker, str):
-            raise ValueError("speaker must be a user key")
-        return UserKey.parse(speaker).key
-
     def _dir(self, user_key: str) -> Path:
         if self._home is None:
-            raise RuntimeError("the byterover provider is not initialised")
+            raise NotReady("the byterover provider is not initialised")
         return provider_dir(self._home, _config.PROVIDER_NAME, user_key)
 
     def _brv(self, user_key: str, args: list[str], timeout: float | None = None) -> dict[str, Any]:
-        """One brv run in ``user_key``'s directory, through the breaker."""
-        if not self.breaker.allow():
-            seconds = max(1, round(self.breaker.retry_in()))
-            raise BrvPaused(f"byterover is paused after repeated failures; retry in {seconds} s")
+        """One brv run in ``user_key``'s directory, through the guard."""
+        self.guard.check()
         wait = min(timeout, self._settings.timeout) if timeout else self._settings.timeout
-        try:
-            out = _runner.run(self._settings.binary, args, self._dir(user_key), wait)
-        except (BrvTimeout, BrvFailed) as exc:
-            opened = self.breaker.failure()
-            logger.warning(
-                "%s (%d in a row%s)",
-                exc,
-                self.breaker.failures,
-                ", pausing byterover" if opened else "",
-            )
-            raise
-        if self.breaker.success():
-            logger.warning("byterover resumed: brv %s succeeded after the pause", args[0])
-        return out
+        directory, binary = self._dir(user_key), self._settings.binary
+        return self.guard.run(
+            f"brv {args[0]}",
+            lambda: _runner.run(binary, args, directory, wait),
+            uncounted=(BrvMissing,),
+        )
 
     def _curate(self, user_key: str, text: str) -> None:
         self._brv(user_key, ["curate", text])
@@ -177,7 +143,7 @@ class ByteRoverProvider(RemoteProvider):
         text = strip_memory_context(query).strip()
         if not text:
             return ""
-        who = self._who(speaker)
+        who = self.owner(speaker)
         try:
             answer = self._query(who, text, PREFETCH_TIMEOUT)
         except BrvError as exc:
@@ -192,7 +158,7 @@ class ByteRoverProvider(RemoteProvider):
         text = strip_memory_context(query).strip()
         if not text or not self.breaker.allow():
             return
-        who = self._who(speaker)
+        who = self.owner(speaker)
         try:
             answer = self._query(who, text)
         except BrvError as exc:
@@ -211,14 +177,11 @@ class ByteRoverProvider(RemoteProvider):
         messages: list[dict[str, Any]] | None = None,
         speaker: str | None = None,
     ) -> None:
-        if self._context == "flush":
+        prepared = self.turn(user_content, assistant_content, session_id, speaker)
+        if prepared is None:
             return
-        user = strip_memory_context(user_content or "").strip()
-        assistant = strip_memory_context(assistant_content or "").strip()
-        if not user and not assistant:
-            return
-        who = self._who(speaker)
-        turn = _state.turn_hash(session_id or self._session_id, who, user, assistant)
+        user, assistant, who = prepared.user, prepared.assistant, prepared.owner
+        turn = _state.turn_hash(prepared.session_id, who, user, assistant)
         directory = self._dir(who)
         if _state.was_synced(directory, turn):
             return
@@ -231,7 +194,7 @@ class ByteRoverProvider(RemoteProvider):
         if action not in ("add", "replace") or not content.strip():
             return
         speaker = (metadata or {}).get("speaker")
-        who = self._who(speaker if isinstance(speaker, str) else None)
+        who = self.owner(speaker if isinstance(speaker, str) else None)
         about = "about this person" if target == "user" else "noted in shared memory"
         self._background(who, f"Memory {about}: {content.strip()}"[:MAX_CURATE])
 
@@ -249,29 +212,16 @@ class ByteRoverProvider(RemoteProvider):
 
     # -- tools ---------------------------------------------------------------
 
-    def get_tool_schemas(self) -> list[dict[str, Any]]:
-        return [json.loads(json.dumps(schema)) for schema in _tools.SCHEMAS]
-
-    def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
-        if not isinstance(args, dict):
-            return tool_error("arguments must be a JSON object")
-        try:
-            who = self._who(kwargs.get("speaker"))
-            if tool_name == _tools.QUERY:
-                query = _tools.text_arg(args, "query", _tools.MAX_QUERY)
-                return tool_success({"answer": self._query(who, query)})
-            if tool_name == _tools.CURATE:
-                self._curate(who, _tools.content_arg(args))
-                return tool_success({"curated": True})
-            if tool_name == _tools.STATUS:
-                return tool_success({"status": self._brv(who, ["status"])})
-            return tool_error(f"unknown tool '{tool_name}'")
-        except (_tools.ToolError, BrvError) as exc:
-            return tool_error(str(exc))
-        except ValueError:
-            return tool_error("speaker must be a user key such as telegram:12345")
-        except RuntimeError:
-            return tool_error("byterover is not ready for this session")
+    def run_tool(
+        self, tool_name: str, args: dict[str, Any], call: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        who = self.owner(call.get("speaker"))
+        if tool_name == _tools.QUERY:
+            return {"answer": self._query(who, _tools.text_arg(args, "query", _tools.MAX_QUERY))}
+        if tool_name == _tools.CURATE:
+            self._curate(who, _tools.content_arg(args))
+            return {"curated": True}
+        return {"status": self._brv(who, ["status"])}
 
     # -- teardown and configuration ------------------------------------------
 

@@ -31,7 +31,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from plugins.errors import PluginError
+from plugins.memory._kit import ProviderUnavailable
 
 from ._config import INSTALL_HINT
 
@@ -43,7 +43,7 @@ MAX_LOGGED = 2000
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
-class BrvError(PluginError, RuntimeError):
+class BrvError(ProviderUnavailable):
     """A brv run did not succeed; the message never quotes its output."""
 
 

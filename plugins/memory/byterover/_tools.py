@@ -10,7 +10,7 @@ from typing import Any
 
 from memory.providers import strip_memory_context
 from memory.store import scan_memory_content
-from plugins.errors import PluginError
+from plugins.memory._kit import BadToolInput
 
 QUERY = "brv_query"
 CURATE = "brv_curate"
@@ -20,7 +20,7 @@ MAX_QUERY = 1000
 MAX_CONTENT = 4000
 
 
-class ToolError(PluginError, ValueError):
+class ToolError(BadToolInput):
     """Bad tool input; the message goes back to the model."""
 
 

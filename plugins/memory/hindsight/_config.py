@@ -23,12 +23,12 @@ escape, so the encoding is injective: two user keys never share a bank.
 from __future__ import annotations
 
 import logging
-import os
 import re
-import string
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from plugins.memory._kit import BadConfig, SettingsReader, escape_id, unescape_id
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +38,6 @@ DEFAULT_PREFIX = "chorus"
 BUDGETS = ("low", "mid", "high")
 RECALL_MODES = ("hybrid", "context", "tools")
 _PREFIX = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,31}")
-_SAFE = frozenset(string.ascii_letters + string.digits + "-")
 
 
 @dataclass(frozen=True)
@@ -79,10 +78,7 @@ class Settings:
 
 def bank_id(prefix: str, user_key: str) -> str:
     """The bank of ``user_key`` (canonical form) under ``prefix``; see the module docstring."""
-    encoded = "".join(
-        ch if ch in _SAFE else "".join(f"_{b:02x}" for b in ch.encode("utf-8")) for ch in user_key
-    )
-    return f"{prefix}-{encoded}"
+    return f"{prefix}-{escape_id(user_key)}"
 
 
 def user_key_of(prefix: str, bank: str) -> str:
@@ -90,16 +86,7 @@ def user_key_of(prefix: str, bank: str) -> str:
     head = f"{prefix}-"
     if not bank.startswith(head):
         raise ValueError("not a bank of this prefix")
-    raw, rest = bytearray(), bank[len(head) :]
-    i = 0
-    while i < len(rest):
-        if rest[i] == "_":
-            raw.append(int(rest[i + 1 : i + 3], 16))
-            i += 3
-        else:
-            raw.extend(rest[i].encode("ascii"))
-            i += 1
-    return raw.decode("utf-8")
+    return unescape_id(bank[len(head) :])
 
 
 _DEFAULTS = Settings()
@@ -191,57 +178,6 @@ SCHEMA: list[dict[str, Any]] = [
     },
 ]
 
-_ENV = {field["key"]: field["env_var"] for field in SCHEMA if field.get("env_var")}
-
-
-def _value(config: Mapping[str, Any], environ: Mapping[str, str], key: str) -> Any:
-    value = config.get(key)
-    if value is None or (isinstance(value, str) and not value.strip()):
-        env_var = _ENV.get(key)
-        value = environ.get(env_var) if env_var else None
-    if isinstance(value, str):
-        return value.strip() or None
-    return value
-
-
-def _warn(key: str, what: str) -> None:
-    logger.warning("memory.providers.hindsight.%s must be %s; using the default", key, what)
-
-
-def _number(value: Any, key: str, default: float, low: float, high: float) -> float:
-    if value is None:
-        return default
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        number = float("nan")
-    if isinstance(value, bool) or not low <= number <= high:
-        _warn(key, f"a number from {low:g} to {high:g}")
-        return default
-    return number
-
-
-def _bool(value: Any, key: str, default: bool) -> bool:
-    if value is None or isinstance(value, bool):
-        return default if value is None else value
-    text = str(value).strip().lower()
-    if text in ("true", "yes", "on", "1"):
-        return True
-    if text in ("false", "no", "off", "0"):
-        return False
-    _warn(key, "true or false")
-    return default
-
-
-def _choice(value: Any, key: str, default: str) -> str:
-    if value is None:
-        return default
-    text = str(value).strip().lower()
-    if text not in BUDGETS:
-        _warn(key, "one of " + ", ".join(BUDGETS))
-        return default
-    return text
-
 
 def parse(config: Mapping[str, Any] | None, environ: Mapping[str, str] | None = None) -> Settings:
     """Settings from ``config`` and ``environ`` (``os.environ`` by default).
@@ -249,43 +185,27 @@ def parse(config: Mapping[str, Any] | None, environ: Mapping[str, str] | None = 
     Raises ValueError for a ``bank_prefix`` that is not letters, digits and ``-``,
     and for a ``recall_mode`` that is not one of :data:`RECALL_MODES`.
     """
-    section: Mapping[str, Any] = config if isinstance(config, Mapping) else {}
-    env: Mapping[str, str] = os.environ if environ is None else environ
-
-    def get(key: str) -> Any:
-        return _value(section, env, key)
-
-    base_url = get("base_url") or DEFAULT_BASE_URL
-    if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
-        _warn("base_url", "an http(s) URL")
-        base_url = DEFAULT_BASE_URL
-    prefix = get("bank_prefix") or DEFAULT_PREFIX
+    read = SettingsReader(PROVIDER_NAME, config, environ, SCHEMA)
+    prefix = read.get("bank_prefix") or DEFAULT_PREFIX
     if not isinstance(prefix, str) or not _PREFIX.fullmatch(prefix):
-        raise ValueError(
+        raise BadConfig(
             "memory.providers.hindsight.bank_prefix must be 1-32 letters, digits or '-'"
         )
-    mode = get("recall_mode")
+    mode = read.get("recall_mode")
     mode = str(mode).strip().lower() if mode is not None else _DEFAULTS.recall_mode
     if mode not in RECALL_MODES:
-        raise ValueError("memory.providers.hindsight.recall_mode must be hybrid, context or tools")
-    api_key = get("api_key")
+        raise BadConfig("memory.providers.hindsight.recall_mode must be hybrid, context or tools")
     return Settings(
-        base_url=base_url.rstrip("/"),
-        api_key=api_key if isinstance(api_key, str) else "",
+        base_url=read.url("base_url", DEFAULT_BASE_URL),
+        api_key=read.text("api_key"),
         bank_prefix=prefix,
-        timeout=_number(get("timeout"), "timeout", _DEFAULTS.timeout, 0.1, 600),
-        recall_timeout=_number(
-            get("recall_timeout"), "recall_timeout", _DEFAULTS.recall_timeout, 0.1, 120
-        ),
-        recall_budget=_choice(get("recall_budget"), "recall_budget", _DEFAULTS.recall_budget),
-        recall_max_tokens=int(
-            _number(get("recall_max_tokens"), "recall_max_tokens", 1024, 64, 32768)
-        ),
-        reflect_budget=_choice(get("reflect_budget"), "reflect_budget", _DEFAULTS.reflect_budget),
-        buffer_turns=int(_number(get("buffer_turns"), "buffer_turns", 20, 1, 500)),
-        retain_async=_bool(get("retain_async"), "retain_async", _DEFAULTS.retain_async),
-        retain_timeout=_number(
-            get("retain_timeout"), "retain_timeout", _DEFAULTS.retain_timeout, 1, 3600
-        ),
+        timeout=read.number("timeout", _DEFAULTS.timeout, 0.1, 600),
+        recall_timeout=read.number("recall_timeout", _DEFAULTS.recall_timeout, 0.1, 120),
+        recall_budget=read.choice("recall_budget", BUDGETS, _DEFAULTS.recall_budget),
+        recall_max_tokens=int(read.number("recall_max_tokens", 1024, 64, 32768)),
+        reflect_budget=read.choice("reflect_budget", BUDGETS, _DEFAULTS.reflect_budget),
+        buffer_turns=int(read.number("buffer_turns", 20, 1, 500)),
+        retain_async=read.flag("retain_async", _DEFAULTS.retain_async),
+        retain_timeout=read.number("retain_timeout", _DEFAULTS.retain_timeout, 1, 3600),
         recall_mode=mode,
     )

@@ -2,36 +2,32 @@
 
 Listing providers must stay cheap (the client takes about two seconds to
 import: it loads a few hundred generated models) and must work where the
-package is not installed. :func:`installed` only asks the import system
-whether the package can be found; :func:`load` imports it when a session starts
-and says how to install it when it cannot.
+package is not installed (see :mod:`plugins.memory._kit.library`).
 """
 
 from __future__ import annotations
 
 import importlib
-import importlib.util
-import logging
-import threading
 from dataclasses import dataclass
 from typing import Any
 
-from plugins.errors import PluginError
+from plugins.memory._kit import ClientLibrary, ProviderUnavailable, install_hint
 
-logger = logging.getLogger(__name__)
-
-INSTALL_HINT = "pip install 'chorus[hindsight]'"
+INSTALL_HINT = install_hint("hindsight")
 UNAVAILABLE_REASON = (
     f"the hindsight memory provider needs the hindsight-client package: {INSTALL_HINT}"
 )
 
-_lock = threading.Lock()
-_failed = False
-_loaded: Sdk | None = None
 
-
-class HindsightUnavailable(PluginError, RuntimeError):
+class HindsightUnavailable(ProviderUnavailable):
     """hindsight-client cannot be imported here; the message says how to fix it."""
+
+
+LIBRARY = ClientLibrary(
+    ("hindsight_client", "hindsight_client_api"),
+    UNAVAILABLE_REASON,
+    error=HindsightUnavailable,
+)
 
 
 @dataclass(frozen=True)
@@ -42,34 +38,13 @@ class Sdk:
     api_exception: type[BaseException]
 
 
-def _findable(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
-        return False
-
-
 def installed() -> bool:
     """Whether hindsight-client can be imported (found, and no import of it failed yet)."""
-    return not _failed and _findable("hindsight_client") and _findable("hindsight_client_api")
+    return LIBRARY.installed()
 
 
 def load() -> Sdk:
-    """The client, imported once per process.
-
-    Raises:
-        HindsightUnavailable: hindsight-client does not import.
-    """
-    global _failed, _loaded
-    with _lock:
-        if _loaded is not None:
-            return _loaded
-        try:
-            client = importlib.import_module("hindsight_client")
-            exceptions = importlib.import_module("hindsight_client_api.exceptions")
-        except ImportError as exc:
-            _failed = True
-            logger.warning("%s (%s)", UNAVAILABLE_REASON, type(exc).__name__)
-            raise HindsightUnavailable(UNAVAILABLE_REASON) from exc
-        _loaded = Sdk(client.Hindsight, exceptions.ApiException)
-        return _loaded
+    """The client, imported once per process; HindsightUnavailable when it does not import."""
+    client = LIBRARY.load()
+    exceptions = importlib.import_module("hindsight_client_api.exceptions")
+    return Sdk(client.Hindsight, exceptions.ApiException)

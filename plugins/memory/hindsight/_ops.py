@@ -1,6 +1,6 @@
 """What the provider does with Hindsight once it knows the bank: retain parts, run tools.
 
-Every call goes through the :class:`~._guard.Guard`, so each is counted by the
+Every call goes through the kit's :class:`~plugins.memory._kit.Guard`, so each is counted by the
 circuit breaker and none is made while it is open.
 """
 
@@ -10,11 +10,12 @@ import logging
 from functools import partial
 from typing import Any
 
+from plugins.memory._kit import Guard
+
 from . import _render, _tools
 from ._buffer import Buffer
 from ._client import HindsightAPI
 from ._config import Settings
-from ._guard import Guard
 
 logger = logging.getLogger(__name__)
 

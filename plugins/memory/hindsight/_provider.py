@@ -26,24 +26,20 @@ text above DEBUG.
 
 from __future__ import annotations
 
-import json
 import logging
-import threading
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 from memory.log_content import loggable
-from memory.paths import UserKey
-from memory.providers import MemoryProvider, provider_dir, strip_memory_context, withdrawn_turn
-from plugins.memory._breaker import DEFAULT_COOLDOWN, DEFAULT_THRESHOLD, CircuitBreaker
+from memory.providers import provider_dir, strip_memory_context, withdrawn_turn
+from plugins.memory._breaker import CircuitBreaker
+from plugins.memory._kit import Guard, NotReady, ProviderUnavailable, RemoteProvider, Session
 
 from . import _config, _deps, _ops, _render, _tools
 from ._buffer import Buffer
 from ._client import HindsightAPI
-from ._guard import BackendFailed, Guard, HindsightPaused
+from ._guard import make_guard
 
 logger = logging.getLogger(__name__)
 
@@ -67,11 +63,7 @@ _BLOCKS = {
 }
 
 
-def _error(message: str) -> str:
-    return json.dumps({"success": False, "error": message}, ensure_ascii=False)
-
-
-class HindsightProvider(MemoryProvider):
+class HindsightProvider(RemoteProvider):
     """Hindsight (``pip install 'chorus[hindsight]'``) on a server at ``base_url``.
 
     ``clock``, ``failure_threshold`` and ``cooldown`` set the circuit breaker;
@@ -79,45 +71,20 @@ class HindsightProvider(MemoryProvider):
     """
 
     local_state = "the turns it buffers until they are retained (hindsight.db)"
+    provider_name = _config.PROVIDER_NAME
+    dependency = _deps.LIBRARY
+    config_schema = _config.SCHEMA
+    tool_schemas = _tools.SCHEMAS
 
-    def __init__(
-        self,
-        *,
-        clock: Callable[[], float] = time.monotonic,
-        failure_threshold: int = DEFAULT_THRESHOLD,
-        cooldown: float = DEFAULT_COOLDOWN,
-        environ: Mapping[str, str] | None = None,
-    ) -> None:
-        breaker = CircuitBreaker(threshold=failure_threshold, cooldown=cooldown, clock=clock)
-        self._guard = Guard(breaker)
-        self._environ = environ
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
         self._settings = _config.Settings()
-        self._home: Path | None = None
         self._api: HindsightAPI | None = None
-        self._user_key = ""
         self._platform = ""
-        self._session_id = ""
-        self._context = "primary"
         self._buffers: dict[str, Buffer] = {}
-        self._lock = threading.RLock()
 
-    # -- identity and start-up -----------------------------------------------
-
-    @property
-    def name(self) -> str:
-        return _config.PROVIDER_NAME
-
-    def is_available(self) -> bool:
-        return _deps.installed()
-
-    @property
-    def unavailable_reason(self) -> str | None:
-        """Why the provider cannot run here (with the fix), or None when it can."""
-        return None if self.is_available() else _deps.UNAVAILABLE_REASON
-
-    @property
-    def breaker(self) -> CircuitBreaker:
-        return self._guard.breaker
+    def make_guard(self, breaker: CircuitBreaker) -> Guard:
+        return make_guard(breaker)
 
     @property
     def settings(self) -> _config.Settings:
@@ -125,34 +92,26 @@ class HindsightProvider(MemoryProvider):
 
     def initialize(self, session_id: str, **kwargs: Any) -> None:
         """Read the settings and import the client; no network (a dead server is not fatal)."""
-        home = Path(kwargs["chorus_home"])
-        user_key = UserKey.parse(str(kwargs["user_key"])).key
+        session = Session.of(session_id, kwargs)
         settings = _config.parse(kwargs.get("config"), self._environ)
         api = HindsightAPI(_deps.load(), settings)
         with self._lock:
-            self._home, self._api, self._settings = home, api, settings
-            self._user_key, self._session_id = user_key, session_id
-            self._platform = str(kwargs.get("platform") or "")
-            self._context = str(kwargs.get("agent_context") or "primary")
+            self.start_session(session)
+            self._api, self._settings = api, settings
+            self._platform = session.platform
             self._buffers = {}
         logger.debug("hindsight provider ready for session %s (%s)", session_id, self._context)
 
     # -- plumbing ------------------------------------------------------------
 
+    def is_ready(self) -> bool:
+        return self._home is not None and self._api is not None
+
     def _ready(self) -> HindsightAPI:
         with self._lock:
-            if self._home is None or self._api is None:
-                raise RuntimeError("the hindsight provider is not initialised")
+            if self._api is None or not self.is_ready():
+                raise NotReady("the hindsight provider is not initialised")
             return self._api
-
-    def _owner(self, speaker: Any = None) -> str:
-        """Whose bank a call uses: ``speaker`` when given, else the session's user."""
-        self._ready()
-        if speaker is None or speaker == "":
-            return self._user_key
-        if not isinstance(speaker, str):
-            raise ValueError("speaker must be a user key")
-        return UserKey.parse(speaker).key
 
     def _buffer(self, user_key: str) -> Buffer:
         self._ready()
@@ -174,7 +133,7 @@ class HindsightProvider(MemoryProvider):
             max_tokens=max_tokens,
             budget=settings.recall_budget,
         )
-        return _render.recall_text(self._guard.run("recall", call))
+        return _render.recall_text(self.guard.run("recall", call))
 
     # -- recall --------------------------------------------------------------
 
@@ -185,16 +144,16 @@ class HindsightProvider(MemoryProvider):
         text = strip_memory_context(query).strip()
         if not text or not self._settings.injects:
             return ""
-        owner = self._owner(speaker)
+        owner = self.owner(speaker)
         settings = self._settings
-        if not self._guard.paused:
+        if not self.guard.paused:
             try:
                 recalled = self._recall(
                     owner, text, settings.recall_timeout, settings.recall_max_tokens
                 )
                 logger.debug("hindsight prefetch for %s: %s", loggable(text), loggable(recalled))
                 return recalled
-            except (BackendFailed, HindsightPaused):
+            except ProviderUnavailable:
                 pass
         logger.debug("hindsight prefetch: using the warm recall")
         return self._buffer(owner).cached_recall(settings.bank_id(owner), CACHE_MAX_AGE)
@@ -203,9 +162,9 @@ class HindsightProvider(MemoryProvider):
         self, query: str, *, session_id: str = "", speaker: str | None = None
     ) -> None:
         text = strip_memory_context(query).strip()
-        if not text or self._guard.paused or not self._settings.injects:
+        if not text or self.guard.paused or not self._settings.injects:
             return
-        owner = self._owner(speaker)
+        owner = self.owner(speaker)
         settings = self._settings
         recalled = self._recall(owner, text, settings.timeout, settings.recall_max_tokens)
         self._buffer(owner).store_recall(settings.bank_id(owner), recalled)
@@ -221,17 +180,13 @@ class HindsightProvider(MemoryProvider):
         messages: list[dict[str, Any]] | None = None,
         speaker: str | None = None,
     ) -> None:
-        if self._context == "flush":
+        turn = self.turn(user_content, assistant_content, session_id, speaker)
+        if turn is None:
             return
-        user = strip_memory_context(user_content or "").strip()
-        assistant = strip_memory_context(assistant_content or "").strip()
-        if not user and not assistant:
-            return
-        owner = self._owner(speaker)
-        bank = self._settings.bank_id(owner)
-        session = session_id or self._session_id
+        bank = self._settings.bank_id(turn.owner)
+        session = turn.session_id
         buffer = self._buffer(self._user_key)
-        if not buffer.add(session, bank, owner, user, assistant):
+        if not buffer.add(session, bank, turn.owner, turn.user, turn.assistant):
             logger.debug("hindsight sync_turn of session %s: turn already buffered", session)
         count, chars = buffer.pending(session).get(bank, (0, 0))
         if count >= self._settings.buffer_turns or chars >= MAX_PENDING_CHARS:
@@ -247,7 +202,7 @@ class HindsightProvider(MemoryProvider):
         self._retain_sealed(buffer)
 
     def _retain_sealed(self, buffer: Buffer) -> None:
-        _ops.retain_sealed(self._ready(), self._guard, self._settings, buffer, self._platform)
+        _ops.retain_sealed(self._ready(), self.guard, self._settings, buffer, self._platform)
 
     def on_session_switch(
         self,
@@ -259,8 +214,7 @@ class HindsightProvider(MemoryProvider):
         **kwargs: Any,
     ) -> None:
         """A reset moves to the new session; a withdrawn turn leaves the buffer (and its part)."""
-        if reset:
-            self._session_id = new_session_id or self._session_id
+        if self.follow_reset(new_session_id, reset):
             return
         withdrawn = withdrawn_turn(rewound, kwargs)
         if withdrawn is None or self._context != "background":
@@ -274,34 +228,18 @@ class HindsightProvider(MemoryProvider):
 
     # -- tools ---------------------------------------------------------------
 
-    def get_tool_schemas(self) -> list[dict[str, Any]]:
-        if not self._settings.has_tools:
-            return []
-        return [json.loads(json.dumps(schema)) for schema in _tools.SCHEMAS]
+    def offers_tools(self) -> bool:
+        return self._settings.has_tools
 
-    def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
-        if not isinstance(args, dict):
-            return _error("arguments must be a JSON object")
-        if tool_name not in _tools.TOOL_NAMES or not self._settings.has_tools:
-            return _error(f"unknown tool '{tool_name}'")
-        try:
-            result = self._tool(tool_name, args, kwargs.get("speaker"))
-        except _tools.ToolError as exc:
-            return _error(str(exc))
-        except HindsightPaused as exc:
-            return _error(str(exc))
-        except BackendFailed as exc:
-            return _error(f"{tool_name} could not run: the memory backend failed ({exc.cause})")
-        except ValueError:
-            return _error("speaker must be a user key such as telegram:12345")
-        except RuntimeError:
-            return _error("hindsight is not ready for this session")
-        return json.dumps({"success": True, **result}, ensure_ascii=False)
+    def run_tool(
+        self, tool_name: str, args: dict[str, Any], call: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        return self._tool(tool_name, args, call.get("speaker"))
 
     def _tool(self, name: str, args: dict[str, Any], speaker: Any) -> dict[str, Any]:
         api, settings = self._ready(), self._settings
-        bank = settings.bank_id(self._owner(speaker))
-        return _ops.run_tool(api, self._guard, settings, bank, name, args)
+        bank = settings.bank_id(self.owner(speaker))
+        return _ops.run_tool(api, self.guard, settings, bank, name, args)
 
     # -- teardown and configuration ------------------------------------------
 
@@ -309,10 +247,3 @@ class HindsightProvider(MemoryProvider):
         """Nothing to flush: the buffer is on disk, and every call closes its own client."""
         with self._lock:
             self._api = None
-
-    def get_config_schema(self) -> list[dict[str, Any]]:
-        return [dict(field) for field in _config.SCHEMA]
-
-    def save_config(self, values: dict[str, Any], chorus_home: Path) -> None:
-        """Nothing to write: the settings live in config.yaml (``memory.providers.hindsight``)."""
-        return None

@@ -12,7 +12,7 @@ from typing import Any
 
 from memory.providers import strip_memory_context
 from memory.store import scan_memory_content
-from plugins.errors import PluginError
+from plugins.memory._kit import BadToolInput
 
 from ._config import BUDGETS
 
@@ -26,7 +26,7 @@ MAX_CONTEXT = 500
 MIN_TOKENS, MAX_TOKENS = 64, 8192
 
 
-class ToolError(PluginError, ValueError):
+class ToolError(BadToolInput):
     """Bad tool input; the message goes back to the model."""
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from plugins.errors import PluginError
+from plugins.memory._kit import Refused
 
 
-class StoreError(PluginError):
+class StoreError(Refused):
     """A request the store cannot carry out; the message is safe to show the model."""
 
 

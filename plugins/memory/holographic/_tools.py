@@ -13,7 +13,7 @@ from typing import Any
 
 from memory.providers import strip_memory_context
 from memory.store import scan_memory_content
-from plugins.errors import PluginError
+from plugins.memory._kit import BadToolInput
 
 from . import _graph
 from ._fact import StoreError
@@ -92,7 +92,7 @@ FACT_FEEDBACK_SCHEMA: dict[str, Any] = {
 }
 
 
-class ToolError(PluginError):
+class ToolError(BadToolInput):
     """Bad tool input; the message is shown to the model."""
 
 

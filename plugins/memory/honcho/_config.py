@@ -30,14 +30,13 @@ which no escape produces.
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import os
 import re
-import string
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from plugins.memory._kit import BadConfig, SettingsReader, escape_id, hashed_id, unescape_id
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +48,6 @@ RECALL_MODES = ("hybrid", "context", "tools")
 ASSISTANT_PEER = "chorus-assistant"
 """The peer every chorus session's assistant speaks as."""
 MAX_NAME = 512
-_SAFE = frozenset(string.ascii_letters + string.digits + "-")
 _WORKSPACE = re.compile(r"[A-Za-z0-9_-]{1,512}")
 
 INJECTION_FREQUENCIES = ("every-turn", "first-turn")
@@ -96,25 +94,15 @@ class Settings:
 
 def honcho_name(raw: str) -> str:
     """``raw`` (a user key or session id) as a Honcho id; see the module docstring."""
-    encoded = "".join(
-        ch if ch in _SAFE else "".join(f"_{b:02x}" for b in ch.encode("utf-8")) for ch in raw
-    )
+    encoded = escape_id(raw)
     if len(encoded) <= MAX_NAME:
         return encoded
-    return f"{encoded[:200]}_zz{hashlib.sha256(raw.encode('utf-8')).hexdigest()}"
+    return f"{encoded[:200]}_zz{hashed_id(raw)}"
 
 
 def original_name(name: str) -> str:
     """The inverse of :func:`honcho_name` for names it did not hash; ValueError otherwise."""
-    raw, i = bytearray(), 0
-    while i < len(name):
-        if name[i] == "_":
-            raw.append(int(name[i + 1 : i + 3], 16))
-            i += 3
-        else:
-            raw.extend(name[i].encode("ascii"))
-            i += 1
-    return raw.decode("utf-8")
+    return unescape_id(name)
 
 
 _DEFAULTS = Settings()
@@ -188,15 +176,6 @@ SCHEMA: list[dict[str, Any]] = [
 ]
 
 
-def _value(config: Mapping[str, Any], environ: Mapping[str, str], key: str) -> Any:
-    value = config.get(key)
-    if key == "api_key" and (value is None or (isinstance(value, str) and not value.strip())):
-        value = environ.get("HONCHO_API_KEY")
-    if isinstance(value, str):
-        return value.strip() or None
-    return value
-
-
 def _timeout(value: Any) -> float:
     if value is None:
         return DEFAULT_TIMEOUT
@@ -218,13 +197,13 @@ def _recall_mode(value: Any) -> RecallMode:
     for mode in RECALL_MODES:
         if text == mode:
             return mode  # type: ignore[return-value]  # one of the literal's values
-    raise ValueError("memory.providers.honcho.recall_mode must be hybrid, context or tools")
+    raise BadConfig("memory.providers.honcho.recall_mode must be hybrid, context or tools")
 
 
 def _choice(value: Any, key: str, choices: tuple[str, ...], default: str) -> str:
     text = str(value).strip().lower() if value is not None else default
     if text not in choices:
-        raise ValueError(f"memory.providers.honcho.{key} must be " + " or ".join(choices))
+        raise BadConfig(f"memory.providers.honcho.{key} must be " + " or ".join(choices))
     return text
 
 
@@ -239,7 +218,7 @@ def _cadence(value: Any, key: str) -> int:
         except ValueError:
             number = 0
     if not 1 <= number <= MAX_CADENCE:
-        raise ValueError(
+        raise BadConfig(
             f"memory.providers.honcho.{key} must be a whole number of turns from 1 to {MAX_CADENCE}"
         )
     return number
@@ -251,7 +230,7 @@ def _level_cap(value: Any) -> str | None:
     text = str(value).strip().lower()
     text = "medium" if text == "mid" else text
     if text not in REASONING_LEVELS:
-        raise ValueError(
+        raise BadConfig(
             "memory.providers.honcho.reasoning_level_cap must be minimal, low, mid, high or max"
         )
     return text
@@ -262,18 +241,14 @@ def parse(config: Mapping[str, Any] | None, environ: Mapping[str, str] | None = 
 
     Raises ValueError for a bad ``workspace_id``, ``recall_mode``, ``base_url`` or throttle.
     """
-    section: Mapping[str, Any] = config if isinstance(config, Mapping) else {}
-    env: Mapping[str, str] = os.environ if environ is None else environ
-
-    def get(key: str) -> Any:
-        return _value(section, env, key)
+    get = SettingsReader(PROVIDER_NAME, config, environ, SCHEMA).get
 
     base_url = get("base_url") or DEFAULT_BASE_URL
     if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
-        raise ValueError("memory.providers.honcho.base_url must be an http(s) URL")
+        raise BadConfig("memory.providers.honcho.base_url must be an http(s) URL")
     workspace = get("workspace_id") or DEFAULT_WORKSPACE
     if not isinstance(workspace, str) or not _WORKSPACE.fullmatch(workspace):
-        raise ValueError(
+        raise BadConfig(
             "memory.providers.honcho.workspace_id must be 1-512 letters, digits, '_' or '-'"
         )
     api_key = get("api_key")

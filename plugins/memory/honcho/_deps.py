@@ -14,52 +14,38 @@ WARNING (as the Telegram adapter does), keeping message text out of INFO logs.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import logging
-import threading
 from types import ModuleType
 
-from plugins.errors import PluginError
+from plugins.memory._kit import ClientLibrary, ProviderUnavailable, install_hint
 
-logger = logging.getLogger(__name__)
-
-INSTALL_HINT = "pip install 'chorus[honcho]'"
+INSTALL_HINT = install_hint("honcho")
 UNAVAILABLE_REASON = f"the honcho memory provider needs the honcho-ai package: {INSTALL_HINT}"
 
-_lock = threading.Lock()
 _failed = False
+"""Set to make the SDK count as missing (an import of it failed in this process)."""
 
 
-class HonchoUnavailable(PluginError, RuntimeError):
+class HonchoUnavailable(ProviderUnavailable):
     """honcho-ai cannot be imported here; the message says how to fix it."""
+
+
+def _quiet_httpx(module: ModuleType) -> None:
+    http_logger = logging.getLogger("httpx")
+    if http_logger.level == logging.NOTSET:
+        http_logger.setLevel(logging.WARNING)
+
+
+LIBRARY = ClientLibrary(
+    ("honcho",), UNAVAILABLE_REASON, error=HonchoUnavailable, after=_quiet_httpx
+)
 
 
 def installed() -> bool:
     """Whether honcho-ai can be imported (found, and no import of it failed yet)."""
-    if _failed:
-        return False
-    try:
-        return importlib.util.find_spec("honcho") is not None
-    except (ImportError, ValueError):
-        return False
+    return not _failed and LIBRARY.installed()
 
 
 def load() -> ModuleType:
-    """The ``honcho`` module, imported once per process.
-
-    Raises:
-        HonchoUnavailable: honcho-ai does not import.
-    """
-    global _failed
-    with _lock:
-        try:
-            module = importlib.import_module("honcho")
-        except ImportError as exc:
-            _failed = True
-            logger.warning("%s (%s)", UNAVAILABLE_REASON, type(exc).__name__)
-            raise HonchoUnavailable(UNAVAILABLE_REASON) from exc
-        http_logger = logging.getLogger("httpx")
-        if http_logger.level == logging.NOTSET:
-            http_logger.setLevel(logging.WARNING)
-        return module
+    """The ``honcho`` module, imported once per process; HonchoUnavailable when it cannot."""
+    return LIBRARY.load()

@@ -38,22 +38,26 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import threading
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from memory.log_content import loggable
-from memory.paths import UserKey
 from memory.providers import provider_dir, strip_memory_context
-from plugins.memory._breaker import DEFAULT_COOLDOWN, DEFAULT_THRESHOLD, CircuitBreaker
-from plugins.memory._remote import RemoteProvider, tool_error, tool_success
+from plugins.memory._breaker import CircuitBreaker
+from plugins.memory._kit import (
+    BadConfig,
+    Guard,
+    NotReady,
+    ProviderUnavailable,
+    RemoteProvider,
+    Session,
+)
 
 from . import _config, _deps, _tools
 from ._client import HonchoClient
-from ._guard import Guard, HonchoFailed, HonchoPaused
+from ._guard import make_guard
 from ._recall import WarmRecall, format_recall, format_recall_with
 from ._throttle import Throttle
 
@@ -105,49 +109,34 @@ class HonchoProvider(RemoteProvider):
     provider_name = _config.PROVIDER_NAME
     dependency = _deps
     config_schema = _config.SCHEMA
+    tool_schemas = _tools.SCHEMAS
+    label = "Honcho"
+    backend_label = "Honcho"
 
-    def __init__(
-        self,
-        *,
-        clock: Callable[[], float] = time.monotonic,
-        failure_threshold: int = DEFAULT_THRESHOLD,
-        cooldown: float = DEFAULT_COOLDOWN,
-        environ: Mapping[str, str] | None = None,
-    ) -> None:
-        breaker = CircuitBreaker(threshold=failure_threshold, cooldown=cooldown, clock=clock)
-        self._guard = Guard(breaker)
-        self._environ = environ
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
         self._settings = _config.Settings()
-        self._home: Path | None = None
-        self._user_key = ""
-        self._session_id = ""
-        self._context = "primary"
         self._client: HonchoClient | None = None
         self._throttle = Throttle(self._settings)
-        self._lock = threading.RLock()
 
-    # -- identity and start-up -----------------------------------------------
-
-    @property
-    def breaker(self) -> CircuitBreaker:
-        return self._guard.breaker
+    def make_guard(self, breaker: CircuitBreaker) -> Guard:
+        return make_guard(breaker)
 
     @property
     def settings(self) -> _config.Settings:
         return self._settings
 
     def initialize(self, session_id: str, **kwargs: Any) -> None:
-        home = Path(kwargs["chorus_home"])
-        user_key = UserKey.parse(str(kwargs["user_key"])).key
+        session = Session.of(session_id, kwargs)
         settings = _config.parse(kwargs.get("config"), self._environ)
         if not settings.api_key and settings.base_url == _config.DEFAULT_BASE_URL:
-            raise ValueError("the hosted Honcho needs an API key: set HONCHO_API_KEY")
-        context = str(kwargs.get("agent_context") or "primary")
+            raise BadConfig("the hosted Honcho needs an API key: set HONCHO_API_KEY")
+        context = session.context
         client = HonchoClient(_deps.load(), settings, background=context == "background")
         with self._lock:
             self._close()
-            self._home, self._user_key, self._settings = home, user_key, settings
-            self._session_id, self._context, self._client = session_id, context, client
+            self.start_session(session)
+            self._settings, self._client = settings, client
             self._throttle = Throttle(settings)
         logger.debug(
             "honcho provider ready for session %s (%s, %s)",
@@ -158,20 +147,14 @@ class HonchoProvider(RemoteProvider):
 
     # -- plumbing ------------------------------------------------------------
 
+    def is_ready(self) -> bool:
+        return self._home is not None and self._client is not None
+
     def _ready(self) -> tuple[Path, HonchoClient]:
         with self._lock:
             if self._home is None or self._client is None:
-                raise RuntimeError("the honcho provider is not initialised")
+                raise NotReady("the honcho provider is not initialised")
             return self._home, self._client
-
-    def _key(self, speaker: Any = None) -> str:
-        """The user key of who is talking: ``speaker`` when given, else the session's."""
-        self._ready()
-        if speaker is None or speaker == "":
-            return self._user_key
-        if not isinstance(speaker, str):
-            raise ValueError("speaker must be a user key")
-        return UserKey.parse(speaker).key
 
     def _honcho_session(self, session_id: str = "") -> str:
         return _config.honcho_name(session_id or self._session_id)
@@ -184,7 +167,7 @@ class HonchoProvider(RemoteProvider):
         _, client = self._ready()
         peer = _config.honcho_name(user_key)
         call = partial(client.peer_context, peer, query, RECALL_CONCLUSIONS, live=live)
-        representation, card = self._guard.run("recall", call)
+        representation, card = self.guard.run("recall", call)
         return format_recall(representation, card)
 
     # -- recall --------------------------------------------------------------
@@ -192,7 +175,7 @@ class HonchoProvider(RemoteProvider):
     @property
     def _silent(self) -> bool:
         """The flush instance: chorus's own prompt, never the person's words."""
-        return self._context == "flush"
+        return self.skips_turns()
 
     def system_prompt_block(self) -> str:
         if self._silent:
@@ -209,13 +192,13 @@ class HonchoProvider(RemoteProvider):
         turn = throttle.next_turn()
         if turn is None:
             return ""
-        key = self._key(speaker)
+        key = self.owner(speaker)
         text = strip_memory_context(query).strip()
         recalled = throttle.cached_context(turn)
         if recalled is None:
             try:
                 recalled = self._recall(text, key, live=True)
-            except (HonchoFailed, HonchoPaused):
+            except ProviderUnavailable:
                 logger.debug("honcho prefetch: Honcho unavailable, using the warm recall")
                 recalled = self._warm(key).load()
             else:
@@ -231,8 +214,8 @@ class HonchoProvider(RemoteProvider):
         level = self._settings.capped(None)
         call = partial(client.ask, peer, text[: _tools.MAX_QUERY], level, live=True)
         try:
-            return str(self._guard.run("dialectic", call))
-        except (HonchoFailed, HonchoPaused):
+            return str(self.guard.run("dialectic", call))
+        except ProviderUnavailable:
             logger.debug("honcho prefetch: no dialectic supplement, Honcho unavailable")
             return ""
 
@@ -241,11 +224,11 @@ class HonchoProvider(RemoteProvider):
     ) -> None:
         if not self._settings.injects or self._silent or not self._throttle.warm_due():
             return
-        key = self._key(speaker)
+        key = self.owner(speaker)
         text = strip_memory_context(query).strip()
         try:
             recalled = self._recall(text, key, live=False)
-        except (HonchoFailed, HonchoPaused):
+        except ProviderUnavailable:
             return
         self._warm(key).store(recalled)
 
@@ -260,23 +243,21 @@ class HonchoProvider(RemoteProvider):
         messages: list[dict[str, Any]] | None = None,
         speaker: str | None = None,
     ) -> None:
-        if self._silent:
+        prepared = self.turn(user_content, assistant_content, session_id, speaker)
+        if prepared is None:
             return
-        user = strip_memory_context(user_content or "").strip()
-        assistant = strip_memory_context(assistant_content or "").strip()
-        if not user and not assistant:
-            return
+        user, assistant = prepared.user, prepared.assistant
         _, client = self._ready()
-        peer = _config.honcho_name(self._key(speaker))
+        peer = _config.honcho_name(prepared.owner)
         session = self._honcho_session(session_id)
         turn = turn_hash(session, peer, user, assistant)
         parts = [(peer, p) for p in parts_of(user)]
         parts += [(_config.ASSISTANT_PEER, p) for p in parts_of(assistant)]
-        self._guard.run("open session", partial(client.open_session, session, peer))
-        if self._guard.run("check turn", partial(client.has_turn, session, turn)):
+        self.guard.run("open session", partial(client.open_session, session, peer))
+        if self.guard.run("check turn", partial(client.has_turn, session, turn)):
             logger.debug("honcho sync_turn of session %s: turn already synced", session)
             return
-        self._guard.run("add messages", partial(client.add_turn, session, turn, parts))
+        self.guard.run("add messages", partial(client.add_turn, session, turn, parts))
         logger.debug("honcho sync_turn of session %s: %d messages", session, len(parts))
 
     def on_memory_write(
@@ -298,7 +279,7 @@ class HonchoProvider(RemoteProvider):
             return
         _, client = self._ready()
         peer = _config.honcho_name(self._user_key)
-        self._guard.run("conclude", partial(client.conclude, peer, text))
+        self.guard.run("conclude", partial(client.conclude, peer, text))
 
     def on_session_switch(
         self,
@@ -309,44 +290,27 @@ class HonchoProvider(RemoteProvider):
         rewound: bool = False,
         **kwargs: Any,
     ) -> None:
-        if reset and new_session_id:
-            with self._lock:
-                self._session_id = new_session_id
-        elif rewound and kwargs.get("withdrawn_turn"):
+        if self.follow_reset(new_session_id, reset):
+            return
+        if rewound and kwargs.get("withdrawn_turn"):
             logger.debug("honcho cannot delete messages: the withdrawn turn stays in Honcho")
 
     # -- tools ---------------------------------------------------------------
 
-    def get_tool_schemas(self) -> list[dict[str, Any]]:
-        if not self._settings.has_tools or self._silent:
-            return []
-        return [json.loads(json.dumps(schema)) for schema in _tools.SCHEMAS]
+    def offers_tools(self) -> bool:
+        return self._settings.has_tools and not self._silent
 
-    def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
-        if not isinstance(args, dict):
-            return tool_error("arguments must be a JSON object")
-        if tool_name not in _tools.TOOL_NAMES or not self.get_tool_schemas():
-            return tool_error(f"unknown tool '{tool_name}'")
-        try:
-            peer = _config.honcho_name(self._key(kwargs.get("speaker")))
-            result = self._run_tool(tool_name, args, peer, str(kwargs.get("session_id") or ""))
-        except _tools.ToolError as exc:
-            return tool_error(str(exc))
-        except HonchoPaused as exc:
-            return tool_error(str(exc))
-        except HonchoFailed as exc:
-            return tool_error(f"{tool_name} could not run: Honcho failed ({exc.cause})")
-        except ValueError:
-            return tool_error("speaker must be a user key such as telegram:12345")
-        except RuntimeError:
-            return tool_error("Honcho is not ready for this session")
-        return tool_success(result)
+    def run_tool(
+        self, tool_name: str, args: dict[str, Any], call: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        peer = _config.honcho_name(self.owner(call.get("speaker")))
+        return self._run_tool(tool_name, args, peer, str(call.get("session_id") or ""))
 
     def _run_tool(
         self, name: str, args: dict[str, Any], peer: str, session_id: str
     ) -> dict[str, Any]:
         _, client = self._ready()
-        run = self._guard.run
+        run = self.guard.run
         if name == _tools.HONCHO_PROFILE:
             card = _tools.card_arg(args)
             if card is None:
@@ -380,9 +344,9 @@ class HonchoProvider(RemoteProvider):
         self, client: HonchoClient, peer: str, query: str, session_id: str
     ) -> dict[str, Any]:
         session = self._honcho_session(session_id)
-        self._guard.run("open session", partial(client.open_session, session, peer))
+        self.guard.run("open session", partial(client.open_session, session, peer))
         call = partial(client.snapshot, session, peer, query, CONTEXT_TOKENS)
-        snap = self._guard.run("session context", call)
+        snap = self.guard.run("session context", call)
         return _tools.snapshot_result(snap, peer)
 
     # -- teardown and configuration ------------------------------------------

@@ -13,7 +13,7 @@ from typing import Any
 
 from memory.providers import strip_memory_context
 from memory.store import scan_memory_content
-from plugins.errors import PluginError
+from plugins.memory._kit import BadToolInput
 
 from ._client import SessionSnapshot
 from ._config import ASSISTANT_PEER, original_name
@@ -39,7 +39,7 @@ _ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 """What a conclusion id looks like; it goes into a URL path, so nothing else is let through."""
 
 
-class ToolError(PluginError, ValueError):
+class ToolError(BadToolInput):
     """Bad tool input; the message goes back to the model."""
 
 

@@ -14,12 +14,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from plugins.errors import PluginError
+from plugins.memory._kit import ProviderUnavailable
 
 Message = dict[str, str]
 
 
-class StoreBusy(PluginError, RuntimeError):
+class StoreBusy(ProviderUnavailable):
     """The store is held by another process (or thread) for longer than the caller may wait."""
 
 

@@ -14,10 +14,11 @@ user's words to another service than the one meant.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from plugins.memory._kit import BadConfig, SettingsReader
 
 logger = logging.getLogger(__name__)
 
@@ -132,38 +133,6 @@ SCHEMA: list[dict[str, Any]] = [
     },
 ]
 
-_ENV = {field["key"]: field["env_var"] for field in SCHEMA if field.get("env_var")}
-
-
-def _value(config: Mapping[str, Any], environ: Mapping[str, str], key: str) -> Any:
-    """The configured value of ``key``, else its environment variable; None when neither."""
-    value = config.get(key)
-    if value is None or (isinstance(value, str) and not value.strip()):
-        env_var = _ENV.get(key)
-        value = environ.get(env_var) if env_var else None
-    if isinstance(value, str):
-        value = value.strip()
-        return value or None
-    return value
-
-
-def _text(config: Mapping[str, Any], environ: Mapping[str, str], key: str, default: str) -> str:
-    value = _value(config, environ, key)
-    if value is None:
-        return default
-    if not isinstance(value, str):
-        logger.warning("memory.providers.mem0.%s must be a string; using the default", key)
-        return default
-    return value
-
-
-def _url(config: Mapping[str, Any], environ: Mapping[str, str], key: str, default: str) -> str:
-    value = _text(config, environ, key, default)
-    if not value.startswith(("http://", "https://")):
-        logger.warning("memory.providers.mem0.%s must be an http(s) URL; using %s", key, default)
-        return default
-    return value.rstrip("/")
-
 
 def _integer(value: Any, low: int, high: int) -> int | None:
     if isinstance(value, bool):
@@ -181,7 +150,7 @@ def _mode(value: Any) -> Mode:
         return "oss"
     if text == "platform":
         return "platform"
-    raise ValueError("memory.providers.mem0.mode must be 'oss' or 'platform'")
+    raise BadConfig("memory.providers.mem0.mode must be 'oss' or 'platform'")
 
 
 def parse(config: Mapping[str, Any] | None, environ: Mapping[str, str] | None = None) -> Settings:
@@ -189,9 +158,8 @@ def parse(config: Mapping[str, Any] | None, environ: Mapping[str, str] | None = 
 
     Raises ValueError for an unknown ``mode``; every other bad value means its default.
     """
-    section: Mapping[str, Any] = config if isinstance(config, Mapping) else {}
-    env: Mapping[str, str] = os.environ if environ is None else environ
-    limit_raw = _value(section, env, "search_limit")
+    read = SettingsReader(PROVIDER_NAME, config, environ, SCHEMA)
+    limit_raw = read.get("search_limit")
     limit = DEFAULT_SEARCH_LIMIT
     if limit_raw is not None:
         parsed = _integer(limit_raw, 1, MAX_SEARCH_LIMIT)
@@ -203,18 +171,18 @@ def parse(config: Mapping[str, Any] | None, environ: Mapping[str, str] | None = 
             )
         else:
             limit = parsed
-    dims_raw = _value(section, env, "embedding_dims")
+    dims_raw = read.get("embedding_dims")
     dims = None if dims_raw is None else _integer(dims_raw, 1, MAX_EMBEDDING_DIMS)
     if dims_raw is not None and dims is None:
         logger.warning("memory.providers.mem0.embedding_dims must be a positive integer; unset")
     return Settings(
-        mode=_mode(_value(section, env, "mode")),
-        api_key=_text(section, env, "api_key", ""),
-        host=_url(section, env, "host", DEFAULT_HOST),
-        llm_model=_text(section, env, "llm_model", DEFAULT_LLM_MODEL),
-        embedding_model=_text(section, env, "embedding_model", DEFAULT_EMBEDDING_MODEL),
+        mode=_mode(read.get("mode")),
+        api_key=read.text("api_key"),
+        host=read.url("host", DEFAULT_HOST),
+        llm_model=read.text("llm_model", DEFAULT_LLM_MODEL),
+        embedding_model=read.text("embedding_model", DEFAULT_EMBEDDING_MODEL),
         embedding_dims=dims,
-        openai_base_url=_url(section, env, "openai_base_url", DEFAULT_OPENAI_BASE_URL),
-        openai_api_key=_text(section, env, "openai_api_key", ""),
+        openai_base_url=read.url("openai_base_url", DEFAULT_OPENAI_BASE_URL),
+        openai_api_key=read.text("openai_api_key"),
         search_limit=limit,
     )

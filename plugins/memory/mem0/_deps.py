@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
-import importlib.util
 import logging
 import os
 import threading
@@ -33,13 +32,13 @@ from pathlib import Path
 from types import ModuleType
 
 from memory.providers import provider_dir
-from plugins.errors import PluginError
+from plugins.memory._kit import ProviderUnavailable, findable, install_hint
 
 from ._config import PROVIDER_NAME
 
 logger = logging.getLogger(__name__)
 
-INSTALL_HINT = "pip install 'chorus[mem0]'"
+INSTALL_HINT = install_hint("mem0")
 UNAVAILABLE_REASON = f"the mem0 memory provider needs the mem0ai package: {INSTALL_HINT}"
 MEM0_HOME = ".mem0"
 """Where ``MEM0_DIR`` points, under the provider's shared directory."""
@@ -62,20 +61,13 @@ class _DemoteQuotes(logging.Filter):
         return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
 
 
-class Mem0Unavailable(PluginError, RuntimeError):
+class Mem0Unavailable(ProviderUnavailable):
     """mem0 (or qdrant-client) cannot be imported here; the message says how to fix it."""
-
-
-def _findable(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
-        return False
 
 
 def installed() -> bool:
     """Whether mem0 and qdrant-client can be imported (found, and no import failed yet)."""
-    return not _failed and _findable("mem0") and _findable("qdrant_client")
+    return not _failed and findable("mem0", "qdrant_client")
 
 
 def _quiet(module: ModuleType) -> None:
@@ -94,7 +86,7 @@ def _quiet(module: ModuleType) -> None:
 
 def _no_model_download() -> None:
     """With spaCy but without its model, make mem0 skip spaCy rather than download it."""
-    if not _findable("spacy"):
+    if not findable("spacy"):
         return
     try:
         importlib.metadata.distribution("en_core_web_sm")

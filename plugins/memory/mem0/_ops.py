@@ -11,9 +11,10 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
+from plugins.memory._kit import Guard
+
 from . import _tools
-from ._backend import AddOutcome, Backend, MemoryRecord, Message
-from ._guard import Guard
+from ._backend import AddOutcome, Backend, MemoryRecord, Message, StoreBusy
 
 ADD_DUPLICATE_PROBE = 5
 """How many close memories ``mem0_add`` compares its content with before adding."""
@@ -32,7 +33,8 @@ class UserOps:
 
     def search(self, query: str, limit: int, *, count_busy: bool = True) -> list[MemoryRecord]:
         call = partial(self.backend.search, self.user_id, query, limit, wait=self.wait)
-        records = self.guard.run("search", call, count_busy=count_busy)
+        uncounted = () if count_busy else (StoreBusy,)
+        records = self.guard.run("search", call, uncounted=uncounted)
         return [r for r in records if r.user_id == self.user_id and r.text.strip()][:limit]
 
     def owned(self, memory_id: str) -> MemoryRecord | None:

@@ -21,23 +21,26 @@ Logs carry no memory or query text above DEBUG.
 
 from __future__ import annotations
 
-import json
 import logging
-import threading
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from memory.log_content import loggable
-from memory.paths import UserKey
 from memory.providers import provider_dir, strip_memory_context, withdrawn_turn
-from plugins.memory._breaker import DEFAULT_COOLDOWN, DEFAULT_THRESHOLD, CircuitBreaker
-from plugins.memory._remote import RemoteProvider, tool_error, tool_success
+from plugins.memory._breaker import CircuitBreaker
+from plugins.memory._kit import (
+    BadConfig,
+    Guard,
+    NotReady,
+    ProviderUnavailable,
+    RemoteProvider,
+    Session,
+)
 
 from . import _config, _deps, _tools
 from ._backend import Backend, MemoryRecord, Message, StoreBusy
-from ._guard import BackendFailed, Guard, Mem0Paused
+from ._guard import make_guard
 from ._ops import UserOps
 from ._oss import OssBackend
 from ._platform import PlatformBackend
@@ -81,49 +84,33 @@ class Mem0Provider(RemoteProvider):
     provider_name = _config.PROVIDER_NAME
     dependency = _deps
     config_schema = _config.SCHEMA
+    tool_schemas = _tools.SCHEMAS
 
-    def __init__(
-        self,
-        *,
-        clock: Callable[[], float] = time.monotonic,
-        failure_threshold: int = DEFAULT_THRESHOLD,
-        cooldown: float = DEFAULT_COOLDOWN,
-        environ: Mapping[str, str] | None = None,
-    ) -> None:
-        breaker = CircuitBreaker(threshold=failure_threshold, cooldown=cooldown, clock=clock)
-        self._guard = Guard(breaker)
-        self._environ = environ
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
         self._settings = _config.Settings()
-        self._home: Path | None = None
-        self._user_key = ""
-        self._session_id = ""
-        self._context = "primary"
         self._backend: Backend | None = None
         self._states: dict[str, UserState] = {}
-        self._lock = threading.RLock()
 
-    # -- identity and start-up -----------------------------------------------
-
-    @property
-    def breaker(self) -> CircuitBreaker:
-        return self._guard.breaker
+    def make_guard(self, breaker: CircuitBreaker) -> Guard:
+        return make_guard(breaker)
 
     @property
     def settings(self) -> _config.Settings:
         return self._settings
 
     def initialize(self, session_id: str, **kwargs: Any) -> None:
-        home = Path(kwargs["chorus_home"])
-        user_key = UserKey.parse(str(kwargs["user_key"])).key
+        session = Session.of(session_id, kwargs)
+        home = session.home
         settings = _config.parse(kwargs.get("config"), self._environ)
         if settings.mode == "platform" and not settings.api_key:
-            raise ValueError("mem0 platform mode needs an API key: set MEM0_API_KEY")
+            raise BadConfig("mem0 platform mode needs an API key: set MEM0_API_KEY")
         if (
             settings.mode == "oss"
             and not settings.openai_api_key
             and settings.openai_base_url == _config.DEFAULT_OPENAI_BASE_URL
         ):
-            raise ValueError(
+            raise BadConfig(
                 "mem0 needs OPENAI_API_KEY, or openai_base_url pointing at a server without one"
             )
         mem0 = _deps.load(home)
@@ -134,30 +121,22 @@ class Mem0Provider(RemoteProvider):
         )
         with self._lock:
             self._close()
-            self._home, self._user_key, self._settings = home, user_key, settings
-            self._session_id = session_id
-            self._context = str(kwargs.get("agent_context") or "primary")
-            self._backend = backend
+            self.start_session(session)
+            self._settings, self._backend = settings, backend
         logger.debug(
             "mem0 provider ready for session %s (%s, %s)", session_id, self._context, settings.mode
         )
 
     # -- plumbing ------------------------------------------------------------
 
+    def is_ready(self) -> bool:
+        return self._home is not None and self._backend is not None
+
     def _ready(self) -> tuple[Path, Backend]:
         with self._lock:
             if self._home is None or self._backend is None:
-                raise RuntimeError("the mem0 provider is not initialised")
+                raise NotReady("the mem0 provider is not initialised")
             return self._home, self._backend
-
-    def _user_id(self, speaker: Any = None) -> str:
-        """``speaker`` when given, else the session's user key (canonical either way)."""
-        self._ready()
-        if speaker is None or speaker == "":
-            return self._user_key
-        if not isinstance(speaker, str):
-            raise ValueError("speaker must be a user key")
-        return UserKey.parse(speaker).key
 
     def _state(self, user_id: str) -> UserState:
         home, _ = self._ready()
@@ -174,8 +153,8 @@ class Mem0Provider(RemoteProvider):
     def _ops(self, speaker: Any = None, *, wait: float | None = None) -> UserOps:
         """The operations for ``speaker`` (else the session's user), waiting ``wait`` at most."""
         _, backend = self._ready()
-        user_id = self._user_id(speaker)
-        return UserOps(backend, self._guard, user_id, self._wait() if wait is None else wait)
+        user_id = self.owner(speaker)
+        return UserOps(backend, self.guard, user_id, self._wait() if wait is None else wait)
 
     # -- recall --------------------------------------------------------------
 
@@ -187,7 +166,7 @@ class Mem0Provider(RemoteProvider):
         if not text:
             return ""
         ops = self._ops(speaker, wait=PREFETCH_WAIT)
-        if self._guard.paused:
+        if self.guard.paused:
             logger.debug("mem0 prefetch skipped: paused")
             return ""
         try:
@@ -195,7 +174,7 @@ class Mem0Provider(RemoteProvider):
         except StoreBusy:
             logger.debug("mem0 prefetch: store busy, using the warm recall")
             return self._state(ops.user_id).cached_prefetch(WARM_MAX_AGE)
-        except (BackendFailed, Mem0Paused):
+        except ProviderUnavailable:
             return ""
         logger.debug("mem0 prefetch for %s: %d memories", loggable(text), len(records))
         return format_recall(records)
@@ -204,7 +183,7 @@ class Mem0Provider(RemoteProvider):
         self, query: str, *, session_id: str = "", speaker: str | None = None
     ) -> None:
         text = strip_memory_context(query).strip()
-        if not text or self._guard.paused:
+        if not text or self.guard.paused:
             return
         ops = self._ops(speaker)
         records = ops.search(text, self._settings.search_limit)
@@ -221,14 +200,11 @@ class Mem0Provider(RemoteProvider):
         messages: list[dict[str, Any]] | None = None,
         speaker: str | None = None,
     ) -> None:
-        if self._context == "flush":
+        prepared = self.turn(user_content, assistant_content, session_id, speaker)
+        if prepared is None:
             return
-        user = strip_memory_context(user_content or "").strip()
-        assistant = strip_memory_context(assistant_content or "").strip()
-        if not user and not assistant:
-            return
+        user, assistant, session = prepared.user, prepared.assistant, prepared.session_id
         ops = self._ops(speaker)
-        session = session_id or self._session_id
         content = content_hash(self._settings.backend_id, session, user, assistant)
         state, turn = self._state(self._user_key), turn_hash(content, ops.user_id)
         if state.synced(turn):
@@ -255,14 +231,13 @@ class Mem0Provider(RemoteProvider):
         **kwargs: Any,
     ) -> None:
         """After ``/undo`` of a synced turn: remove the memories that turn created."""
-        if reset:
-            self._session_id = new_session_id or self._session_id
+        if self.follow_reset(new_session_id, reset):
             return
         withdrawn = withdrawn_turn(rewound, kwargs)
         if withdrawn is None or self._context == "flush":
             return
         user, assistant = withdrawn.user, withdrawn.assistant
-        known = self._user_id(withdrawn.speaker) if withdrawn.speaker else None
+        known = self.owner(withdrawn.speaker) if withdrawn.speaker else None
         state = self._state(self._user_key)
         for session in dict.fromkeys((new_session_id, self._session_id)):
             content = content_hash(self._settings.backend_id, session, user, assistant)
@@ -278,28 +253,11 @@ class Mem0Provider(RemoteProvider):
 
     # -- tools ---------------------------------------------------------------
 
-    def get_tool_schemas(self) -> list[dict[str, Any]]:
-        return [json.loads(json.dumps(schema)) for schema in _tools.SCHEMAS]
-
-    def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
-        if not isinstance(args, dict):
-            return tool_error("arguments must be a JSON object")
-        if tool_name not in _tools.TOOL_NAMES:
-            return tool_error(f"unknown tool '{tool_name}'")
-        try:
-            ops = self._ops(kwargs.get("speaker"))
-            result = ops.run_tool(tool_name, args, self._settings.search_limit)
-        except _tools.ToolError as exc:
-            return tool_error(str(exc))
-        except Mem0Paused as exc:
-            return tool_error(str(exc))
-        except BackendFailed as exc:
-            return tool_error(f"{tool_name} could not run: the memory backend failed ({exc.cause})")
-        except ValueError:
-            return tool_error("speaker must be a user key such as telegram:12345")
-        except RuntimeError:
-            return tool_error("mem0 is not ready for this session")
-        return tool_success(result)
+    def run_tool(
+        self, tool_name: str, args: dict[str, Any], call: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        ops = self._ops(call.get("speaker"))
+        return ops.run_tool(tool_name, args, self._settings.search_limit)
 
     # -- teardown and configuration ------------------------------------------
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from memory.providers import strip_memory_context
 from memory.store import scan_memory_content
-from plugins.errors import PluginError
+from plugins.memory._kit import BadToolInput
 
 from ._config import MAX_SEARCH_LIMIT
 
@@ -24,7 +24,7 @@ MAX_CONTENT = 2000
 MAX_QUERY = 1000
 
 
-class ToolError(PluginError, ValueError):
+class ToolError(BadToolInput):
     """Bad tool input; the message goes back to the model."""
 
 

@@ -36,8 +36,11 @@ mode it strips them: a ROOT key is refused on every data route (403) and a
 user key would put every chorus user in that key's one space, which
 :func:`._ops.commit_marker` detects (the session's ``user``) and refuses.
 
-Every call is bounded by the configured timeout and goes through the circuit
-breaker; a failure raises :class:`BackendFailed` naming the exception class only.
+Every call is bounded by the configured timeout and goes through the kit's
+:class:`~plugins.memory._kit.Guard`; a failure raises
+:class:`~plugins.memory._kit.BackendFailed` naming the exception class or HTTP
+status only (a 4xx other than 401, 403 and 429 is not counted by the breaker),
+a 404 :class:`~plugins.memory._kit.NotFound`.
 """
 
 from __future__ import annotations
@@ -46,39 +49,21 @@ import logging
 import threading
 from typing import Any
 
-from plugins.errors import PluginError
-from plugins.memory._breaker import CircuitBreaker
+from plugins.memory._kit import Guard, NotFound
 
 from ._config import Settings
-from ._deps import load
+from ._deps import LIBRARY
 
 logger = logging.getLogger(__name__)
 
 ACCOUNT_ID = "default"
 
 
-class BackendFailed(PluginError, RuntimeError):
-    """An OpenViking call failed; ``cause`` is the exception class or HTTP status, never text."""
-
-    def __init__(self, operation: str, cause: str) -> None:
-        self.operation = operation
-        self.cause = cause
-        super().__init__(f"openviking {operation} failed: {cause}")
-
-
-class Paused(PluginError, RuntimeError):
-    """The breaker is open: OpenViking is not called until the cooldown has passed."""
-
-
-class NotFound(PluginError, RuntimeError):
-    """The server answered 404 / NOT_FOUND."""
-
-
 class Client:
-    def __init__(self, settings: Settings, breaker: CircuitBreaker) -> None:
+    def __init__(self, settings: Settings, guard: Guard) -> None:
         self._settings = settings
-        self.breaker = breaker
-        self._httpx = load()
+        self.guard = guard
+        self._httpx = LIBRARY.load()
         self._http: Any = None
         self._lock = threading.Lock()
 
@@ -107,23 +92,24 @@ class Client:
         timeout: float | None = None,
     ) -> Any:
         """The ``result`` of one request for ``user``; raises Paused, NotFound or BackendFailed."""
-        if not self.breaker.allow():
-            raise Paused(
-                f"openviking is paused after {self.breaker.threshold} failures in a row; "
-                f"it tries again in {max(1, round(self.breaker.retry_in()))} s"
-            )
-        try:
-            response = self._client().request(
-                method,
-                path,
-                json=json,
-                params=params,
-                headers={"X-OpenViking-User": user},
-                timeout=self._settings.timeout if timeout is None else timeout,
-            )
-        except Exception as exc:
-            self._failed(operation, type(exc).__name__)
-            raise BackendFailed(operation, type(exc).__name__) from None
+
+        def request() -> Any:
+            try:
+                response = self._client().request(
+                    method,
+                    path,
+                    json=json,
+                    params=params,
+                    headers={"X-OpenViking-User": user},
+                    timeout=self._settings.timeout if timeout is None else timeout,
+                )
+            except Exception as exc:
+                raise self.guard.failed(operation, type(exc).__name__) from None
+            return self._result(operation, response)
+
+        return self.guard.run(operation, request)
+
+    def _result(self, operation: str, response: Any) -> Any:
         body: Any = None
         try:
             body = response.json()
@@ -132,28 +118,13 @@ class Client:
         error = body.get("error") if isinstance(body, dict) else None
         code = error.get("code") if isinstance(error, dict) else None
         if response.status_code == 404 or code == "NOT_FOUND":
-            self.breaker.success()
+            self.guard.breaker.success()
             raise NotFound(operation)
         if response.status_code >= 400 or not isinstance(body, dict) or body.get("status") != "ok":
             cause = f"HTTP {response.status_code}" + (f" {code}" if code else "")
-            if response.status_code >= 500 or response.status_code in (401, 403, 429):
-                self._failed(operation, cause)
-            raise BackendFailed(operation, cause)
-        if self.breaker.success():
-            logger.warning("openviking resumed: %s succeeded after the pause", operation)
+            unwell = response.status_code >= 500 or response.status_code in (401, 403, 429)
+            raise self.guard.failed(operation, cause, permanent=not unwell)
         return body.get("result")
-
-    def _failed(self, operation: str, cause: str) -> None:
-        if self.breaker.failure():
-            logger.warning(
-                "openviking %s failed (%s): %d failures in a row, pausing for %.0f s",
-                operation,
-                cause,
-                self.breaker.failures,
-                self.breaker.cooldown,
-            )
-        else:
-            logger.warning("openviking %s failed (%s)", operation, cause)
 
     def close(self) -> None:
         with self._lock:

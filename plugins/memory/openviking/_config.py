@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from plugins.memory._remote import http_url, number_in, setting
+from plugins.memory._kit import http_url, number_in, setting
 
 PROVIDER_NAME = "openviking"
 DEFAULT_BASE_URL = "http://127.0.0.1:1933"

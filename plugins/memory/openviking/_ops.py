@@ -19,9 +19,12 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from plugins.memory._kit import BackendFailed, NotFound, Paused
+
 from . import _tools
 from ._batch import Batches, Marker, Message, turn_id
-from ._client import BackendFailed, Client, NotFound, Paused
+from ._client import Client
+from ._config import PROVIDER_NAME
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +65,7 @@ def commit_marker(client: Client, batches: Batches, marker: Marker) -> None:
                 "openviking put a session of one user in another user's space: the server "
                 "must run with server.auth_mode = trusted; nothing is committed"
             )
-            raise BackendFailed("session", "user not honoured")
+            raise BackendFailed("session", "user not honoured", provider=PROVIDER_NAME)
         if _count(meta, "commit_count") == 0:
             for message in marker.messages[_count(meta, "message_count") :]:
                 client.call("add message", "POST", f"{path}/messages", user, json=message)

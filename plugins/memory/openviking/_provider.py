@@ -23,22 +23,18 @@ Logs carry no message or memory text above DEBUG; the API key is never logged.
 
 from __future__ import annotations
 
-import json
 import logging
-import threading
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from memory.log_content import loggable
-from memory.paths import UserKey
-from memory.providers import MemoryProvider, provider_dir, strip_memory_context, withdrawn_turn
-from plugins.memory._breaker import DEFAULT_COOLDOWN, DEFAULT_THRESHOLD, CircuitBreaker
+from memory.providers import provider_dir, strip_memory_context, withdrawn_turn
+from plugins.memory._kit import NotReady, ProviderError, RemoteProvider, Session
 
 from . import _config, _deps, _ops, _tools
 from ._batch import Batches, Message, turn_id
-from ._client import BackendFailed, Client, NotFound, Paused
+from ._client import Client
 
 logger = logging.getLogger(__name__)
 
@@ -55,74 +51,45 @@ SYSTEM_PROMPT_BLOCK = (
 )
 
 
-def _error(message: str) -> str:
-    return json.dumps({"success": False, "error": message}, ensure_ascii=False)
-
-
-class OpenVikingProvider(MemoryProvider):
+class OpenVikingProvider(RemoteProvider):
     """OpenViking over its REST API (``pip install 'chorus[openviking]'``)."""
 
     local_state = "the turns it batches until they are sent"
+    provider_name = _config.PROVIDER_NAME
+    dependency = _deps.LIBRARY
+    config_schema = _config.SCHEMA
+    tool_schemas = _tools.SCHEMAS
+    backend_label = "OpenViking"
 
-    def __init__(
-        self,
-        *,
-        clock: Callable[[], float] = time.monotonic,
-        failure_threshold: int = DEFAULT_THRESHOLD,
-        cooldown: float = DEFAULT_COOLDOWN,
-        environ: Mapping[str, str] | None = None,
-    ) -> None:
-        self.breaker = CircuitBreaker(threshold=failure_threshold, cooldown=cooldown, clock=clock)
-        self._environ = environ
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
         self.settings = _config.Settings()
-        self._home: Path | None = None
         self._client: Client | None = None
         self._batches: Batches | None = None
-        self._user_key = ""
-        self._session_id = ""
-        self._context = "primary"
         self._owners: set[str] = set()
-        self._lock = threading.RLock()
-
-    @property
-    def name(self) -> str:
-        return _config.PROVIDER_NAME
-
-    def is_available(self) -> bool:
-        return _deps.installed()
-
-    @property
-    def unavailable_reason(self) -> str | None:
-        return None if self.is_available() else _deps.UNAVAILABLE_REASON
 
     def initialize(self, session_id: str, **kwargs: Any) -> None:
-        home = Path(kwargs["chorus_home"])
-        user_key = UserKey.parse(str(kwargs["user_key"])).key
+        session = Session.of(session_id, kwargs)
         settings = _config.parse(kwargs.get("config"), self._environ)
-        client = Client(settings, self.breaker)
+        client = Client(settings, self.guard)
         with self._lock:
             self.shutdown()
-            self._home, self._client, self.settings = home, client, settings
-            self._batches = Batches(home)
-            self._user_key, self._session_id = user_key, session_id
-            self._context = str(kwargs.get("agent_context") or "primary")
-            self._owners = {user_key}
+            self.start_session(session)
+            self._client, self.settings = client, settings
+            self._batches = Batches(session.home)
+            self._owners = {session.user_key}
         logger.debug("openviking provider ready for session %s (%s)", session_id, self._context)
 
     # -- plumbing ------------------------------------------------------------
 
+    def is_ready(self) -> bool:
+        return self._home is not None and self._client is not None and self._batches is not None
+
     def _ready(self) -> tuple[Path, Client, Batches]:
         with self._lock:
             if self._home is None or self._client is None or self._batches is None:
-                raise RuntimeError("the openviking provider is not initialised")
+                raise NotReady("the openviking provider is not initialised")
             return self._home, self._client, self._batches
-
-    def _owner(self, speaker: Any = None) -> str:
-        if speaker is None or speaker == "":
-            return self._user_key
-        if not isinstance(speaker, str):
-            raise ValueError("speaker must be a user key")
-        return UserKey.parse(speaker).key
 
     def _resume(self) -> None:
         """Commit the markers a crashed or failed commit left; quietly, it is retried later."""
@@ -131,7 +98,7 @@ class OpenVikingProvider(MemoryProvider):
             return
         try:
             done = _ops.resume(client, batches)
-        except (BackendFailed, Paused, NotFound) as exc:
+        except ProviderError as exc:
             logger.info("openviking: an unfinished commit waits (%s)", type(exc).__name__)
             return
         if done:
@@ -147,7 +114,7 @@ class OpenVikingProvider(MemoryProvider):
         if not text:
             return ""
         home, client, _ = self._ready()
-        owner = self._owner(speaker)
+        owner = self.owner(speaker)
         cached = _ops.cached_recall(provider_dir(home, self.name, owner), WARM_MAX_AGE)
         if not self.breaker.allow():
             return cached
@@ -155,7 +122,7 @@ class OpenVikingProvider(MemoryProvider):
         limit = _config.SEARCH_LIMIT
         try:
             found = _ops.search(client, owner, text, limit, timeout=timeout)
-        except (BackendFailed, Paused, NotFound):
+        except ProviderError:
             return cached
         logger.debug("openviking prefetch for %s: %d hits", loggable(text), len(found))
         return _ops.format_recall(found)
@@ -168,7 +135,7 @@ class OpenVikingProvider(MemoryProvider):
             return
         home, client, _ = self._ready()
         self._resume()
-        owner = self._owner(speaker)
+        owner = self.owner(speaker)
         found = _ops.search(client, owner, text, _config.SEARCH_LIMIT)
         _ops.store_recall(provider_dir(home, self.name, owner), _ops.format_recall(found))
 
@@ -183,15 +150,12 @@ class OpenVikingProvider(MemoryProvider):
         messages: list[dict[str, Any]] | None = None,
         speaker: str | None = None,
     ) -> None:
-        if self._context == "flush":
-            return
-        user = strip_memory_context(user_content or "").strip()
-        assistant = strip_memory_context(assistant_content or "").strip()
-        if not user and not assistant:
+        prepared = self.turn(user_content, assistant_content, session_id, speaker)
+        if prepared is None:
             return
         _, _, batches = self._ready()
-        owner = self._owner(speaker)
-        session = session_id or self._session_id
+        user, assistant, owner = prepared.user, prepared.assistant, prepared.owner
+        session = prepared.session_id
         turn: list[Message] = [
             {"role": role, "content": content}
             for role, content in (("user", user), ("assistant", assistant))
@@ -209,7 +173,7 @@ class OpenVikingProvider(MemoryProvider):
         for message in messages or []:
             speaker = message.get("speaker") if isinstance(message, dict) else None
             if isinstance(speaker, str) and speaker:
-                owners.add(self._owner(speaker))
+                owners.add(self.owner(speaker))
         for owner in sorted(owners):
             batches.seal(owner, self._session_id)
         _ops.resume(client, batches)  # raises while the server fails: the job is retried
@@ -223,14 +187,13 @@ class OpenVikingProvider(MemoryProvider):
         rewound: bool = False,
         **kwargs: Any,
     ) -> None:
-        if reset and new_session_id:
-            self._session_id = new_session_id
+        if self.follow_reset(new_session_id, reset):
             return
         withdrawn = withdrawn_turn(rewound, kwargs)
         if withdrawn is None or self._context == "flush":
             return
         _, _, batches = self._ready()
-        owner = self._owner(withdrawn.speaker)
+        owner = self.owner(withdrawn.speaker)
         session = new_session_id or self._session_id
         if batches.withdraw(owner, session, turn_id(session, withdrawn.user, withdrawn.assistant)):
             logger.debug("openviking dropped a withdrawn turn of session %s", session)
@@ -239,32 +202,13 @@ class OpenVikingProvider(MemoryProvider):
 
     # -- tools ---------------------------------------------------------------
 
-    def get_tool_schemas(self) -> list[dict[str, Any]]:
-        return [json.loads(json.dumps(schema)) for schema in _tools.SCHEMAS]
-
-    def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
-        if not isinstance(args, dict):
-            return _error("arguments must be a JSON object")
-        if tool_name not in _tools.TOOL_NAMES:
-            return _error(f"unknown tool '{tool_name}'")
-        try:
-            _, client, batches = self._ready()
-            owner = self._owner(kwargs.get("speaker"))
-            session = str(kwargs.get("session_id") or self._session_id)
-            result = _ops.run_tool(client, batches, owner, session, tool_name, args)
-        except _tools.ToolError as exc:
-            return _error(str(exc))
-        except Paused as exc:
-            return _error(str(exc))
-        except BackendFailed as exc:
-            return _error(f"{tool_name} could not run: OpenViking failed ({exc.cause})")
-        except NotFound:
-            return _error(f"{tool_name}: not found")
-        except ValueError:
-            return _error("speaker must be a user key such as telegram:12345")
-        except RuntimeError:
-            return _error("openviking is not ready for this session")
-        return json.dumps({"success": True, **result}, ensure_ascii=False)
+    def run_tool(
+        self, tool_name: str, args: dict[str, Any], call: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        _, client, batches = self._ready()
+        owner = self.owner(call.get("speaker"))
+        session = str(call.get("session_id") or self._session_id)
+        return _ops.run_tool(client, batches, owner, session, tool_name, args)
 
     # -- teardown and configuration ------------------------------------------
 
@@ -273,10 +217,3 @@ class OpenVikingProvider(MemoryProvider):
             client, self._client = self._client, None
         if client is not None:
             client.close()
-
-    def get_config_schema(self) -> list[dict[str, Any]]:
-        return [dict(field) for field in _config.SCHEMA]
-
-    def save_config(self, values: dict[str, Any], chorus_home: Path) -> None:
-        """Nothing to write: the settings live in config.yaml (``memory.providers.openviking``)."""
-        return None

@@ -15,7 +15,7 @@ from typing import Any
 
 from memory.providers import strip_memory_context
 from memory.store import scan_memory_content
-from plugins.errors import PluginError
+from plugins.memory._kit import BadToolInput
 
 VIKING_SEARCH = "viking_search"
 VIKING_READ = "viking_read"
@@ -41,7 +41,7 @@ MAX_QUERY = 1000
 MAX_READ = 8000
 
 
-class ToolError(PluginError, ValueError):
+class ToolError(BadToolInput):
     """Bad tool input; the message goes back to the model."""
 
 

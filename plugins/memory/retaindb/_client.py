@@ -20,9 +20,12 @@ bodies name the configured ``project`` and the canonical chorus user key as
   /v1/files?prefix=&limit=``, ``GET /v1/files/{id}/content``, ``POST
   /v1/files/{id}/ingest``, ``DELETE /v1/files/{id}``.
 
-Each call is bounded by the configured timeout and goes through the circuit
-breaker; failures raise :class:`BackendFailed` with the exception class or the
-HTTP status only, never response text.
+Each call is bounded by the configured timeout and goes through the kit's
+:class:`~plugins.memory._kit.Guard`; failures raise
+:class:`~plugins.memory._kit.BackendFailed` with the exception class or the
+HTTP status only, never response text (``permanent`` for a 4xx other than 401,
+403, 408 and 429, which the breaker does not count), a 404
+:class:`~plugins.memory._kit.NotFound`.
 """
 
 from __future__ import annotations
@@ -32,11 +35,13 @@ import threading
 from typing import Any
 from urllib.parse import quote
 
-from plugins.errors import PluginError
 from plugins.memory._breaker import CircuitBreaker
+from plugins.memory._kit import BackendFailed, Guard, NotFound, Paused
 
 from ._config import Settings
-from ._deps import load
+from ._deps import LIBRARY
+
+__all__ = ["BackendFailed", "Client", "NotFound", "Paused", "path"]
 
 logger = logging.getLogger(__name__)
 
@@ -47,34 +52,17 @@ INGEST_SESSION = "/v1/memory/ingest/session"
 FILES = "/v1/files"
 
 
-class BackendFailed(PluginError, RuntimeError):
-    def __init__(self, operation: str, cause: str, *, permanent: bool = False) -> None:
-        self.operation = operation
-        self.cause = cause
-        self.permanent = permanent
-        """A 4xx answer: sending the same request again will not help."""
-        super().__init__(f"retaindb {operation} failed: {cause}")
-
-
-class Paused(PluginError, RuntimeError):
-    """The breaker is open: RetainDB is not called until the cooldown has passed."""
-
-
-class NotFound(PluginError, RuntimeError):
-    """404: no such memory or file (or, for a write, no such route at this base URL)."""
-
-
 def path(*parts: str) -> str:
     """A route under ``/v1`` with each of ``parts`` URL-quoted as one segment."""
     return "/v1/" + "/".join(quote(p, safe="") for p in parts)
 
 
 class Client:
-    def __init__(self, settings: Settings, breaker: CircuitBreaker) -> None:
+    def __init__(self, settings: Settings, guard: Guard) -> None:
         self._settings = settings
         self.project = settings.project
-        self.breaker = breaker
-        self._httpx = load()
+        self.guard = guard
+        self._httpx = LIBRARY.load()
         self._http: Any = None
         self._lock = threading.Lock()
 
@@ -112,59 +100,46 @@ class Client:
 
         Raises Paused, NotFound, BackendFailed.
         """
-        if not self.breaker.allow():
-            raise Paused(
-                f"retaindb is paused after {self.breaker.threshold} failures in a row; "
-                f"it tries again in {max(1, round(self.breaker.retry_in()))} s"
-            )
         headers = {}
         if route.startswith(("/v1/memory", "/v1/context")):
             headers["X-API-Key"] = self._settings.api_key
-        try:
-            response = self._client().request(
-                method,
-                route,
-                json=json,
-                params=params,
-                files=files,
-                data=data,
-                headers=headers,
-                timeout=self._settings.timeout if timeout is None else timeout,
-            )
-        except Exception as exc:
-            self._failed(operation, type(exc).__name__)
-            raise BackendFailed(operation, type(exc).__name__) from None
-        status = response.status_code
-        if status == 404:
-            self.breaker.success()
-            raise NotFound(operation)
-        if status >= 400:
-            transient = status >= 500 or status in (401, 403, 408, 429)
-            if transient:
-                self._failed(operation, f"HTTP {status}")
-            raise BackendFailed(operation, f"HTTP {status}", permanent=not transient)
-        if self.breaker.success():
-            logger.warning("retaindb resumed: %s succeeded after the pause", operation)
+
+        def request() -> Any:
+            try:
+                response = self._client().request(
+                    method,
+                    route,
+                    json=json,
+                    params=params,
+                    files=files,
+                    data=data,
+                    headers=headers,
+                    timeout=self._settings.timeout if timeout is None else timeout,
+                )
+            except Exception as exc:
+                raise self.guard.failed(operation, type(exc).__name__) from None
+            status = response.status_code
+            if status == 404:
+                self.guard.breaker.success()
+                raise NotFound(operation)
+            if status >= 400:
+                transient = status >= 500 or status in (401, 403, 408, 429)
+                raise self.guard.failed(operation, f"HTTP {status}", permanent=not transient)
+            return response
+
+        response = self.guard.run(operation, request)
         if raw:
             return bytes(response.content)
-        if status == 204 or not response.content:
+        if response.status_code == 204 or not response.content:
             return None
         try:
             return response.json()
         except ValueError:
-            raise BackendFailed(operation, "invalid JSON", permanent=True) from None
+            raise self.guard.failed(operation, "invalid JSON", permanent=True) from None
 
-    def _failed(self, operation: str, cause: str) -> None:
-        if self.breaker.failure():
-            logger.warning(
-                "retaindb %s failed (%s): %d failures in a row, pausing for %.0f s",
-                operation,
-                cause,
-                self.breaker.failures,
-                self.breaker.cooldown,
-            )
-        else:
-            logger.warning("retaindb %s failed (%s)", operation, cause)
+    @property
+    def breaker(self) -> CircuitBreaker:
+        return self.guard.breaker
 
     def close(self) -> None:
         with self._lock:

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from plugins.memory._remote import http_url, number_in, setting
+from plugins.memory._kit import http_url, number_in, setting
 
 logger = logging.getLogger(__name__)
 

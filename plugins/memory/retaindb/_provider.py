@@ -37,19 +37,15 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import time
-from collections.abc import Callable, Mapping
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 from memory.log_content import loggable
-from memory.paths import UserKey
 from memory.providers import provider_dir, strip_memory_context, withdrawn_turn
-from plugins.memory._breaker import DEFAULT_COOLDOWN, DEFAULT_THRESHOLD, CircuitBreaker
-from plugins.memory._remote import RemoteProvider, tool_error, tool_success
+from plugins.memory._kit import BadConfig, NotReady, ProviderError, RemoteProvider, Session
 
 from . import _config, _deps, _ingest, _ops, _tools
-from ._client import BackendFailed, Client, NotFound, Paused
+from ._client import Client
 from ._queue import WriteQueue
 
 logger = logging.getLogger(__name__)
@@ -75,59 +71,43 @@ class RetainDBProvider(RemoteProvider):
 
     local_state = "its queue of writes not yet sent (queue.db)"
     provider_name = _config.PROVIDER_NAME
-    dependency = _deps
+    dependency = _deps.LIBRARY
     config_schema = _config.SCHEMA
+    tool_schemas = _tools.SCHEMAS
+    backend_label = "RetainDB"
 
-    def __init__(
-        self,
-        *,
-        clock: Callable[[], float] = time.monotonic,
-        failure_threshold: int = DEFAULT_THRESHOLD,
-        cooldown: float = DEFAULT_COOLDOWN,
-        environ: Mapping[str, str] | None = None,
-    ) -> None:
-        self.breaker = CircuitBreaker(threshold=failure_threshold, cooldown=cooldown, clock=clock)
-        self._environ = environ
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
         self.settings = _config.Settings()
         self._client: Client | None = None
         self.queue: WriteQueue | None = None
-        self._user_key = ""
-        self._session_id = ""
-        self._context = "primary"
         self._drainer: threading.Thread | None = None
-        self._lock = threading.RLock()
 
     def initialize(self, session_id: str, **kwargs: Any) -> None:
-        home = Path(kwargs["chorus_home"])
-        user_key = UserKey.parse(str(kwargs["user_key"])).key
+        session = Session.of(session_id, kwargs)
         settings = _config.parse(kwargs.get("config"), self._environ)
         if not settings.api_key:
-            raise ValueError("retaindb needs an API key: set RETAINDB_API_KEY")
-        client = Client(settings, self.breaker)
-        queue = WriteQueue(provider_dir(home, self.name))
+            raise BadConfig("retaindb needs an API key: set RETAINDB_API_KEY")
+        client = Client(settings, self.guard)
+        queue = WriteQueue(provider_dir(session.home, self.name))
         with self._lock:
             self.shutdown()
+            self.start_session(session)
             self._client, self.queue, self.settings = client, queue, settings
-            self._user_key, self._session_id = user_key, session_id
-            self._context = str(kwargs.get("agent_context") or "primary")
         if queue.size():
             self._drain_later()  # replay what an earlier process left
         logger.debug("retaindb provider ready for session %s (%s)", session_id, self._context)
 
     # -- plumbing ------------------------------------------------------------
 
+    def is_ready(self) -> bool:
+        return self._client is not None and self.queue is not None
+
     def _ready(self) -> tuple[Client, WriteQueue]:
         with self._lock:
             if self._client is None or self.queue is None:
-                raise RuntimeError("the retaindb provider is not initialised")
+                raise NotReady("the retaindb provider is not initialised")
             return self._client, self.queue
-
-    def _user(self, speaker: Any = None) -> str:
-        if speaker is None or speaker == "":
-            return self._user_key
-        if not isinstance(speaker, str):
-            raise ValueError("speaker must be a user key")
-        return UserKey.parse(speaker).key
 
     def _drain_quietly(self) -> None:
         try:
@@ -167,14 +147,14 @@ class RetainDBProvider(RemoteProvider):
         if not text:
             return ""
         client, queue = self._ready()
-        user = self._user(speaker)
+        user = self.owner(speaker)
         if not self.breaker.allow():
             return queue.cached_recall(user, WARM_MAX_AGE)
         timeout = min(self.settings.timeout, PREFETCH_TIMEOUT)
         session = session_id or self._session_id
         try:
             recalled = _ops.recall(client, queue, user, text, session=session, timeout=timeout)
-        except (BackendFailed, Paused, NotFound):
+        except ProviderError:
             return queue.cached_recall(user, WARM_MAX_AGE)
         logger.debug("retaindb prefetch for %s: %d chars", loggable(text), len(recalled))
         return recalled
@@ -186,7 +166,7 @@ class RetainDBProvider(RemoteProvider):
         if not text or not self.breaker.allow():
             return
         client, queue = self._ready()
-        user = self._user(speaker)
+        user = self.owner(speaker)
         session = session_id or self._session_id
         queue.store_recall(user, _ops.recall(client, queue, user, text, session=session))
 
@@ -201,15 +181,12 @@ class RetainDBProvider(RemoteProvider):
         messages: list[dict[str, Any]] | None = None,
         speaker: str | None = None,
     ) -> None:
-        if self._context == "flush":
-            return
-        said = strip_memory_context(user_content or "").strip()
-        answer = strip_memory_context(assistant_content or "").strip()
-        if not said and not answer:
+        prepared = self.turn(user_content, assistant_content, session_id, speaker)
+        if prepared is None:
             return
         client, queue = self._ready()
-        user = self._user(speaker)
-        session = session_id or self._session_id
+        said, answer, user = prepared.user, prepared.assistant, prepared.owner
+        session = prepared.session_id
         content = "\n".join(
             f"{who}: {text}" for who, text in (("User", said), ("Assistant", answer)) if text
         )
@@ -230,7 +207,7 @@ class RetainDBProvider(RemoteProvider):
             return
         client, queue = self._ready()
         session = self._session_id
-        for user, said in _ingest.by_speaker(messages, self._user_key, self._user).items():
+        for user, said in _ingest.by_speaker(messages, self._user_key, self.owner).items():
             idem = _ops.idem_key("session", user, session, json.dumps(said, sort_keys=True))
             payload = {"session_id": session, "messages": said}
             sent = _ops.queue_and_send(client, queue, idem, user, "session", payload)
@@ -251,14 +228,13 @@ class RetainDBProvider(RemoteProvider):
         **kwargs: Any,
     ) -> None:
         """A reset moves on to the new session; ``/undo`` takes the withdrawn turn back."""
-        if reset:
-            self._session_id = new_session_id or self._session_id
+        if self.follow_reset(new_session_id, reset):
             return
         withdrawn = withdrawn_turn(rewound, kwargs)
         if withdrawn is None or self._context == "flush":
             return
         client, queue = self._ready()
-        user = self._user(withdrawn.speaker)
+        user = self.owner(withdrawn.speaker)
         session = new_session_id or self._session_id
         outcome = _ops.withdraw_turn(
             client, queue, user, session, withdrawn.user, withdrawn.assistant
@@ -278,7 +254,7 @@ class RetainDBProvider(RemoteProvider):
             return
         _, queue = self._ready()
         speaker = (metadata or {}).get("speaker")
-        user = self._user(speaker if isinstance(speaker, str) else None)
+        user = self.owner(speaker if isinstance(speaker, str) else None)
         payload = {
             "content": text,
             "memory_type": "preference" if target == "user" else "factual",
@@ -291,31 +267,12 @@ class RetainDBProvider(RemoteProvider):
 
     # -- tools ---------------------------------------------------------------
 
-    def get_tool_schemas(self) -> list[dict[str, Any]]:
-        return [json.loads(json.dumps(schema)) for schema in _tools.SCHEMAS]
-
-    def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
-        if not isinstance(args, dict):
-            return tool_error("arguments must be a JSON object")
-        if tool_name not in _tools.TOOL_NAMES:
-            return tool_error(f"unknown tool '{tool_name}'")
-        try:
-            client, queue = self._ready()
-            user = self._user(kwargs.get("speaker"))
-            result = _tools.run_tool(client, queue, user, self._session_id, tool_name, args)
-        except _tools.ToolError as exc:
-            return tool_error(str(exc))
-        except Paused as exc:
-            return tool_error(str(exc))
-        except BackendFailed as exc:
-            return tool_error(f"{tool_name} could not run: RetainDB failed ({exc.cause})")
-        except NotFound:
-            return tool_error(f"{tool_name}: not found")
-        except ValueError:
-            return tool_error("speaker must be a user key such as telegram:12345")
-        except RuntimeError:
-            return tool_error("retaindb is not ready for this session")
-        return tool_success(result)
+    def run_tool(
+        self, tool_name: str, args: dict[str, Any], call: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        client, queue = self._ready()
+        user = self.owner(call.get("speaker"))
+        return _tools.run_tool(client, queue, user, self._session_id, tool_name, args)
 
     # -- teardown and configuration ------------------------------------------
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from memory.providers import strip_memory_context
 from memory.store import scan_memory_content
-from plugins.errors import PluginError
+from plugins.memory._kit import BadToolInput
 
 from . import _files, _ops
 from ._client import Client, NotFound, path
@@ -37,7 +37,7 @@ PROFILE_ITEMS = 50
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
-class ToolError(PluginError, ValueError):
+class ToolError(BadToolInput):
     """Bad tool input; the message goes back to the model."""
 
 

@@ -20,8 +20,9 @@ Calls, all scoped to one container tag (the SDK sends ``Authorization: Bearer``)
 The SDK's own retries are off (``max_retries=0``) and every call has a timeout:
 what must not be lost waits on disk for the next session end, and a dead
 backend is left alone by the circuit breaker instead. Every call goes through
-:class:`Guard`: connection errors, timeouts, 429 and 5xx answers count on the
-breaker and come out as :class:`BackendFailed`; other 4xx answers are the
+:class:`~plugins.memory._kit.Guard`: connection errors, timeouts, 429 and 5xx
+answers count on the breaker and come out as
+:class:`~plugins.memory._kit.BackendFailed`; other 4xx answers are the
 request's fault and come out as :class:`Rejected`, uncounted. Error text never
 carries memory text or the key: only the HTTP status or a short cause.
 """
@@ -34,10 +35,11 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, TypeVar
 
-from plugins.errors import PluginError
-from plugins.memory._breaker import CircuitBreaker
+from plugins.memory._kit import BackendFailed, Guard, Paused, Refused
 
 from ._config import Settings
+
+__all__ = ["BackendFailed", "Client", "Hit", "Paused", "Profile", "Rejected"]
 
 logger = logging.getLogger(__name__)
 
@@ -46,20 +48,7 @@ T = TypeVar("T")
 CONVERSATIONS = "/v4/conversations"
 
 
-class Paused(PluginError, RuntimeError):
-    """Supermemory is paused after repeated failures; the message says for how long."""
-
-
-class BackendFailed(PluginError, RuntimeError):
-    """A call failed (network, timeout, 429/5xx); ``cause`` names it, never quotes it."""
-
-    def __init__(self, operation: str, cause: str) -> None:
-        self.operation = operation
-        self.cause = cause
-        super().__init__(f"supermemory {operation} failed: {cause}")
-
-
-class Rejected(PluginError, RuntimeError):
+class Rejected(Refused):
     """Supermemory refused the request (a 4xx other than 429)."""
 
     def __init__(self, operation: str, status: int) -> None:
@@ -87,48 +76,6 @@ class Profile:
     dynamic: list[str] = field(default_factory=list)
     hits: list[Hit] = field(default_factory=list)
     """The memories matching the query, when one was given."""
-
-
-class Guard:
-    """The circuit breaker around every call, and the log lines of failures."""
-
-    def __init__(self, breaker: CircuitBreaker) -> None:
-        self.breaker = breaker
-
-    @property
-    def paused(self) -> bool:
-        return not self.breaker.allow()
-
-    def run(self, operation: str, call: Callable[[], T]) -> T:
-        if self.paused:
-            seconds = max(1, round(self.breaker.retry_in()))
-            raise Paused(
-                f"supermemory is paused after {self.breaker.threshold} failures in a row; "
-                f"it tries again in {seconds} s"
-            )
-        try:
-            result = call()
-        except (Rejected, BackendFailed) as exc:
-            if isinstance(exc, BackendFailed):
-                self._failed(operation, exc.cause)
-            raise
-        except Exception as exc:
-            logger.debug("supermemory %s failure", operation, exc_info=exc)
-            self._failed(operation, type(exc).__name__)
-            raise BackendFailed(operation, type(exc).__name__) from None
-        if self.breaker.success():
-            logger.warning("supermemory resumed: %s succeeded after the pause", operation)
-        return result
-
-    def _failed(self, operation: str, cause: str) -> None:
-        opened = self.breaker.failure()
-        logger.warning(
-            "supermemory %s failed (%s): %d failure(s) in a row%s",
-            operation,
-            cause,
-            self.breaker.failures,
-            f", pausing for {self.breaker.cooldown:.0f} s" if opened else "",
-        )
 
 
 def _hit(item: Any) -> Hit | None:
@@ -180,12 +127,13 @@ class Client:
             except self._sdk.APIStatusError as exc:
                 status = int(exc.status_code)
                 if status == 429 or status >= 500:
-                    raise BackendFailed(operation, f"HTTP {status}") from None
+                    raise self._guard.failed(operation, f"HTTP {status}") from None
                 raise Rejected(operation, status) from None
             except self._sdk.APITimeoutError:
-                raise BackendFailed(operation, f"Timeout after {self._timeout:g} s") from None
+                timed_out = f"Timeout after {self._timeout:g} s"
+                raise self._guard.failed(operation, timed_out) from None
             except self._sdk.APIConnectionError:
-                raise BackendFailed(operation, "connection failed") from None
+                raise self._guard.failed(operation, "connection failed") from None
 
         return self._guard.run(operation, translated)
 

@@ -10,10 +10,11 @@ an URL) falls back to the default with a WARNING naming the key, never the value
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from plugins.memory._kit import SettingsReader
 
 logger = logging.getLogger(__name__)
 
@@ -58,51 +59,11 @@ SCHEMA: list[dict[str, Any]] = [
 ]
 
 
-def _value(config: Mapping[str, Any], environ: Mapping[str, str], key: str) -> Any:
-    value = config.get(key)
-    if value is None or (isinstance(value, str) and not value.strip()):
-        value = environ.get(API_KEY_ENV) if key == "api_key" else None
-    if isinstance(value, str):
-        return value.strip() or None
-    return value
-
-
-def _timeout(value: Any) -> float:
-    if value is None:
-        return DEFAULT_TIMEOUT
-    try:
-        number = float(value) if not isinstance(value, bool) else 0.0
-    except (TypeError, ValueError):
-        number = 0.0
-    if not 0 < number <= MAX_TIMEOUT:
-        logger.warning(
-            "memory.providers.supermemory.timeout must be a number of seconds (0-%d]; using %s",
-            MAX_TIMEOUT,
-            DEFAULT_TIMEOUT,
-        )
-        return DEFAULT_TIMEOUT
-    return number
-
-
-def _base_url(value: Any) -> str:
-    if value is None:
-        return DEFAULT_BASE_URL
-    if not isinstance(value, str) or not value.startswith(("http://", "https://")):
-        logger.warning(
-            "memory.providers.supermemory.base_url must be an http(s) URL; using %s",
-            DEFAULT_BASE_URL,
-        )
-        return DEFAULT_BASE_URL
-    return value.rstrip("/")
-
-
 def parse(config: Mapping[str, Any] | None, environ: Mapping[str, str] | None = None) -> Settings:
     """Settings from the ``config`` section and ``environ`` (``os.environ`` by default)."""
-    section: Mapping[str, Any] = config if isinstance(config, Mapping) else {}
-    env: Mapping[str, str] = os.environ if environ is None else environ
-    api_key = _value(section, env, "api_key")
+    read = SettingsReader(PROVIDER_NAME, config, environ, SCHEMA)
     return Settings(
-        base_url=_base_url(_value(section, env, "base_url")),
-        api_key=str(api_key) if api_key is not None else "",
-        timeout=_timeout(_value(section, env, "timeout")),
+        base_url=read.url("base_url", DEFAULT_BASE_URL),
+        api_key=str(read.get("api_key") or ""),
+        timeout=read.number("timeout", DEFAULT_TIMEOUT, 0, MAX_TIMEOUT, above_low=True),
     )

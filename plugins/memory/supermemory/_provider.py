@@ -26,23 +26,18 @@ memory text above DEBUG.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
-import threading
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from memory.log_content import loggable
-from memory.paths import UserKey
 from memory.providers import provider_dir, strip_memory_context, withdrawn_turn
-from plugins.memory._breaker import DEFAULT_COOLDOWN, DEFAULT_THRESHOLD, CircuitBreaker
-from plugins.memory._remote import RemoteProvider, tool_error, tool_success
+from plugins.memory._kit import BadConfig, NotReady, ProviderUnavailable, RemoteProvider, Session
 
 from . import _config, _deps, _tools
 from ._buffer import Turn, UserBuffer, turn_name
-from ._client import BackendFailed, Client, Guard, Paused, Rejected
+from ._client import Client, Rejected
 from ._ingest import format_recall, ingest_pending
 from ._tags import container_tag
 
@@ -61,7 +56,7 @@ SYSTEM_PROMPT_BLOCK = (
     "shows what is known about the person."
 )
 
-_FAILURES = (BackendFailed, Paused, Rejected)
+_FAILURES = (ProviderUnavailable, Rejected)
 
 
 class SupermemoryProvider(RemoteProvider):
@@ -73,63 +68,36 @@ class SupermemoryProvider(RemoteProvider):
 
     local_state = "the turns it buffers until they are sent"
     provider_name = _config.PROVIDER_NAME
-    dependency = _deps
+    dependency = _deps.LIBRARY
     config_schema = _config.SCHEMA
+    tool_schemas = _tools.SCHEMAS
 
-    def __init__(
-        self,
-        *,
-        clock: Callable[[], float] = time.monotonic,
-        failure_threshold: int = DEFAULT_THRESHOLD,
-        cooldown: float = DEFAULT_COOLDOWN,
-        environ: Mapping[str, str] | None = None,
-    ) -> None:
-        breaker = CircuitBreaker(threshold=failure_threshold, cooldown=cooldown, clock=clock)
-        self._guard = Guard(breaker)
-        self._environ = environ
-        self._home: Path | None = None
-        self._user_key = ""
-        self._session_id = ""
-        self._context = "primary"
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
         self._client: Client | None = None
-        self._lock = threading.RLock()
-
-    # -- identity and start-up -----------------------------------------------
-
-    @property
-    def breaker(self) -> CircuitBreaker:
-        return self._guard.breaker
 
     def initialize(self, session_id: str, **kwargs: Any) -> None:
-        home = Path(kwargs["chorus_home"])
-        user_key = UserKey.parse(str(kwargs["user_key"])).key
+        session = Session.of(session_id, kwargs)
         settings = _config.parse(kwargs.get("config"), self._environ)
         if not settings.api_key:
-            raise ValueError(f"supermemory needs an API key: set {_config.API_KEY_ENV}")
-        client = Client(_deps.load(), settings, self._guard)
+            raise BadConfig(f"supermemory needs an API key: set {_config.API_KEY_ENV}")
+        client = Client(_deps.LIBRARY.load(), settings, self.guard)
         with self._lock:
             self.shutdown()
-            self._home, self._user_key, self._session_id = home, user_key, session_id
-            self._context = str(kwargs.get("agent_context") or "primary")
+            self.start_session(session)
             self._client = client
         logger.debug("supermemory provider ready for session %s (%s)", session_id, self._context)
 
     # -- plumbing ------------------------------------------------------------
 
+    def is_ready(self) -> bool:
+        return self._home is not None and self._client is not None
+
     def _ready(self) -> tuple[Path, Client]:
         with self._lock:
             if self._home is None or self._client is None:
-                raise RuntimeError("the supermemory provider is not initialised")
+                raise NotReady("the supermemory provider is not initialised")
             return self._home, self._client
-
-    def _who(self, speaker: Any = None) -> str:
-        """``speaker`` when given, else the session's user key (canonical either way)."""
-        self._ready()
-        if speaker is None or speaker == "":
-            return self._user_key
-        if not isinstance(speaker, str):
-            raise ValueError("speaker must be a user key")
-        return UserKey.parse(speaker).key
 
     def _buffer(self, user_key: str) -> UserBuffer:
         home, _ = self._ready()
@@ -145,7 +113,7 @@ class SupermemoryProvider(RemoteProvider):
         if not text:
             return ""
         _, client = self._ready()
-        who = self._who(speaker)
+        who = self.owner(speaker)
         tag = container_tag(who)
         try:
             profile = client.profile(tag, text[:MAX_RECALL_QUERY], timeout=PREFETCH_TIMEOUT)
@@ -164,10 +132,10 @@ class SupermemoryProvider(RemoteProvider):
         self, query: str, *, session_id: str = "", speaker: str | None = None
     ) -> None:
         text = strip_memory_context(query).strip()
-        if not text or self._guard.paused:
+        if not text or self.guard.paused:
             return
         _, client = self._ready()
-        who = self._who(speaker)
+        who = self.owner(speaker)
         tag = container_tag(who)
         try:
             profile = client.profile(tag, text[:MAX_RECALL_QUERY])
@@ -187,13 +155,11 @@ class SupermemoryProvider(RemoteProvider):
         messages: list[dict[str, Any]] | None = None,
         speaker: str | None = None,
     ) -> None:
-        if self._context == "flush":
+        prepared = self.turn(user_content, assistant_content, session_id, speaker)
+        if prepared is None:
             return
-        user = strip_memory_context(user_content or "").strip()
-        assistant = strip_memory_context(assistant_content or "").strip()
-        if not user and not assistant:
-            return
-        who, session = self._who(speaker), session_id or self._session_id
+        user, assistant = prepared.user, prepared.assistant
+        who, session = prepared.owner, prepared.session_id
         turn = Turn(turn_name(session, who, user, assistant), session, who, user, assistant)
         added = self._buffer(self._user_key).append(turn)
         logger.debug("supermemory buffered a turn of session %s (new: %s)", session, added)
@@ -211,7 +177,7 @@ class SupermemoryProvider(RemoteProvider):
             return
         _, client = self._ready()
         speaker = (metadata or {}).get("speaker")
-        tag = container_tag(self._who(speaker if isinstance(speaker, str) else None))
+        tag = container_tag(self.owner(speaker if isinstance(speaker, str) else None))
         digest = hashlib.sha256(f"{tag}\0{target}\0{text}".encode()).hexdigest()[:40]
         try:
             client.add(
@@ -235,13 +201,12 @@ class SupermemoryProvider(RemoteProvider):
         **kwargs: Any,
     ) -> None:
         """A reset moves on to the new session; ``/undo`` drops the withdrawn turn's buffer line."""
-        if reset:
-            self._session_id = new_session_id or self._session_id
+        if self.follow_reset(new_session_id, reset):
             return
         withdrawn = withdrawn_turn(rewound, kwargs)
         if withdrawn is None:
             return
-        who = self._who(withdrawn.speaker) if withdrawn.speaker else None
+        who = self.owner(withdrawn.speaker) if withdrawn.speaker else None
         buffer = self._buffer(self._user_key)
         for session in dict.fromkeys((new_session_id or self._session_id, self._session_id)):
             if buffer.remove_last(session, withdrawn.user, withdrawn.assistant, who):
@@ -258,9 +223,6 @@ class SupermemoryProvider(RemoteProvider):
         ingest_pending(client, buffer)
 
     # -- tools ---------------------------------------------------------------
-
-    def get_tool_schemas(self) -> list[dict[str, Any]]:
-        return [json.loads(json.dumps(schema)) for schema in _tools.SCHEMAS]
 
     def _run_tool(self, name: str, args: dict[str, Any], who: str) -> dict[str, Any]:
         _, client = self._ready()
@@ -288,24 +250,10 @@ class SupermemoryProvider(RemoteProvider):
             result["results"] = [h.public() for h in profile.hits]
         return result
 
-    def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
-        if not isinstance(args, dict):
-            return tool_error("arguments must be a JSON object")
-        if tool_name not in _tools.TOOL_NAMES:
-            return tool_error(f"unknown tool '{tool_name}'")
-        try:
-            result = self._run_tool(tool_name, args, self._who(kwargs.get("speaker")))
-        except _tools.ToolError as exc:
-            return tool_error(str(exc))
-        except (Paused, Rejected) as exc:
-            return tool_error(str(exc))
-        except BackendFailed as exc:
-            return tool_error(f"{tool_name} could not run: the memory backend failed ({exc.cause})")
-        except ValueError:
-            return tool_error("speaker must be a user key such as telegram:12345")
-        except RuntimeError:
-            return tool_error("supermemory is not ready for this session")
-        return tool_success(result)
+    def run_tool(
+        self, tool_name: str, args: dict[str, Any], call: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        return self._run_tool(tool_name, args, self.owner(call.get("speaker")))
 
     # -- teardown and configuration ------------------------------------------
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from memory.providers import strip_memory_context
 from memory.store import scan_memory_content
-from plugins.errors import PluginError
+from plugins.memory._kit import BadToolInput
 
 STORE = "supermemory_store"
 SEARCH = "supermemory_search"
@@ -25,7 +25,7 @@ MAX_LIMIT = 20
 _ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 
 
-class ToolError(PluginError, ValueError):
+class ToolError(BadToolInput):
     """Bad tool input; the message goes back to the model."""
 
 
