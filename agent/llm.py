@@ -29,6 +29,7 @@ from agent.errors import LLMError, LLMRequestError, LLMUnavailable
 from agent.llm_stream import error_message, stream_chunks
 from agent.messages import AssistantMessage, ChatMessage
 from agent.settings import LLMSettings
+from memory.embeddings import EmbeddingsError, EmbeddingsUnsupported
 
 logger = logging.getLogger(__name__)
 
@@ -349,6 +350,57 @@ def _retry_after(response: Any, now: float | None = None) -> float | None:
     if seconds is None or seconds != seconds or seconds < 0:
         return None
     return min(seconds, BACKOFF_MAX_SECONDS)
+
+
+UNSUPPORTED_STATUSES = frozenset({400, 404, 405, 422, 501})
+"""Answers to ``/v1/embeddings`` that mean the endpoint (or model) has no embeddings."""
+
+
+class LLMEmbeddings:
+    """``/v1/embeddings`` of the chat endpoint (same base URL and key): a memory Embedder.
+
+    The first answer that says the endpoint has no embeddings is logged once (INFO)
+    and remembered: later calls raise :class:`EmbeddingsUnsupported` without asking.
+    """
+
+    def __init__(self, settings: LLMSettings, *, timeout_seconds: float = 10.0) -> None:
+        key = settings.api_key.get_secret_value() if settings.api_key else PLACEHOLDER_API_KEY
+        self._client = openai.OpenAI(
+            api_key=key or PLACEHOLDER_API_KEY,
+            base_url=settings.base_url,
+            timeout=min(timeout_seconds, settings.timeout_seconds),
+            max_retries=1,
+        )
+        self.unsupported: str | None = None
+        """Why the endpoint has no embeddings, once it said so."""
+
+    def embed(self, texts: Sequence[str], *, model: str) -> list[list[float]]:
+        if self.unsupported is not None:
+            raise EmbeddingsUnsupported(self.unsupported)
+        try:
+            response = self._client.embeddings.create(
+                model=model, input=list(texts), encoding_format="float"
+            )
+        except openai.APIStatusError as exc:
+            if exc.status_code in UNSUPPORTED_STATUSES:
+                self.unsupported = f"HTTP {exc.status_code} for model {model!r}"
+                logger.info(
+                    "the LLM endpoint gives no embeddings (%s); memory recall goes on "
+                    "without them",
+                    self.unsupported,
+                )
+                raise EmbeddingsUnsupported(self.unsupported) from exc
+            raise EmbeddingsError(f"HTTP {exc.status_code}") from exc
+        except (openai.APIError, OSError) as exc:
+            raise EmbeddingsError(type(exc).__name__) from exc
+        rows = sorted(response.data, key=lambda d: d.index)
+        vectors = [list(map(float, row.embedding)) for row in rows]
+        if len(vectors) != len(texts) or len({len(v) for v in vectors}) > 1:
+            raise EmbeddingsError("the endpoint answered with the wrong number of embeddings")
+        return vectors
+
+    def close(self) -> None:
+        self._client.close()
 
 
 def parse_arguments(raw: str) -> dict[str, Any]:

@@ -12,6 +12,8 @@ Exception tree::
     │   └── StaleLeaseError         a job's session lease moved on to another run: it cannot commit
     ├── DatabaseCopyError           ``chorus migrate-db`` refused or failed; nothing was copied
     ├── BackupError                 memory.backup: a backup cannot be made or restored
+    ├── EmbeddingsError             the LLM endpoint gave no embeddings for this call
+    │   └── EmbeddingsUnsupported   it has no /v1/embeddings at all (asked once per process)
     └── DatabaseError               the shared database (SQLite or PostgreSQL) failed a statement
         ├── DatabaseUnavailable     it cannot be opened or reached (no connection in time)
         │   └── DatabaseFull        its disk is full (SQLITE_FULL, ENOSPC, PostgreSQL's 53100)
@@ -83,3 +85,11 @@ class DatabaseLocked(DatabaseError):
 
 class DatabaseIntegrityError(DatabaseError):
     """A statement would violate a constraint (unique, check, foreign key, not null)."""
+
+
+class EmbeddingsError(MemoryLayerError):
+    """The LLM endpoint gave no embeddings for this call (unreachable, refused, malformed)."""
+
+
+class EmbeddingsUnsupported(EmbeddingsError):
+    """The LLM endpoint offers no ``/v1/embeddings`` (or not the model asked for)."""

@@ -467,14 +467,35 @@ def test_prefetch_ignores_fenced_text_in_the_query(provider: HolographicProvider
 
 def test_config_schema_and_save(provider: HolographicProvider, home: Path) -> None:
     schema = {f["key"]: f for f in provider.get_config_schema()}
-    assert set(schema) == {"hrr", "prefetch_limit"}
+    assert set(schema) == {
+        "hrr",
+        "prefetch_limit",
+        "probe_mode",
+        "embeddings",
+        "embedding_model",
+    }
     assert (schema["hrr"]["default"], schema["prefetch_limit"]["default"]) == (True, 5)
+    assert schema["probe_mode"]["choices"] == ["unbind", "join"]
+    assert (schema["embeddings"]["default"], schema["embeddings"]["choices"]) == (
+        "auto",
+        ["auto", "off"],
+    )
     assert not any(f.get("secret") for f in schema.values())
     provider.save_config({"prefetch_limit": 1}, home)
     path = home / "providers" / "holographic" / "config.json"
-    assert json.loads(path.read_text()) == {"hrr": True, "prefetch_limit": 1}
-    provider.save_config({"hrr": False}, home)
-    assert json.loads(path.read_text()) == {"hrr": False, "prefetch_limit": 1}
+    rest = {
+        "probe_mode": schema["probe_mode"]["default"],
+        "embeddings": "auto",
+        "embedding_model": "text-embedding-3-small",
+    }
+    assert json.loads(path.read_text()) == {"hrr": True, "prefetch_limit": 1, **rest}
+    provider.save_config({"hrr": False, "embeddings": "off"}, home)
+    assert json.loads(path.read_text()) == {
+        "hrr": False,
+        "prefetch_limit": 1,
+        **rest,
+        "embeddings": "off",
+    }
     assert path.stat().st_mode & 0o077 == 0
 
 
