@@ -385,8 +385,7 @@ class LLMEmbeddings:
             if exc.status_code in UNSUPPORTED_STATUSES:
                 self.unsupported = f"HTTP {exc.status_code} for model {model!r}"
                 logger.info(
-                    "the LLM endpoint gives no embeddings (%s); memory recall goes on "
-                    "without them",
+                    "the LLM endpoint gives no embeddings (%s); memory recall goes on without them",
                     self.unsupported,
                 )
                 raise EmbeddingsUnsupported(self.unsupported) from exc

@@ -58,6 +58,7 @@ def __getattr__(name: str) -> object:
         return getattr(_postgres, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
 _SCHEMES = ("postgresql://", "postgres://")
 
 
