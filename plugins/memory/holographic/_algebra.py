@@ -8,9 +8,9 @@ content role::
 
 ``content:f`` is the atom of the fact's normalised content, so two facts never
 share it. A person's *bank* is the superposition (sum) of their facts'
-bindings, in shards of :data:`SHARD_FACTS` facts: a sum of phase vectors holds
-a few dozen bound pairs of ``DIM`` elements before the cross-talk of the
-others drowns one out, so the bank is split to keep every probe clean.
+bindings, in shards of at most :data:`SHARD_PAIRS` bound pairs: a sum of phase
+vectors of ``DIM`` elements holds a few dozen pairs before the cross-talk of
+the others drowns one out, so the bank is split to keep every probe clean.
 
 Unbinding (multiplying by the conjugate, the exact inverse of binding for
 phase vectors) answers the structured queries from the bank alone:
@@ -38,8 +38,10 @@ if TYPE_CHECKING:
 
 CONTENT_ROLE = "role:content"
 
-SHARD_FACTS = 8
-"""Facts per bank shard: about 12 bound pairs, noise ≈ 0.11 against a signal of 1."""
+SHARD_PAIRS = 8
+"""Bound (entity, fact) pairs per bank shard: the noise of a probe is about
+``sqrt(pairs / 2·DIM)`` ≈ 0.09 against a signal of 1 (a fact naming more
+entities than this has a shard to itself)."""
 
 MATCH = 0.5
 """A fact (or entity) whose unbound score reaches this is taken as bound to the key."""
@@ -116,19 +118,30 @@ class Bank:
         return {k: float(s) for k, s in zip(vocabulary, scores, strict=True)}
 
 
+def pairs(vector: Vector) -> int:
+    """How many bound pairs a binding sums: n random phasors have a mean square of n."""
+    np = _np()
+    return max(1, round(float(np.vdot(vector, vector).real) / DIM))
+
+
 def build_bank(facts: Sequence[tuple[int, str, Vector]]) -> Bank:
     """The bank of ``(fact id, normalised content, binding)``, shard by shard in id order."""
     np = _np()
     ordered = sorted(facts, key=lambda f: f[0])
-    count = len(ordered)
-    shard_count = max(1, -(-count // SHARD_FACTS))
-    shards = np.zeros((shard_count, DIM), dtype=np.complex128)
-    shard_of = tuple(i // SHARD_FACTS for i in range(count))
-    for (_, _, vector), shard in zip(ordered, shard_of, strict=True):
-        shards[shard] += vector
+    shard_of: list[int] = []
+    shard, held = 0, 0
+    for _, _, vector in ordered:
+        count = pairs(vector)
+        if held and held + count > SHARD_PAIRS:
+            shard, held = shard + 1, 0
+        shard_of.append(shard)
+        held += count
+    shards = np.zeros((shard + 1, DIM), dtype=np.complex128)
+    for (_, _, vector), index in zip(ordered, shard_of, strict=True):
+        shards[index] += vector
     contents = (
         np.vstack([content_atom(norm) for _, norm, _ in ordered])
         if ordered
         else np.zeros((0, DIM), dtype=np.complex64)
     )
-    return Bank(tuple(f[0] for f in ordered), shard_of, shards, contents)
+    return Bank(tuple(f[0] for f in ordered), tuple(shard_of), shards, contents)
