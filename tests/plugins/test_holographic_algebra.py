@@ -91,7 +91,7 @@ def test_the_bank_recovers_every_entity_s_facts_exactly(home: Path) -> None:
     chooser = random.Random(7)
     about: dict[str, set[str]] = {name: set() for name in people + places}
     for number in range(60):
-        person, other, place = chooser.sample(people, 2) + [chooser.choice(places)]
+        person, other, place = [*chooser.sample(people, 2), chooser.choice(places)]
         text = f"{person} visited {place} with {other} on trip {number}."
         tool(provider, action="add", content=text)
         for name in (person, other, place):
