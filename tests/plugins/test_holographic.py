@@ -475,7 +475,10 @@ def test_config_schema_and_save(provider: HolographicProvider, home: Path) -> No
         "embedding_model",
     }
     assert (schema["hrr"]["default"], schema["prefetch_limit"]["default"]) == (True, 5)
-    assert schema["probe_mode"]["choices"] == ["unbind", "join"]
+    assert (schema["probe_mode"]["default"], schema["probe_mode"]["choices"]) == (
+        "join",
+        ["join", "unbind"],
+    )
     assert (schema["embeddings"]["default"], schema["embeddings"]["choices"]) == (
         "auto",
         ["auto", "off"],

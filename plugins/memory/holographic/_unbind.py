@@ -47,8 +47,8 @@ def _scores(bank: Bank, keys: list[str]) -> dict[int, float]:
     """Each fact's best score over ``keys``, for the facts bound to one of them."""
     best: dict[int, float] = {}
     for key in keys:
-        for fact_id, score in bank.probe(key).items():
-            if score >= MATCH and score > best.get(fact_id, 0.0):
+        for fact_id, score in bank.probe(key, MATCH).items():
+            if score > best.get(fact_id, 0.0):
                 best[fact_id] = score
     return best
 
