@@ -9,9 +9,10 @@ entity links, or by unbinding the facts' role–filler bank (needs ``hrr`` and
 numpy; ``join`` is used without them). Both give the same answers on the
 labelled set of ``bench/holographic_recall.py`` and at 1,000 facts, and the
 joins are several times faster, so they are the default. ``embeddings``
-(``auto`` or ``off``, default ``auto``) adds the LLM endpoint's ``/v1/embeddings`` of facts and queries as
-one more recall signal when the endpoint offers it (``embedding_model``,
-default ``text-embedding-3-small``, names the model).
+(``auto`` or ``off``, default ``auto``) adds the LLM endpoint's
+``/v1/embeddings`` of facts and queries as one more recall signal when the
+endpoint offers it (``embedding_model``, default ``text-embedding-3-small``,
+names the model).
 A missing file means the defaults; an unreadable or malformed file, or a bad
 value, means the defaults for what is wrong and a WARNING that names the
 problem (never the file's content).
