@@ -109,3 +109,24 @@ def test_the_bank_recovers_every_entity_s_facts_exactly(home: Path) -> None:
         read_back = {k for k, s in scores.items() if s >= MATCH}
         assert read_back == {e.lower() for e in fact.entities if e.lower() in keys}
     provider.shutdown()
+
+
+def test_a_database_of_the_first_schema_gets_its_bindings_on_first_use(home: Path) -> None:
+    provider = open_provider(home)
+    tool(provider, action="add", content="Anna met Tom in Lisbon.")
+    tool(provider, action="add", content="Tom moved to Berlin.")
+    provider.shutdown()
+    with sqlite3.connect(facts_db(home)) as db:  # back to schema 1: no binding, no embedding
+        db.execute("ALTER TABLE facts DROP COLUMN binding")
+        db.execute("ALTER TABLE facts DROP COLUMN embedding")
+        db.execute("PRAGMA user_version = 1")
+
+    reopened = open_provider(home, probe_mode="unbind")
+    found = tool(reopened, action="reason", entities=["Anna", "Tom"])
+    assert [f["content"] for f in found["facts"]] == ["Anna met Tom in Lisbon."]
+    reopened.shutdown()
+    with sqlite3.connect(facts_db(home)) as db:
+        columns = {r[1] for r in db.execute("PRAGMA table_info(facts)")}
+        assert {"binding", "embedding"} <= columns
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert all(r[0] for r in db.execute("SELECT length(binding) FROM facts"))
