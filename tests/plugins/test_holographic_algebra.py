@@ -130,3 +130,30 @@ def test_a_database_of_the_first_schema_gets_its_bindings_on_first_use(home: Pat
         assert {"binding", "embedding"} <= columns
         assert db.execute("PRAGMA user_version").fetchone()[0] == 2
         assert all(r[0] for r in db.execute("SELECT length(binding) FROM facts"))
+
+
+def test_facts_an_older_chorus_changed_are_bound_again(home: Path) -> None:
+    provider = open_provider(home, probe_mode="unbind")
+    tool(provider, action="add", content="Anna met Tom in Lisbon.")
+    provider.shutdown()
+    with sqlite3.connect(facts_db(home)) as db:  # what an older chorus's update does
+        db.execute(
+            "UPDATE facts SET content = 'Anna met Maya in Lisbon.',"
+            " norm = 'anna met maya in lisbon', terms = 'anna met maya lisbon'"
+        )
+        db.execute("DELETE FROM fact_entities")
+        db.execute(
+            "INSERT INTO entities (name, display) VALUES ('maya', 'Maya')"
+            " ON CONFLICT (name) DO NOTHING"
+        )
+        db.execute(
+            "INSERT INTO fact_entities SELECT 1, id FROM entities"
+            " WHERE name IN ('anna', 'maya', 'lisbon')"
+        )
+        db.execute("PRAGMA user_version = 1")
+
+    reopened = open_provider(home, probe_mode="unbind")
+    assert tool(reopened, action="reason", entities=["Anna", "Tom"])["all_matched"] is False
+    found = tool(reopened, action="reason", entities=["Anna", "Maya"])
+    assert [f["content"] for f in found["facts"]] == ["Anna met Maya in Lisbon."]
+    reopened.shutdown()

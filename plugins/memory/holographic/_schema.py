@@ -82,11 +82,19 @@ _ADDED_COLUMNS = (("binding", "BLOB"), ("embedding", "BLOB"))
 
 
 def _add_missing_columns(connection: sqlite3.Connection) -> None:
-    """Bring an older ``facts`` table up to date (inside the opening transaction)."""
+    """Bring an older ``facts`` table up to date (inside the opening transaction).
+
+    A database that has the columns but an older ``user_version`` was opened by
+    an older chorus since, which changes facts without them: their bindings and
+    embeddings are dropped, to be computed again.
+    """
+    version = int(connection.execute("PRAGMA user_version").fetchone()[0])
     have = {str(row[1]) for row in connection.execute("PRAGMA table_info(facts)")}
     for name, kind in _ADDED_COLUMNS:
         if name not in have:
             connection.execute(f"ALTER TABLE facts ADD COLUMN {name} {kind}")
+    if 0 < version < SCHEMA_VERSION and all(name in have for name, _ in _ADDED_COLUMNS):
+        connection.execute("UPDATE facts SET binding = NULL, embedding = NULL")
 
 
 @lru_cache(maxsize=1)
