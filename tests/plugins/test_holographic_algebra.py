@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from plugins.memory.holographic import HolographicProvider
-from plugins.memory.holographic._algebra import MATCH
+from plugins.memory.holographic._algebra import MATCH, entity_atoms
 from tests.plugins.holographic_cases import open_provider, tool
 
 pytest.importorskip("numpy")
@@ -104,9 +104,10 @@ def test_the_bank_recovers_every_entity_s_facts_exactly(home: Path) -> None:
     bank = store.bank()
     assert bank is not None and len(bank.ids) == 60
     keys = [n.lower() for n in people + places]
+    atoms = entity_atoms(keys)
     for fact in store.recent(None, 60):
-        scores = bank.entities_of(fact.id, keys)
-        read_back = {k for k, s in scores.items() if s >= MATCH}
+        scores = bank.entities_of(fact.id, atoms)
+        read_back = {k for k, s in zip(keys, scores, strict=True) if s >= MATCH}
         assert read_back == {e.lower() for e in fact.entities if e.lower() in keys}
     provider.shutdown()
 

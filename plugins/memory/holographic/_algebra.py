@@ -107,17 +107,24 @@ class Bank:
         scores = np.einsum("ij,ij->i", rows, self.contents.view(np.float32)) / DIM
         return {self.ids[i]: float(scores[i]) for i in np.flatnonzero(scores >= floor)}
 
-    def entities_of(self, fact_id: int, vocabulary: Sequence[str]) -> dict[str, float]:
-        """Each of the ``vocabulary`` entity keys' score as a filler of fact ``fact_id``."""
-        if fact_id not in self.ids or not vocabulary:
-            return {}
+    def entities_of(self, fact_id: int, atoms: Matrix) -> list[float]:
+        """How strongly each entity atom (the rows of ``atoms``, see :func:`entity_atoms`)
+        is bound as a filler of fact ``fact_id``: about 1 when it is, 0 when not."""
+        if fact_id not in self.ids or atoms.shape[0] == 0:
+            return []
         np = _np()
         index = self.ids.index(fact_id)
         cue = self.contents[index] * _both_roles()
         left = self.shards[self.shard_of[index]] * np.conj(cue)  # ≈ Σ the fact's entity atoms
-        atoms = np.vstack([entity_atom(k) for k in vocabulary])
-        scores = np.real(atoms.conj() @ left) / DIM
-        return {k: float(s) for k, s in zip(vocabulary, scores, strict=True)}
+        return [float(s) for s in np.real(atoms.conj() @ left) / DIM]
+
+
+def entity_atoms(keys: Sequence[str]) -> Matrix:
+    """The atoms of the entities ``keys``, as the rows of one matrix."""
+    np = _np()
+    if not keys:
+        return np.zeros((0, DIM), dtype=np.complex64)  # type: ignore[no-any-return]
+    return np.vstack([entity_atom(k) for k in keys])  # type: ignore[no-any-return]
 
 
 def pairs(vector: Vector) -> int:

@@ -21,7 +21,7 @@ from collections import defaultdict
 from collections.abc import Collection
 from typing import Any
 
-from ._algebra import MATCH, Bank
+from ._algebra import MATCH, Bank, entity_atoms
 from ._fact import Fact
 from ._graph import Reasoned, phrase_matches, resolve
 from ._store import FactStore
@@ -76,9 +76,10 @@ def related(
     vocabulary = {str(k): str(d) for k, d in store.query("SELECT name, display FROM entities")}
     own = set(keys)
     others = [k for k in vocabulary if k not in own]
+    atoms = entity_atoms(others)
     shared: dict[str, set[int]] = defaultdict(set)
     for fact_id in _scores(bank, keys):
-        for key, score in bank.entities_of(fact_id, others).items():
+        for key, score in zip(others, bank.entities_of(fact_id, atoms), strict=False):
             if score >= MATCH:
                 shared[key].add(fact_id)
     order = sorted(shared.items(), key=lambda kv: (-len(kv[1]), vocabulary[kv[0]].lower()))
