@@ -422,6 +422,21 @@ def test_on_memory_write_mirrors_the_memory_tool(provider: HolographicProvider) 
     ]
 
 
+def test_a_replace_picks_the_old_fact_in_its_own_target(provider: HolographicProvider) -> None:
+    """The built-in ``old_text`` is unique within its target; another target may hold it too."""
+    provider.on_memory_write("add", "memory", "The deploy host is build-02.")
+    provider.on_memory_write("add", "user", "User deploys to build-02 every day.")
+    provider.on_memory_write(
+        "replace", "memory", "The deploy host is build-03.", {"old_text": "build-02"}
+    )
+    assert sorted(contents(provider)) == [
+        "The deploy host is build-03.",
+        "User deploys to build-02 every day.",
+    ]
+    provider.on_memory_write("remove", "user", "build-02")
+    assert contents(provider) == ["The deploy host is build-03."]
+
+
 def test_undo_forgets_what_only_the_withdrawn_turn_taught(provider: HolographicProvider) -> None:
     provider.sync_turn("I love jazz.", "ok")
     provider.sync_turn("I prefer tea over coffee. I love jazz.", "ok")

@@ -293,7 +293,7 @@ class HolographicProvider(MemoryProvider):
         if not text:
             return
         if action == "remove":
-            found = _picked(store, text)
+            found = _picked(store, text, category)
             if found is not None:
                 store.remove(found.id)
             return
@@ -302,7 +302,7 @@ class HolographicProvider(MemoryProvider):
         old = info.get("old_text")
         previous = None
         if action == "replace" and isinstance(old, str) and old.strip():
-            previous = _picked(store, strip_memory_context(old).strip())
+            previous = _picked(store, strip_memory_context(old).strip(), category)
         if previous is not None and store.find_by_content(text) is None:
             store.update(previous.id, text, category)
         else:
@@ -356,11 +356,15 @@ class HolographicProvider(MemoryProvider):
         _config.save(values, chorus_home)
 
 
-def _picked(store: FactStore, text: str) -> Fact | None:
+def _picked(store: FactStore, text: str, category: str) -> Fact | None:
     """The fact the tool's ``old_text`` picks: the one with that content, or else the one
-    mirrored fact that contains it (None when none or several do)."""
+    mirrored fact of the write's target (``category``) that contains it, or else the one
+    of either target (None when none or several do)."""
     fact = store.find_by_content(text)
     if fact is not None:
         return fact
-    found = store.find_containing(text, ("memory", "user"))
-    return found[0] if len(found) == 1 else None
+    for categories in ((category,), ("memory", "user")):
+        found = store.find_containing(text, categories)
+        if found:
+            return found[0] if len(found) == 1 else None
+    return None
