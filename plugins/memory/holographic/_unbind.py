@@ -7,7 +7,7 @@ whichever answers:
   the keys of the known entities it refers to (:func:`~._graph.resolve`) are
   each unbound from the bank, and a fact that scores :data:`~._algebra.MATCH`
   for one of them is about it; facts naming it as a phrase in their text
-  (unlinked mentions) come too, as with the join. Best bound first.
+  (unlinked mentions) come too, as with the join, after the bound ones.
 * **related**: for each fact about the entity, its other fillers are read back
   by unbinding its content from the bank and cleaning up against the known
   entities; entities are ranked by how many such facts they share.
