@@ -131,3 +131,24 @@ def test_a_failing_endpoint_loses_no_fact_and_recall_goes_on(
     assert not any("Berlin" in r.getMessage() for r in caplog.records)
     assert provider.embeddings_active  # a failure is not "unsupported": it is asked again later
     provider.shutdown()
+
+
+def test_another_embedding_model_re_embeds_the_stored_facts(
+    tmp_path: Path, server: FakeOpenAI
+) -> None:
+    home = tmp_path / "home"
+    first_model = with_embeddings(home, server)
+    ids = load_facts(first_model)
+    first_model.shutdown()
+    assert {len(e or b"") for e in stored_embeddings(home)} == {1536 * 4}
+
+    server.embedding_dimensions = 64  # a smaller model
+    provider = with_embeddings(home, server, embedding_model="small-embedder")
+    added = tool(provider, action="add", content="The printer is on the second floor.")
+    ids[added["fact_id"]] = "printer"
+    sizes = [len(e or b"") for e in stored_embeddings(home)]
+    assert sizes.count(64 * 4) == 1 + 32  # the new fact, then a batch of the others
+    tool(provider, action="add", content="The scanner is next to the printer.")
+    assert {len(e or b"") for e in stored_embeddings(home)} == {64 * 4}
+    assert first(provider, ids, "who is my boss") == "manager"
+    provider.shutdown()

@@ -43,6 +43,8 @@ class Embeddings:
         self._clock = clock
         self._unsupported = False
         self._retry_at = 0.0
+        self._dimensions: int | None = None
+        """The size of the model's embeddings, once one came back."""
         self._lock = threading.Lock()
 
     @property
@@ -55,7 +57,10 @@ class Embeddings:
             if self._unsupported or self._clock() < self._retry_at:
                 return None
         try:
-            return self._embedder.embed(texts, model=self._model)
+            vectors = self._embedder.embed(texts, model=self._model)
+            if vectors:
+                self._dimensions = len(vectors[0])
+            return vectors
         except EmbeddingsUnsupported:
             with self._lock:
                 self._unsupported = True
@@ -70,8 +75,16 @@ class Embeddings:
         return None
 
     def fill(self, store: FactStore) -> int:
-        """Embed up to :data:`BATCH` facts stored without an embedding; how many were."""
-        missing = store.missing_embeddings(BATCH)
+        """Embed up to :data:`BATCH` facts stored without an embedding (and, once this
+        model's size is known, as many stored with another model's); how many were."""
+        known = self._dimensions
+        done = self._fill_batch(store)
+        if known is None and self._dimensions is not None:
+            done += self._fill_batch(store)  # now other models' embeddings can be told apart
+        return done
+
+    def _fill_batch(self, store: FactStore) -> int:
+        missing = store.missing_embeddings(BATCH, self._dimensions)
         if not missing:
             return 0
         vectors = self._call([content for _, content in missing])

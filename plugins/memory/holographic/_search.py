@@ -143,9 +143,10 @@ def _hrr_scores(store: FactStore, query: _Query) -> dict[int, float]:
 def _embedding_scores(store: FactStore, query_embedding: Any) -> dict[int, float]:
     if query_embedding is None:
         return {}
-    ids, matrix = store.embeddings()
-    if not ids or matrix.shape[1] != query_embedding.shape[0]:
-        return {}  # none stored yet, or all by another model
+    loaded = store.embeddings(int(query_embedding.shape[0]))
+    if loaded is None:
+        return {}  # none stored yet, or only by another model
+    ids, matrix = loaded
     return {i: float(s) for i, s in zip(ids, matrix @ query_embedding, strict=True)}
 
 

@@ -327,17 +327,22 @@ class FactStore:
         bank: _algebra.Bank = self._cached("bank", _vectors.load_bank)
         return bank
 
-    def embeddings(self) -> tuple[list[int], Any]:
-        """Fact ids and their stored unit embeddings (rows of a float32 matrix)."""
-        loaded: tuple[list[int], Any] = self._cached("embedding", _vectors.load_embeddings)
-        return loaded
+    def embeddings(self, dimensions: int) -> tuple[list[int], Any] | None:
+        """The ids and stored unit embeddings (float32 rows) of the facts embedded with
+        ``dimensions`` numbers; None when there is none."""
+        loaded: dict[int, tuple[list[int], Any]] = self._cached(
+            "embedding", _vectors.load_embeddings
+        )
+        return loaded.get(dimensions)
 
-    def missing_embeddings(self, limit: int) -> list[tuple[int, str]]:
-        """``(id, content)`` of up to ``limit`` facts stored without an embedding, newest first."""
+    def missing_embeddings(self, limit: int, dimensions: int | None) -> list[tuple[int, str]]:
+        """``(id, content)`` of up to ``limit`` facts stored without an embedding (or, with
+        ``dimensions``, with one of another size: another model's), newest first."""
+        other_size = "OR length(embedding) != ?" if dimensions else "AND ? IS NULL"
         rows = self.query(
-            "SELECT id, content FROM facts WHERE embedding IS NULL"
+            f"SELECT id, content FROM facts WHERE embedding IS NULL {other_size}"
             " ORDER BY updated_at DESC, id DESC LIMIT ?",
-            (limit,),
+            (4 * dimensions if dimensions else None, limit),
         )
         return [(int(i), str(c)) for i, c in rows]
 

@@ -94,19 +94,22 @@ def embedding_bytes(vector: list[float]) -> bytes:
     return bytes(array.astype(EMBEDDING_DTYPE).tobytes())
 
 
-def load_embeddings(db: sqlite3.Connection) -> tuple[list[int], Any]:
-    """Fact ids and their unit embeddings as rows (only those of the most common size)."""
+def load_embeddings(db: sqlite3.Connection) -> dict[int, tuple[list[int], Any]]:
+    """Stored unit embeddings by their size: dimensions → (fact ids, rows of a float32 matrix).
+
+    Facts embedded by another model (of another size) are kept apart, never compared.
+    """
     np: Any = _hrr._np()
-    rows = [
-        (int(i), bytes(b))
-        for i, b in db.execute("SELECT id, embedding FROM facts WHERE length(embedding) > 0")
-    ]
-    if not rows:
-        return [], np.zeros((0, 0), dtype=np.float32)
-    sizes: dict[int, int] = {}
-    for _, blob in rows:
-        sizes[len(blob)] = sizes.get(len(blob), 0) + 1
-    size = max(sizes, key=lambda s: sizes[s])
-    kept = [(i, b) for i, b in rows if len(b) == size]
-    matrix = np.vstack([np.frombuffer(b, dtype=EMBEDDING_DTYPE) for _, b in kept])
-    return [i for i, _ in kept], matrix.astype(np.float32)
+    by_size: dict[int, list[tuple[int, bytes]]] = {}
+    for fact_id, blob in db.execute("SELECT id, embedding FROM facts WHERE length(embedding) > 0"):
+        data = bytes(blob)
+        by_size.setdefault(len(data) // 4, []).append((int(fact_id), data))
+    return {
+        size: (
+            [i for i, _ in rows],
+            np.vstack([np.frombuffer(b, dtype=EMBEDDING_DTYPE) for _, b in rows]).astype(
+                np.float32
+            ),
+        )
+        for size, rows in by_size.items()
+    }
