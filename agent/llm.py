@@ -29,6 +29,7 @@ from agent.errors import LLMError, LLMRequestError, LLMUnavailable
 from agent.llm_stream import error_message, stream_chunks
 from agent.messages import AssistantMessage, ChatMessage
 from agent.settings import LLMSettings
+from memory.embeddings import EmbeddingsError, EmbeddingsUnsupported
 
 logger = logging.getLogger(__name__)
 
@@ -349,6 +350,65 @@ def _retry_after(response: Any, now: float | None = None) -> float | None:
     if seconds is None or seconds != seconds or seconds < 0:
         return None
     return min(seconds, BACKOFF_MAX_SECONDS)
+
+
+UNSUPPORTED_STATUSES = frozenset({400, 404, 405, 422, 501})
+"""Answers to ``/v1/embeddings`` that mean the endpoint (or model) has no embeddings."""
+
+
+_NO_EMBEDDINGS: dict[tuple[str | None, str], str] = {}
+"""(base URL, model) → why that endpoint gives no embeddings, as learnt by this process."""
+
+
+class LLMEmbeddings:
+    """``/v1/embeddings`` of the chat endpoint (same base URL and key): a memory Embedder.
+
+    The first answer that says the endpoint has no embeddings for a model is
+    logged once per process (INFO) and remembered: later calls, from any
+    instance, raise :class:`EmbeddingsUnsupported` without asking.
+    """
+
+    def __init__(self, settings: LLMSettings, *, timeout_seconds: float = 10.0) -> None:
+        key = settings.api_key.get_secret_value() if settings.api_key else PLACEHOLDER_API_KEY
+        self._base_url = settings.base_url
+        self._client = openai.OpenAI(
+            api_key=key or PLACEHOLDER_API_KEY,
+            base_url=settings.base_url,
+            timeout=min(timeout_seconds, settings.timeout_seconds),
+            max_retries=1,
+        )
+
+    def embed(self, texts: Sequence[str], *, model: str) -> list[list[float]]:
+        known = _NO_EMBEDDINGS.get((self._base_url, model))
+        if known is not None:
+            raise EmbeddingsUnsupported(known)
+        try:
+            response = self._client.embeddings.create(
+                model=model, input=list(texts), encoding_format="float"
+            )
+            rows = sorted(response.data, key=lambda d: d.index)
+            vectors = [[float(v) for v in row.embedding] for row in rows]
+        except openai.APIStatusError as exc:
+            if exc.status_code in UNSUPPORTED_STATUSES:
+                why = f"HTTP {exc.status_code} for model {model!r}"
+                if _NO_EMBEDDINGS.setdefault((self._base_url, model), why) == why:
+                    logger.info(
+                        "the LLM endpoint gives no embeddings (%s); memory recall goes on "
+                        "without them",
+                        why,
+                    )
+                raise EmbeddingsUnsupported(why) from exc
+            raise EmbeddingsError(f"HTTP {exc.status_code}") from exc
+        except (openai.APIError, OSError) as exc:
+            raise EmbeddingsError(type(exc).__name__) from exc
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise EmbeddingsError("the endpoint's answer is not a list of embeddings") from exc
+        if len(vectors) != len(texts) or len({len(v) for v in vectors}) > 1:
+            raise EmbeddingsError("the endpoint answered with the wrong number of embeddings")
+        return vectors
+
+    def close(self) -> None:
+        self._client.close()
 
 
 def parse_arguments(raw: str) -> dict[str, Any]:

@@ -115,8 +115,17 @@ def _shutdown(r: Figures) -> Verdict:
 
 
 def _holographic(r: Figures) -> Verdict:
-    modes = {m: r[m] for m in ("hrr", "plain") if r.get(m)}
+    modes = {m: r[m] for m in ("hrr join", "plain join") if r.get(m)}
     text = ", ".join(f"{m} p@1 {f['precision_at_1']:.2f}" for m, f in modes.items())
+    embedded = r.get("hrr join emb")
+    if embedded:
+        text += (
+            f"; with embeddings p@1 {embedded['precision_at_1']:.2f}, synonyms "
+            f"{embedded['synonyms_precision_at_1']:.2f}"
+        )
+    unbound = r.get("hrr unbind")
+    if unbound:
+        text += f"; probe exact {unbound['probe']['exact']:.2f} by unbinding"
     text += f" ({r['facts']} facts / {r['queries']} queries)"
     met = bool(modes) and all(f["precision_at_1"] >= 0.8 for f in modes.values())
     return text, "p@1 ≥ 0.8 (tests/plugins/test_holographic_ranking.py)", met

@@ -14,6 +14,8 @@ Exception tree::
     ├── BackupError                 memory.backup: a backup cannot be made or restored
     ├── DumpError                   memory.backup_pg: the PostgreSQL tables of a backup
     │                               cannot be read, archived or loaded
+    ├── EmbeddingsError             the LLM endpoint gave no embeddings for this call
+    │   └── EmbeddingsUnsupported   it has no /v1/embeddings at all (asked once per process)
     └── DatabaseError               the shared database (SQLite or PostgreSQL) failed a statement
         ├── DatabaseUnavailable     it cannot be opened or reached (no connection in time)
         │   └── DatabaseFull        its disk is full (SQLITE_FULL, ENOSPC, PostgreSQL's 53100)
@@ -85,3 +87,11 @@ class DatabaseLocked(DatabaseError):
 
 class DatabaseIntegrityError(DatabaseError):
     """A statement would violate a constraint (unique, check, foreign key, not null)."""
+
+
+class EmbeddingsError(MemoryLayerError):
+    """The LLM endpoint gave no embeddings for this call (unreachable, refused, malformed)."""
+
+
+class EmbeddingsUnsupported(EmbeddingsError):
+    """The LLM endpoint offers no ``/v1/embeddings`` (or not the model asked for)."""

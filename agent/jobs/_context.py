@@ -19,6 +19,8 @@ from pathlib import Path
 from agent.context import AgentConfig
 from agent.jobs._loop import JobLoop
 from agent.jobs._provider_source import ProviderSource, build_manager
+from agent.llm import LLMEmbeddings
+from agent.settings import LLMSettings
 from agent.shared_writes import SharedWriteGate, WriteAudit
 from memory.database import Location
 from memory.jobs import JobState
@@ -56,6 +58,9 @@ class JobContext:
     _managers: OrderedDict[tuple[str, str], MemoryManager | None] = field(
         default_factory=OrderedDict, init=False, repr=False
     )
+    _embedder: tuple[LLMSettings, LLMEmbeddings] | None = field(
+        default=None, init=False, repr=False
+    )
 
     @property
     def paths(self) -> ChorusPaths:
@@ -75,6 +80,7 @@ class JobContext:
             self._loop = None
             self._memory_files = None
             self._managers = OrderedDict()
+            self._embedder = None
 
     @property
     def db(self) -> SessionDB:
@@ -119,6 +125,16 @@ class JobContext:
         self.config = config
         self.handoff = handoff
         self.is_admin = is_admin
+
+    @property
+    def embedder(self) -> LLMEmbeddings:
+        """The LLM endpoint's ``/v1/embeddings`` for providers (per process and settings)."""
+        self._ensure_process()
+        if self._embedder is None or self._embedder[0] != self.config.llm:
+            if self._embedder is not None:
+                self._embedder[1].close()  # the settings changed (a reload)
+            self._embedder = (self.config.llm, LLMEmbeddings(self.config.llm))
+        return self._embedder[1]
 
     def shared_write_gate(self, session_id: str, user_key: UserKey) -> SharedWriteGate:
         return SharedWriteGate(
@@ -171,6 +187,7 @@ class JobContext:
             thread_id=record.thread_id,
             is_direct=record.is_direct,
             parent_session_id=record.parent_session_id,
+            embedder=self.embedder,
         )
         self._managers[key] = manager
         while len(self._managers) > self.max_cached_managers:
@@ -204,7 +221,10 @@ class JobContext:
             self._health.close()
         if self._memory_files is not None:
             self._memory_files.close()
+        if self._embedder is not None:
+            self._embedder[1].close()
         self._memory_files = None
+        self._embedder = None
         self._db = None
         self._state = None
         self._staging = None

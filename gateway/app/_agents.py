@@ -9,7 +9,7 @@ from collections.abc import Callable
 from agent.agent import Agent
 from agent.context import SessionContext
 from agent.jobs import JobScheduler, ProviderSource, build_manager
-from agent.llm import LLMClient
+from agent.llm import LLMClient, LLMEmbeddings
 from agent.shared_writes import SharedWriteGate, WriteAudit
 from agent.tools.registry import ToolRegistry
 from gateway.access import admin_checker
@@ -68,6 +68,7 @@ class AgentFactory:
         self.audit = audit
         self._admins: tuple[list[str], Callable[[str], bool]] | None = None
         self._memory_files: PostgresMemoryFiles | None = None
+        self._embedder: LLMEmbeddings | None = None
 
     @property
     def settings(self) -> Settings:
@@ -103,6 +104,13 @@ class AgentFactory:
             self._memory_files = memory_files_for(where, self.paths.memories_dir)
         return self._memory_files
 
+    @property
+    def embedder(self) -> LLMEmbeddings:
+        """The chat endpoint's ``/v1/embeddings`` for providers (one per process, made on use)."""
+        if self._embedder is None:
+            self._embedder = LLMEmbeddings(self.llm.settings)
+        return self._embedder
+
     def manager_for(self, session: SessionContext, store: MemoryStore) -> MemoryManager | None:
         """The session's MemoryManager (built-in + external provider), if one is configured."""
         if self.provider is None:
@@ -119,6 +127,7 @@ class AgentFactory:
             thread_id=session.thread_id,
             is_direct=session.is_direct,
             parent_session_id=session.parent_session_id,
+            embedder=self.embedder,
         )
 
     def agent_for(self, session: SessionContext, *, handoff_summary: str | None = None) -> Agent:

@@ -116,6 +116,9 @@ class MemoryProvider(ABC):
         * ``is_direct`` (``bool | None``): a one-to-one chat (None: not known);
         * ``parent_session_id`` (``str | None``): the session this one follows.
 
+        and, from the gateway and its workers, ``embedder``
+        (:class:`~memory.embeddings.Embedder`): the LLM endpoint's ``/v1/embeddings``.
+
         In a group session several people share (``sessions.scope: chat``),
         ``user_key`` is the chat's own key (``platform#chat:id``) and the
         per-turn calls but recall and tools say who is talking with ``speaker``.

@@ -40,6 +40,14 @@ def config_fields(provider: MemoryProvider) -> list[dict[str, Any]]:
     return [f for f in schema if isinstance(f, dict) and isinstance(f.get("key"), str)]
 
 
+def _yaml_word(value: bool, choices: Any) -> str:
+    """The choice a YAML boolean was written as: YAML reads a bare ``off``/``on``
+    (``no``/``yes``) as false/true, so ``embeddings: off`` arrives as ``False``."""
+    words = ("on", "yes", "true") if value else ("off", "no", "false")
+    listed = choices if isinstance(choices, list) else []
+    return next((w for w in words if w in listed), str(value).lower())
+
+
 def coerce(field: Mapping[str, Any], value: Any, where: str) -> Any:
     """``value`` as the type of the field's default (bool, int, float, str), choices checked."""
     default = field.get("default")
@@ -53,6 +61,8 @@ def coerce(field: Mapping[str, Any], value: Any, where: str) -> Any:
             value = int(value)
         elif isinstance(default, float):
             value = float(value)
+        elif isinstance(default, str) and isinstance(value, bool):
+            value = _yaml_word(value, field.get("choices"))
         elif isinstance(default, str) and not isinstance(value, str):
             value = str(value)
     except (TypeError, ValueError):

@@ -15,8 +15,9 @@ and failing that the server answers with ``default_reply``.
         client = openai.OpenAI(base_url=server.base_url, api_key="test")
 
 ``POST /v1/embeddings`` answers every input with a deterministic vector
-(:func:`embed_text`: a hashed bag of words, L2-normalised), so texts that share
-words are close; its size is the request's ``dimensions`` or
+(:func:`embed_text`: a hashed bag of words, L2-normalised, with the words of
+``synonyms`` counted as the word they stand for), so texts that share words,
+or words a test declared synonyms, are close; its size is the request's ``dimensions`` or
 ``embedding_dimensions`` (1536, like ``text-embedding-3-small``), and it honours
 ``encoding_format`` (``float`` or ``base64``). ``embedding_error`` queues
 failures for the embeddings route alone.
@@ -257,19 +258,25 @@ EMBEDDING_STOPWORDS = frozenset(_STOPWORDS.split())
 """Words :func:`embed_text` ignores, so a question and the fact it asks about are close."""
 
 
-def embedding_tokens(text: str) -> list[str]:
-    """The words of ``text`` that :func:`embed_text` counts: lower-cased, a plural ``s`` cut."""
+def embedding_tokens(text: str, synonyms: dict[str, str] | None = None) -> list[str]:
+    """The words of ``text`` that :func:`embed_text` counts: lower-cased, a plural ``s`` cut,
+    then each replaced by its entry in ``synonyms`` (word → the word it stands for)."""
     words = re.findall(r"[a-z0-9]+", text.lower())
     stems = [
         w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in words
     ]
-    return [w for w in stems if w not in EMBEDDING_STOPWORDS]
+    table = synonyms or {}
+    return [table.get(w, w) for w in stems if w not in EMBEDDING_STOPWORDS]
 
 
-def embed_text(text: str, dimensions: int) -> list[float]:
-    """A deterministic unit vector for ``text``: each word adds ±1 at a hashed position."""
+def embed_text(text: str, dimensions: int, synonyms: dict[str, str] | None = None) -> list[float]:
+    """A deterministic unit vector for ``text``: each word adds ±1 at a hashed position.
+
+    Words that ``synonyms`` maps to the same word land on the same position, so
+    a test decides which words mean the same thing.
+    """
     vector = [0.0] * dimensions
-    for token in embedding_tokens(text):
+    for token in embedding_tokens(text, synonyms):
         digest = hashlib.sha256(token.encode("utf-8")).digest()
         index = int.from_bytes(digest[:4], "big") % dimensions
         vector[index] += 1.0 if digest[4] & 1 else -1.0
@@ -328,6 +335,12 @@ class FakeOpenAI(LoopThread):
         self.embedding_requests: list[dict[str, Any]] = []
         #: vector size when a request names no ``dimensions``
         self.embedding_dimensions = 1536
+        #: word → the word it means, for :func:`embed_text` (set by a test)
+        self.synonyms: dict[str, str] = {}
+        #: False: ``/v1/embeddings`` answers 404 like an endpoint that has no such route
+        self.offers_embeddings = True
+        #: requests to ``/v1/embeddings``, answered or not
+        self.embedding_calls = 0
         self.in_flight = 0
         self.in_flight_max = 0
         self.connections: list[tuple[str, int]] = []
@@ -525,6 +538,10 @@ class FakeOpenAI(LoopThread):
         return web.json_response({"object": "list", "data": [model]}, headers=self._headers())
 
     async def _embeddings(self, request: web.Request) -> web.Response:
+        with self._lock:
+            self.embedding_calls += 1
+        if not self.offers_embeddings:
+            return await self._not_found(request)
         denied = self._check_auth(request)
         if denied is not None:
             return denied
@@ -561,7 +578,9 @@ class FakeOpenAI(LoopThread):
             {
                 "object": "embedding",
                 "index": index,
-                "embedding": _encode_embedding(embed_text(text, dimensions), encoding_format),
+                "embedding": _encode_embedding(
+                    embed_text(text, dimensions, self.synonyms), encoding_format
+                ),
             }
             for index, text in enumerate(texts)
         ]

@@ -106,6 +106,65 @@ UNRELATED_QUERIES: list[str] = [
 ]
 """Queries no fact answers: prefetch should recall nothing for most of them."""
 
+SYNONYM_QUERIES: list[tuple[str, str]] = [
+    ("who is my boss", "manager"),
+    ("how far do I jog on weekends", "running"),
+    ("which movie do I love most", "film"),
+    ("what is my spouse's diet", "partner_diet"),
+    ("what brew do I drink at dawn", "coffee"),
+    ("what automobile do I own", "car"),
+    ("when do we ship the payments system", "billing_deploy"),
+    ("when does my travel document run out", "passport"),
+    ("what computer do I use at my job", "laptop"),
+    ("which nuts make me sick", "my_allergy"),
+    ("what do I do on the keyboard instrument", "piano"),
+    ("which tongue am I studying", "japanese"),
+]
+"""Questions that share no content word with their fact: a synonym or a
+description stands for it ("boss" for "manager", "automobile" for "Honda
+Civic"). Lexical scorers are expected to miss most; embeddings should not."""
+
+STRUCTURE_FACTS: dict[str, str] = {
+    "trip_tokyo": "Anna and Tom fly to Tokyo in May.",
+    "leeds": "Sam and Priya went to university together in Leeds.",
+    "gig_berlin": "Tom and The Lanterns play in Berlin on Friday.",
+    "flat_lisbon": "Anna bought a flat in Lisbon near the river.",
+    "walks": "Sam walks Biscuit every evening.",
+    "review": "Priya asked Tom to review the quarterly report.",
+    "album": "The Lanterns recorded their first album in Lisbon.",
+    "dog_sitting": "Biscuit stays with Anna when Sam travels.",
+    "lunch": "lunch with anna on friday",
+}
+"""Facts that tie several entities together, stored beside :data:`FACTS` for the
+probe and reason cases (a mention without a capital, ``lunch``, is linked to no
+entity and is still about Anna)."""
+
+PROBES: list[tuple[str, set[str]]] = [
+    ("Anna", {"sister", "anna_job", "trip_tokyo", "flat_lisbon", "dog_sitting", "lunch"}),
+    ("Tom", {"brother", "band", "trip_tokyo", "gig_berlin", "review"}),
+    ("Sam", {"partner_diet", "birthday", "leeds", "walks", "dog_sitting"}),
+    ("Biscuit", {"dog", "dog_allergy", "walks", "dog_sitting"}),
+    ("Priya", {"manager", "report", "leeds", "review"}),
+    ("Lisbon", {"sister", "flat_lisbon", "album"}),
+    ("Berlin", {"brother", "gig_berlin"}),
+    ("The Lanterns", {"band", "gig_berlin", "album"}),
+    ("Tom's", {"brother", "band", "trip_tokyo", "gig_berlin", "review"}),
+    ("honda", {"car"}),
+]
+"""``(entity as a user would name it, the keys of every fact about it)``."""
+
+REASONS: list[tuple[list[str], set[str]]] = [
+    (["Anna", "Tom"], {"trip_tokyo"}),
+    (["Tom", "Berlin"], {"brother", "gig_berlin"}),
+    (["Sam", "Biscuit"], {"walks", "dog_sitting"}),
+    (["Anna", "Lisbon"], {"sister", "flat_lisbon"}),
+    (["Priya", "Tom"], {"review"}),
+    (["Lanterns", "Lisbon"], {"album"}),
+    (["Anna", "Sam", "Biscuit"], {"dog_sitting"}),
+    (["Priya", "Sam", "Leeds"], {"leeds"}),
+]
+"""``(entities, the keys of the facts that tie all of them together)``."""
+
 
 @dataclass(frozen=True)
 class Recall:
@@ -117,6 +176,8 @@ class Recall:
     ms_per_query: float
     misses: list[tuple[str, str, str]]
     """``(query, wanted fact key, fact key ranked first or "")`` for each query missed."""
+    in_top_5: float = 0.0
+    """Share of the queries whose fact is among the first five results."""
 
 
 def open_provider(home: Path, user_key: str = "telegram:1", **options: Any) -> HolographicProvider:
@@ -148,12 +209,16 @@ def load_facts(provider: HolographicProvider) -> dict[int, str]:
     }
 
 
-def evaluate(provider: HolographicProvider, ids: dict[int, str]) -> Recall:
-    """Run every query of :data:`QUERIES` through ``fact_store`` search."""
+def evaluate(
+    provider: HolographicProvider,
+    ids: dict[int, str],
+    queries: list[tuple[str, str]] | None = None,
+) -> Recall:
+    """Run every query of ``queries`` (default :data:`QUERIES`) through ``fact_store`` search."""
     ranks: list[int] = []
     misses: list[tuple[str, str, str]] = []
     start = time.perf_counter()
-    for query, wanted in QUERIES:
+    for query, wanted in QUERIES if queries is None else queries:
         found = [
             ids[f["id"]] for f in tool(provider, action="search", query=query, limit=50)["facts"]
         ]
@@ -167,4 +232,66 @@ def evaluate(provider: HolographicProvider, ids: dict[int, str]) -> Recall:
         mean_rank=sum(ranks) / len(ranks),
         ms_per_query=elapsed * 1000 / len(ranks),
         misses=misses,
+        in_top_5=sum(r <= 5 for r in ranks) / len(ranks),
     )
+
+
+@dataclass(frozen=True)
+class SetQuality:
+    """How well probe or reason answered their labelled cases (sets of facts)."""
+
+    precision: float
+    """Share of the facts returned that are right (micro-averaged over the cases)."""
+    recall: float
+    """Share of the right facts that were returned."""
+    exact: float
+    """Share of the cases answered with exactly the right facts."""
+    ms_per_query: float
+    wrong: list[tuple[str, list[str], list[str]]]
+    """``(case, missing keys, extra keys)`` of each case not answered exactly."""
+
+
+def load_structure(provider: HolographicProvider) -> dict[int, str]:
+    """Store :data:`FACTS` and :data:`STRUCTURE_FACTS`; fact id → fact key."""
+    ids = load_facts(provider)
+    for key, text in STRUCTURE_FACTS.items():
+        ids[tool(provider, action="add", content=text)["fact_id"]] = key
+    return ids
+
+
+def _quality(answers: list[tuple[str, set[str], set[str]]], elapsed: float) -> SetQuality:
+    returned = sum(len(got) for _, _, got in answers)
+    right = sum(len(got & wanted) for _, wanted, got in answers)
+    wanted_total = sum(len(wanted) for _, wanted, _ in answers)
+    return SetQuality(
+        precision=right / returned if returned else 0.0,
+        recall=right / wanted_total if wanted_total else 0.0,
+        exact=sum(got == wanted for _, wanted, got in answers) / len(answers),
+        ms_per_query=elapsed * 1000 / len(answers),
+        wrong=[
+            (case, sorted(wanted - got), sorted(got - wanted))
+            for case, wanted, got in answers
+            if got != wanted
+        ],
+    )
+
+
+def evaluate_probes(provider: HolographicProvider, ids: dict[int, str]) -> SetQuality:
+    """Run every case of :data:`PROBES` through ``fact_store`` probe."""
+    answers = []
+    start = time.perf_counter()
+    for name, wanted in PROBES:
+        found = tool(provider, action="probe", entity=name, limit=50)["facts"]
+        answers.append((name, wanted, {ids[f["id"]] for f in found}))
+    return _quality(answers, time.perf_counter() - start)
+
+
+def evaluate_reasons(provider: HolographicProvider, ids: dict[int, str]) -> SetQuality:
+    """Run every case of :data:`REASONS` through ``fact_store`` reason (all must match)."""
+    answers = []
+    start = time.perf_counter()
+    for names, wanted in REASONS:
+        result = tool(provider, action="reason", entities=names, limit=50)
+        got = {ids[f["id"]] for f in result["facts"]} if result["all_matched"] else set()
+        answers.append((" + ".join(names), wanted, got))
+    return _quality(answers, time.perf_counter() - start)

@@ -422,6 +422,21 @@ def test_on_memory_write_mirrors_the_memory_tool(provider: HolographicProvider) 
     ]
 
 
+def test_a_replace_picks_the_old_fact_in_its_own_target(provider: HolographicProvider) -> None:
+    """The built-in ``old_text`` is unique within its target; another target may hold it too."""
+    provider.on_memory_write("add", "memory", "The deploy host is build-02.")
+    provider.on_memory_write("add", "user", "User deploys to build-02 every day.")
+    provider.on_memory_write(
+        "replace", "memory", "The deploy host is build-03.", {"old_text": "build-02"}
+    )
+    assert sorted(contents(provider)) == [
+        "The deploy host is build-03.",
+        "User deploys to build-02 every day.",
+    ]
+    provider.on_memory_write("remove", "user", "build-02")
+    assert contents(provider) == ["The deploy host is build-03."]
+
+
 def test_undo_forgets_what_only_the_withdrawn_turn_taught(provider: HolographicProvider) -> None:
     provider.sync_turn("I love jazz.", "ok")
     provider.sync_turn("I prefer tea over coffee. I love jazz.", "ok")
@@ -467,14 +482,38 @@ def test_prefetch_ignores_fenced_text_in_the_query(provider: HolographicProvider
 
 def test_config_schema_and_save(provider: HolographicProvider, home: Path) -> None:
     schema = {f["key"]: f for f in provider.get_config_schema()}
-    assert set(schema) == {"hrr", "prefetch_limit"}
+    assert set(schema) == {
+        "hrr",
+        "prefetch_limit",
+        "probe_mode",
+        "embeddings",
+        "embedding_model",
+    }
     assert (schema["hrr"]["default"], schema["prefetch_limit"]["default"]) == (True, 5)
+    assert (schema["probe_mode"]["default"], schema["probe_mode"]["choices"]) == (
+        "join",
+        ["join", "unbind"],
+    )
+    assert (schema["embeddings"]["default"], schema["embeddings"]["choices"]) == (
+        "auto",
+        ["auto", "off"],
+    )
     assert not any(f.get("secret") for f in schema.values())
     provider.save_config({"prefetch_limit": 1}, home)
     path = home / "providers" / "holographic" / "config.json"
-    assert json.loads(path.read_text()) == {"hrr": True, "prefetch_limit": 1}
-    provider.save_config({"hrr": False}, home)
-    assert json.loads(path.read_text()) == {"hrr": False, "prefetch_limit": 1}
+    rest = {
+        "probe_mode": schema["probe_mode"]["default"],
+        "embeddings": "auto",
+        "embedding_model": "text-embedding-3-small",
+    }
+    assert json.loads(path.read_text()) == {"hrr": True, "prefetch_limit": 1, **rest}
+    provider.save_config({"hrr": False, "embeddings": "off"}, home)
+    assert json.loads(path.read_text()) == {
+        "hrr": False,
+        "prefetch_limit": 1,
+        **rest,
+        "embeddings": "off",
+    }
     assert path.stat().st_mode & 0o077 == 0
 
 

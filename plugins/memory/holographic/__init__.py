@@ -5,7 +5,10 @@ vectors) under ``CHORUS_HOME/providers/holographic/``; nothing leaves the
 machine. The model gets two tools, ``fact_store`` and ``fact_feedback``.
 Recall ranks facts by a hybrid of FTS5 bm25, term overlap, entity overlap and
 trust, plus the cosine of holographic reduced representations when numpy is
-installed (``pip install 'chorus[holographic]'``) and ``hrr`` is on.
+installed (``pip install 'chorus[holographic]'``) and ``hrr`` is on, and the
+cosine of the LLM endpoint's embeddings when it offers them (``embeddings``).
+probe, related and reason use SQL joins over the entity links, or unbind the
+facts' role–filler bindings (``probe_mode: unbind``, see :mod:`._algebra`).
 """
 
 from __future__ import annotations

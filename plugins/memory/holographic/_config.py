@@ -2,7 +2,17 @@
 ``initialize`` as ``config``), else ``CHORUS_HOME/providers/holographic/config.json``.
 
 ``hrr`` (bool, default true) turns the HRR score on when numpy is importable;
-``prefetch_limit`` (int 1..20, default 5) is how many facts prefetch recalls.
+``prefetch_limit`` (int 1..20, default 5) is how many facts prefetch recalls;
+``probe_mode`` (``join`` or ``unbind``, default ``join``) is how ``probe``,
+``related`` and ``reason`` find an entity's facts: by SQL joins over the
+entity links, or by unbinding the facts' role–filler bank (needs ``hrr`` and
+numpy; ``join`` is used without them). Both give the same answers on the
+labelled set of ``bench/holographic_recall.py`` and at 1,000 facts, and the
+joins are several times faster, so they are the default. ``embeddings``
+(``auto`` or ``off``, default ``auto``) adds the LLM endpoint's
+``/v1/embeddings`` of facts and queries as one more recall signal when the
+endpoint offers it (``embedding_model``, default ``text-embedding-3-small``,
+names the model).
 A missing file means the defaults; an unreadable or malformed file, or a bad
 value, means the defaults for what is wrong and a WARNING that names the
 problem (never the file's content).
@@ -27,10 +37,17 @@ CONFIG_FILE = "config.json"
 MAX_PREFETCH_LIMIT = 20
 
 
+PROBE_MODES = ("join", "unbind")
+EMBEDDING_MODES = ("auto", "off")
+
+
 @dataclass(frozen=True)
 class Settings:
     hrr: bool = True
     prefetch_limit: int = 5
+    probe_mode: str = "join"
+    embeddings: str = "auto"
+    embedding_model: str = "text-embedding-3-small"
 
 
 DEFAULTS = Settings()
@@ -51,6 +68,32 @@ SCHEMA: list[dict[str, Any]] = [
         "secret": False,
         "required": False,
         "default": DEFAULTS.prefetch_limit,
+    },
+    {
+        "key": "probe_mode",
+        "description": "How probe, related and reason find an entity's facts: join (SQL "
+        "joins over the entity links) or unbind (the HRR algebra over the facts' "
+        "role-filler bindings; needs hrr)",
+        "secret": False,
+        "required": False,
+        "default": DEFAULTS.probe_mode,
+        "choices": list(PROBE_MODES),
+    },
+    {
+        "key": "embeddings",
+        "description": "auto: rank recall with the LLM endpoint's /v1/embeddings too when "
+        "it offers them; off: never call it",
+        "secret": False,
+        "required": False,
+        "default": DEFAULTS.embeddings,
+        "choices": list(EMBEDDING_MODES),
+    },
+    {
+        "key": "embedding_model",
+        "description": "The embedding model to ask the LLM endpoint for",
+        "secret": False,
+        "required": False,
+        "default": DEFAULTS.embedding_model,
     },
 ]
 
@@ -79,6 +122,29 @@ def _limit(value: Any) -> int | None:
     return number if 1 <= number <= MAX_PREFETCH_LIMIT else None
 
 
+def _choice(values: dict[str, Any], key: str, choices: tuple[str, ...], source: str) -> str:
+    default = str(getattr(DEFAULTS, key))
+    if key not in values:
+        return default
+    value = values[key]
+    if isinstance(value, bool) and key == "embeddings":
+        value = "auto" if value else "off"  # YAML reads a bare off as false
+    if isinstance(value, str) and value.strip().lower() in choices:
+        return value.strip().lower()
+    logger.warning("%s: '%s' must be one of %s; using %s", source, key, "|".join(choices), default)
+    return default
+
+
+def _model(values: dict[str, Any], source: str) -> str:
+    value = values.get("embedding_model", DEFAULTS.embedding_model)
+    if isinstance(value, str) and value.strip() and len(value) <= 200:
+        return value.strip()
+    logger.warning(
+        "%s: 'embedding_model' must be a model name; using %s", source, DEFAULTS.embedding_model
+    )
+    return DEFAULTS.embedding_model
+
+
 def parse(values: dict[str, Any], *, source: str) -> Settings:
     """Settings from ``values``; a bad value falls back to its default with a WARNING."""
     hrr, limit = DEFAULTS.hrr, DEFAULTS.prefetch_limit
@@ -99,7 +165,13 @@ def parse(values: dict[str, Any], *, source: str) -> Settings:
             )
         else:
             limit = parsed_limit
-    return Settings(hrr=hrr, prefetch_limit=limit)
+    return Settings(
+        hrr=hrr,
+        prefetch_limit=limit,
+        probe_mode=_choice(values, "probe_mode", PROBE_MODES, source),
+        embeddings=_choice(values, "embeddings", EMBEDDING_MODES, source),
+        embedding_model=_model(values, source),
+    )
 
 
 def load(chorus_home: Path) -> Settings:
@@ -131,7 +203,7 @@ def save(values: dict[str, Any], chorus_home: Path) -> Settings:
     merged = {**asdict(load(chorus_home)), **values}
     settings = parse(merged, source="holographic settings")
     path = config_path(chorus_home)
-    data = {"hrr": settings.hrr, "prefetch_limit": settings.prefetch_limit}
+    data = asdict(settings)
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".config.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

@@ -68,17 +68,22 @@ def _ranked(facts: list[Fact], limit: int) -> list[Fact]:
     return sorted(facts, key=lambda f: (-f.trust, -f.updated_at, -f.id))[:limit]
 
 
+def phrase_matches(store: FactStore, name: str) -> set[int]:
+    """The facts whose text names ``name`` as a phrase (linked to it or not)."""
+    phrase = " ".join(words(name))
+    if not phrase:
+        return set()
+    rows = store.query(
+        "SELECT rowid FROM facts_fts WHERE facts_fts MATCH ? LIMIT 200",
+        ('content : "' + phrase.replace('"', '""') + '"',),
+    )
+    return {int(r[0]) for r in rows}
+
+
 def probe(store: FactStore, name: str, limit: int) -> tuple[list[str], list[Fact]]:
     """Every fact about ``name``: linked to its entity, or naming it as a phrase in its text."""
     entities = resolve(store, name)
-    ids = set(_linked(store, [i for i, _ in entities]))
-    phrase = " ".join(words(name))
-    if phrase:
-        rows = store.query(
-            "SELECT rowid FROM facts_fts WHERE facts_fts MATCH ? LIMIT 200",
-            ('content : "' + phrase.replace('"', '""') + '"',),
-        )
-        ids |= {int(r[0]) for r in rows}
+    ids = set(_linked(store, [i for i, _ in entities])) | phrase_matches(store, name)
     return [d for _, d in entities], _ranked(store.facts(sorted(ids)), limit)
 
 

@@ -29,6 +29,7 @@ from memory.providers import MemoryProvider, provider_dir, strip_memory_context
 from memory.store import scan_memory_content
 
 from . import _config, _extract, _hrr, _search
+from ._embed import Embeddings
 from ._fact import Fact, StoreError
 from ._schema import fts5_available
 from ._store import FactStore
@@ -37,6 +38,7 @@ from ._tools import (
     FACT_FEEDBACK_SCHEMA,
     FACT_STORE,
     FACT_STORE_SCHEMA,
+    Options,
     ToolError,
     run_fact_feedback,
     run_fact_store,
@@ -61,14 +63,22 @@ def _error(message: str) -> str:
 class HolographicProvider(MemoryProvider):
     """Local fact memory with entity links, trust, and hybrid (FTS5 + HRR) recall.
 
-    ``hrr`` and ``prefetch_limit`` override the saved settings when given.
+    ``hrr``, ``prefetch_limit`` and ``probe_mode`` override the saved settings when given.
     """
 
     local_state = "its facts (facts.db)"
 
-    def __init__(self, *, hrr: bool | None = None, prefetch_limit: int | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        hrr: bool | None = None,
+        prefetch_limit: int | None = None,
+        probe_mode: str | None = None,
+    ) -> None:
         self._hrr_override = hrr
         self._limit_override = prefetch_limit
+        self._probe_override = probe_mode
+        self._embeddings: Embeddings | None = None
         self._settings = _config.DEFAULTS
         self._home: Path | None = None
         self._user_key = ""
@@ -93,6 +103,25 @@ class HolographicProvider(MemoryProvider):
         return hrr and _hrr.numpy_available()
 
     @property
+    def unbind(self) -> bool:
+        """Whether probe, related and reason unbind the bank: ``probe_mode: unbind`` and HRR."""
+        mode = self._probe_override or self._settings.probe_mode
+        return mode == "unbind" and self.use_hrr
+
+    @property
+    def embeddings_active(self) -> bool:
+        """Whether the endpoint's embeddings are used (``auto``, an embedder, and it has them)."""
+        return self._embeddings is not None and self._embeddings.active
+
+    def _options(self) -> Options:
+        embeddings = self._embeddings if self.embeddings_active else None
+        return Options(use_hrr=self.use_hrr, unbind=self.unbind, embeddings=embeddings)
+
+    def _fill(self, store: FactStore) -> None:
+        if self._embeddings is not None and self._embeddings.active:
+            self._embeddings.fill(store)
+
+    @property
     def prefetch_limit(self) -> int:
         if self._limit_override is not None:
             return max(1, self._limit_override)
@@ -114,11 +143,21 @@ class HolographicProvider(MemoryProvider):
                 if isinstance(config, dict) and config
                 else _config.load(home)
             )
+            embedder = kwargs.get("embedder")
+            self._embeddings = (
+                Embeddings(embedder, self._settings.embedding_model)
+                if self._settings.embeddings == "auto"
+                and embedder is not None
+                and _hrr.numpy_available()
+                else None
+            )
         logger.debug(
-            "holographic provider ready for session %s (%s, hrr=%s)",
+            "holographic provider ready for session %s (%s, hrr=%s, unbind=%s, embeddings=%s)",
             session_id,
             self._context,
             self.use_hrr,
+            self.unbind,
+            self._embeddings is not None,
         )
 
     def _store(self, speaker: Any = None) -> FactStore:
@@ -149,7 +188,14 @@ class HolographicProvider(MemoryProvider):
         if not text:
             return ""
         store = self._store(speaker)
-        hits = _search.recall(store, text, limit=self.prefetch_limit, use_hrr=self.use_hrr)
+        embeddings = self._embeddings if self.embeddings_active else None
+        hits = _search.recall(
+            store,
+            text,
+            limit=self.prefetch_limit,
+            use_hrr=self.use_hrr,
+            query_embedding=None if embeddings is None else embeddings.query(text),
+        )
         logger.debug("holographic prefetch for %s: %d facts", loggable(text), len(hits))
         if not hits:
             return ""
@@ -164,6 +210,7 @@ class HolographicProvider(MemoryProvider):
         for sentence, category in _extract.extract(text):
             _, new = store.add(sentence, category)
             created += new
+        self._fill(store)  # the new facts, and any a failed call left without an embedding
         return created
 
     def sync_turn(
@@ -246,7 +293,7 @@ class HolographicProvider(MemoryProvider):
         if not text:
             return
         if action == "remove":
-            found = _picked(store, text)
+            found = _picked(store, text, category)
             if found is not None:
                 store.remove(found.id)
             return
@@ -255,13 +302,14 @@ class HolographicProvider(MemoryProvider):
         old = info.get("old_text")
         previous = None
         if action == "replace" and isinstance(old, str) and old.strip():
-            previous = _picked(store, strip_memory_context(old).strip())
+            previous = _picked(store, strip_memory_context(old).strip(), category)
         if previous is not None and store.find_by_content(text) is None:
             store.update(previous.id, text, category)
-            return
-        if previous is not None:
-            store.remove(previous.id)
-        store.add(text, category)
+        else:
+            if previous is not None:
+                store.remove(previous.id)
+            store.add(text, category)
+        self._fill(store)
 
     def on_turn_start(self, turn_number: int, message: str, **kwargs: Any) -> None:
         """Open the store this turn will use, so the first recall pays no start-up cost."""
@@ -278,7 +326,7 @@ class HolographicProvider(MemoryProvider):
         try:
             store = self._store(kwargs.get("speaker"))
             if tool_name == FACT_STORE:
-                result = run_fact_store(store, args, use_hrr=self.use_hrr)
+                result = run_fact_store(store, args, self._options())
             elif tool_name == FACT_FEEDBACK:
                 result = run_fact_feedback(store, args)
             else:
@@ -308,11 +356,15 @@ class HolographicProvider(MemoryProvider):
         _config.save(values, chorus_home)
 
 
-def _picked(store: FactStore, text: str) -> Fact | None:
+def _picked(store: FactStore, text: str, category: str) -> Fact | None:
     """The fact the tool's ``old_text`` picks: the one with that content, or else the one
-    mirrored fact that contains it (None when none or several do)."""
+    mirrored fact of the write's target (``category``) that contains it, or else the one
+    of either target (None when none or several do)."""
     fact = store.find_by_content(text)
     if fact is not None:
         return fact
-    found = store.find_containing(text, ("memory", "user"))
-    return found[0] if len(found) == 1 else None
+    for categories in ((category,), ("memory", "user")):
+        found = store.find_containing(text, categories)
+        if found:
+            return found[0] if len(found) == 1 else None
+    return None

@@ -3,7 +3,10 @@
 * ``facts``: one row per fact; ``norm`` (normalised content) is unique, so adding
   the same fact twice updates the row instead of making a second one. ``terms``
   holds the fact's search terms (:func:`~._text.terms`), ``hrr`` its stored
-  vector (NULL until encoded, or without numpy).
+  vector (NULL until encoded, or without numpy), ``binding`` its role–filler
+  binding (:mod:`._algebra`; NULL when it names no entity, or without numpy)
+  and ``embedding`` the endpoint's embedding of its content (float32; NULL
+  when embeddings are off or the endpoint did not give one).
 * ``entities`` and ``fact_entities``: who and what each fact mentions.
 * ``facts_fts``: an FTS5 index over ``content`` and ``terms``, kept in sync with
   ``facts`` by triggers; ``facts_vocab`` exposes its document frequencies.
@@ -17,7 +20,8 @@ from pathlib import Path
 
 from memory.tables import BUSY_TIMEOUT_MS, private_database
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""1: the first schema; 2: ``binding`` and ``embedding`` added to ``facts``."""
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS facts (
@@ -32,7 +36,9 @@ CREATE TABLE IF NOT EXISTS facts (
     retrieval_count INTEGER NOT NULL DEFAULT 0,
     helpful_count INTEGER NOT NULL DEFAULT 0,
     unhelpful_count INTEGER NOT NULL DEFAULT 0,
-    hrr BLOB
+    hrr BLOB,
+    binding BLOB,
+    embedding BLOB
 );
 CREATE INDEX IF NOT EXISTS facts_by_category ON facts (category, updated_at);
 CREATE INDEX IF NOT EXISTS facts_by_update ON facts (updated_at);
@@ -71,6 +77,26 @@ END;
 """
 
 
+_ADDED_COLUMNS = (("binding", "BLOB"), ("embedding", "BLOB"))
+"""Columns of ``facts`` a version-1 database lacks (added by ``ALTER TABLE``)."""
+
+
+def _add_missing_columns(connection: sqlite3.Connection) -> None:
+    """Bring an older ``facts`` table up to date (inside the opening transaction).
+
+    A database that has the columns but an older ``user_version`` was opened by
+    an older chorus since, which changes facts without them: their bindings and
+    embeddings are dropped, to be computed again.
+    """
+    version = int(connection.execute("PRAGMA user_version").fetchone()[0])
+    have = {str(row[1]) for row in connection.execute("PRAGMA table_info(facts)")}
+    for name, kind in _ADDED_COLUMNS:
+        if name not in have:
+            connection.execute(f"ALTER TABLE facts ADD COLUMN {name} {kind}")
+    if 0 < version < SCHEMA_VERSION and all(name in have for name, _ in _ADDED_COLUMNS):
+        connection.execute("UPDATE facts SET binding = NULL, embedding = NULL")
+
+
 @lru_cache(maxsize=1)
 def fts5_available() -> bool:
     """Whether this Python's sqlite3 has FTS5 (one in-memory probe per process)."""
@@ -98,7 +124,13 @@ def open_database(path: Path) -> sqlite3.Connection:
         connection.execute("PRAGMA journal_mode = WAL")
         connection.execute("PRAGMA synchronous = NORMAL")
         connection.execute("PRAGMA foreign_keys = ON")
-        connection.executescript(f"BEGIN IMMEDIATE;\n{_DDL}\nCOMMIT;")
+        connection.executescript(f"BEGIN IMMEDIATE;\n{_DDL}")
+        try:
+            _add_missing_columns(connection)
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        connection.execute("COMMIT")
         connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     except BaseException:
         connection.close()

@@ -9,9 +9,13 @@ the query's. Each candidate gets, all in 0..1:
   (rare words count more: "billing" beats "service");
 * ``jaccard``: shared terms over all terms of query and fact together;
 * ``entity``: the share of the query's entities the fact is linked to;
-* ``hrr``: the cosine of the query's and the fact's vectors (numpy and ``hrr`` on).
+* ``hrr``: the cosine of the query's and the fact's vectors (numpy and ``hrr`` on);
+* ``embedding``: the cosine of the query's and the fact's embeddings from the LLM
+  endpoint (when it gives them, see :mod:`._embed`), which finds synonyms and
+  paraphrases no shared word or trigram links.
 
-The score is their weighted sum (:data:`WEIGHTS_HRR` or :data:`WEIGHTS_PLAIN`)
+The score is their weighted sum (:data:`WEIGHTS_HRR` or :data:`WEIGHTS_PLAIN`,
+:data:`WEIGHTS_HRR_EMBEDDING` or :data:`WEIGHTS_PLAIN_EMBEDDING` with embeddings)
 times a trust factor from 0.8 (trust 0) to 1.2 (trust 1). ``relevance`` is the
 same sum without the ``bm25`` term, which is relative to the other candidates:
 it measures how well a fact answers the query on an absolute scale, and is what
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from . import _hrr
 from ._fact import Fact
@@ -37,6 +42,25 @@ HRR_MIN_COSINE = 0.08
 
 WEIGHTS_HRR = {"bm25": 0.25, "coverage": 0.30, "jaccard": 0.10, "entity": 0.10, "hrr": 0.25}
 WEIGHTS_PLAIN = {"bm25": 0.30, "coverage": 0.40, "jaccard": 0.15, "entity": 0.15}
+WEIGHTS_HRR_EMBEDDING = {
+    "bm25": 0.20,
+    "coverage": 0.20,
+    "jaccard": 0.05,
+    "entity": 0.10,
+    "hrr": 0.15,
+    "embedding": 0.30,
+}
+WEIGHTS_PLAIN_EMBEDDING = {
+    "bm25": 0.20,
+    "coverage": 0.30,
+    "jaccard": 0.10,
+    "entity": 0.10,
+    "embedding": 0.30,
+}
+
+EMBEDDING_CANDIDATES = 50
+EMBEDDING_MIN_COSINE = 0.2
+"""Embedding candidates must be at least this close."""
 
 MIN_RELEVANCE = 0.15
 """Below this ``relevance`` a fact is not recalled by prefetch."""
@@ -116,6 +140,16 @@ def _hrr_scores(store: FactStore, query: _Query) -> dict[int, float]:
     return dict(zip(ids, _hrr.similarities(vector, matrix), strict=True))
 
 
+def _embedding_scores(store: FactStore, query_embedding: Any) -> dict[int, float]:
+    if query_embedding is None:
+        return {}
+    loaded = store.embeddings(int(query_embedding.shape[0]))
+    if loaded is None:
+        return {}  # none stored yet, or only by another model
+    ids, matrix = loaded
+    return {i: float(s) for i, s in zip(ids, matrix @ query_embedding, strict=True)}
+
+
 def _idf(store: FactStore, query_terms: tuple[str, ...]) -> dict[str, float]:
     total = store.count()
     docs: dict[str, int] = {}
@@ -133,27 +167,44 @@ def _idf(store: FactStore, query_terms: tuple[str, ...]) -> dict[str, float]:
 
 
 def search(
-    store: FactStore, text: str, *, limit: int, category: str | None = None, use_hrr: bool = True
+    store: FactStore,
+    text: str,
+    *,
+    limit: int,
+    category: str | None = None,
+    use_hrr: bool = True,
+    query_embedding: Any = None,
 ) -> list[Hit]:
-    """The facts that best answer ``text``, best first, at most ``limit`` of them."""
+    """The facts that best answer ``text``, best first, at most ``limit`` of them.
+
+    ``query_embedding`` (a unit float32 vector) adds the ``embedding`` signal.
+    """
     query = _parse(store, text)
-    if not query.terms and not query.entity_ids:
+    embedded = _embedding_scores(store, query_embedding)
+    if not query.terms and not query.entity_ids and not embedded:
         return []
     bm25 = _fts(store, query)
     hrr = _hrr_scores(store, query) if use_hrr else {}
     near = sorted((s, i) for i, s in hrr.items() if s >= HRR_MIN_COSINE)[-HRR_CANDIDATES:]
+    close = sorted((s, i) for i, s in embedded.items() if s >= EMBEDDING_MIN_COSINE)
     candidates = set(bm25) | _entity_candidates(store, query) | {i for _, i in near}
+    candidates |= {i for _, i in close[-EMBEDDING_CANDIDATES:]}
     facts = [f for f in store.facts(sorted(candidates)) if category in (None, f.category)]
     if not facts:
         return []
     idf = _idf(store, query.terms)
     best_bm25 = max(bm25.values(), default=0.0) or 1.0
-    weights = WEIGHTS_HRR if hrr else WEIGHTS_PLAIN
+    if embedded:
+        weights = WEIGHTS_HRR_EMBEDDING if hrr else WEIGHTS_PLAIN_EMBEDDING
+    else:
+        weights = WEIGHTS_HRR if hrr else WEIGHTS_PLAIN
     hits = []
     for fact in facts:
         parts = _parts(fact, query, idf, bm25.get(fact.id, 0.0) / best_bm25)
         if hrr:
             parts["hrr"] = max(0.0, hrr.get(fact.id, 0.0))
+        if embedded:
+            parts["embedding"] = max(0.0, embedded.get(fact.id, 0.0))
         relevance = sum(w * parts[k] for k, w in weights.items() if k != "bm25")
         relevance /= 1.0 - weights["bm25"]
         base = sum(w * parts[k] for k, w in weights.items())
@@ -163,9 +214,11 @@ def search(
     return hits[:limit]
 
 
-def recall(store: FactStore, text: str, *, limit: int, use_hrr: bool = True) -> list[Hit]:
+def recall(
+    store: FactStore, text: str, *, limit: int, use_hrr: bool = True, query_embedding: Any = None
+) -> list[Hit]:
     """What prefetch recalls: :func:`search` without the weak hits (see the floors above)."""
-    hits = search(store, text, limit=limit, use_hrr=use_hrr)
+    hits = search(store, text, limit=limit, use_hrr=use_hrr, query_embedding=query_embedding)
     if not hits:
         return []
     floor = hits[0].score * RELATIVE_FLOOR

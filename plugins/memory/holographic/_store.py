@@ -10,12 +10,12 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from . import _hrr
+from . import _algebra, _hrr, _vectors
 from ._fact import Fact, StoreError, fact_from_row
 from ._schema import open_database
 from ._text import clean_content, entity_key, extract_entities, normalise_content, terms
@@ -41,7 +41,7 @@ class FactStore:
         self._connection: sqlite3.Connection | None = None
         self._closed = False
         self._generation = 0
-        self._vector_cache: tuple[tuple[int, int], list[int], _hrr.Matrix] | None = None
+        self._caches: dict[str, tuple[tuple[int, int], Any]] = {}
 
     # -- connection ----------------------------------------------------------
 
@@ -77,7 +77,7 @@ class FactStore:
         """Close the connection; later calls raise :class:`StoreError`. Safe to call twice."""
         with self._lock:
             self._closed = True
-            self._vector_cache = None
+            self._caches.clear()
             if self._connection is not None:
                 self._connection.close()
                 self._connection = None
@@ -89,6 +89,11 @@ class FactStore:
             return None
         vector = _hrr.encode(fact_terms, [entity_key(e) for e in entities])
         return None if vector is None else _hrr.to_bytes(vector)
+
+    def _binding(self, norm: str, entities: Sequence[str]) -> bytes | None:
+        if not self.hrr:
+            return None
+        return _vectors.binding_bytes(norm, [entity_key(e) for e in entities])
 
     def _link(self, db: sqlite3.Connection, fact_id: int, entities: Sequence[str]) -> None:
         db.execute("DELETE FROM fact_entities WHERE fact_id = ?", (fact_id,))
@@ -122,6 +127,7 @@ class FactStore:
         fact_terms = terms(content)
         entities = extract_entities(content)
         vector = self._vector(fact_terms, entities)
+        binding = self._binding(norm, entities)
         now = time.time()
         with self._write() as db:
             row = db.execute("SELECT id FROM facts WHERE norm = ?", (norm,)).fetchone()
@@ -135,7 +141,7 @@ class FactStore:
             else:
                 cursor = db.execute(
                     "INSERT INTO facts (content, norm, terms, category, created_at, updated_at,"
-                    " hrr) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    " hrr, binding) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         content,
                         norm,
@@ -144,6 +150,7 @@ class FactStore:
                         now,
                         now,
                         vector,
+                        binding,
                     ),
                 )
                 fact_id = int(cursor.lastrowid or 0)
@@ -168,13 +175,14 @@ class FactStore:
                     raise StoreError(f"fact {other[0]} already has this content")
                 fact_terms, entities = terms(content), extract_entities(content)
                 db.execute(
-                    "UPDATE facts SET content = ?, norm = ?, terms = ?, hrr = ?, updated_at = ?"
-                    " WHERE id = ?",
+                    "UPDATE facts SET content = ?, norm = ?, terms = ?, hrr = ?, binding = ?,"
+                    " embedding = NULL, updated_at = ? WHERE id = ?",
                     (
                         content,
                         norm,
                         " ".join(fact_terms),
                         self._vector(fact_terms, entities),
+                        self._binding(norm, entities),
                         now,
                         fact_id,
                     ),
@@ -291,50 +299,58 @@ class FactStore:
         with self._db() as db:
             return [tuple(r) for r in db.execute(sql, list(params)).fetchall()]
 
-    def vectors(self) -> tuple[list[int], _hrr.Matrix] | None:
-        """Every fact's stored vector as rows of one matrix (encoding missing ones first)."""
-        if not self.hrr:
-            return None
+    def _cached(self, name: str, load: Callable[[sqlite3.Connection], Any]) -> Any:
+        """What ``load`` reads, kept until the database changes (here or in another process)."""
         with self._db() as db:
             key = (int(db.execute("PRAGMA data_version").fetchone()[0]), self._generation)
-            if self._vector_cache is not None and self._vector_cache[0] == key:
-                return self._vector_cache[1], self._vector_cache[2]
-            self._encode_missing(db)
-            key = (int(db.execute("PRAGMA data_version").fetchone()[0]), self._generation)
-            ids: list[int] = []
-            rows: list[_hrr.Vector] = []
-            for fact_id, blob in db.execute("SELECT id, hrr FROM facts WHERE hrr IS NOT NULL"):
-                vector = _hrr.from_bytes(bytes(blob))
-                if vector is not None:
-                    ids.append(int(fact_id))
-                    rows.append(vector)
-            matrix = _hrr.stack(rows)
-            self._vector_cache = (key, ids, matrix)
-            return ids, matrix
+            cached = self._caches.get(name)
+            if cached is not None and cached[0] == key:
+                return cached[1]
+            if self.hrr and _vectors.encode_missing(db):
+                self._generation += 1
+                key = (int(db.execute("PRAGMA data_version").fetchone()[0]), self._generation)
+            value = load(db)
+            self._caches[name] = (key, value)
+            return value
 
-    def _encode_missing(self, db: sqlite3.Connection) -> None:
-        """Encode facts stored without a vector (or with one of another size)."""
-        missing = db.execute(
-            "SELECT id, terms FROM facts WHERE hrr IS NULL OR length(hrr) != ?",
-            (_hrr.DIM * 8,),
-        ).fetchall()
-        if not missing:
-            return
-        updates = []
-        for fact_id, fact_terms in missing:
-            keys = [
-                str(r[0])
-                for r in db.execute(
-                    "SELECT e.name FROM fact_entities fe JOIN entities e ON e.id = fe.entity_id"
-                    " WHERE fe.fact_id = ?",
-                    (fact_id,),
+    def vectors(self) -> tuple[list[int], _hrr.Matrix] | None:
+        """Every fact's recall vector as rows of one matrix (encoding missing ones first)."""
+        if not self.hrr:
+            return None
+        loaded: tuple[list[int], _hrr.Matrix] = self._cached("hrr", _vectors.load_recall_vectors)
+        return loaded
+
+    def bank(self) -> _algebra.Bank | None:
+        """The facts' role–filler bindings as a bank to unbind (None without numpy)."""
+        if not self.hrr:
+            return None
+        bank: _algebra.Bank = self._cached("bank", _vectors.load_bank)
+        return bank
+
+    def embeddings(self, dimensions: int) -> tuple[list[int], Any] | None:
+        """The ids and stored unit embeddings (float32 rows) of the facts embedded with
+        ``dimensions`` numbers; None when there is none."""
+        loaded: dict[int, tuple[list[int], Any]] = self._cached(
+            "embedding", _vectors.load_embeddings
+        )
+        return loaded.get(dimensions)
+
+    def missing_embeddings(self, limit: int, dimensions: int | None) -> list[tuple[int, str]]:
+        """``(id, content)`` of up to ``limit`` facts stored without an embedding (or, with
+        ``dimensions``, with one of another size: another model's), newest first."""
+        other_size = "OR length(embedding) != ?" if dimensions else "AND ? IS NULL"
+        rows = self.query(
+            f"SELECT id, content FROM facts WHERE embedding IS NULL {other_size}"
+            " ORDER BY updated_at DESC, id DESC LIMIT ?",
+            (4 * dimensions if dimensions else None, limit),
+        )
+        return [(int(i), str(c)) for i, c in rows]
+
+    def set_embeddings(self, found: Sequence[tuple[int, str, bytes]]) -> None:
+        """Store ``(id, content embedded, embedding)``; skipped where the content changed since."""
+        if found:
+            with self._write() as db:
+                db.executemany(
+                    "UPDATE facts SET embedding = ? WHERE id = ? AND content = ?",
+                    [(blob, i, c) for i, c, blob in found],
                 )
-            ]
-            vector = _hrr.encode(str(fact_terms).split(), keys)
-            if vector is not None:
-                updates.append((_hrr.to_bytes(vector), int(fact_id)))
-        if updates:
-            db.execute("BEGIN IMMEDIATE")
-            db.executemany("UPDATE facts SET hrr = ? WHERE id = ?", updates)
-            db.execute("COMMIT")
-            self._generation += 1

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from memory.providers import strip_memory_context
 from memory.store import scan_memory_content
 from plugins.memory._kit import BadToolInput
 
-from . import _graph
+from . import _graph, _unbind
+from ._embed import Embeddings
 from ._fact import StoreError
 from ._search import search
 from ._store import FactStore
@@ -94,6 +96,16 @@ FACT_FEEDBACK_SCHEMA: dict[str, Any] = {
 
 class ToolError(BadToolInput):
     """Bad tool input; the message is shown to the model."""
+
+
+@dataclass(frozen=True)
+class Options:
+    """How the provider is set up for this call."""
+
+    use_hrr: bool = True
+    unbind: bool = False
+    """probe, related and reason by unbinding the bank (else by joins)."""
+    embeddings: Embeddings | None = None
 
 
 def _text(args: dict[str, Any], key: str, action: str) -> str:
@@ -177,24 +189,37 @@ def _entities(args: dict[str, Any]) -> list[str]:
     return names[:10]
 
 
-def _add(store: FactStore, args: dict[str, Any], use_hrr: bool) -> dict[str, Any]:
+def _add(store: FactStore, args: dict[str, Any], opts: Options) -> dict[str, Any]:
     content = _content(args, "add")
     assert content is not None
     fact, created = store.add(content, _category(args))
+    if opts.embeddings is not None:
+        opts.embeddings.fill(store)
     return {"success": True, "fact_id": fact.id, "created": created, "fact": fact.as_json()}
 
 
-def _search(store: FactStore, args: dict[str, Any], use_hrr: bool) -> dict[str, Any]:
+def _search(store: FactStore, args: dict[str, Any], opts: Options) -> dict[str, Any]:
     query = _text(args, "query", "search")
-    hits = search(store, query, limit=_limit(args), category=_category(args), use_hrr=use_hrr)
+    hits = search(
+        store,
+        query,
+        limit=_limit(args),
+        category=_category(args),
+        use_hrr=opts.use_hrr,
+        query_embedding=None if opts.embeddings is None else opts.embeddings.query(query),
+    )
     store.bump_retrievals(h.fact.id for h in hits)
     facts = [{**h.fact.as_json(), "score": h.score} for h in hits]
     return {"success": True, "count": len(facts), "facts": facts}
 
 
-def _probe(store: FactStore, args: dict[str, Any], use_hrr: bool) -> dict[str, Any]:
+def _probe(store: FactStore, args: dict[str, Any], opts: Options) -> dict[str, Any]:
     name = _text(args, "entity", "probe")
-    matched, facts = _graph.probe(store, name, _limit(args))
+    bank = store.bank() if opts.unbind else None
+    if bank is None:
+        matched, facts = _graph.probe(store, name, _limit(args))
+    else:
+        matched, facts = _unbind.probe(store, bank, name, _limit(args))
     return {
         "success": True,
         "entity": name,
@@ -204,17 +229,25 @@ def _probe(store: FactStore, args: dict[str, Any], use_hrr: bool) -> dict[str, A
     }
 
 
-def _related(store: FactStore, args: dict[str, Any], use_hrr: bool) -> dict[str, Any]:
+def _related(store: FactStore, args: dict[str, Any], opts: Options) -> dict[str, Any]:
     name = _text(args, "entity", "related")
-    matched, found = _graph.related(store, name, _limit(args))
+    bank = store.bank() if opts.unbind else None
+    if bank is None:
+        matched, found = _graph.related(store, name, _limit(args))
+    else:
+        matched, found = _unbind.related(store, bank, name, _limit(args))
     if not matched:
         raise ToolError(f"no entity called '{name}' is known")
     return {"success": True, "entity": name, "matched_entities": matched, "related": found}
 
 
-def _reason(store: FactStore, args: dict[str, Any], use_hrr: bool) -> dict[str, Any]:
+def _reason(store: FactStore, args: dict[str, Any], opts: Options) -> dict[str, Any]:
     names = _entities(args)
-    result = _graph.reason(store, names, _limit(args))
+    bank = store.bank() if opts.unbind else None
+    if bank is None:
+        result = _graph.reason(store, names, _limit(args))
+    else:
+        result = _unbind.reason(store, bank, names, _limit(args))
     return {
         "success": True,
         "entities": names,
@@ -227,32 +260,35 @@ def _reason(store: FactStore, args: dict[str, Any], use_hrr: bool) -> dict[str, 
     }
 
 
-def _contradict(store: FactStore, args: dict[str, Any], use_hrr: bool) -> dict[str, Any]:
+def _contradict(store: FactStore, args: dict[str, Any], opts: Options) -> dict[str, Any]:
     pairs = _graph.contradictions(store, _optional_text(args, "entity"), _limit(args))
     return {"success": True, "count": len(pairs), "pairs": pairs}
 
 
-def _update(store: FactStore, args: dict[str, Any], use_hrr: bool) -> dict[str, Any]:
+def _update(store: FactStore, args: dict[str, Any], opts: Options) -> dict[str, Any]:
     number = fact_id(args, "update")
     content, category = _content(args, "update", required=False), _category(args)
     if content is None and category is None:
         raise ToolError("'update' needs 'content' or 'category'")
-    return {"success": True, "fact": store.update(number, content, category).as_json()}
+    fact = store.update(number, content, category)
+    if opts.embeddings is not None and content is not None:
+        opts.embeddings.fill(store)
+    return {"success": True, "fact": fact.as_json()}
 
 
-def _remove(store: FactStore, args: dict[str, Any], use_hrr: bool) -> dict[str, Any]:
+def _remove(store: FactStore, args: dict[str, Any], opts: Options) -> dict[str, Any]:
     number = fact_id(args, "remove")
     if not store.remove(number):
         raise ToolError(f"no fact with id {number}")
     return {"success": True, "removed": number}
 
 
-def _list(store: FactStore, args: dict[str, Any], use_hrr: bool) -> dict[str, Any]:
+def _list(store: FactStore, args: dict[str, Any], opts: Options) -> dict[str, Any]:
     facts = store.recent(_category(args), _limit(args))
     return {"success": True, "count": len(facts), "facts": [f.as_json() for f in facts]}
 
 
-_ACTIONS: dict[str, Callable[[FactStore, dict[str, Any], bool], dict[str, Any]]] = {
+_ACTIONS: dict[str, Callable[[FactStore, dict[str, Any], Options], dict[str, Any]]] = {
     "add": _add,
     "search": _search,
     "probe": _probe,
@@ -265,13 +301,15 @@ _ACTIONS: dict[str, Callable[[FactStore, dict[str, Any], bool], dict[str, Any]]]
 }
 
 
-def run_fact_store(store: FactStore, args: dict[str, Any], *, use_hrr: bool) -> dict[str, Any]:
+def run_fact_store(
+    store: FactStore, args: dict[str, Any], opts: Options | None = None
+) -> dict[str, Any]:
     """Carry out one ``fact_store`` call; raises :class:`ToolError` on bad input."""
     action = args.get("action")
     if not isinstance(action, str) or action.strip().lower() not in _ACTIONS:
         raise ToolError(f"unknown action {action!r}; use one of: {', '.join(ACTIONS)}")
     try:
-        return _ACTIONS[action.strip().lower()](store, args, use_hrr)
+        return _ACTIONS[action.strip().lower()](store, args, opts or Options())
     except StoreError as exc:
         raise ToolError(str(exc)) from exc
 
