@@ -6,10 +6,12 @@ may be gone), takes a free lease, or takes over the lease of a replica known
 to have stopped (one the registry lost with a Redis wipe is waited out
 instead) — after that replica's mailbox has
 been claimed (``claimed``: served before anything newer), so the messages it
-still owed come first. ``claim(key)`` tells the sessions whether this replica
-may end a session. The mailbox entries being served are remembered until the
-inbox settles their messages (``settled``), so an owner killed mid-turn leaves
-them in its stream for whoever claims it.
+still owed come first. The same holds for a lease that simply ran out: when
+its last holder stopped, its mailbox is claimed before the lease is used.
+``claim(key)`` tells the sessions whether this replica may end a session. The
+mailbox entries being served are remembered until the inbox settles their
+messages (``settled``), so an owner killed mid-turn leaves them in its stream
+for whoever claims it.
 
 ``fence(key)`` is the check a turn runs before each send, edit and transcript
 write: it raises ``FencedError`` once the lease the turn began under is no
@@ -88,6 +90,7 @@ class SessionOwnership:
             asked = time.monotonic()
             lease = await leases.acquire(key)  # ours is extended; one lost is known at once
             if lease is not None:
+                await self._owed_first(lease)
                 self._hold(lease, asked)
                 return self.replica_id
             current = await leases.owner(key)
@@ -104,6 +107,16 @@ class SessionOwnership:
                 self._hold(lease, asked)
                 return self.replica_id
         raise ReplicaError(f"could not settle which replica owns session {key}")
+
+    async def _owed_first(self, lease: Lease) -> None:
+        """A lease taken after it ran out: when its holder stopped, what that replica still
+        owed (the session's earlier messages among them) is claimed before this replica
+        serves anything newer of the session."""
+        previous = lease.previous
+        if previous is None or previous == self.replica_id:
+            return
+        if await self.coordination.registry.stopped(previous):
+            await self.claim_mailbox(previous)
 
     def _hold(self, lease: Lease, asked: float) -> None:
         held = self._held.get(lease.session)

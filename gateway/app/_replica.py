@@ -15,7 +15,10 @@ is recognised there), acknowledges it, and hands the message to
    the normal intake (``serve``: ``GatewayRunner.handle``); an entry is acknowledged when
    the inbox settles its delivery (answered, refused, …), so an owner killed
    mid-turn leaves it in its stream for whoever claims it, and the answer is
-   finished in the messages it had streamed (``shown``).
+   finished in the messages it had streamed (``shown``), on its own: the
+   messages queued behind it are answered after it (``next_turn``). One half
+   answer, or one noted answer, of several messages is finished once
+   (``HalfAnswers``).
 3. **exactly once.** A copy of a delivery that is being served, or is settled,
    is dropped by the owner (two replicas may route the same orphan).
 4. **orphans.** A delivery recorded but never routed (its replica died in
@@ -26,7 +29,9 @@ is recognised there), acknowledges it, and hands the message to
 6. **order.** A session's messages are routed one at a time, in the order they
    came; one whose route fails (Redis unreachable) is held and goes before the
    session's next one. A broken pooled connection (Redis restarted) is replaced
-   at once (``Coordination``).
+   at once (``Coordination``). A session whose owner died is served here only
+   after that owner's mailbox was claimed, also when its lease simply ran out,
+   so nothing newer overtakes what the dead owner still owed.
 7. **stopping.** A stopping replica stops reading its mailbox, lets its turns
    finish, leaves the registry, hands its stream to a live replica and gives its
    leases up, so those messages are served at once, in order.
@@ -50,6 +55,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from gateway.adapters import MessageHandler, Replies
+from gateway.app._half_answers import HalfAnswers
 from gateway.app._ownership import SessionOwnership, key_text
 from gateway.clock import Clock
 from gateway.events import InboundMessage, message_from_json, message_to_json
@@ -121,6 +127,8 @@ class ReplicaRouter:
         self._routing: dict[str, _Routing] = {}
         """Sessions being routed here, with the messages whose route failed."""
         self._tasks: list[asyncio.Task[None]] = []
+        self._half_answers = HalfAnswers()
+        """What dead owners left shown, finished once per session."""
         self._pruned_at: float | None = None
         self.healthy = False
 
@@ -272,9 +280,10 @@ class ReplicaRouter:
                 logger.debug("a %s delivery came again; not served twice", msg.platform)
                 await mailbox.ack(delivery.id)
                 return
-            msg = replace(msg, resume=found[0].shown)
+            resume = self._half_answers.take(key, found[0].shown, found[0].answer)
+            msg = replace(msg, resume=resume or ())
             if found[0].answer is not None:  # finished and noted before its owner died
-                await self._deliver_noted(msg, found[0].answer)
+                await self._deliver_noted(msg, found[0].answer, given=resume is None)
                 await mailbox.ack(delivery.id)
                 return
             self.ownership.owe(msg, delivery.id)
@@ -284,11 +293,13 @@ class ReplicaRouter:
         if not msg.receipts:
             await mailbox.ack(delivery.id)
 
-    async def _deliver_noted(self, msg: InboundMessage, answer: str) -> None:
+    async def _deliver_noted(self, msg: InboundMessage, answer: str, *, given: bool) -> None:
         """An answer a dead owner noted before delivering it: given in the messages it
-        had shown (or anew), never asked of the model again; then settled."""
-        logger.info("delivering again a %s answer its dead owner had noted", msg.platform)
-        await self._replies.conclude(msg, answer)
+        had shown (or anew), never asked of the model again, once for all the messages
+        it answers (``given``: an earlier one of them gave it); then settled."""
+        if not given:
+            logger.info("delivering again a %s answer its dead owner had noted", msg.platform)
+            await self._replies.conclude(msg, answer)
         await asyncio.to_thread(self._inbox.done, msg.platform, list(msg.receipts))
 
     # ------------------------------------------------------------------ upkeep

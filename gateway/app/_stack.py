@@ -123,6 +123,7 @@ class GatewayStack:
         await self.factory.aclose()
         await self.db.aclose()
         await asyncio.to_thread(self.gateway_db.close)
+        await asyncio.to_thread(self.keeper.close)
         await asyncio.to_thread(self.inbox.close)
         if self.factory.staging is not None:
             await asyncio.to_thread(self.factory.staging.close)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from redis.asyncio import Redis
 
@@ -36,7 +36,7 @@ logger = logging.getLogger(__name__)
 
 # KEYS[1] lease, KEYS[2] token counter; ARGV: now, owner, ttl (ms), and optionally the
 # replica known to be dead whose live lease may be taken over.
-# Returns {owner, token, 1 if the caller holds it now else 0}.
+# Returns {owner, token, 1 if the caller holds it now else 0, the owner before a new token}.
 _ACQUIRE = (
     LUA_NOW
     + """
@@ -54,7 +54,7 @@ end
 local token = redis.call('INCR', KEYS[2])
 redis.call('HSET', KEYS[1], 'owner', ARGV[2], 'token', token, 'expires', fmt(now + ttl))
 redis.call('PEXPIRE', KEYS[1], 2 * ttl)
-return {ARGV[2], tostring(token), 1}
+return {ARGV[2], tostring(token), 1, cur[1] or ''}
 """
 )
 
@@ -98,6 +98,9 @@ class Lease:
     session: str
     owner: str
     token: int
+    previous: str | None = field(default=None, compare=False)
+    """Who held the session before this token (its lease ran out or was taken over):
+    a replica that died may still owe the session's messages in its mailbox."""
 
 
 class SessionLeases:
@@ -137,27 +140,29 @@ class SessionLeases:
     async def acquire(self, session: str) -> Lease | None:
         """This replica's lease on ``session`` (taken or extended), or None if another holds it."""
         with guard("acquiring a session lease"):
-            owner, token, mine = await self._acquire(
+            found = await self._acquire(
                 keys=[self._key(session), self._counter],
                 args=[now_arg(self._clock), self.replica_id, self._ttl_ms],
             )
-        if not int(mine):
-            logger.debug("session %s is held by replica %s", session, text(owner))
-            return None
-        return Lease(session, self.replica_id, int(text(token)))
+        return self._taken(session, found)
 
     async def take_over(self, session: str, dead_replica: str) -> Lease | None:
         """Like ``acquire``, but a live lease of ``dead_replica`` (known dead: it left the
         registry) is taken over at once, with a new token, instead of waited out."""
         with guard("taking over a session lease"):
-            owner, token, mine = await self._acquire(
+            found = await self._acquire(
                 keys=[self._key(session), self._counter],
                 args=[now_arg(self._clock), self.replica_id, self._ttl_ms, dead_replica],
             )
-        if not int(mine):
+        return self._taken(session, found)
+
+    def _taken(self, session: str, found: list[object]) -> Lease | None:
+        owner, token, mine = found[:3]
+        if not int(text(mine)):
             logger.debug("session %s is held by replica %s", session, text(owner))
             return None
-        return Lease(session, self.replica_id, int(text(token)))
+        previous = text(found[3]) if len(found) > 3 else ""
+        return Lease(session, self.replica_id, int(text(token)), previous or None)
 
     async def renew(self, lease: Lease) -> bool:
         """Extend ``lease``; False when it was lost (taken over, or released)."""

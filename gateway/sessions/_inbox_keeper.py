@@ -17,7 +17,9 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from functools import partial
 
 from gateway import _texts as t
 from gateway.adapters import BaseAdapter
@@ -36,6 +38,8 @@ Notice = Callable[[InboundMessage, str], Awaitable[None]]
 """Deliver a text as the last word on a message (``Replies.conclude``)."""
 Settled = Callable[[list[InboundMessage]], Awaitable[None]]
 
+NOTE_THREADS = 2
+"""Threads that only write notes of shown messages and finished answers."""
 SETTLE_RETRIES = (0.5, 1.0, 2.0, 4.0, 8.0, 15.0)
 """Seconds before each new try of a settle that failed (a locked database, a blip)."""
 
@@ -54,6 +58,16 @@ class InboxKeeper:
         self._settings = settings
         self._on_settled = on_settled
         """Told after each settle (replicas acknowledge their mailbox entries)."""
+        self._notes = ThreadPoolExecutor(NOTE_THREADS, thread_name_prefix="inbox-notes")
+        """Notes go out at once, never queued behind the process's other blocking work:
+        between a message reaching the chat and its note, a kill would leave it behind."""
+
+    def close(self) -> None:
+        """Wait for the notes being written; no more are taken."""
+        self._notes.shutdown(wait=True)
+
+    async def _noted(self, write: Callable[[], None]) -> None:
+        await asyncio.get_running_loop().run_in_executor(self._notes, write)
 
     async def settle(self, batch: list[InboundMessage], fence: Fence | None = None) -> None:
         """Cross the messages' deliveries off: nothing more is owed for them. With
@@ -107,7 +121,7 @@ class InboxKeeper:
             if not receipts:
                 continue
             try:
-                await asyncio.to_thread(self.inbox.answering, platform, receipts, answer, fence)
+                await self._noted(partial(self.inbox.answering, platform, receipts, answer, fence))
             except SessionFenced:
                 raise  # another replica has the session: this one delivers nothing
             except Exception as exc:  # delivered all the same; a restart would answer again
@@ -116,14 +130,16 @@ class InboxKeeper:
     def noting_shown(
         self, platform: str, receipts: list[str], fence: Fence | None = None
     ) -> Callable[[list[SentMessage]], Awaitable[None]] | None:
-        """What a stream calls with its messages so far, so a restart can finish them."""
+        """What a stream calls with its messages so far, so a restart can finish them.
+        It is called as soon as a message was sent, and the note is written on threads of
+        its own (a kill before the note is written leaves that message behind)."""
         if not receipts:
             return None
 
         async def note(shown: list[SentMessage]) -> None:
             ids = [m.message_id for m in shown]
             try:
-                await asyncio.to_thread(self.inbox.shown, platform, receipts, ids, fence)
+                await self._noted(partial(self.inbox.shown, platform, receipts, ids, fence))
             except SessionFenced:
                 raise  # another replica has the session: this turn stops
             except Exception as exc:

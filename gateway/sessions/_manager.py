@@ -6,7 +6,8 @@
   at once.
 - A message that arrives while its session is busy is never dropped: it waits
   and is merged into the next turn (``sessions.busy: queue``), or it interrupts
-  the running turn (``interrupt``).
+  the running turn (``interrupt``). A message whose answer a restart or a
+  hand-over left half shown (``resume``) is finished alone (``next_turn``).
 - Every open session has a deadline (idle time, daily reset) kept by the
   reaper; expiry never tears down a running turn. Ending a session enqueues
   the ``end_session`` job (flush, providers' ``on_session_end``, end mark).
@@ -276,7 +277,7 @@ class SessionManager:
     async def _work(self, live: LiveSession) -> None:
         logs.bind(session=live.session_id, platform=live.key.platform)  # this task's lines
         while live.pending and not live.ending:
-            batch, live.pending = live.pending, []
+            batch, live.pending = next_turn(live.pending)
             await self.turns.run(live, batch, self.agent_for)  # never raises
             live.last_active = self.clock.time()
             if live.key in self._open and not live.ending:
@@ -380,6 +381,21 @@ class SessionManager:
                 task.cancel()
             if still:
                 logger.warning("%d answer(s) still running at shutdown were stopped", len(still))
+
+
+def next_turn(pending: list[InboundMessage]) -> tuple[list[InboundMessage], list[InboundMessage]]:
+    """The messages the next turn answers, and those left for the turns after it.
+
+    Messages queued together are one turn, but a message whose answer was half shown
+    before a restart or a hand-over (``resume``) is finished on its own, in the
+    messages it had shown: it is never merged with those that were queued behind it.
+    """
+    if pending[0].resume:
+        return pending[:1], pending[1:]
+    for index, msg in enumerate(pending):
+        if msg.resume:
+            return pending[:index], pending[index:]
+    return pending, []
 
 
 def _is_chat_profile(user_key: str) -> bool:
