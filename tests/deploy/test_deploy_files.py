@@ -627,11 +627,12 @@ def test_k8s_replicas_network_policy_lets_only_chorus_pods_reach_redis_and_postg
 
 
 def image_env() -> dict[str, str]:
-    """The ENV of deploy/Dockerfile's runtime stage."""
+    """The ENV of deploy/Dockerfile's runtime stage (its last stage, the one that sets
+    CHORUS_HOME)."""
     text = (DEPLOY / "Dockerfile").read_text()
-    block = re.search(r"^ENV (.*?)\n(?!\s)", text.split("\nFROM ${BASE}\n")[-1], re.S | re.M)
-    assert block
-    return dict(re.findall(r"([A-Z_]+)=(\S+)", block.group(1)))
+    blocks = re.findall(r"^ENV (.*?)\n(?!\s)", text, re.S | re.M)
+    [block] = [b for b in blocks if "CHORUS_HOME=" in b]
+    return dict(re.findall(r"([A-Z_]+)=(\S+)", block))
 
 
 def test_k8s_workers_serve_metrics_and_health_on_the_image_s_worker_port() -> None:
