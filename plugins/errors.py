@@ -12,17 +12,21 @@ say what a caller may do about them)::
     └── ProviderError                   a memory provider's error (plugins.memory._kit)
         ├── ProviderUnavailable         the backend cannot be used now; later it may
         │   ├── Paused                  the circuit breaker is open
-        │   │   ├── hindsight.HindsightPaused, honcho.HonchoPaused, mem0.Mem0Paused
-        │   │   └── byterover.BrvPaused (also a BrvError)
+        │   │   ├── hindsight.HindsightPaused
+        │   │   ├── honcho.HonchoPaused
+        │   │   └── mem0.Mem0Paused
         │   ├── BackendFailed           one call failed (class or status, never text);
         │   │   │                       ``permanent`` when retrying will not help
         │   │   └── honcho.HonchoFailed
-        │   ├── hindsight.HindsightUnavailable, honcho.HonchoUnavailable,
-        │   │   mem0.Mem0Unavailable, openviking.OpenVikingUnavailable,
-        │   │   retaindb.RetainDBUnavailable, supermemory.SupermemoryUnavailable
-        │   │                           the client library cannot be imported
+        │   ├── hindsight.HindsightUnavailable      the client library cannot be imported
+        │   ├── honcho.HonchoUnavailable            (the same, for each provider)
+        │   ├── mem0.Mem0Unavailable
+        │   ├── openviking.OpenVikingUnavailable
+        │   ├── retaindb.RetainDBUnavailable
+        │   ├── supermemory.SupermemoryUnavailable
         │   ├── mem0.StoreBusy          the local store is held by another process
         │   └── byterover.BrvError      a brv run did not succeed
+        │       ├── byterover.BrvPaused     brv is paused (also a Paused)
         │       ├── byterover.BrvMissing    the brv CLI is not installed
         │       ├── byterover.BrvTimeout    brv did not finish in time
         │       └── byterover.BrvFailed     brv exited with an error
@@ -36,7 +40,14 @@ say what a caller may do about them)::
         │                               PluginConfigError)
         ├── BadToolInput                bad tool input (a ValueError); the text goes back
         │   │                           to the model
-        │   └── <provider>.ToolError    each provider's own, one per provider
+        │   ├── byterover.ToolError     each provider's own
+        │   ├── hindsight.ToolError
+        │   ├── holographic.ToolError
+        │   ├── honcho.ToolError
+        │   ├── mem0.ToolError
+        │   ├── openviking.ToolError
+        │   ├── retaindb.ToolError
+        │   └── supermemory.ToolError
         └── NotReady                    a call before ``initialize`` (or after ``shutdown``)
 
 The text names the plugin and, for a failed import, the exception class and

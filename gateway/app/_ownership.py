@@ -236,9 +236,10 @@ class SessionOwnership:
                 self.claimed.put_nowait(delivery)
             if len(taken) < CLAIM_BATCH:
                 break
-        await self.coordination.registry.forget(dead)
-        self.metrics.took_over("mailbox")
-        logger.info("replica %s stopped; took over its mailbox (%d entries)", dead, total)
+        first = await self.coordination.registry.forget(dead)
+        if first or total:  # a later look at a mailbox already taken over is no take-over
+            self.metrics.took_over("mailbox")
+            logger.info("replica %s stopped; took over its mailbox (%d entries)", dead, total)
 
     # ------------------------------------------------------------------ upkeep
 

@@ -157,11 +157,13 @@ class ReplicaRegistry:
             known = await self._client.smembers(self._known)
         return {text(m) for m in known} - alive - {self.replica_id}
 
-    async def forget(self, replica: str) -> None:
-        """``replica`` is dead and nothing of it is left to claim."""
+    async def forget(self, replica: str) -> bool:
+        """``replica`` is dead and nothing of it is left to claim. False when it was
+        forgotten already (another claim of its mailbox came first)."""
         with guard("forgetting a replica"):
-            await self._client.srem(self._known, replica)
+            known = await self._client.srem(self._known, replica)
             await self._forget(keys=[self._forgotten], args=[now_arg(self._clock), replica])
+        return bool(known)
 
     async def leave(self) -> None:
         """Shutting down: the others see this replica dead at once."""
