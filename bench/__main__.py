@@ -1,6 +1,7 @@
 """Runs every benchmark in bench/ in turn and prints one summary table.
 
-Run: uv run python -m bench [--quick] [--only NAME ...]   (or ./scripts/bench)
+Run: uv run python -m bench [--quick] [--only NAME ...] [--compare OLD.json]
+(or ./scripts/bench)
 
 Each bench runs as its own process (``python bench/NAME.py``) with its default
 sizes, or with small ones under ``--quick`` so the whole suite takes a few
@@ -9,7 +10,10 @@ figures as JSON; this reads the key ones back and prints a table of them with th
 goal where one is set (from the README or the bench's test) and whether it was
 met. Results go to ``bench/results/`` (with ``--quick`` to ``bench/results/quick/``,
 so a smoke run never overwrites the figures of a full one; the benches take the
-directory from ``BENCH_RESULTS_DIR``), the table to ``summary.json`` there.
+directory from ``BENCH_RESULTS_DIR``), the table to ``summary.json`` there, with
+each bench's key figures as numbers. ``--compare OLD.json`` then prints every key
+figure's change against that earlier summary, regressions marked
+(``bench/_compare.py``).
 """
 
 from __future__ import annotations
@@ -27,6 +31,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
+sys.path.insert(0, str(ROOT))
+
+from bench._compare import changes, load, pick, report  # noqa: E402
 
 Figures = dict[str, Any]
 Verdict = tuple[str, str | None, bool | None]
@@ -172,19 +179,66 @@ class Bench:
     """Arguments of a quick run (a full run passes none: the bench's defaults)."""
     verdict: Callable[[Figures], Verdict] | None
     """Reads the figures of ``bench/results/NAME.json``; None: no summary."""
+    numbers: tuple[str, ...] = ()
+    """Paths of its key figures in that JSON, kept in the summary for ``--compare``."""
 
 
 BENCHES = [
-    Bench("burst", ("--users", "30"), _burst),
-    Bench("sessions", ("--turns", "5", "--sessions", "50"), _sessions),
-    Bench("transcript_search", ("--messages", "20000", "--users", "100"), _transcript_search),
-    Bench("worker", ("1000", "1"), _worker),
-    Bench("expiry", ("--sessions", "10000", "--ending", "50"), _expiry),
-    Bench("shutdown", ("--users", "10", "--latency", "10", "--timeout", "6"), _shutdown),
-    Bench("holographic_recall", (), _holographic),
-    Bench("memory_store", (), _memory_store),
-    Bench("gateway_concurrency", ("20", "2", "0.1"), _concurrency),
-    Bench("replicas", ("--users", "10", "--messages", "3", "--counts", "1", "2"), _replicas),
+    Bench("burst", ("--users", "30"), _burst, ("first_reply_s", "all_replies_s", "ratio_to_floor")),
+    Bench(
+        "sessions",
+        ("--turns", "5", "--sessions", "50"),
+        _sessions,
+        (
+            "overhead.p50_ms",
+            "overhead.p90_ms",
+            "slow_provider.added_p50_ms",
+            "memory.0.kb_per_session",
+        ),
+    ),
+    Bench(
+        "transcript_search",
+        ("--messages", "20000", "--users", "100"),
+        _transcript_search,
+        (
+            "search.common.p50_ms",
+            "search.common.p99_ms",
+            "search.rare.p50_ms",
+            "append_per_second_full_db",
+        ),
+    ),
+    Bench("worker", ("1000", "1"), _worker, ("jobs_per_second",)),
+    Bench(
+        "expiry",
+        ("--sessions", "10000", "--ending", "50"),
+        _expiry,
+        ("tick.tick_ms", "ending.all_ended_s", "ending.ms_per_session"),
+    ),
+    Bench(
+        "shutdown",
+        ("--users", "10", "--latency", "10", "--timeout", "6"),
+        _shutdown,
+        ("exit_s",),
+    ),
+    Bench(
+        "holographic_recall",
+        (),
+        _holographic,
+        ("hrr join.precision_at_1", "plain join.precision_at_1"),
+    ),
+    Bench("memory_store", (), _memory_store, ("one_writer_per_s", "four_writers_per_s")),
+    Bench("gateway_concurrency", ("20", "2", "0.1"), _concurrency, ("wall_s", "speedup")),
+    Bench(
+        "replicas",
+        ("--users", "10", "--messages", "3", "--counts", "1", "2"),
+        _replicas,
+        (
+            "runs.0.replica_cpu_ms_per_message",
+            "runs.1.replica_cpu_ms_per_message",
+            "runs.0.p50_ms",
+            "runs.1.p50_ms",
+        ),
+    ),
 ]
 
 
@@ -209,6 +263,7 @@ def run_one(bench: Bench, quick: bool, results: Path) -> dict[str, Any]:
         "figures": None,
         "goal": None,
         "met": None,
+        "numbers": {},
     }
     if code.returncode != 0:
         entry["figures"] = f"failed (exit {code.returncode})"
@@ -220,7 +275,9 @@ def run_one(bench: Bench, quick: bool, results: Path) -> dict[str, Any]:
         entry["figures"] = f"see {out.name}"
         return entry
     try:
-        entry["figures"], entry["goal"], entry["met"] = bench.verdict(json.loads(out.read_text()))
+        figures = json.loads(out.read_text())
+        entry["numbers"] = pick(figures, bench.numbers) if isinstance(figures, dict) else {}
+        entry["figures"], entry["goal"], entry["met"] = bench.verdict(figures)
     except (KeyError, TypeError, ValueError) as exc:
         entry["figures"] = f"unreadable {out.name} ({type(exc).__name__}: {exc})"
     return entry
@@ -250,7 +307,19 @@ def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes: a few minutes in all")
     parser.add_argument("--only", nargs="+", metavar="NAME", help="run only these benches")
+    parser.add_argument(
+        "--compare",
+        metavar="OLD.json",
+        type=Path,
+        help="then print each key figure's change against an earlier summary.json",
+    )
     args = parser.parse_args()
+    old = None
+    if args.compare is not None:
+        try:
+            old = load(args.compare)  # read first: a wrong path fails before a long run
+        except ValueError as exc:
+            parser.error(str(exc))
     benches = every_bench()
     if args.only:
         unknown = set(args.only) - {b.name for b in benches}
@@ -271,6 +340,8 @@ def main() -> int:
     summary = {"quick": args.quick, "results": str(results), "benches": rows}
     path.write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
     print(f"\nwritten: {path}")
+    if old is not None:
+        print(f"\nagainst {args.compare}:\n" + report(changes(old, load(path))))
     failed = [e for e in entries if e["exit_code"] != 0]
     return 1 if failed else 0
 
