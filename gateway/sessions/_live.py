@@ -97,3 +97,18 @@ def speaker_of(batch: list[InboundMessage]) -> UserKey | None:
     """Who wrote the batch; None when several people did."""
     speakers = {m.user_key for m in batch}
     return speakers.pop() if len(speakers) == 1 else None
+
+
+def next_turn(pending: list[InboundMessage]) -> tuple[list[InboundMessage], list[InboundMessage]]:
+    """The messages the next turn answers, and those left for the turns after it.
+
+    Messages queued together are one turn, but a message whose answer was half shown
+    before a restart or a hand-over (``resume``) is finished on its own, in the
+    messages it had shown: it is never merged with those that were queued behind it.
+    """
+    if pending[0].resume:
+        return pending[:1], pending[1:]
+    for index, msg in enumerate(pending):
+        if msg.resume:
+            return pending[:index], pending[index:]
+    return pending, []

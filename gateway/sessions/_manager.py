@@ -36,7 +36,7 @@ from gateway.config import SessionsSettings
 from gateway.events import InboundMessage, SessionKey
 from gateway.sessions import _texts as t
 from gateway.sessions._expiry import Reaper, session_deadline
-from gateway.sessions._live import LiveSession, live_from_record
+from gateway.sessions._live import LiveSession, live_from_record, next_turn
 from gateway.sessions._turns import TurnRunner
 from memory.errors import MemoryPathError
 from memory.paths import UserKey
@@ -381,21 +381,6 @@ class SessionManager:
                 task.cancel()
             if still:
                 logger.warning("%d answer(s) still running at shutdown were stopped", len(still))
-
-
-def next_turn(pending: list[InboundMessage]) -> tuple[list[InboundMessage], list[InboundMessage]]:
-    """The messages the next turn answers, and those left for the turns after it.
-
-    Messages queued together are one turn, but a message whose answer was half shown
-    before a restart or a hand-over (``resume``) is finished on its own, in the
-    messages it had shown: it is never merged with those that were queued behind it.
-    """
-    if pending[0].resume:
-        return pending[:1], pending[1:]
-    for index, msg in enumerate(pending):
-        if msg.resume:
-            return pending[:index], pending[index:]
-    return pending, []
 
 
 def _is_chat_profile(user_key: str) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gateway.app._half_answers import HalfAnswers
 from gateway.events import InboundMessage
-from gateway.sessions._manager import next_turn
+from gateway.sessions._live import next_turn
 
 
 def message(n: int, resume: tuple[str, ...] = ()) -> InboundMessage:
