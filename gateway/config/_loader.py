@@ -30,6 +30,7 @@ from gateway.config._sections import (
     SessionsSettings,
     WorkerSettings,
 )
+from gateway.config._tree import deep_merge, get_path, set_path
 from gateway.errors import ConfigError
 from gateway.logs import register_secret
 from memory.database import Location, configure_pool_size, location_of
@@ -186,14 +187,14 @@ def load_settings(
     file_tree = _read_config_file(home / CONFIG_FILE_NAME)
     secrets_env = with_secret_files(_read_secrets_file(home / SECRETS_FILE_NAME))
     env_tree, origins = _environ_to_tree({**secrets_env, **with_secret_files(env)})
-    merged = _deep_merge(file_tree, env_tree)
+    merged = deep_merge(file_tree, env_tree)
     merged["home"] = home
     try:
         settings = Settings(**merged)
     except ValidationError as exc:
         raise ConfigError(_format_validation_error(exc, origins)) from None
     for path in secret_paths():
-        value = _get_path(settings.model_dump(), path)
+        value = get_path(settings.model_dump(), path)
         if isinstance(value, SecretStr):
             register_secret(value.get_secret_value())
     return settings
@@ -248,7 +249,7 @@ def _read_config_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: expected a mapping of sections at the top level")
     if not _readable_by_others(path):
         return data
-    present = [p for p in secret_paths() if _get_path(data, p) not in (None, "")]
+    present = [p for p in secret_paths() if get_path(data, p) not in (None, "")]
     present += _provider_secrets_present(data, path.parent)
     if present:
         names = ", ".join(".".join(p) for p in present)
@@ -312,7 +313,7 @@ def _environ_to_tree(
     for name, known in WELL_KNOWN_ENV.items():
         value = environ.get(name)
         if value:
-            _set_path(tree, known, value)
+            set_path(tree, known, value)
             origins[known] = name
     for name, value in sorted(environ.items()):
         upper = name.upper()
@@ -321,7 +322,7 @@ def _environ_to_tree(
         path = tuple(part for part in upper[len(ENV_PREFIX) :].lower().split("__"))
         if not all(path):
             raise ConfigError(f"{name}: malformed setting name; use CHORUS_<SECTION>__<KEY>")
-        _set_path(tree, path, _coerce_env_value(path, value))
+        set_path(tree, path, _coerce_env_value(path, value))
         origins[path] = name
     return tree, origins
 
@@ -394,33 +395,3 @@ def _origin_of(path: tuple[str, ...], origins: dict[tuple[str, ...], str]) -> st
         if candidate[: len(path)] == path:
             return name
     return CONFIG_FILE_NAME
-
-
-def _set_path(tree: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
-    node = tree
-    for part in path[:-1]:
-        child = node.get(part)
-        if not isinstance(child, dict):
-            child = {}
-            node[part] = child
-        node = child
-    node[path[-1]] = value
-
-
-def _get_path(tree: Mapping[str, Any], path: tuple[str, ...]) -> Any:
-    node: Any = tree
-    for part in path:
-        if not isinstance(node, Mapping):
-            return None
-        node = node.get(part)
-    return node
-
-
-def _deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in over.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
-            merged[key] = _deep_merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
