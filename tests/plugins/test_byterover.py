@@ -94,10 +94,13 @@ def test_listed_available_with_brv_on_path(home: Path, brv: Path) -> None:
         "brv_status",
     }
     fields = {f["key"]: f for f in provider.get_config_schema()}
-    assert set(fields) == {"binary", "timeout"} and fields["binary"]["default"] == "brv"
+    assert set(fields) == {"binary", "timeout", "prefetch_timeout"}
+    assert fields["binary"]["default"] == "brv" and fields["prefetch_timeout"]["default"] == 5.0
     resolved = resolve_config(provider, {"timeout": "7"}, {})
     assert parse(resolved, {}) == parse({"binary": "brv", "timeout": 7.0}, {})
     assert parse({"timeout": -1}, {}).timeout == DEFAULT_TIMEOUT
+    assert parse({"prefetch_timeout": "12"}, {}).prefetch_timeout == 12.0
+    assert parse({"prefetch_timeout": 0}, {}).prefetch_timeout == 5.0
 
 
 def test_a_missing_binary_is_reported_with_the_install_hint(

@@ -95,7 +95,8 @@ def open_brv(
         platform="telegram",
         user_key=user_key,
         agent_context=context,
-        config={"binary": str(binary), "timeout": timeout},
+        # recall is asserted here, not raced: a person's first query starts brv's agent
+        config={"binary": str(binary), "timeout": timeout, "prefetch_timeout": timeout},
     )
     return provider
 

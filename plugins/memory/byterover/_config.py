@@ -1,9 +1,12 @@
 """The provider's settings: ``memory.providers.byterover`` in config.yaml, then the environment.
 
-Two settings: ``binary``, the ``brv`` executable (a name looked up on ``PATH``,
-or a path; ``BRV_BINARY`` in the environment when config.yaml has none), and
-``timeout``, the seconds one ``brv`` run may take before it is killed. A bad
-value falls back to its default with a WARNING naming the key.
+Three settings: ``binary``, the ``brv`` executable (a name looked up on ``PATH``,
+or a path; ``BRV_BINARY`` in the environment when config.yaml has none),
+``timeout``, the seconds one ``brv`` run may take before it is killed, and
+``prefetch_timeout``, the seconds a turn's recall query may take before the
+warm recall is used instead (a first query of a person starts brv's agent,
+which takes seconds on a slow host). A bad value falls back to its default
+with a WARNING naming the key.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ PROVIDER_NAME = "byterover"
 DEFAULT_BINARY = "brv"
 BINARY_ENV = "BRV_BINARY"
 DEFAULT_TIMEOUT = 30.0
+DEFAULT_PREFETCH_TIMEOUT = 5.0
 MAX_TIMEOUT = 600.0
 INSTALL_HINT = "install with npm i -g byterover-cli"
 
@@ -30,6 +34,7 @@ INSTALL_HINT = "install with npm i -g byterover-cli"
 class Settings:
     binary: str = DEFAULT_BINARY
     timeout: float = DEFAULT_TIMEOUT
+    prefetch_timeout: float = DEFAULT_PREFETCH_TIMEOUT
 
 
 SCHEMA: list[dict[str, Any]] = [
@@ -48,6 +53,13 @@ SCHEMA: list[dict[str, Any]] = [
         "required": False,
         "default": DEFAULT_TIMEOUT,
     },
+    {
+        "key": "prefetch_timeout",
+        "description": "Seconds a recall query may take before the warm recall is used",
+        "secret": False,
+        "required": False,
+        "default": DEFAULT_PREFETCH_TIMEOUT,
+    },
 ]
 
 
@@ -64,7 +76,9 @@ def parse(config: Mapping[str, Any] | None, environ: Mapping[str, str] | None = 
         if binary not in (None, ""):
             logger.warning("memory.providers.byterover.binary must be a string; using brv")
         binary = default_binary(environ)
-    timeout = SettingsReader(PROVIDER_NAME, section, environ).number(
-        "timeout", DEFAULT_TIMEOUT, 0, MAX_TIMEOUT, above_low=True
+    reader = SettingsReader(PROVIDER_NAME, section, environ)
+    timeout = reader.number("timeout", DEFAULT_TIMEOUT, 0, MAX_TIMEOUT, above_low=True)
+    prefetch_timeout = reader.number(
+        "prefetch_timeout", DEFAULT_PREFETCH_TIMEOUT, 0, MAX_TIMEOUT, above_low=True
     )
-    return Settings(binary=binary.strip(), timeout=timeout)
+    return Settings(binary=binary.strip(), timeout=timeout, prefetch_timeout=prefetch_timeout)

@@ -13,7 +13,7 @@ job finds its hash in ``chorus-synced.txt``); ``on_memory_write`` and
 a turn withdrawn by ``/undo`` after its sync stays curated.
 
 Every run is bounded by ``timeout`` and killed past it (:mod:`._runner`);
-prefetch waits only :data:`PREFETCH_TIMEOUT` and then answers with the recall
+prefetch waits only ``prefetch_timeout`` (5 s by default) and then answers with the recall
 ``queue_prefetch`` warmed. A run whose answer is an error (brv exits 0
 then) fails like a non-zero exit: the turn is not marked synced, so the job
 retries it. Timeouts and failures count on a circuit breaker, so a broken
@@ -39,7 +39,6 @@ from ._runner import BrvError, BrvFailed, BrvMissing, BrvTimeout
 
 logger = logging.getLogger(__name__)
 
-PREFETCH_TIMEOUT = 5.0
 WARM_MAX_AGE = 900.0
 MAX_CURATE = 4000
 SYSTEM_PROMPT_BLOCK = (
@@ -145,7 +144,7 @@ class ByteRoverProvider(RemoteProvider):
             return ""
         who = self.owner(speaker)
         try:
-            answer = self._query(who, text, PREFETCH_TIMEOUT)
+            answer = self._query(who, text, self._settings.prefetch_timeout)
         except BrvError as exc:
             logger.debug("byterover prefetch: %s, using the warm recall", type(exc).__name__)
             return _state.warm(self._dir(who), WARM_MAX_AGE)
