@@ -5,6 +5,10 @@ session's store and user, so the agent runs them itself; their names are
 reserved here so that no registered tool (or memory provider) can shadow them.
 Whatever goes wrong — an unknown name, arguments that are not JSON, a handler
 that raises — the model gets an error result, never an exception.
+
+Tools whose list changes while the process runs (an MCP server's) come from a
+``ToolSource`` added to the registry; ``dispatch`` is the one place every call
+of a registered or sourced tool goes through.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from agent.errors import AgentError
 from agent.llm import parse_arguments
@@ -40,6 +44,20 @@ def function_schema(name: str, description: str, parameters: dict[str, Any]) -> 
     }
 
 
+class ToolSource(Protocol):
+    """Tools that come and go (an MCP server's): listed at each request, called by name."""
+
+    def schemas(self) -> list[dict[str, Any]]:
+        """The OpenAI ``tools`` entries offered now."""
+        ...
+
+    def has(self, name: str) -> bool: ...
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> str:
+        """The result text for the model; an error result, never an exception."""
+        ...
+
+
 @dataclass(frozen=True)
 class Tool:
     name: str
@@ -57,6 +75,7 @@ class ToolRegistry:
 
     def __init__(self) -> None:
         self._tools: dict[str, Tool] = {}
+        self._sources: list[ToolSource] = []
 
     def register(self, tool: Tool) -> None:
         if tool.name in CORE_TOOL_NAMES:
@@ -65,27 +84,41 @@ class ToolRegistry:
             raise AgentError(f"tool {tool.name!r} is already registered")
         self._tools[tool.name] = tool
 
+    def add_source(self, source: ToolSource) -> None:
+        self._sources.append(source)
+
+    def _source_of(self, name: str) -> ToolSource | None:
+        if name in CORE_TOOL_NAMES or name in self._tools:
+            return None
+        return next((source for source in self._sources if source.has(name)), None)
+
     def has(self, name: str) -> bool:
-        return name in self._tools
+        return name in self._tools or self._source_of(name) is not None
 
     @property
     def names(self) -> list[str]:
         return sorted(self._tools)
 
     def schemas(self) -> list[dict[str, Any]]:
-        return [self._tools[name].schema for name in self.names]
+        listed = [self._tools[name].schema for name in self.names]
+        for source in self._sources:
+            listed += [s for s in source.schemas() if s["function"]["name"] not in self._tools]
+        return listed
 
     async def dispatch(self, name: str, raw_arguments: str) -> str:
         tool = self._tools.get(name)
-        if tool is None:
-            return tool_error(
-                f"unknown tool {name!r}; available: {', '.join(self.names) or 'none'}"
-            )
+        source = self._source_of(name) if tool is None else None
+        if tool is None and source is None:
+            offered = [s["function"]["name"] for s in self.schemas()]
+            return tool_error(f"unknown tool {name!r}; available: {', '.join(offered) or 'none'}")
         try:
             arguments = parse_arguments(raw_arguments)
         except ValueError as exc:
             return tool_error(f"{name}: {exc}")
         try:
+            if source is not None:
+                return await source.call(name, arguments)
+            assert tool is not None
             result = tool.handler(arguments)
             if inspect.isawaitable(result):
                 result = await result

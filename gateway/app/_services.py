@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from agent.tools.mcp import ServerHealth
 from gateway.access import Authorizer, GatewayDB, RateLimiter
 from gateway.app import _texts as t
 from gateway.app._agents import AgentFactory
@@ -36,6 +37,8 @@ class GatewayServices:
     activity: Activity
     load: Callable[[], Settings]
     """Reads the configuration again, from the same environment as at start-up."""
+    tool_servers: Callable[[], list[ServerHealth]] = field(default=lambda: [])
+    """The MCP servers' health, for ``/admin status``."""
 
     @property
     def settings(self) -> Settings:
@@ -64,6 +67,7 @@ class GatewayServices:
             t.STATUS_REVIEW.format(n=pending),
             t.STATUS_SESSIONS.format(n=len(self.sessions.sessions), live=self.sessions.live_agents),
             t.STATUS_QUEUE.format(q=status.queued, f=status.failed, o=status.outbox),
+            *(t.STATUS_TOOL_SERVER.format(line=h.line()) for h in self.tool_servers()),
         ]
 
     async def stats_lines(self) -> list[str]:

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agent.llm import LLMClient, Sleep
+from agent.tools.mcp import McpTools
 from gateway import logs
 from gateway.access import Authorizer, Deduplicator, GatewayDB, LocalRateCheck, RateLimiter
 from gateway.adapters import BaseAdapter, Intake, Replies
@@ -32,6 +33,7 @@ from gateway.app._replicas import (
     open_coordination,
 )
 from gateway.app._services import GatewayServices
+from gateway.app._tools import build_tools
 from gateway.clock import Clock, SystemClock
 from gateway.commands import CommandRegistry, register_admin_commands, register_user_commands
 from gateway.config import LiveSettings, Settings, database_location, load_settings
@@ -64,12 +66,16 @@ class GatewayStack:
     closing: asyncio.Event
     """Set when the process begins to stop: /readyz fails, replicas' webhooks answer 503."""
     _pollers: list[asyncio.Task[None]] = field(default_factory=list)
+    mcp: McpTools | None = None
+    """The MCP servers the agent's tools come from (``tools.mcp_servers``)."""
 
     async def start(self) -> None:
         """Take up sessions, connect the platforms, take up what a restart left pending
         (one process; replicas hand it on), and (replicas) serve the mailbox."""
         runner = self.runner
         adapters = list(runner.adapters.values())
+        if self.mcp is not None:
+            self.mcp.start()
         if self.router is not None:
             self._pollers = await claim_pollers(self.router.coordination, adapters)
         await runner.sessions.recover(set(runner.adapters))
@@ -121,6 +127,8 @@ class GatewayStack:
             await self.router.stop()
         await asyncio.to_thread(self.background.close, timeout)
         await self.factory.aclose()
+        if self.mcp is not None:
+            await self.mcp.stop()
         await self.db.aclose()
         await asyncio.to_thread(self.gateway_db.close)
         await asyncio.to_thread(self.keeper.close)
@@ -169,10 +177,12 @@ async def open_stack(
             metrics.observe_llm(seconds)
 
     llm = LLMClient(settings.llm, sleep=llm_sleep or asyncio.sleep, observers=[observe_llm])
+    tools, mcp = build_tools(settings, metrics)
     factory = AgentFactory(
         live,
         db=db,
         llm=llm,
+        tools=tools,
         scheduler=background.scheduler,
         provider=background.provider,
         now=clock.time,
@@ -240,6 +250,7 @@ async def open_stack(
         metrics=metrics,
         activity=activity,
         load=load or (lambda: load_settings(settings.home)),
+        tool_servers=mcp.health,
     )
     if coordination is not None:
         shared = coordination.rate_limiter(settings.auth.rate_limit_per_minute)
@@ -312,4 +323,5 @@ async def open_stack(
         intake,
         router,
         closing,
+        mcp=mcp,
     )

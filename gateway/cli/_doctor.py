@@ -19,6 +19,7 @@ from agent.errors import LLMError
 from agent.llm import LLMClient
 from gateway.adapters import PLATFORMS, PlatformSpec
 from gateway.app import queue_from_settings
+from gateway.cli._doctor_tools import tool_server_lines
 from gateway.config import (
     Settings,
     database_location,
@@ -58,6 +59,11 @@ def run_checks(environ: Mapping[str, str] | None = None) -> list[CheckResult]:
     results = [CheckResult("config", True, _config_detail(settings))]
     for check in CHECKS:
         results.append(_guarded(check, settings))
+    try:
+        results += [CheckResult(n, ok, one_line(d)) for n, ok, d in tool_server_lines(settings)]
+    except Exception as exc:
+        logger.debug("doctor check tools raised", exc_info=True)
+        results.append(CheckResult("tools", False, f"the check failed ({type(exc).__name__})"))
     return results
 
 

@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field, SecretStr, ValidationError, create_model
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from agent.settings import AgentSettings, CompressionSettings, LLMSettings
+from agent.tools.settings import ToolsSettings
 from gateway.adapters import PLATFORMS
 from gateway.config._secret_files import expand_secret_files
 from gateway.config._sections import (
@@ -79,6 +80,7 @@ class _CoreSettings(BaseSettings):
     database: DatabaseSettings = Field(default_factory=DatabaseSettings)
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
+    tools: ToolsSettings = Field(default_factory=ToolsSettings)
 
     @classmethod
     def settings_customise_sources(

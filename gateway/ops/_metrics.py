@@ -28,6 +28,7 @@ from prometheus_client.registry import Collector
 
 from gateway.ops._registry import process_registry
 from gateway.ops._replica_metrics import ReplicaMetrics
+from gateway.ops._tool_metrics import ServersUpSource, ToolMetrics
 
 logger = logging.getLogger(__name__)
 
@@ -221,6 +222,12 @@ class Metrics:
         if self.replica is None:
             self.replica = ReplicaMetrics(self._registry)
         return self.replica
+
+    def set_tools(
+        self, servers: Iterable[str], outcomes: Iterable[str], up: ServersUpSource
+    ) -> ToolMetrics:
+        """The tool servers' metrics (``_tool_metrics``), returned to count calls with."""
+        return ToolMetrics(self._registry, servers, outcomes, up)
 
     def known_commands(self, names: Iterable[str]) -> None:
         """Commands whose ``ok`` count starts at 0."""

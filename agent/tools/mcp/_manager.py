@@ -1,0 +1,120 @@
+"""``McpTools``: every configured MCP server's tools, as one ``ToolSource`` of the registry.
+
+The model sees each server's tools as ``<server>__<tool>`` (``_names``), listed
+from the servers that are up at the moment of the request; the list follows a
+server's ``list_changed``, its crash and its restart. A call goes to its server
+and comes back as text for the model: the result fenced as others' content and
+cut to the server's ``max_result_chars``, or an error result that says what
+happened (timed out, server not running, server stopped during the call). One
+server's trouble never reaches a turn or another server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from agent.tools.mcp._names import namespaced
+from agent.tools.mcp._results import render_result
+from agent.tools.mcp._server import McpServer, ServerHealth, ToolCallFailed
+from agent.tools.mcp.settings import McpServerSettings
+from agent.tools.registry import function_schema, tool_error
+
+__all__ = ["OUTCOMES", "CallObserver", "McpTools"]
+
+logger = logging.getLogger(__name__)
+
+OUTCOMES = ("ok", "tool_error", "error", "timeout", "unavailable")
+"""How a call ended, as counted: a result, an error the tool reported, a failed call,
+no answer in time, a server not running."""
+
+CallObserver = Callable[[str, str], None]
+"""Told (server, outcome) after every call."""
+
+_EMPTY_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+class McpTools:
+    """The MCP servers of ``tools.mcp_servers`` (the enabled ones)."""
+
+    def __init__(
+        self,
+        servers: Mapping[str, McpServerSettings],
+        *,
+        observe: CallObserver | None = None,
+        errlog: Any = None,
+    ) -> None:
+        self.servers = {
+            name: McpServer(name, conf, on_tools_changed=self._relist, errlog=errlog)
+            for name, conf in servers.items()
+            if conf.enabled
+        }
+        self.observe = observe
+        """Told (server, outcome) after every call (the metrics)."""
+        self._routes: dict[str, tuple[McpServer, str]] = {}
+        self._schemas: list[dict[str, Any]] = []
+
+    def start(self) -> None:
+        """Start every server (in the background: a slow one holds nothing up)."""
+        for server in self.servers.values():
+            server.start()
+
+    async def started(self, timeout: float) -> None:
+        """Wait (at most ``timeout`` seconds) until every server is up or has failed once."""
+        waits = [server.tried() for server in self.servers.values()]
+        if waits:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.gather(*waits), timeout)
+
+    async def stop(self) -> None:
+        await asyncio.gather(*(server.stop() for server in self.servers.values()))
+
+    def health(self) -> list[ServerHealth]:
+        return [server.health() for server in self.servers.values()]
+
+    # -- ToolSource ------------------------------------------------------------------------
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return list(self._schemas)
+
+    def has(self, name: str) -> bool:
+        return name in self._routes
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> str:
+        route = self._routes.get(name)
+        if route is None:
+            return tool_error(f"the tool {name} is not available now")
+        server, tool = route
+        try:
+            result = await server.call(tool, arguments)
+        except ToolCallFailed as exc:
+            logger.warning("tool %s: %s", name, exc.outcome)
+            self._count(server.name, exc.outcome)
+            return tool_error(str(exc))
+        self._count(server.name, "tool_error" if result.isError else "ok")
+        return render_result(name, result, server.settings.max_result_chars)
+
+    def _count(self, server: str, outcome: str) -> None:
+        if self.observe is not None:
+            try:
+                self.observe(server, outcome)
+            except Exception:
+                logger.exception("counting a tool call failed")
+
+    def _relist(self) -> None:
+        """Rebuild the names the model sees, from the servers' current lists."""
+        routes: dict[str, tuple[McpServer, str]] = {}
+        schemas: list[dict[str, Any]] = []
+        taken: set[str] = set()
+        for server in self.servers.values():
+            listed = {tool.name: tool for tool in server.tools}
+            for name, original in namespaced(server.name, listed, taken).items():
+                tool = listed[original]
+                routes[name] = (server, original)
+                description = tool.description or tool.title or original
+                parameters = tool.inputSchema or _EMPTY_PARAMETERS
+                schemas.append(function_schema(name, description, parameters))
+        self._routes, self._schemas = routes, schemas
