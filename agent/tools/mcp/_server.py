@@ -22,7 +22,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -118,6 +118,8 @@ class McpServer:
         self._last_error: str | None = None
         self._restarts = 0
         self._tried = asyncio.Event()
+        self._gone = asyncio.Event()
+        """Set when the current connection ends: the calls in flight on it are answered."""
 
     @property
     def up(self) -> bool:
@@ -158,7 +160,9 @@ class McpServer:
         timeout = self.settings.timeout
         try:
             async with asyncio.timeout(timeout):
-                return await session.call_tool(tool, arguments)
+                return await self._until_gone(session.call_tool(tool, arguments), self._gone)
+        except ToolCallFailed:
+            raise
         except TimeoutError:
             raise ToolCallFailed(
                 "timeout", f"the tool server {self.name} did not answer within {timeout:g} s"
@@ -184,9 +188,31 @@ class McpServer:
             failed = f"the call to the tool server {self.name} failed"
             raise ToolCallFailed("error", failed) from None
 
+    async def _until_gone(
+        self, call: Coroutine[Any, Any, types.CallToolResult], gone: asyncio.Event
+    ) -> types.CallToolResult:
+        """``call``'s result, unless the connection goes first (a crashed server)."""
+        task = asyncio.ensure_future(call)
+        waiter = asyncio.ensure_future(gone.wait())
+        try:
+            await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+        if task.done() and not task.cancelled():
+            return task.result()
+        raise ToolCallFailed(
+            "unavailable",
+            f"the tool server {self.name} stopped during the call; it is being restarted",
+        )
+
     # -- the supervisor ------------------------------------------------------------------
 
     def _connection_lost(self, why: str) -> None:
+        self._gone.set()
         if not self._lost and not self._stopping:
             self._last_error = why
             self._lost = True
@@ -199,10 +225,14 @@ class McpServer:
             try:
                 await self._connect_and_serve()
             except Exception as exc:  # the server's failure is its own, never the gateway's
-                self._last_error = _short(exc)
-                logger.warning("mcp server %s failed: %s", self.name, self._last_error)
+                error = _short(exc)
+                again = error == self._last_error  # said once, not at every restart
+                self._last_error = error
+                level = logging.DEBUG if again else logging.WARNING
+                logger.log(level, "mcp server %s failed: %s", self.name, error)
             finally:
                 self._tried.set()
+                self._gone.set()
                 self._session = None
                 if self.tools:
                     self.tools = []
@@ -220,6 +250,7 @@ class McpServer:
 
     async def _connect_and_serve(self) -> None:
         self._lost = self._refresh = False
+        self._gone = asyncio.Event()
         async with self._transport() as (read, write):
             relay_send, relay_read = anyio.create_memory_object_stream[Relayed](0)
             async with anyio.create_task_group() as group:
@@ -231,7 +262,6 @@ class McpServer:
                         await session.initialize()
                         await self._list(session)
                     self._session = session
-                    self._last_error = None
                     self._tried.set()
                     logger.info("mcp server %s up: %d tools", self.name, len(self.tools))
                     await self._serve(session)
