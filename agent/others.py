@@ -1,10 +1,10 @@
 """Others' content: words in a turn that the session's owner did not write.
 
-Thread context and forwarded messages come with a person's message; the model
-is shown them fenced: a title that says they are quoted material, not
-instructions, then every line quoted with ``>`` (a line of the quoted text
-cannot leave the fence), then a closing line. A turn that carries such words
-(or a tool result) may not write the shared memory unreviewed (see
+Thread context and forwarded messages come with a person's message, a tool
+server's output as a tool result; the model is shown them fenced: a title that
+says they are quoted material, not instructions, then every line quoted with
+``>`` (a line of the quoted text cannot leave the fence), then a closing line.
+A turn that carries such words (or a tool result) may not write the shared memory unreviewed (see
 ``agent.shared_writes``); the fence's mark is how a turn's text is recognised
 as carrying them when it is read again (``/retry``, a flush over the history).
 """
@@ -39,9 +39,9 @@ def carries_others(text: str) -> bool:
 
 
 def history_carries_others(history: Sequence[ChatMessage]) -> bool:
-    """Whether a user message of ``history`` carries others' words."""
+    """Whether a user message or a tool result of ``history`` carries others' words."""
     for message in history:
-        if message["role"] != "user":
+        if message["role"] not in ("user", "tool"):
             continue
         content = message.get("content")
         parts = [content] if isinstance(content, str) else content or []
