@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agent.llm import LLMClient, Sleep
-from agent.tools.mcp import McpTools
+from agent.tools.mcp import STARTUP_WAIT, McpTools
 from gateway import logs
 from gateway.access import Authorizer, Deduplicator, GatewayDB, LocalRateCheck, RateLimiter
 from gateway.adapters import BaseAdapter, Intake, Replies
@@ -74,8 +74,9 @@ class GatewayStack:
         (one process; replicas hand it on), and (replicas) serve the mailbox."""
         runner = self.runner
         adapters = list(runner.adapters.values())
-        if self.mcp is not None:
+        if self.mcp is not None:  # the first message sees their tools, unless one is slow
             self.mcp.start()
+            await self.mcp.started(STARTUP_WAIT)
         if self.router is not None:
             self._pollers = await claim_pollers(self.router.coordination, adapters)
         await runner.sessions.recover(set(runner.adapters))

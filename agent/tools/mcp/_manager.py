@@ -23,13 +23,17 @@ from agent.tools.mcp._server import McpServer, ServerHealth, ToolCallFailed
 from agent.tools.mcp.settings import McpServerSettings
 from agent.tools.registry import function_schema, tool_error
 
-__all__ = ["OUTCOMES", "CallObserver", "McpTools"]
+__all__ = ["OUTCOMES", "STARTUP_WAIT", "CallObserver", "McpTools"]
 
 logger = logging.getLogger(__name__)
 
 OUTCOMES = ("ok", "tool_error", "error", "timeout", "unavailable")
 """How a call ended, as counted: a result, an error the tool reported, a failed call,
 no answer in time, a server not running."""
+
+STARTUP_WAIT = 10.0
+"""Seconds the gateway waits at start for its servers to be up (or to have failed once);
+a slower one comes up meanwhile, its tools offered from then on."""
 
 CallObserver = Callable[[str, str], None]
 """Told (server, outcome) after every call."""
