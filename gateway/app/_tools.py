@@ -20,10 +20,12 @@ def build_tools(
     for conf in servers.values():
         for value in (*conf.headers.values(), *conf.env.values()):
             register_secret(value)
-    mcp = McpTools(servers)
-    if metrics is not None and mcp.servers:
-        up = metrics.set_tools(mcp.servers, OUTCOMES, lambda: {h.name: h.up for h in mcp.health()})
-        mcp.observe = up.call
+    enabled = [name for name, conf in servers.items() if conf.enabled]
+    counted = None
+    if metrics is not None and enabled:
+        up = lambda: {h.name: h.up for h in mcp.health()}  # noqa: E731
+        counted = metrics.for_tools(enabled, OUTCOMES, up).call
+    mcp = McpTools(servers, observe=counted)
     registry = ToolRegistry()
     registry.add_source(mcp)
     return registry, mcp

@@ -223,7 +223,7 @@ class Metrics:
             self.replica = ReplicaMetrics(self._registry)
         return self.replica
 
-    def set_tools(
+    def for_tools(
         self, servers: Iterable[str], outcomes: Iterable[str], up: ServersUpSource
     ) -> ToolMetrics:
         """The tool servers' metrics (``_tool_metrics``), returned to count calls with."""

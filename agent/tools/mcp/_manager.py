@@ -56,8 +56,7 @@ class McpTools:
             for name, conf in servers.items()
             if conf.enabled
         }
-        self.observe = observe
-        """Told (server, outcome) after every call (the metrics)."""
+        self._observe = observe
         self._routes: dict[str, tuple[McpServer, str]] = {}
         self._schemas: list[dict[str, Any]] = []
 
@@ -102,9 +101,9 @@ class McpTools:
         return render_result(name, result, server.settings.max_result_chars)
 
     def _count(self, server: str, outcome: str) -> None:
-        if self.observe is not None:
+        if self._observe is not None:
             try:
-                self.observe(server, outcome)
+                self._observe(server, outcome)
             except Exception:
                 logger.exception("counting a tool call failed")
 
