@@ -7,7 +7,7 @@ Whatever goes wrong — an unknown name, arguments that are not JSON, a handler
 that raises — the model gets an error result, never an exception.
 
 Tools whose list changes while the process runs (an MCP server's) come from a
-``ToolSource`` added to the registry; ``dispatch`` is the one place every call
+``ToolSource`` the registry is built with; ``dispatch`` is the one place every call
 of a registered or sourced tool goes through.
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -73,9 +73,9 @@ class Tool:
 class ToolRegistry:
     """Tools shared by every agent of the process."""
 
-    def __init__(self) -> None:
+    def __init__(self, sources: Sequence[ToolSource] = ()) -> None:
         self._tools: dict[str, Tool] = {}
-        self._sources: list[ToolSource] = []
+        self._sources = list(sources)
 
     def register(self, tool: Tool) -> None:
         if tool.name in CORE_TOOL_NAMES:
@@ -83,9 +83,6 @@ class ToolRegistry:
         if tool.name in self._tools:
             raise AgentError(f"tool {tool.name!r} is already registered")
         self._tools[tool.name] = tool
-
-    def add_source(self, source: ToolSource) -> None:
-        self._sources.append(source)
 
     def _source_of(self, name: str) -> ToolSource | None:
         if name in CORE_TOOL_NAMES or name in self._tools:

@@ -21,11 +21,11 @@ def build_tools(
         for value in (*conf.headers.values(), *conf.env.values()):
             register_secret(value)
     enabled = [name for name, conf in servers.items() if conf.enabled]
-    counted = None
-    if metrics is not None and enabled:
-        up = lambda: {h.name: h.up for h in mcp.health()}  # noqa: E731
-        counted = metrics.for_tools(enabled, OUTCOMES, up).call
+    mcp: McpTools  # read by the gauge at scrape time, once built
+
+    def up() -> dict[str, bool]:
+        return {health.name: health.up for health in mcp.health()}
+
+    counted = metrics.for_tools(enabled, OUTCOMES, up).call if metrics and enabled else None
     mcp = McpTools(servers, observe=counted)
-    registry = ToolRegistry()
-    registry.add_source(mcp)
-    return registry, mcp
+    return ToolRegistry(sources=[mcp]), mcp
