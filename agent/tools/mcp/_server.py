@@ -39,7 +39,14 @@ from mcp.shared.message import SessionMessage
 
 from agent.tools.mcp.settings import McpServerSettings
 
-__all__ = ["BACKOFF_FIRST", "BACKOFF_MAX", "McpServer", "ServerHealth", "ToolCallFailed"]
+__all__ = [
+    "BACKOFF_FIRST",
+    "BACKOFF_MAX",
+    "START_TIMEOUT",
+    "McpServer",
+    "ServerHealth",
+    "ToolCallFailed",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +54,8 @@ BACKOFF_FIRST = 0.5
 """Seconds before the first restart of a server that stopped or failed to start."""
 BACKOFF_MAX = 60.0
 """The longest wait between two starts."""
+START_TIMEOUT = 60.0
+"""Seconds a server may take to start and list its tools (its ``timeout`` if longer)."""
 STABLE_SECONDS = 60.0
 """A server up this long before it stopped is restarted after ``BACKOFF_FIRST`` again."""
 
@@ -258,7 +267,7 @@ class McpServer:
                 async with ClientSession(
                     relay_read, write, message_handler=self._on_message
                 ) as session:
-                    with anyio.fail_after(self.settings.timeout):
+                    with anyio.fail_after(max(self.settings.timeout, START_TIMEOUT)):
                         await session.initialize()
                         await self._list(session)
                     self._session = session
