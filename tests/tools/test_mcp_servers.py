@@ -8,9 +8,11 @@ import asyncio
 import json
 import os
 import signal
+import sys
 from pathlib import Path
 from typing import Any
 
+from agent.tools.mcp import McpServerSettings, McpTools
 from tests.fakes import FakeOpenAI
 from tests.runner.conftest import GatewayFactory
 from tests.tools.conftest import alive, calls, pids, stdio_server
@@ -104,3 +106,20 @@ async def test_a_disabled_server_is_not_started(
     await asyncio.sleep(0.2)
     assert pids(state) == []
     assert gw.stack.mcp is not None and gw.stack.mcp.health() == []
+
+
+async def test_a_server_that_hangs_at_start_is_stopped_with_its_process(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    script = (
+        "import os, pathlib, time; "
+        f"pathlib.Path({str(pid_file)!r}).write_text(str(os.getpid())); time.sleep(1000)"
+    )
+    conf = McpServerSettings(command=sys.executable, args=["-c", script])
+    tools = McpTools({"slow": conf})
+    tools.start()
+    await until(lambda: pid_file.exists() and pid_file.read_text(), what="the process")
+    pid = int(pid_file.read_text())
+    [health] = tools.health()
+    assert not health.up and tools.schemas() == []
+    await tools.stop()
+    assert not alive(pid)

@@ -152,12 +152,12 @@ class McpServer:
         task, self._task = self._task, None
         if task is None:
             return
-        try:
-            await asyncio.wait_for(asyncio.shield(task), timeout)
-        except TimeoutError:
+        if self._session is not None:  # up: close it in order (the child's input first)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(task), timeout)
+        if not task.done():  # starting, waiting to start again, or not closing in time
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await asyncio.gather(task, return_exceptions=True)
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
         session = self._session
