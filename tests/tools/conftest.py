@@ -62,26 +62,33 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture
-def http_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    """A Streamable HTTP server process on a local port: (its url, its state dir)."""
-    state = tmp_path / "http-state"
-    port = free_port()
+def serve_http(state: Path, port: int) -> subprocess.Popen[bytes]:
+    """A Streamable HTTP server process on ``port``, once it accepts connections."""
     process = subprocess.Popen(
         [*FAKE_SERVER, str(state), "--http", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env={**os.environ},
     )
+    for _ in range(2000):
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.1):
+                return process
+        except OSError:
+            if process.poll() is not None:
+                raise RuntimeError("the MCP HTTP server exited") from None
+            time.sleep(0.01)
+    process.kill()
+    raise RuntimeError("the MCP HTTP server did not listen")
+
+
+@pytest.fixture
+def http_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A Streamable HTTP server process on a local port: (its url, its state dir)."""
+    state = tmp_path / "http-state"
+    port = free_port()
+    process = serve_http(state, port)
     try:
-        for _ in range(2000):
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.1):
-                    break
-            except OSError:
-                if process.poll() is not None:
-                    raise RuntimeError("the MCP HTTP server exited") from None
-                time.sleep(0.01)
         yield f"http://127.0.0.1:{port}/mcp", state
     finally:
         process.kill()

@@ -15,7 +15,7 @@ from typing import Any
 from agent.tools.mcp import McpServerSettings, McpTools
 from tests.fakes import FakeOpenAI
 from tests.runner.conftest import GatewayFactory
-from tests.tools.conftest import alive, calls, pids, stdio_server
+from tests.tools.conftest import alive, calls, free_port, pids, serve_http, stdio_server
 from tests.tools.test_mcp_calls import gateway_with, offered, tool_results
 from tests.waiting import until
 
@@ -123,3 +123,33 @@ async def test_a_server_that_hangs_at_start_is_stopped_with_its_process(tmp_path
     assert not health.up and tools.schemas() == []
     await tools.stop()
     assert not alive(pid)
+
+
+async def test_an_http_server_that_goes_away_costs_the_call_and_is_reconnected(
+    make_gateway: GatewayFactory, server: FakeOpenAI, chorus_home: Path, tmp_path: Path
+) -> None:
+    state, port = tmp_path / "http", free_port()
+    process = serve_http(state, port)
+    try:
+        remote = {"url": f"http://127.0.0.1:{port}/mcp"}
+        gw = await gateway_with(make_gateway, chorus_home, {"remote": remote})
+        process.kill()
+        process.wait(10)
+        server.tool_call("remote__echo", {"text": "anyone?"})
+        server.reply("The server is away.")
+        reply = await gw.ask("call it")
+        assert reply.text == "The server is away."
+        [result] = tool_results(server.last_request)
+        assert json.loads(result)["success"] is False
+        assert "the tool server remote" in json.loads(result)["error"]
+        process = serve_http(state, port)
+        mcp = gw.stack.mcp
+        assert mcp is not None
+        await until(lambda: mcp.health()[0].up, what="connected again")
+        server.tool_call("remote__echo", {"text": "back"})
+        server.reply("ok")
+        await gw.ask("again")
+        assert "echo: back" in tool_results(server.last_request)[-1]
+    finally:
+        process.kill()
+        process.wait(10)
