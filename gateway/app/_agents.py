@@ -11,6 +11,7 @@ from agent.context import SessionContext
 from agent.jobs import JobScheduler, ProviderSource, build_manager
 from agent.llm import LLMClient, LLMEmbeddings
 from agent.shared_writes import SharedWriteGate, WriteAudit
+from agent.tools.policy import ToolGate, ToolPolicy
 from agent.tools.registry import ToolRegistry
 from gateway.access import admin_checker
 from gateway.app._background import agent_config
@@ -67,6 +68,7 @@ class AgentFactory:
         self.staging = staging
         self.audit = audit
         self._admins: tuple[list[str], Callable[[str], bool]] | None = None
+        self._policy: tuple[object, ToolPolicy] | None = None
         self._memory_files: PostgresMemoryFiles | None = None
         self._embedder: LLMEmbeddings | None = None
 
@@ -80,6 +82,13 @@ class AgentFactory:
         if self._admins is None or self._admins[0] is not admins:
             self._admins = (admins, admin_checker(admins))
         return self._admins[1](str(user_key))
+
+    def tool_policy(self) -> ToolPolicy:
+        """``tools.policy`` as in effect now (a reload applies to the next decision)."""
+        rules = self.settings.tools.policy
+        if self._policy is None or self._policy[0] is not rules:
+            self._policy = (rules, ToolPolicy(rules))
+        return self._policy[1]
 
     def store_for(self, user: UserKey | None) -> MemoryStore:
         """The shared MEMORY.md plus this one user's USER.md (None: MEMORY.md only)."""
@@ -153,6 +162,7 @@ class AgentFactory:
                 user_key=user_key,
                 audit=self.audit,
             ),
+            tool_gate=ToolGate(session, self.tool_policy, self.is_admin, self.audit),
         )
 
     async def aclose(self) -> None:

@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field, SecretStr, ValidationError, create_model
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from agent.settings import AgentSettings, CompressionSettings, LLMSettings
+from agent.tools.settings import ToolsSettings
 from gateway.adapters import PLATFORMS
 from gateway.config._secret_files import expand_secret_files
 from gateway.config._sections import (
@@ -73,6 +74,7 @@ class _CoreSettings(BaseSettings):
     agent: AgentSettings = Field(default_factory=AgentSettings)
     compression: CompressionSettings = Field(default_factory=CompressionSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
+    tools: ToolsSettings = Field(default_factory=ToolsSettings)
     sessions: SessionsSettings = Field(default_factory=SessionsSettings)
     auth: AuthSettings = Field(default_factory=AuthSettings)
     redis: RedisSettings = Field(default_factory=RedisSettings)
