@@ -91,14 +91,18 @@ class ToolGate:
         """The error result for a call that may not run (audited), or None to run it."""
         if name in CORE_TOOL_NAMES:
             return None
-        if name not in offered:
-            await self._refused(name, speaker, "refused:not offered")
-            return tool_error(NOT_OFFERED.format(name=name))
         decision = self.decide(name, speaker)
-        if decision.allowed:
+        if name in offered and decision.allowed:
             return None
-        await self._refused(name, speaker, f"refused:{decision.action} ({decision.source})")
-        text = NEEDS_APPROVAL if decision.action == "ask" else DENIED
+        said = "" if decision.allowed else f"{decision.action} ({decision.source})"
+        if name not in offered:
+            outcome = "refused:not offered" + (f", {said}" if said else "")
+        else:  # offered, and the policy changed its mind since
+            outcome = f"refused:{said}"
+        await self._refused(name, speaker, outcome)
+        if decision.action == "ask":
+            return tool_error(NEEDS_APPROVAL.format(name=name))
+        text = DENIED if name in offered else NOT_OFFERED
         return tool_error(text.format(name=name))
 
     async def _refused(self, name: str, speaker: UserKey | None, outcome: str) -> None:
@@ -110,7 +114,9 @@ class ToolGate:
         if self.audit is None:
             return
         try:
-            await asyncio.to_thread(self.audit, actor, AUDIT_COMMAND, f"session {sid}: {name}", outcome)
+            await asyncio.to_thread(
+                self.audit, actor, AUDIT_COMMAND, f"session {sid}: {name}", outcome
+            )
         except Exception as exc:  # the refusal stands; the log says the row is missing
             logger.warning(
                 "no audit row for a refused tool call in session %s (%s)", sid, type(exc).__name__

@@ -71,9 +71,12 @@ class ToolPolicy:
     def __init__(self, rules: Sequence[ToolRule] = ()) -> None:
         self.rules = tuple(rules)
 
-    def decide(self, person: str | None, role: Role, platform: str, chat: ChatPlace, tool: str) -> Decision:
+    def decide(
+        self, person: str | None, role: Role, platform: str, chat: ChatPlace, tool: str
+    ) -> Decision:
         """``allow``, ``ask`` or ``deny`` for ``person`` (``platform:id``; None: nobody in
-        particular, as in a turn several people wrote) with ``role`` calling ``tool`` in ``chat``."""
+        particular, as in a turn several people wrote) as ``role``, calling ``tool`` in
+        ``chat``."""
         if tool in CORE_TOOL_NAMES:
             return Decision(tool, "allow", None)
         for number, rule in enumerate(self.rules, 1):

@@ -16,7 +16,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agent.tools.registry import CORE_TOOL_NAMES
-from memory.paths import PLATFORM_NAME, MemoryPathError, UserKey
+from memory.errors import MemoryPathError
+from memory.paths import PLATFORM_NAME, UserKey
 
 __all__ = ["Action", "Role", "ToolRule"]
 
