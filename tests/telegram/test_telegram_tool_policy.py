@@ -185,3 +185,44 @@ async def test_tools_and_admin_tools_answer_for_the_person_and_ask_is_not_allow(
     assert outcomes == ["refused:not offered, ask (rule 2)"]
     admin_rows = [row for row in audit_rows(gw) if row[1] == "/admin"]
     assert (f"telegram:{BOB}", "/admin", "tools", "refused") in admin_rows
+
+
+async def test_retry_and_a_turn_resumed_after_a_crash_pass_the_same_check(
+    make_gateway: GatewayFactory, chorus_home: Path
+) -> None:
+    gw = await policy_gateway(make_gateway, chorus_home)
+    tg, llm = gw.telegram, gw.server
+    llm.reply("Hello Bob.")
+    tg.message("hello", user_id=BOB)
+    await tg.wait_messages(BOB, 1)
+    await gw.settle()
+
+    llm.tool_call("fact_store", {"action": "add", "content": "retried"})
+    llm.reply("Hello again.")
+    tg.message("/retry", user_id=BOB)
+    await tg.wait_messages(BOB, 2)
+    await gw.settle()
+    retried, after = llm.requests[-2:]
+    assert "fact_store" not in offered(retried)
+    assert tool_results(after)[0]["success"] is False
+
+    llm.reply("never delivered", delay=30)
+    tg.message("@chorus_test_bot what now?", user_id=BOB, chat_id=GROUP)
+    await tg.wait_for(lambda: llm.in_flight == 1, what="the answer in progress")
+    await tg.wait_for(lambda: not tg.pending(), what="the update confirmed")
+    await gw.crash()
+
+    seen = len(llm.requests)
+    llm.tool_call("fact_store", {"action": "add", "content": "resumed"})
+    llm.reply("Resumed.")
+    again = await policy_gateway(make_gateway, chorus_home)
+    await tg.wait_for(
+        lambda: any(m.text == "Resumed." for m in tg.in_chat(GROUP)), what="the resumed answer"
+    )
+    await again.settle()
+    resumed, answered = llm.requests[seen:]
+    assert "what now?" in json.dumps(resumed["messages"][-1])
+    assert "fact_store" not in offered(resumed)
+    assert tool_results(answered)[-1]["success"] is False
+    outcomes = [row[3] for row in audit_rows(again) if row[1] == "model tool call"]
+    assert outcomes == ["refused:not offered, deny (rule 2)"] * 2
