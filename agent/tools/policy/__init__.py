@@ -7,7 +7,7 @@
   and audited).
 """
 
-from agent.tools.policy._gate import ToolGate, offered_names
+from agent.tools.policy._gate import ToolGate, offered_names, refuse_not_offered
 from agent.tools.policy._policy import (
     DEFAULTS,
     MCP_SEPARATOR,
@@ -30,4 +30,5 @@ __all__ = [
     "ToolRule",
     "is_mcp_tool",
     "offered_names",
+    "refuse_not_offered",
 ]

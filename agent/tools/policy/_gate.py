@@ -26,7 +26,7 @@ from agent.tools.policy._policy import ChatPlace, Decision, ToolPolicy
 from agent.tools.registry import CORE_TOOL_NAMES, tool_error
 from memory.paths import UserKey
 
-__all__ = ["ToolGate", "offered_names"]
+__all__ = ["ToolGate", "offered_names", "refuse_not_offered"]
 
 logger = logging.getLogger(__name__)
 
@@ -105,19 +105,42 @@ class ToolGate:
         text = DENIED if name in offered else NOT_OFFERED
         return tool_error(text.format(name=name))
 
+    async def not_offered(self, name: str, speaker: UserKey | None) -> str:
+        """The refusal of a call to a tool the request did not offer (audited), whatever it is:
+        for a request that offers only some tools (the memory flush offers ``memory`` alone)."""
+        await self._refused(name, speaker, "refused:not offered")
+        return tool_error(NOT_OFFERED.format(name=name))
+
     async def _refused(self, name: str, speaker: UserKey | None, outcome: str) -> None:
-        sid = self.session.session_id
-        name = name[:NAME_SHOWN]
         person = self.person(speaker)
         actor = str(person if person is not None else self.session.user_key)
-        logger.warning("tool call %r in session %s refused for %s: %s", name, sid, actor, outcome)
-        if self.audit is None:
-            return
-        try:
-            await asyncio.to_thread(
-                self.audit, actor, AUDIT_COMMAND, f"session {sid}: {name}", outcome
-            )
-        except Exception as exc:  # the refusal stands; the log says the row is missing
-            logger.warning(
-                "no audit row for a refused tool call in session %s (%s)", sid, type(exc).__name__
-            )
+        await record_refusal(self.audit, self.session.session_id, actor, name, outcome)
+
+
+async def refuse_not_offered(
+    name: str, *, session_id: str, actor: str, audit: WriteAudit | None
+) -> str:
+    """:meth:`ToolGate.not_offered` where no session's gate is at hand (a job's flush)."""
+    await record_refusal(audit, session_id, actor, name, "refused:not offered")
+    return tool_error(NOT_OFFERED.format(name=name))
+
+
+async def record_refusal(
+    audit: WriteAudit | None, session_id: str, actor: str, name: str, outcome: str
+) -> None:
+    """One log line and one audit row for a tool call that was not run."""
+    name = name[:NAME_SHOWN]
+    logger.warning(
+        "tool call %r in session %s refused for %s: %s", name, session_id, actor, outcome
+    )
+    if audit is None:
+        return
+    try:
+        args = f"session {session_id}: {name}"
+        await asyncio.to_thread(audit, actor, AUDIT_COMMAND, args, outcome)
+    except Exception as exc:  # the refusal stands; the log says the row is missing
+        logger.warning(
+            "no audit row for a refused tool call in session %s (%s)",
+            session_id,
+            type(exc).__name__,
+        )
