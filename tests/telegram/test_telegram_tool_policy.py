@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from agent.flush import FLUSH_PROMPT
 from tests.fakes import Reply
 from tests.telegram.conftest import ADMIN, ANN, BOB, GROUP, GatewayFactory, TelegramGateway
 
@@ -59,11 +60,11 @@ def write_policy(home: Path, bob: str) -> None:
 
 
 async def policy_gateway(
-    make_gateway: GatewayFactory, home: Path, bob: str = "deny"
+    make_gateway: GatewayFactory, home: Path, bob: str = "deny", **env: str
 ) -> TelegramGateway:
     home.mkdir(mode=0o700, exist_ok=True)
     write_policy(home, bob)
-    return await make_gateway()
+    return await make_gateway(**env)
 
 
 async def test_a_tool_allowed_to_one_person_is_never_offered_to_the_other_nor_run_for_them(
@@ -226,3 +227,36 @@ async def test_retry_and_a_turn_resumed_after_a_crash_pass_the_same_check(
     assert tool_results(answered)[-1]["success"] is False
     outcomes = [row[3] for row in audit_rows(again) if row[1] == "model tool call"]
     assert outcomes == ["refused:not offered, deny (rule 2)"] * 2
+
+
+async def test_the_session_end_flush_job_refuses_and_audits_any_tool_but_memory(
+    make_gateway: GatewayFactory, chorus_home: Path
+) -> None:
+    gw = await policy_gateway(make_gateway, chorus_home, CHORUS_MEMORY__FLUSH_MIN_TURNS="0")
+    tg, llm = gw.telegram, gw.server
+
+    def respond(body: dict[str, Any]) -> Reply | str:
+        if body["messages"][-1].get("content") == FLUSH_PROMPT:
+            return Reply.of_tool_calls([("fact_store", {"action": "add", "content": "flushed"})])
+        return "ok"
+
+    llm.responder(respond)
+    tg.message("hello", user_id=BOB)
+    await tg.wait_messages(BOB, 1)
+    await gw.settle()
+    session = gw.runner.sessions.sessions[0].session_id
+    tg.message("/new", user_id=BOB)
+    await tg.wait_messages(BOB, 2)
+    await gw.settle()
+    await asyncio.to_thread(gw.stack.background.queue.flush, 30)
+    flushes = [r for r in llm.requests if r["messages"][-1].get("content") == FLUSH_PROMPT]
+    assert len(flushes) == 1 and offered(flushes[0]) == {"memory"}
+    rows = [row for row in audit_rows(gw) if row[1] == "model tool call"]
+    assert rows == [
+        (
+            f"telegram:{BOB}",
+            "model tool call",
+            f"session {session}: fact_store",
+            "refused:not offered",
+        )
+    ]
