@@ -78,8 +78,9 @@ async def tools_sub(ctx: CommandContext, arg: str) -> str:
     lines = [FOR_PERSON.format(person=person, role=role)]
     names = await ctx.services.tool_names(ctx.msg)
     msg = ctx.msg
-    group = ChatPlace(msg.chat_id, False) if not msg.is_direct else ChatPlace("", False)
-    where = HERE if not msg.is_direct and msg.platform == platform else IN_GROUPS
+    here = not msg.is_direct and msg.platform == platform  # asked in a group they can be in
+    group = ChatPlace(msg.chat_id if here else "", False)
+    where = HERE if here else IN_GROUPS
     dm = ChatPlace(person.partition(":")[2], True)
     for name in names:
         in_dm = policy.decide(person, role, platform, dm, name)
