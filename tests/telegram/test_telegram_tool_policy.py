@@ -260,3 +260,25 @@ async def test_the_session_end_flush_job_refuses_and_audits_any_tool_but_memory(
             "refused:not offered",
         )
     ]
+
+
+async def test_in_a_shared_group_session_the_policy_follows_who_wrote_the_turn(
+    make_gateway: GatewayFactory, chorus_home: Path
+) -> None:
+    gw = await policy_gateway(make_gateway, chorus_home, CHORUS_SESSIONS__SCOPE="chat")
+    tg, llm = gw.telegram, gw.server
+    llm.reply("Hi Ann.")
+    tg.message("@chorus_test_bot hi", user_id=ANN, chat_id=GROUP)
+    await tg.wait_messages(GROUP, 1)
+    await gw.settle()
+    llm.tool_call("fact_store", {"action": "add", "content": "Bob was here"})
+    llm.reply("Not for you.")
+    tg.message("@chorus_test_bot store: Bob was here", user_id=BOB, chat_id=GROUP)
+    await tg.wait_messages(GROUP, 2)
+    await gw.settle()
+    assert len(gw.runner.sessions.sessions) == 1  # one session, both people in it
+    ann, bob, bob_after = llm.requests
+    assert "fact_store" in offered(ann) and "fact_store" not in offered(bob)
+    assert tool_results(bob_after)[0]["success"] is False
+    [row] = [row for row in audit_rows(gw) if row[1] == "model tool call"]
+    assert row[0] == f"telegram:{BOB}" and row[3] == "refused:not offered, deny (rule 2)"
