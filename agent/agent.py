@@ -100,11 +100,9 @@ class Agent(Compaction, ToolCalls):
         self.scheduler = scheduler
         self.now = now
         self.shared_writes = shared_writes
+        # which tools a request offers and a call may use (default: nobody an admin, no audit)
         self.tool_gate = tool_gate or ToolGate(session, ToolPolicy, lambda _: False)
-        """Which tools a request offers and a call may use (default: the policy's defaults,
-        nobody an admin, nothing audited)."""
-        self._offered: frozenset[str] = frozenset()
-        """The tools the last request offered: a call to any other is refused."""
+        self._offered: frozenset[str] = frozenset()  # by the last request: nothing else runs
         self.compressor = ContextCompressor(
             llm, self.config.compression, self.config.llm.context_length
         )
