@@ -46,6 +46,7 @@ from agent.shared_writes import SharedWriteGate
 from agent.streaming import ContextScrubber, emit, scrubbed
 from agent.tool_calls import ToolCalls
 from agent.tools.memory_tool import memory_tool_schema
+from agent.tools.policy import ToolGate, ToolPolicy, offered_names
 from agent.tools.registry import ToolRegistry
 from agent.tools.session_search_tool import SESSION_SEARCH_SCHEMA
 from memory.paths import UserKey
@@ -86,6 +87,7 @@ class Agent(Compaction, ToolCalls):
         scheduler: JobScheduler | None = None,
         now: Callable[[], float] = time.time,
         shared_writes: SharedWriteGate | None = None,
+        tool_gate: ToolGate | None = None,
     ) -> None:
         self.session = session
         self.config = config or AgentConfig()
@@ -98,6 +100,9 @@ class Agent(Compaction, ToolCalls):
         self.scheduler = scheduler
         self.now = now
         self.shared_writes = shared_writes
+        # which tools a request offers and a call may use (default: nobody an admin, no audit)
+        self.tool_gate = tool_gate or ToolGate(session, ToolPolicy, lambda _: False)
+        self._offered: frozenset[str] = frozenset()  # by the last request: nothing else runs
         self.compressor = ContextCompressor(
             llm, self.config.compression, self.config.llm.context_length
         )
@@ -190,10 +195,16 @@ class Agent(Compaction, ToolCalls):
         await self.db.set_system_prompt(self.session.session_id, self._system_prompt)
 
     def tool_schemas(self) -> list[dict[str, Any]]:
-        provided = self.memory.get_all_tool_schemas() if self.memory is not None else []
+        """The tools a request of this turn offers: the core ones, and the others the tool
+        policy lets the turn's person use here."""
         memory = memory_tool_schema(self.config.memory.targets)
         core = [SESSION_SEARCH_SCHEMA] if memory is None else [memory, SESSION_SEARCH_SCHEMA]
-        return [*core, *provided, *self.tools.schemas()]
+        return [*core, *self.tool_gate.offer(self.tool_catalog(), self._speaker)]
+
+    def tool_catalog(self) -> list[dict[str, Any]]:
+        """Every tool beyond the core ones this session has, before the policy."""
+        provided = self.memory.get_all_tool_schemas() if self.memory is not None else []
+        return [*provided, *self.tools.schemas()]
 
     def build_request(
         self, extra: list[ChatMessage] | None = None, *, cache_markers: bool = True
@@ -289,9 +300,9 @@ class Agent(Compaction, ToolCalls):
             scrubber = ContextScrubber()
             shown = scrubbed(on_delta, scrubber) if on_delta is not None else None
             await self._maybe_compress()
-            response = await self.llm.complete(
-                self.build_request(), tools=self.tool_schemas(), on_delta=shown
-            )
+            tools = self.tool_schemas()
+            self._offered = offered_names(tools)
+            response = await self.llm.complete(self.build_request(), tools=tools, on_delta=shown)
             if on_delta is not None:
                 await emit(on_delta, scrubber.finish())
             await self._record_usage(response)

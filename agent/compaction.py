@@ -23,6 +23,7 @@ from agent.others import history_carries_others
 from agent.provider_calls import ProviderCalls
 from agent.shared_writes import SharedWriteGate
 from agent.tools.memory_tool import memory_tool_schema
+from agent.tools.policy import ToolGate
 from memory.providers import MemoryManager
 
 __all__ = ["Compaction"]
@@ -39,6 +40,7 @@ class Compaction:
     memory: MemoryManager | None
     providers: ProviderCalls | None
     shared_writes: SharedWriteGate | None
+    tool_gate: ToolGate
     compressor: ContextCompressor
     history: list[ChatMessage]
     _written: RawTexts
@@ -80,6 +82,7 @@ class Compaction:
             system_prompt=self.system_prompt,
             run_memory=functools.partial(self.run_memory, origin="flush"),
             schema=schema,
+            refuse=functools.partial(self.tool_gate.not_offered, speaker=None),
         )
 
     def _others(self, present: bool, *, turn: bool = False) -> None:

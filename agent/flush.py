@@ -31,6 +31,9 @@ FLUSH_PROMPT = (
 MemoryRunner = Callable[[dict[str, Any]], Awaitable[str]]
 """Applies one memory tool call (already parsed arguments) and returns its JSON result."""
 
+Refuser = Callable[[str], Awaitable[str]]
+"""The result for a call to a tool the flush did not offer (by its name), audited."""
+
 
 def count_user_turns(messages: Sequence[ChatMessage]) -> int:
     return sum(1 for msg in messages if msg.get("role") == "user")
@@ -44,10 +47,12 @@ async def flush_memories(
     system_prompt: str,
     run_memory: MemoryRunner,
     schema: dict[str, Any] = MEMORY_TOOL_SCHEMA,
+    refuse: Refuser | None = None,
 ) -> int:
     """Give the model one memory-only call over ``messages``; returns memory writes made.
 
-    ``schema`` is the memory tool as the session offers it (its targets switched on).
+    ``schema`` is the memory tool as the session offers it (its targets switched on);
+    a call to any other tool is refused, by ``refuse`` when given (which audits it).
 
     ``messages`` is the live history (without the system message); it is the
     same list, with the same contents, when this returns or raises.
@@ -67,7 +72,9 @@ async def flush_memories(
             return 0
         messages.append(response.to_message())
         for call in response.tool_calls:
-            if call.name != "memory":
+            if call.name != "memory" and refuse is not None:
+                result = await refuse(call.name)
+            elif call.name != "memory":
                 result = json.dumps({"success": False, "error": "only memory is available"})
             else:
                 try:

@@ -1,7 +1,9 @@
 """How an agent runs the tool calls of its model: ``memory`` against the session's
 store (through the shared-memory gate), ``session_search`` over the person's own
 transcripts, a provider's tools through its providers, any other through the tool
-registry. What a tool other than ``memory`` returns is others' content.
+registry — each call after the tool gate (``agent.tools.policy``) let it through:
+a tool not offered in the request, or not allowed to the turn's person, never runs.
+What a tool other than ``memory`` returns is others' content.
 
 ``ToolCalls`` is a part of ``agent.Agent`` (its base class).
 """
@@ -15,6 +17,7 @@ from agent.llm import ToolCallRequest, parse_arguments
 from agent.memory_writes import apply_memory_call
 from agent.provider_calls import ProviderCalls
 from agent.shared_writes import SharedWriteGate
+from agent.tools.policy import ToolGate
 from agent.tools.registry import ToolRegistry, tool_error
 from agent.tools.session_search_tool import run_session_search
 from memory.paths import UserKey
@@ -35,6 +38,8 @@ class ToolCalls:
     memory: MemoryManager | None
     providers: ProviderCalls | None
     shared_writes: SharedWriteGate | None
+    tool_gate: ToolGate
+    _offered: frozenset[str]
     turns_since_memory: int
     _speaker: UserKey | None
     _user_sessions: AsyncUserSessions
@@ -44,6 +49,10 @@ class ToolCalls:
         def _others(self, present: bool, *, turn: bool = False) -> None: ...
 
     async def _run_tool(self, call: ToolCallRequest) -> str:
+        """The one place a model's tool call runs: the tool policy is asked first, every time."""
+        refusal = await self.tool_gate.refusal(call.name, self._offered, self._speaker)
+        if refusal is not None:
+            return refusal
         provider_tool = self.memory is not None and self.memory.has_tool(call.name)
         if call.name != "memory":  # what a tool returns is others' content
             self._others(True)

@@ -9,6 +9,7 @@ others' content (``agent.others``) has its shared-memory writes reviewed.
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import Any
 
 from agent.flush import flush_memories
@@ -20,6 +21,7 @@ from agent.messages import transcript_messages
 from agent.others import history_carries_others
 from agent.prompt import build_system_prompt
 from agent.tools.memory_tool import memory_tool_schema
+from agent.tools.policy import refuse_not_offered
 from memory.paths import UserKey
 from memory.providers import MemoryManager
 from memory.store import MemoryStore
@@ -68,6 +70,9 @@ async def flush_session(
         system_prompt=record.system_prompt or await _prompt_now(ctx, store, manager),
         run_memory=run_memory,
         schema=schema,
+        refuse=functools.partial(
+            refuse_not_offered, session_id=record.id, actor=record.user_key, audit=ctx.audit
+        ),
     )
 
 

@@ -1,5 +1,5 @@
-"""The ``tools`` section: where the agent's tools come from, declared here and composed by
-``gateway.config``."""
+"""The ``tools`` section: where the agent's tools come from and who may use them, declared
+here and composed by ``gateway.config``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agent.tools.mcp.settings import McpServerSettings
-from memory.settings import RESTART
+from agent.tools.policy import ToolRule
+from memory.settings import LIVE, RESTART
 
 __all__ = ["ToolsSettings"]
 
@@ -17,7 +18,7 @@ _SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
 
 
 class ToolsSettings(BaseModel):
-    """The ``tools`` section."""
+    """The ``tools`` section: the agent's tools beyond its memory, and who may use them."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -25,6 +26,12 @@ class ToolsSettings(BaseModel):
         default_factory=dict,
         description="MCP servers whose tools the agent may call, by name; a tool is "
         "offered to the model as <server>__<tool>.",
+    )
+    policy: Annotated[list[ToolRule], LIVE] = Field(
+        default_factory=list,
+        description="Ordered rules (people, roles, platforms, chats, tools → allow, ask or "
+        "deny); the first that matches decides. Without one: tools of MCP servers for "
+        "admins only, every other tool for everyone.",
     )
 
     @field_validator("mcp_servers")

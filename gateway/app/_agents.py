@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Callable
@@ -11,7 +12,8 @@ from agent.context import SessionContext
 from agent.jobs import JobScheduler, ProviderSource, build_manager
 from agent.llm import LLMClient, LLMEmbeddings
 from agent.shared_writes import SharedWriteGate, WriteAudit
-from agent.tools.registry import ToolRegistry
+from agent.tools.policy import ToolGate, ToolPolicy
+from agent.tools.registry import CORE_TOOL_NAMES, ToolRegistry
 from gateway.access import admin_checker
 from gateway.app._background import agent_config
 from gateway.config import LiveSettings, Settings, database_location
@@ -20,6 +22,8 @@ from memory.paths import ChorusPaths, UserKey
 from memory.providers import BuiltinMemoryProvider, MemoryManager
 from memory.store import MemoryStore, PostgresMemoryFiles, StagedWrites, memory_files_for
 from memory.transcripts import AsyncSessionDB
+
+logger = logging.getLogger(__name__)
 
 
 def require_llm_endpoint(settings: Settings) -> None:
@@ -67,6 +71,7 @@ class AgentFactory:
         self.staging = staging
         self.audit = audit
         self._admins: tuple[list[str], Callable[[str], bool]] | None = None
+        self._policy: tuple[object, ToolPolicy] | None = None
         self._memory_files: PostgresMemoryFiles | None = None
         self._embedder: LLMEmbeddings | None = None
 
@@ -80,6 +85,26 @@ class AgentFactory:
         if self._admins is None or self._admins[0] is not admins:
             self._admins = (admins, admin_checker(admins))
         return self._admins[1](str(user_key))
+
+    def tool_policy(self) -> ToolPolicy:
+        """``tools.policy`` as in effect now (a reload applies to the next decision)."""
+        rules = self.settings.tools.policy
+        if self._policy is None or self._policy[0] is not rules:
+            self._policy = (rules, ToolPolicy(rules))
+        return self._policy[1]
+
+    def tool_names(self) -> list[str]:
+        """The tools beyond the core ones an agent built now has, before the tool policy:
+        the registered ones and those the configured memory provider declares (blocking)."""
+        names = set(self.tools.names)
+        if self.provider is not None:
+            try:
+                provided = self.provider.load().get_tool_schemas()
+            except Exception as exc:  # a provider that cannot load offers no tools either
+                logger.warning("memory provider tools unknown (%s)", type(exc).__name__)
+                provided = []
+            names.update(str(s["name"]) for s in provided if "name" in s)
+        return sorted(names - CORE_TOOL_NAMES)
 
     def store_for(self, user: UserKey | None) -> MemoryStore:
         """The shared MEMORY.md plus this one user's USER.md (None: MEMORY.md only)."""
@@ -153,6 +178,7 @@ class AgentFactory:
                 user_key=user_key,
                 audit=self.audit,
             ),
+            tool_gate=ToolGate(session, self.tool_policy, self.is_admin, self.audit),
         )
 
     async def aclose(self) -> None:

@@ -14,6 +14,7 @@ from gateway.app._agents import AgentFactory
 from gateway.clock import Clock
 from gateway.config import LiveSettings, Settings
 from gateway.errors import GatewayError
+from gateway.events import InboundMessage
 from gateway.ops import Activity, Metrics
 from gateway.sessions import SessionManager
 from memory.jobs import BackgroundQueue
@@ -79,6 +80,13 @@ class GatewayServices:
         snap = self.metrics.snapshot()
         totals = [f"{name}: {value:g}" for name, value in sorted(snap.items())]
         return [*recent, *await self.status_lines(), t.STATS_SINCE_START, *totals]
+
+    async def tool_names(self, msg: InboundMessage) -> list[str]:
+        live = self.sessions.get(msg)
+        if live is not None and live.agent is not None:
+            schemas = live.agent.tool_catalog()
+            return sorted({str(s["function"]["name"]) for s in schemas})
+        return await asyncio.to_thread(self.factory.tool_names)
 
     async def reload(self) -> str:
         """Re-read config.yaml and the environment; apply what can change while running."""

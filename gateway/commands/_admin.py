@@ -13,6 +13,7 @@ from gateway.commands import _texts as t
 from gateway.commands._flagged import flagged_command
 from gateway.commands._registry import Command, CommandContext, CommandRegistry
 from gateway.commands._review import review
+from gateway.commands._tools import tools_sub
 from gateway.commands._user import profile_usage
 from memory.paths import UserKey
 from memory.store import FlaggedEntries, MemoryStore, StagedWrite, make_visible
@@ -211,6 +212,9 @@ ADMIN_SUBCOMMANDS: tuple[AdminSubcommand, ...] = (
         "queue", "[retry-failed]", queue_sub, "background jobs; requeue the failed ones"
     ),
     AdminSubcommand("provider", "", provider_sub, "the external memory provider and its state"),
+    AdminSubcommand(
+        "tools", "[platform:id]", tools_sub, "the tool policy, or what it comes to for a person"
+    ),
     AdminSubcommand(
         "reload", "", reload_sub, "re-read config.yaml and .env; names what needs a restart"
     ),

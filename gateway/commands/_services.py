@@ -115,3 +115,8 @@ class CommandServices(Protocol):
     async def reload(self) -> str:
         """Re-read the configuration; returns what happened."""
         ...
+
+    async def tool_names(self, msg: InboundMessage) -> list[str]:
+        """Every tool beyond the core ones the agent of ``msg``'s chat has, before the
+        tool policy, sorted."""
+        ...

@@ -10,6 +10,7 @@ from agent.agent import Agent
 from agent.shared_writes import decide
 from gateway.commands import _texts as t
 from gateway.commands._registry import Command, CommandContext, CommandRegistry
+from gateway.commands._tools import TOOLS_COMMAND
 from gateway.sessions import LiveSession
 from memory.paths import UserKey
 from memory.store import ENTRY_DELIMITER, MemoryStore, StagedWrites, StagingRefused
@@ -306,5 +307,6 @@ def register_user_commands(registry: CommandRegistry) -> None:
             admin_only=False,
         ),
         Command("whoami", "who I think you are", whoami_command, admin_only=False, private=True),
+        TOOLS_COMMAND,
     ):
         registry.register(command)

@@ -74,6 +74,7 @@ class _CoreSettings(BaseSettings):
     agent: AgentSettings = Field(default_factory=AgentSettings)
     compression: CompressionSettings = Field(default_factory=CompressionSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
+    tools: ToolsSettings = Field(default_factory=ToolsSettings)
     sessions: SessionsSettings = Field(default_factory=SessionsSettings)
     auth: AuthSettings = Field(default_factory=AuthSettings)
     redis: RedisSettings = Field(default_factory=RedisSettings)
