@@ -81,7 +81,6 @@ class _CoreSettings(BaseSettings):
     database: DatabaseSettings = Field(default_factory=DatabaseSettings)
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
-    tools: ToolsSettings = Field(default_factory=ToolsSettings)
 
     @classmethod
     def settings_customise_sources(

@@ -25,10 +25,17 @@ def stdio_server(state: Path, **extra: Any) -> dict[str, Any]:
     return {"command": FAKE_SERVER[0], "args": [*FAKE_SERVER[1:], str(state)], **extra}
 
 
-def write_config(home: Path, servers: dict[str, dict[str, Any]]) -> None:
+EVERYONE = [{"tools": ["*__*"], "action": "allow"}]
+"""A policy letting every person use every server's tool (these tests are about servers)."""
+
+
+def write_config(
+    home: Path, servers: dict[str, dict[str, Any]], policy: list[dict[str, Any]] | None = None
+) -> None:
     home.mkdir(mode=0o700, exist_ok=True)
     path = home / "config.yaml"
-    path.write_text(yaml.safe_dump({"tools": {"mcp_servers": servers}}), encoding="utf-8")
+    tools = {"mcp_servers": servers, "policy": EVERYONE if policy is None else policy}
+    path.write_text(yaml.safe_dump({"tools": tools}), encoding="utf-8")
     path.chmod(0o600)
 
 

@@ -26,9 +26,12 @@ def tool_results(request: dict[str, Any]) -> list[str]:
 
 
 async def gateway_with(
-    make_gateway: GatewayFactory, home: Path, servers: dict[str, dict[str, Any]]
+    make_gateway: GatewayFactory,
+    home: Path,
+    servers: dict[str, dict[str, Any]],
+    policy: list[dict[str, Any]] | None = None,
 ) -> Gateway:
-    write_config(home, servers)
+    write_config(home, servers, policy)
     gw = await make_gateway()
     mcp = gw.stack.mcp
     assert mcp is not None

@@ -27,13 +27,14 @@ async def test_the_readme_example_runs(
 ) -> None:
     section = tools_section()
     [code] = re.findall(r"```python\n(.*?)```", section, re.S)
-    [config] = re.findall(r"```yaml\n(.*?)```", section, re.S)
+    config = re.findall(r"```yaml\n(.*?)```", section, re.S)[0]
     clock = tmp_path / "clock.py"
     clock.write_text(code, encoding="utf-8")
-    servers = yaml.safe_load(config.replace(SERVER_PATH, str(clock)))["tools"]["mcp_servers"]
+    tools = yaml.safe_load(config.replace(SERVER_PATH, str(clock)))["tools"]
+    servers = tools["mcp_servers"]
     assert servers["clock"]["command"] == "python3"
     servers["clock"]["command"] = sys.executable
-    gw = await gateway_with(make_gateway, chorus_home, servers)
+    gw = await gateway_with(make_gateway, chorus_home, servers, tools["policy"])
     server.tool_call("clock__now", {})
     server.reply("It is now.")
     await gw.ask("what time is it?")
