@@ -69,6 +69,8 @@ class _CoreSettings(BaseSettings):
     model_config = SettingsConfigDict(extra="forbid", validate_default=True)
 
     home: Annotated[Path, RESTART]
+    secret_key: Annotated[SecretStr | None, RESTART] = None
+    """``CHORUS_SECRET_KEY``: seals each person's secrets (``memory.secrets``)."""
     llm: LLMSettings = Field(default_factory=LLMSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
     compression: CompressionSettings = Field(default_factory=CompressionSettings)

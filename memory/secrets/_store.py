@@ -26,7 +26,14 @@ from memory.errors import SecretKeyMissing, SecretStoreError
 from memory.secrets._crypto import SecretKey
 from memory.tables import Tables
 
-__all__ = ["MAX_VALUE_CHARS", "NAME_PATTERN", "NO_KEY", "SecretRequest", "SecretStore", "valid_name"]
+__all__ = [
+    "MAX_VALUE_CHARS",
+    "NAME_PATTERN",
+    "NO_KEY",
+    "SecretRequest",
+    "SecretStore",
+    "valid_name",
+]
 
 NAME_PATTERN = re.compile(r"[A-Z][A-Z0-9_]{0,63}")
 """What a secret's name may be: ``GITHUB_TOKEN``."""

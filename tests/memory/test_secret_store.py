@@ -89,7 +89,10 @@ def test_a_value_moved_to_another_person_does_not_open(where: Location) -> None:
 
 @pytest.mark.parametrize("name", ["github_token", "1TOKEN", "TOKEN-X", "A" * 65, "", "TÖKEN"])
 def test_names_are_checked(where: Location, name: str) -> None:
-    with SecretStore(where, KEY) as store, pytest.raises(SecretStoreError, match="not a secret name"):
+    with (
+        SecretStore(where, KEY) as store,
+        pytest.raises(SecretStoreError, match="not a secret name"),
+    ):
         store.set("telegram:1", name, VALUE, now=1.0)
 
 
