@@ -46,7 +46,8 @@ REQUEST_TTL = 300.0
 def open_secret_store(settings: Settings) -> SecretStore:
     """The secret store, sealing with ``CHORUS_SECRET_KEY`` (none set: it stores nothing);
     a key too short is a ``ConfigError``."""
-    raw = settings.secret_key.get_secret_value().strip() if settings.secret_key else ""
+    secret = settings.secrets.key
+    raw = secret.get_secret_value().strip() if secret is not None else ""
     try:
         key = SecretKey(raw) if raw else None
     except SecretKeyMissing as exc:
