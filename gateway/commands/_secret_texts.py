@@ -34,6 +34,7 @@ NOT_SAVED = "{name} was not stored: {reason}. {deleted} Send /secret set {name} 
 REASON_NO_KEY = "this bot has no CHORUS_SECRET_KEY any more"
 REASON_STORE = "the secret store failed"
 REASON_TOO_LONG = "the value is too long"
+REASON_GONE = "the request was cancelled or expired meanwhile"
 UNCHECKED = (
     "I could not check whether this message is a secret you were asked for (the database "
     "is failing), so I did not read it. Send it again in a moment."

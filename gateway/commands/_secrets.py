@@ -20,6 +20,7 @@ that chat is the value.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Protocol
@@ -91,7 +92,7 @@ class SecretDesk:
             return None  # a command of ours: it runs, the request keeps waiting
         person, now = str(msg.user_key), self._clock.time()
         try:
-            request = await asyncio.to_thread(self.store.claim, person, msg.chat_id, now)
+            request = await asyncio.to_thread(self.store.pending_in, person, msg.chat_id, now)
         except SecretStoreError as exc:
             logger.warning(
                 "a %s message was not read: the secret store failed (%s)", msg.platform, exc
@@ -103,12 +104,9 @@ class SecretDesk:
         name = request.name
         value = msg.text.strip()
         if not value:
-            await asyncio.to_thread(
-                self.store.request, person, msg.chat_id, name, request.expires_at
-            )
-            return t.NOT_TEXT.format(name=name)
+            return t.NOT_TEXT.format(name=name)  # the request keeps waiting
         register_secret(value)  # masked in any log line from now on
-        reason = await self._store(person, name, value, now)
+        reason = await self._store(person, msg.chat_id, name, value, now)
         await self._forget(msg)
         deleted = await self._delete(msg)
         if reason is not None:
@@ -116,19 +114,30 @@ class SecretDesk:
         logger.info("stored the secret %s of %s", name, person)
         return t.SAVED.format(name=name, deleted=deleted)
 
-    async def _store(self, person: str, name: str, value: str, now: float) -> str | None:
-        """Store the value; None when it was stored, else why not (for the person)."""
+    async def _store(
+        self, person: str, chat_id: str, name: str, value: str, now: float
+    ) -> str | None:
+        """Store the value and drop the request in one transaction; None when it was
+        stored, else why not (for the person). A value not stored drops the request."""
+        reason: str | None = None
         if len(value) > MAX_VALUE_CHARS:
-            return t.REASON_TOO_LONG
-        try:
-            await asyncio.to_thread(self.store.set, person, name, value, now)
-        except SecretKeyMissing:
-            logger.warning("the secret %s of %s was not stored: no CHORUS_SECRET_KEY", name, person)
-            return t.REASON_NO_KEY
-        except SecretStoreError as exc:
-            logger.warning("storing the secret %s of %s failed (%s)", name, person, exc)
-            return t.REASON_STORE
-        return None
+            reason = t.REASON_TOO_LONG
+        else:
+            try:
+                stored = await asyncio.to_thread(self.store.fulfil, person, chat_id, value, now)
+            except SecretKeyMissing:
+                logger.warning(
+                    "the secret %s of %s was not stored: no CHORUS_SECRET_KEY", name, person
+                )
+                reason = t.REASON_NO_KEY
+            except SecretStoreError as exc:
+                logger.warning("storing the secret %s of %s failed (%s)", name, person, exc)
+                reason = t.REASON_STORE
+            else:
+                return None if stored is not None else t.REASON_GONE
+        with contextlib.suppress(SecretStoreError):
+            await asyncio.to_thread(self.store.cancel, person, now)
+        return reason
 
     async def _forget(self, msg: InboundMessage) -> None:
         """Drop the delivery's payload from the inbox (it held the value)."""

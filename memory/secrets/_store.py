@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from memory.database import Location
+from memory.database import Connection, Location
 from memory.errors import SecretKeyMissing, SecretStoreError
 from memory.secrets._crypto import SecretKey
 from memory.tables import Tables
@@ -109,19 +109,9 @@ class SecretStore(Tables):
         """Seal and store ``value`` as ``person``'s ``name`` (replacing an older one)."""
         key = self._need_key()
         _check_name(name)
-        if not value or len(value) > MAX_VALUE_CHARS:
-            raise SecretStoreError(
-                f"a secret's value has 1 to {MAX_VALUE_CHARS} characters, not {len(value)}"
-            )
-        sealed = key.seal(person, name, value)
+        _check_value(value)
         with self._locked(write=True) as conn:
-            conn.execute(
-                "INSERT INTO person_secrets (person, name, sealed, key_id, updated_at)"
-                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (person, name) DO UPDATE SET"
-                " sealed = excluded.sealed, key_id = excluded.key_id,"
-                " updated_at = excluded.updated_at",
-                (person, name, sealed, key.key_id, now),
-            )
+            _put(conn, key, person, name, value, now)
 
     def get(self, person: str, name: str) -> str | None:
         """``person``'s ``name``, or None when they have not set it."""
@@ -166,25 +156,36 @@ class SecretStore(Tables):
                 (person, chat_id, name, expires_at),
             )
 
-    def claim(self, person: str, chat_id: str, now: float) -> SecretRequest | None:
-        """The request waiting for ``person``'s message in ``chat_id``, taken (once, of
-        all replicas); None when there is none. An expired one is dropped."""
-        with self._locked() as conn:  # most messages find none: no write for them
-            found = conn.execute(
-                "SELECT 1 FROM secret_requests WHERE person = ? AND chat_id = ?",
-                (person, chat_id),
-            ).fetchone()
-        if found is None:
-            return None
-        with self._locked(write=True) as conn:
+    def pending_in(self, person: str, chat_id: str, now: float) -> SecretRequest | None:
+        """The request waiting for ``person``'s next message in ``chat_id``, if any and not
+        expired (nothing is taken)."""
+        with self._locked() as conn:
             row = conn.execute(
-                "DELETE FROM secret_requests WHERE person = ? AND chat_id = ?"
-                " RETURNING name, chat_id, expires_at",
+                "SELECT name, chat_id, expires_at FROM secret_requests"
+                " WHERE person = ? AND chat_id = ?",
                 (person, chat_id),
             ).fetchone()
         if row is None or float(row[2]) < now:
             return None
         return SecretRequest(str(row[0]), str(row[1]), float(row[2]))
+
+    def fulfil(self, person: str, chat_id: str, value: str, now: float) -> str | None:
+        """Store ``value`` under the name ``person``'s request in ``chat_id`` waits for, and
+        drop the request, in one transaction (once, of all replicas; a crash leaves both
+        as they were). The name; None when no request waits (any more)."""
+        key = self._need_key()
+        _check_value(value)
+        with self._locked(write=True) as conn:
+            row = conn.execute(
+                "DELETE FROM secret_requests WHERE person = ? AND chat_id = ?"
+                " RETURNING name, expires_at",
+                (person, chat_id),
+            ).fetchone()
+            if row is None or float(row[1]) < now:
+                return None
+            name = str(row[0])
+            _put(conn, key, person, name, value, now)
+        return name
 
     def waiting(self, person: str, now: float) -> SecretRequest | None:
         """The request ``person`` has waiting, if any and not expired (nothing is taken)."""
@@ -207,6 +208,23 @@ class SecretStore(Tables):
         if row is None or float(row[2]) < now:
             return None
         return SecretRequest(str(row[0]), str(row[1]), float(row[2]))
+
+
+def _put(conn: Connection, key: SecretKey, person: str, name: str, value: str, now: float) -> None:
+    conn.execute(
+        "INSERT INTO person_secrets (person, name, sealed, key_id, updated_at)"
+        " VALUES (?, ?, ?, ?, ?) ON CONFLICT (person, name) DO UPDATE SET"
+        " sealed = excluded.sealed, key_id = excluded.key_id,"
+        " updated_at = excluded.updated_at",
+        (person, name, key.seal(person, name, value), key.key_id, now),
+    )
+
+
+def _check_value(value: str) -> None:
+    if not value or len(value) > MAX_VALUE_CHARS:
+        raise SecretStoreError(
+            f"a secret's value has 1 to {MAX_VALUE_CHARS} characters, not {len(value)}"
+        )
 
 
 def _check_name(name: str) -> None:

@@ -101,18 +101,30 @@ def test_a_short_key_is_refused() -> None:
         SecretKey("short")
 
 
-def test_a_request_is_claimed_once_and_expires(where: Location) -> None:
+def test_a_request_is_fulfilled_once_and_expires(where: Location) -> None:
     with SecretStore(where, KEY) as store, SecretStore(where, KEY) as replica:
         store.request("telegram:1", "1", "TOKEN", expires_at=100.0)
-        assert store.claim("telegram:1", "999", now=50.0) is None  # another chat
-        assert store.waiting("telegram:1", now=50.0) is not None
-        claimed = replica.claim("telegram:1", "1", now=50.0)
-        assert claimed is not None and claimed.name == "TOKEN"
-        assert store.claim("telegram:1", "1", now=50.0) is None  # taken once
+        assert store.pending_in("telegram:1", "999", now=50.0) is None  # another chat
+        assert store.fulfil("telegram:1", "999", VALUE, now=50.0) is None
+        waiting = store.pending_in("telegram:1", "1", now=50.0)
+        assert waiting is not None and waiting.name == "TOKEN"
+        assert replica.fulfil("telegram:1", "1", VALUE, now=50.0) == "TOKEN"
+        assert store.fulfil("telegram:1", "1", "second-message", now=50.0) is None  # once
+        assert store.get("telegram:1", "TOKEN") == VALUE
         store.request("telegram:1", "1", "OTHER", expires_at=100.0)
-        assert store.claim("telegram:1", "1", now=101.0) is None  # expired
+        assert store.pending_in("telegram:1", "1", now=101.0) is None  # expired
+        assert store.fulfil("telegram:1", "1", VALUE, now=101.0) is None
         assert store.waiting("telegram:1", now=50.0) is None
+        assert store.names("telegram:1") == ["TOKEN"]
         store.request("telegram:1", "1", "OTHER", expires_at=100.0)
         cancelled = store.cancel("telegram:1", now=60.0)
         assert cancelled is not None and cancelled.name == "OTHER"
         assert store.cancel("telegram:1", now=60.0) is None
+
+
+def test_a_failed_store_leaves_the_request_waiting(where: Location) -> None:
+    with SecretStore(where, KEY) as store:
+        store.request("telegram:1", "1", "TOKEN", expires_at=100.0)
+        with pytest.raises(SecretStoreError):
+            store.fulfil("telegram:1", "1", "x" * 10_000, now=50.0)
+        assert store.pending_in("telegram:1", "1", now=50.0) is not None
