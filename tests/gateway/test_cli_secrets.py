@@ -95,3 +95,21 @@ def test_a_new_key_is_printed(chorus_home: Path) -> None:
     assert first.returncode == 0 and len(first.stdout.strip()) >= 32
     assert first.stdout != second.stdout
     SecretKey(first.stdout)  # a key chorus accepts
+
+
+def test_migrate_db_takes_the_secrets_along(chorus_home: Path, postgres_url: str) -> None:
+    chorus_home.mkdir(mode=0o700)
+    sqlite = ChorusPaths(chorus_home).state_db
+    assert run(chorus_home, sqlite, "set", "telegram:42", "TOKEN", stdin=VALUE).returncode == 0
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CHORUS_", "OPENAI_"))}
+    env.update({"CHORUS_HOME": str(chorus_home), "COLUMNS": "200"})
+    moved = subprocess.run(
+        [str(CHORUS), "migrate-db", "--to", postgres_url],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert moved.returncode == 0, moved.stderr
+    with SecretStore(postgres_url, SecretKey(KEY)) as store:
+        assert store.get("telegram:42", "TOKEN") == VALUE
