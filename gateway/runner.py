@@ -27,7 +27,13 @@ from gateway.access import (
 )
 from gateway.adapters import AdapterError, BaseAdapter, CommandInfo, Replies, SeenSet
 from gateway.clock import Clock
-from gateway.commands import CommandContext, CommandRegistry, CommandServices, parse_command
+from gateway.commands import (
+    CommandContext,
+    CommandRegistry,
+    CommandServices,
+    SecretDesk,
+    parse_command,
+)
 from gateway.config import LiveSettings, Settings
 from gateway.events import InboundMessage
 from gateway.ops import Activity, Metrics
@@ -61,8 +67,11 @@ class GatewayRunner:
         activity: Activity,
         replies: Replies,
         keeper: InboxKeeper | None = None,
+        secrets: SecretDesk | None = None,
     ) -> None:
         self.live = live
+        self.secrets = secrets
+        """Takes the value a ``/secret set`` waits for before anything else sees it."""
         self.keeper = keeper
         self.replies = replies
         self._open = asyncio.Event()
@@ -142,6 +151,9 @@ class GatewayRunner:
         self.activity.message()
         if self.dedupe.seen(msg.platform, msg.chat_id, msg.message_id):
             self.metrics.rejected("duplicate")
+            return True
+        if self.secrets is not None and (answer := await self.secrets.capture(msg)):
+            await self.notice(msg, answer)
             return True
         command = self._command_in(msg)
         addressed = msg.is_direct or msg.mentions_bot or msg.reply_to_bot or command is not None

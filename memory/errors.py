@@ -14,6 +14,9 @@ Exception tree::
     ├── BackupError                 memory.backup: a backup cannot be made or restored
     ├── DumpError                   memory.backup_pg: the PostgreSQL tables of a backup
     │                               cannot be read, archived or loaded
+    ├── SecretStoreError            memory.secrets: a person's secret cannot be stored or read
+    │   ├── SecretKeyMissing        no ``CHORUS_SECRET_KEY``: secrets are not stored without one
+    │   └── SecretKeyMismatch       a secret was sealed with another key (or its row was altered)
     ├── EmbeddingsError             the LLM endpoint gave no embeddings for this call
     │   └── EmbeddingsUnsupported   it has no /v1/embeddings at all (asked once per process)
     └── DatabaseError               the shared database (SQLite or PostgreSQL) failed a statement
@@ -87,6 +90,19 @@ class DatabaseLocked(DatabaseError):
 
 class DatabaseIntegrityError(DatabaseError):
     """A statement would violate a constraint (unique, check, foreign key, not null)."""
+
+
+class SecretStoreError(MemoryLayerError):
+    """A person's secret cannot be stored or read (``memory.secrets``)."""
+
+
+class SecretKeyMissing(SecretStoreError):
+    """No ``CHORUS_SECRET_KEY`` is set (or it is too short): no secret is stored without one."""
+
+
+class SecretKeyMismatch(SecretStoreError):
+    """A stored secret does not open with this ``CHORUS_SECRET_KEY``: it was sealed with
+    another key, or its row was altered."""
 
 
 class EmbeddingsError(MemoryLayerError):

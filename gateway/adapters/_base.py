@@ -243,6 +243,11 @@ class BaseAdapter(ABC):
         """Called once a sent (and possibly edited) message holds its final text."""
         return None
 
+    async def delete_message(self, chat_id: str, message_id: str) -> bool:
+        """Delete a message someone sent in ``chat_id`` (a secret they typed). False when
+        the platform does not let a bot do that; an ``AdapterError`` when it failed."""
+        return False
+
     async def send_private(self, msg: InboundMessage, text: str) -> bool:
         """Show ``text`` (split at the platform's limit) to the sender of ``msg`` alone.
 

@@ -35,12 +35,19 @@ from gateway.app._replicas import (
 from gateway.app._services import GatewayServices
 from gateway.app._tools import build_tools
 from gateway.clock import Clock, SystemClock
-from gateway.commands import CommandRegistry, register_admin_commands, register_user_commands
+from gateway.commands import (
+    CommandRegistry,
+    SecretDesk,
+    open_secret_store,
+    register_admin_commands,
+    register_user_commands,
+)
 from gateway.config import LiveSettings, Settings, database_location, load_settings
 from gateway.ops import Activity, Metrics
 from gateway.runner import GatewayRunner
 from gateway.sessions import Inbox, InboxKeeper, SessionManager, SharedSessions, TurnRunner
 from memory import log_content
+from memory.secrets import SecretStore
 from memory.store import StagedWrites
 from memory.tables import storage_fault
 from memory.transcripts import AsyncSessionDB
@@ -68,6 +75,8 @@ class GatewayStack:
     _pollers: list[asyncio.Task[None]] = field(default_factory=list)
     mcp: McpTools | None = None
     """The MCP servers the agent's tools come from (``tools.mcp_servers``)."""
+    secrets: SecretStore | None = None
+    """Each person's sealed secrets (``/secret``), for tools that need their credentials."""
 
     async def start(self) -> None:
         """Take up sessions, connect the platforms, take up what a restart left pending
@@ -136,6 +145,8 @@ class GatewayStack:
         await asyncio.to_thread(self.inbox.close)
         if self.factory.staging is not None:
             await asyncio.to_thread(self.factory.staging.close)
+        if self.secrets is not None:
+            await asyncio.to_thread(self.secrets.close)
 
 
 def command_registry() -> CommandRegistry:
@@ -260,6 +271,11 @@ async def open_stack(
     else:
         rate = LocalRateCheck(limiter)
     commands = command_registry()
+    secrets = await asyncio.to_thread(open_secret_store, settings)
+    if not secrets.has_key:
+        logger.info("CHORUS_SECRET_KEY is not set: people cannot store secrets (/secret set)")
+    desk = SecretDesk(secrets, clock, inbox=inbox, adapters=replies.adapters)
+    desk.register(commands)
     metrics.known_commands(command.name for command in commands.visible(is_admin=True))
     runner = GatewayRunner(
         live,
@@ -274,6 +290,7 @@ async def open_stack(
         activity=activity,
         replies=replies,
         keeper=keeper,
+        secrets=desk,
     )
 
     def queue_numbers() -> tuple[int, int, int]:
@@ -325,4 +342,5 @@ async def open_stack(
         router,
         closing,
         mcp=mcp,
+        secrets=secrets,
     )

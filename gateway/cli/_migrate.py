@@ -30,6 +30,7 @@ from memory.errors import DatabaseCopyError, MemoryLayerError
 from memory.jobs import JobState, Outbox
 from memory.paths import ChorusPaths
 from memory.providers import ProviderHealth
+from memory.secrets import SecretStore
 from memory.store import PostgresMemoryFiles, StagedWrites
 from memory.tables import Tables
 from memory.transcripts import SchemaState, SessionDB, inspect_schema
@@ -44,6 +45,7 @@ COMPONENTS: tuple[Callable[[Location], Tables], ...] = (
     JobState,
     Outbox,
     ProviderHealth,
+    lambda url: SecretStore(url, None),
 )
 """Every component with tables in ``state.db``: opened on the URL, each creates its own."""
 

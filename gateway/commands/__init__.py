@@ -4,6 +4,7 @@ from gateway.commands._admin import register_admin_commands
 from gateway.commands._flagged import flagged_command
 from gateway.commands._registry import Command, CommandContext, CommandRegistry, parse_command
 from gateway.commands._review import review
+from gateway.commands._secrets import SecretDesk, open_secret_store
 from gateway.commands._services import AccessControl, CommandServices, SessionControl
 from gateway.commands._user import register_user_commands
 
@@ -13,8 +14,10 @@ __all__ = [
     "CommandContext",
     "CommandRegistry",
     "CommandServices",
+    "SecretDesk",
     "SessionControl",
     "flagged_command",
+    "open_secret_store",
     "parse_command",
     "register_admin_commands",
     "register_user_commands",

@@ -28,6 +28,7 @@ from gateway.config._secret_files import expand_secret_files
 from gateway.config._sections import (
     AuthSettings,
     GatewaySettings,
+    SecretsSettings,
     SessionsSettings,
     WorkerSettings,
 )
@@ -50,12 +51,19 @@ WELL_KNOWN_ENV: dict[str, tuple[str, str]] = {
     "OPENAI_API_KEY": ("llm", "api_key"),
     "OPENAI_BASE_URL": ("llm", "base_url"),
     "DATABASE_URL": ("database", "url"),
+    "CHORUS_SECRET_KEY": ("secrets", "key"),
     **{var: (spec.name, key) for spec in PLATFORMS for var, key in spec.env.items()},
 }
 """Conventional variable names mapped to their setting (each platform names its own)."""
 
 NON_SETTING_ENV = frozenset(
-    {"CHORUS_HOME", "CHORUS_LOG_LEVEL", "CHORUS_LOG_CONTENT", "CHORUS_LOG_FORMAT"}
+    {
+        "CHORUS_HOME",
+        "CHORUS_LOG_LEVEL",
+        "CHORUS_LOG_CONTENT",
+        "CHORUS_LOG_FORMAT",
+        "CHORUS_SECRET_KEY",  # ``secrets.key`` (WELL_KNOWN_ENV)
+    }
 )
 """``CHORUS_*`` variables that are read elsewhere, not settings keys."""
 
@@ -81,6 +89,7 @@ class _CoreSettings(BaseSettings):
     database: DatabaseSettings = Field(default_factory=DatabaseSettings)
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
+    secrets: SecretsSettings = Field(default_factory=SecretsSettings)
 
     @classmethod
     def settings_customise_sources(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from memory.settings import LIVE, RESTART
 
@@ -148,3 +148,10 @@ class WorkerSettings(_Section):
     """The ``worker`` section: ``chorus worker`` processes."""
 
     metrics: WorkerMetricsSettings = Field(default_factory=WorkerMetricsSettings)
+
+
+class SecretsSettings(_Section):
+    """The ``secrets`` section: the key that seals each person's secrets (``/secret``)."""
+
+    key: Annotated[SecretStr | None, RESTART] = None
+    """``CHORUS_SECRET_KEY``; without it no secret is stored."""

@@ -148,6 +148,17 @@ class Inbox(Tables):
                 [(now, platform, receipt) for receipt in receipts],
             )
 
+    def forget(self, platform: str, receipts: Sequence[str]) -> None:
+        """Settle these deliveries and drop what they held (a secret typed in a chat): the
+        rows stay, so a redelivery is still recognised, with an empty payload."""
+        now = self._clock.time()
+        with self._locked(write=True) as conn:
+            conn.executemany(
+                "UPDATE inbox SET payload = '', settled_at = COALESCE(settled_at, ?)"
+                " WHERE platform = ? AND receipt = ?",
+                [(now, platform, receipt) for receipt in receipts],
+            )
+
     def shown(
         self,
         platform: str,

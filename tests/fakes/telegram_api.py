@@ -104,6 +104,12 @@ class FakeTelegram(LoopThread):
         """``(update_id, target, status)`` of every post to ``webhook_targets``."""
         self.down = False
         self.blocked: set[int] = set()
+        self.people_messages: set[tuple[int, int]] = set()
+        """(chat id, message id) of every message people sent, until deleted."""
+        self.deleted: list[tuple[int, int]] = []
+        """(chat id, message id) of every message ``deleteMessage`` deleted."""
+        self.refuse_deletes = False
+        """``deleteMessage`` answers 400 "message can't be deleted" (too old, say)."""
         """Chats whose person blocked the bot: sending there is 403 Forbidden."""
         self.started: set[int] = set()
         """People who have a private chat with the bot (they wrote to it there)."""
@@ -225,6 +231,7 @@ class FakeTelegram(LoopThread):
             "from": sender,
             **extra,
         }
+        self.people_messages.add((message["chat"]["id"], message["message_id"]))
         if text is not None:
             message["text"] = text
             if entities := auto_entities(text):
@@ -437,6 +444,17 @@ class FakeTelegram(LoopThread):
         with self._lock:
             self.messages.append(sent)
         return self._as_message(sent)
+
+    async def _m_deleteMessage(self, params: dict[str, Any]) -> Any:
+        chat_id, message_id = int(params["chat_id"]), int(params["message_id"])
+        with self._lock:
+            if (chat_id, message_id) not in self.people_messages:
+                raise ApiError(400, "Bad Request: message to delete not found")
+            if self.refuse_deletes:
+                raise ApiError(400, "Bad Request: message can't be deleted")
+            self.people_messages.discard((chat_id, message_id))
+            self.deleted.append((chat_id, message_id))
+        return True
 
     async def _m_editMessageText(self, params: dict[str, Any]) -> Any:
         text = str(params.get("text") or "")

@@ -34,6 +34,7 @@ from memory.backup_verify import verify_backup
 from memory.jobs import JobLedger, JobSpec, JobState, Outbox
 from memory.paths import ChorusPaths
 from memory.providers import ProviderHealth
+from memory.secrets import SecretKey, SecretStore
 from memory.store import PostgresMemoryFiles, StagedWrites
 from memory.transcripts import PG_SCHEMA_VERSION, SessionDB
 from tests.fakes.postgres_server import PostgresServer
@@ -98,6 +99,9 @@ def fill(url: str, home: Path) -> None:
     with ProviderHealth(url) as health:
         health.started("holographic", "primary")
         health.failed("holographic", "prefetch", "timed out")
+    with SecretStore(url, SecretKey("backup-test-key-0123456789abcdefghij")) as secrets:
+        secrets.set("telegram:42", "GITHUB_TOKEN", "ghp_backup_value", 1.0)
+        secrets.request("telegram:42", "42", "OTHER_TOKEN", 2_000_000_000.0)
     with PostgresMemoryFiles(url, ChorusPaths(home).memories_dir) as files:
         files.write_text("MEMORY.md", "Deploys go through CI")
         files.write_text("users/telegram/42/USER.md", "Alice prefers short answers")

@@ -342,6 +342,12 @@ class TelegramAdapter(BaseAdapter):
         with platform_errors():
             await self._sender.edit(sent.chat_id, sent.message_id, text)
 
+    async def delete_message(self, chat_id: str, message_id: str) -> bool:
+        """``deleteMessage``: a bot may delete what a person sent it in a private chat."""
+        with platform_errors():
+            await self._app.bot.delete_message(chat_id=int(chat_id), message_id=int(message_id))
+        return True
+
     async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
         with platform_errors():
             await self._sender.typing(chat_id, thread_id)

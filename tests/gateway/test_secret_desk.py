@@ -1,0 +1,62 @@
+"""``SecretDesk`` on its own: a waiting ``/secret set`` expires, and a failing database
+means the message is not read at all."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, cast
+
+from gateway.commands import CommandContext, CommandRegistry, SecretDesk
+from gateway.commands._secrets import REQUEST_TTL
+from gateway.events import InboundMessage
+from memory.secrets import SecretKey, SecretStore
+from tests.fakes.clock import FakeClock
+
+KEY = SecretKey("desk-key-0123456789-abcdefghijklmnopq")
+
+
+def _dm(text: str, message_id: str = "m1") -> InboundMessage:
+    return InboundMessage("telegram", "42", "42", text, message_id, is_direct=True)
+
+
+async def _ask(desk: SecretDesk, registry: CommandRegistry, name: str) -> str | None:
+    command = registry.get("secret")
+    assert command is not None
+    services = cast(Any, None)  # /secret set uses none of them
+    ctx = CommandContext(_dm(f"/secret set {name}"), "secret", f"set {name}", services, False)
+    return await command.handler(ctx)
+
+
+async def test_a_waiting_request_expires(tmp_path: Path) -> None:
+    clock = FakeClock()
+    with SecretStore(tmp_path / "state.db", KEY) as store:
+        desk, registry = SecretDesk(store, clock), CommandRegistry()
+        desk.register(registry)
+        await _ask(desk, registry, "TOKEN")
+        clock._now += REQUEST_TTL + 1
+        assert await desk.capture(_dm("too-late-value", "m2")) is None  # an ordinary message
+        assert store.names("telegram:42") == []
+
+        await _ask(desk, registry, "TOKEN")
+        clock._now += REQUEST_TTL - 1
+        answer = await desk.capture(_dm("in-time-value", "m3"))
+        assert answer is not None and answer.startswith("Saved TOKEN.")
+        assert store.get("telegram:42", "TOKEN") == "in-time-value"
+
+
+async def test_commands_pass_while_a_request_waits(tmp_path: Path) -> None:
+    with SecretStore(tmp_path / "state.db", KEY) as store:
+        desk, registry = SecretDesk(store, FakeClock()), CommandRegistry()
+        desk.register(registry)
+        await _ask(desk, registry, "TOKEN")
+        assert await desk.capture(_dm("/secret list")) is None
+        assert await desk.capture(_dm("/cancel")) is None
+        assert store.waiting("telegram:42", now=0.0) is not None  # still waiting
+
+
+async def test_a_failing_database_means_the_message_is_not_read(tmp_path: Path) -> None:
+    store = SecretStore(tmp_path / "state.db", KEY)
+    desk = SecretDesk(store, FakeClock())
+    store.close()  # every statement now fails
+    answer = await desk.capture(_dm("maybe-a-secret"))
+    assert answer is not None and "did not read it" in answer
