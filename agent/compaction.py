@@ -23,6 +23,7 @@ from agent.others import history_carries_others
 from agent.provider_calls import ProviderCalls
 from agent.shared_writes import SharedWriteGate
 from agent.tools.memory_tool import memory_tool_schema
+from agent.usage import Charge, Purpose
 from memory.providers import MemoryManager
 
 __all__ = ["Compaction"]
@@ -56,6 +57,8 @@ class Compaction:
 
         async def start(self) -> None: ...
 
+        def charge(self, purpose: Purpose) -> Charge: ...
+
         async def _rebuild_system_prompt(self) -> None: ...
 
         async def run_memory(self, arguments: dict[str, Any], origin: str = "tool") -> str: ...
@@ -80,6 +83,7 @@ class Compaction:
             system_prompt=self.system_prompt,
             run_memory=functools.partial(self.run_memory, origin="flush"),
             schema=schema,
+            charge=self.charge("flush"),
         )
 
     def _others(self, present: bool, *, turn: bool = False) -> None:

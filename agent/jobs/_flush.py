@@ -20,6 +20,7 @@ from agent.messages import transcript_messages
 from agent.others import history_carries_others
 from agent.prompt import build_system_prompt
 from agent.tools.memory_tool import memory_tool_schema
+from agent.usage import Charge
 from memory.paths import UserKey
 from memory.providers import MemoryManager
 from memory.store import MemoryStore
@@ -68,6 +69,7 @@ async def flush_session(
         system_prompt=record.system_prompt or await _prompt_now(ctx, store, manager),
         run_memory=run_memory,
         schema=schema,
+        charge=Charge(record.user_key, record.id, "flush"),
     )
 
 

@@ -32,6 +32,7 @@ from gateway.app._replicas import (
     open_coordination,
 )
 from gateway.app._services import GatewayServices
+from gateway.budgets import BudgetMeter, open_meter
 from gateway.clock import Clock, SystemClock
 from gateway.commands import CommandRegistry, register_admin_commands, register_user_commands
 from gateway.config import LiveSettings, Settings, database_location, load_settings
@@ -64,6 +65,8 @@ class GatewayStack:
     closing: asyncio.Event
     """Set when the process begins to stop: /readyz fails, replicas' webhooks answer 503."""
     _pollers: list[asyncio.Task[None]] = field(default_factory=list)
+    meter: BudgetMeter | None = None
+    """The usage ledger and per-person budgets every LLM call goes through."""
 
     async def start(self) -> None:
         """Take up sessions, connect the platforms, take up what a restart left pending
@@ -76,6 +79,8 @@ class GatewayStack:
         for adapter in adapters:
             await adapter.start(self.intake)
             await runner.publish_commands(adapter)
+        if self.meter is not None:
+            await self.meter.maintain()  # old ledger rows go at start, then hourly
         if self.router is None:
             await self.keeper.resume(adapters, runner.take, runner.replies.conclude)
         runner.open()
@@ -121,6 +126,8 @@ class GatewayStack:
             await self.router.stop()
         await asyncio.to_thread(self.background.close, timeout)
         await self.factory.aclose()
+        if self.meter is not None:
+            await self.meter.aclose()
         await self.db.aclose()
         await asyncio.to_thread(self.gateway_db.close)
         await asyncio.to_thread(self.keeper.close)
@@ -181,6 +188,10 @@ async def open_stack(
             actor, command, args, outcome, clock.time()
         ),
     )
+    meter = await asyncio.to_thread(
+        open_meter, lambda: live.current, where, is_admin=factory.is_admin, clock=clock.time
+    )
+    llm.meter = meter  # every LLM call is held against a budget and written to the ledger
     auth = Authorizer(settings.auth, gateway_db, clock)
     limiter = RateLimiter(settings.auth.rate_limit_per_minute, clock)
     live.subscribe(lambda fresh: auth.reload(fresh.auth))
@@ -212,6 +223,7 @@ async def open_stack(
         metrics=metrics,
         activity=activity,
         fence_of=ownership.fence if ownership is not None else None,
+        budget=meter,
     )
     kind: Callable[..., SessionManager] = SessionManager
     if ownership is not None:  # ending a session needs its lease
@@ -312,4 +324,5 @@ async def open_stack(
         intake,
         router,
         closing,
+        meter=meter,
     )

@@ -23,6 +23,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from agent.settings import AgentSettings, CompressionSettings, LLMSettings
 from gateway.adapters import PLATFORMS
+from gateway.config._budgets import BudgetSettings
 from gateway.config._secret_files import expand_secret_files
 from gateway.config._sections import (
     AuthSettings,
@@ -79,6 +80,7 @@ class _CoreSettings(BaseSettings):
     database: DatabaseSettings = Field(default_factory=DatabaseSettings)
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
+    budgets: BudgetSettings = Field(default_factory=BudgetSettings)
 
     @classmethod
     def settings_customise_sources(
