@@ -19,7 +19,14 @@ from dataclasses import dataclass, field
 
 from agent.llm import LLMClient, Sleep
 from gateway import logs
-from gateway.access import Authorizer, Deduplicator, GatewayDB, LocalRateCheck, RateLimiter
+from gateway.access import (
+    Authorizer,
+    Deduplicator,
+    GatewayDB,
+    LocalRateCheck,
+    RateLimiter,
+    admin_checker,
+)
 from gateway.adapters import BaseAdapter, Intake, Replies
 from gateway.app._agents import AgentFactory
 from gateway.app._background import Background, start_background
@@ -175,7 +182,16 @@ async def open_stack(
         else:
             metrics.observe_llm(seconds)
 
-    llm = LLMClient(settings.llm, sleep=llm_sleep or asyncio.sleep, observers=[observe_llm])
+    def is_admin(key: str) -> bool:
+        return admin_checker(live.current.auth.admins)(key)
+
+    # every LLM call is held against its person's budget and written to the ledger
+    meter = await asyncio.to_thread(
+        open_meter, lambda: live.current, where, is_admin=is_admin, clock=clock.time
+    )
+    llm = LLMClient(
+        settings.llm, sleep=llm_sleep or asyncio.sleep, observers=[observe_llm], meter=meter
+    )
     factory = AgentFactory(
         live,
         db=db,
@@ -188,10 +204,6 @@ async def open_stack(
             actor, command, args, outcome, clock.time()
         ),
     )
-    meter = await asyncio.to_thread(
-        open_meter, lambda: live.current, where, is_admin=factory.is_admin, clock=clock.time
-    )
-    llm.meter = meter  # every LLM call is held against a budget and written to the ledger
     auth = Authorizer(settings.auth, gateway_db, clock)
     limiter = RateLimiter(settings.auth.rate_limit_per_minute, clock)
     live.subscribe(lambda fresh: auth.reload(fresh.auth))

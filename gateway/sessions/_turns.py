@@ -21,6 +21,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 from agent.agent import Agent
 from agent.context import ImageInput
@@ -28,7 +29,6 @@ from agent.errors import BudgetExhausted, LLMError, LLMUnavailable
 from agent.llm import Usage
 from gateway import _texts as t
 from gateway.adapters import Replies, ReplyStream, platform_spec
-from gateway.budgets import BudgetMeter
 from gateway.config import LiveSettings
 from gateway.errors import FencedError
 from gateway.events import Attachment, InboundMessage, SessionKey
@@ -39,7 +39,7 @@ from memory.errors import SessionFenced
 from memory.paths import UserKey
 from memory.transcripts import Fence
 
-__all__ = ["TurnRunner", "images_of"]
+__all__ = ["TurnBudget", "TurnRunner", "images_of"]
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +52,18 @@ AgentOf = Callable[[LiveSession], Awaitable[Agent]]
 FenceOf = Callable[[SessionKey], Callable[[], Awaitable[None]]]
 """Several replicas: a check, run before each send, edit and transcript write of a turn,
 that raises ``FencedError`` once this replica lost the session's lease."""
+
+
+class TurnBudget(Protocol):
+    """The person's budget as a turn sees it (``gateway.budgets.BudgetMeter``)."""
+
+    async def check(self, person: str, chat: str | None = None) -> None:
+        """Raise ``BudgetExhausted`` (its text for the person) when no turn may start."""
+        ...
+
+    async def notice(self, person: str, chat: str | None = None) -> str | None:
+        """A heads-up for a person near a limit, once a period; else None."""
+        ...
 
 
 def images_of(msg: InboundMessage, vision: bool) -> list[Attachment]:
@@ -71,7 +83,7 @@ class TurnRunner:
         metrics: Metrics,
         activity: Activity,
         fence_of: FenceOf | None = None,
-        budget: BudgetMeter | None = None,
+        budget: TurnBudget | None = None,
     ) -> None:
         self._live = live
         self._budget = budget
