@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from gateway.access import Authorizer, GatewayDB, RateLimiter
 from gateway.app import _texts as t
 from gateway.app._agents import AgentFactory
+from gateway.budgets import BudgetMeter
 from gateway.clock import Clock
 from gateway.config import LiveSettings, Settings
 from gateway.errors import GatewayError
@@ -36,6 +37,8 @@ class GatewayServices:
     activity: Activity
     load: Callable[[], Settings]
     """Reads the configuration again, from the same environment as at start-up."""
+    budgets: BudgetMeter | None = None
+    """The usage ledger and per-person budgets (``/usage``, ``/admin usage|budget``)."""
 
     @property
     def settings(self) -> Settings:

@@ -264,6 +264,7 @@ async def open_stack(
         metrics=metrics,
         activity=activity,
         load=load or (lambda: load_settings(settings.home)),
+        budgets=meter,
     )
     if coordination is not None:
         shared = coordination.rate_limiter(settings.auth.rate_limit_per_minute)

@@ -12,6 +12,7 @@ from gateway.budgets._open import open_meter
 from gateway.budgets._periods import Window, windows
 from gateway.budgets._pricing import cost_of
 from gateway.budgets._spend import Base, Limits, LocalSpend, SpendCounters, Spent, over
+from gateway.budgets._texts import money, when
 
 __all__ = [
     "Base",
@@ -24,7 +25,9 @@ __all__ = [
     "UsageStatus",
     "Window",
     "cost_of",
+    "money",
     "open_meter",
     "over",
+    "when",
     "windows",
 ]

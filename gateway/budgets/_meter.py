@@ -124,13 +124,13 @@ class BudgetMeter:
         """Read the admins' limits again at the next call (one was just set here)."""
         self._overrides = None
 
-    def _windows(self) -> tuple[Window, Window]:
+    def windows(self) -> tuple[Window, Window]:
         return windows(self._clock(), self._settings().sessions.timezone)
 
     # ------------------------------------------------------------------ UsageMeter
 
     async def reserve(self, charge: Charge, model: str, estimate: int) -> object:
-        day, month = self._windows()
+        day, month = self.windows()
         cost = dearest(self._settings().llm.pricing, model, estimate)
         limits = None if charge.background else self.limits_for(charge.person, charge.chat)
         try:
@@ -184,7 +184,7 @@ class BudgetMeter:
         limits = self.limits_for(person, chat)
         if limits.tokens_per_day is None and limits.cost_per_month is None:
             return
-        day, month = self._windows()
+        day, month = self.windows()
         try:
             spent_day, spent_month = await self.counters.read(person, day, month)
         except Exception as exc:
@@ -214,7 +214,7 @@ class BudgetMeter:
         return None
 
     async def status(self, person: str, chat: str | None = None) -> UsageStatus:
-        day, month = self._windows()
+        day, month = self.windows()
         spent_day, spent_month = await self.counters.read(person, day, month)
         return UsageStatus(
             person, day, month, spent_day, spent_month, self.limits_for(person, chat)

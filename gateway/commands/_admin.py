@@ -13,6 +13,7 @@ from gateway.commands import _texts as t
 from gateway.commands._flagged import flagged_command
 from gateway.commands._registry import Command, CommandContext, CommandRegistry
 from gateway.commands._review import review
+from gateway.commands._usage import budget_sub, usage_sub
 from gateway.commands._user import profile_usage
 from memory.paths import UserKey
 from memory.store import FlaggedEntries, MemoryStore, StagedWrite, make_visible
@@ -213,6 +214,18 @@ ADMIN_SUBCOMMANDS: tuple[AdminSubcommand, ...] = (
     AdminSubcommand("provider", "", provider_sub, "the external memory provider and its state"),
     AdminSubcommand(
         "reload", "", reload_sub, "re-read config.yaml and .env; names what needs a restart"
+    ),
+    AdminSubcommand(
+        "usage",
+        "[<platform:id>]",
+        usage_sub,
+        "a person's usage against limits, or everyone's this month",
+    ),
+    AdminSubcommand(
+        "budget",
+        "<platform:id> tokens_per_day=N|cost_per_month=X|reset",
+        budget_sub,
+        "set a person's limits, or go back to the configured ones",
     ),
     AdminSubcommand("help", "", help_sub, "this list"),
 )

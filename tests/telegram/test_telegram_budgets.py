@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from memory.usage_ledger import UsageLedger
-from tests.telegram.conftest import ANN, BOB, GatewayFactory
+from tests.telegram.conftest import ADMIN, ANN, BOB, GatewayFactory
 
 PRICING = {"gpt-4o-mini": {"input": 0.15, "cached_input": 0.075, "output": 0.6}}
 
@@ -102,3 +102,47 @@ async def test_near_the_limit_the_person_is_told_once_and_at_it_no_turn_starts(
     llm.reply("for bob")  # another person's budget is their own
     tg.message("hi", user_id=BOB)
     assert (await tg.wait_messages(BOB, 1))[0].text == "for bob"
+
+
+async def test_usage_and_admin_budget_commands(make_gateway: GatewayFactory) -> None:
+    gw = await make_gateway(CHORUS_BUDGETS__USER__TOKENS_PER_DAY="10000")
+    tg, llm = gw.telegram, gw.server
+    llm.reply("hi", usage={"prompt_tokens": 300, "completion_tokens": 100})
+    tg.message("hello", user_id=ANN)
+    await tg.wait_messages(ANN, 1)
+    tg.message("/usage", user_id=ANN)
+    [_, usage] = await tg.wait_messages(ANN, 2)
+    assert "Today: 400 tokens of 10,000 (4%)" in usage.text
+    assert "(no monthly limit)" in usage.text
+
+    tg.message(f"/admin budget telegram:{ANN} tokens_per_day=400", user_id=ADMIN)
+    [set_reply] = await tg.wait_messages(ADMIN, 1)
+    assert "400 tokens a day" in set_reply.text
+    tg.message(f"/admin usage telegram:{ANN}", user_id=ADMIN)
+    [_, shown] = await tg.wait_messages(ADMIN, 2)
+    assert f"telegram:{ANN}" in shown.text and "400 tokens of 400 (100%)" in shown.text
+    tg.message("/admin usage", user_id=ADMIN)
+    [*_, month] = await tg.wait_messages(ADMIN, 3)
+    assert f"telegram:{ANN} gpt-4o-mini: 1 call(s), 400 tokens" in month.text
+
+    asked = len(llm.requests)
+    tg.message("more", user_id=ANN)  # the admin's limit applies at once
+    [*_, refused] = await tg.wait_messages(ANN, 3)
+    assert "today's 400 tokens" in refused.text
+    assert len(llm.requests) == asked
+
+    tg.message(f"/admin budget telegram:{ANN} reset", user_id=ADMIN)
+    [*_, reset] = await tg.wait_messages(ADMIN, 4)
+    assert "back to the configured limits" in reset.text
+    llm.reply("welcome back")
+    tg.message("again", user_id=ANN)
+    [*_, answered] = await tg.wait_messages(ANN, 4)
+    assert answered.text == "welcome back"
+
+    tg.message(f"/admin budget telegram:{ANN} tokens_per_day=lots", user_id=ADMIN)
+    [*_, bad] = await tg.wait_messages(ADMIN, 5)
+    assert bad.text.startswith("Usage: /admin budget")
+    entries = gw.stack.gateway_db.audit_entries()
+    budget_rows = [(e.args, e.outcome) for e in entries if e.args.startswith("budget")]
+    assert (f"budget telegram:{ANN} tokens_per_day=400", "ok") in budget_rows
+    assert (f"budget telegram:{ANN} reset", "ok") in budget_rows
