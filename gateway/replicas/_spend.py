@@ -26,8 +26,6 @@ __all__ = ["SharedSpend", "open_shared_spend"]
 KEEP_AFTER_END = 86_400
 """Seconds a period's counters stay in Redis after the period ended."""
 
-_FIELDS = ("tokens", "cost", "held_tokens", "held_cost")
-
 # KEYS: day hash, month hash.
 # ARGV: tokens, cost, token limit ('' none), cost limit ('' none), enforce ('1'/'0'),
 #       day base tokens, day base cost, month base tokens, month base cost ('' unknown),
@@ -79,6 +77,17 @@ Period = tuple[str, float]
 Bases = Callable[[], Awaitable[list[tuple[float, float]]]]
 """The person's (tokens, cost) of the day and of the month, from the ledger."""
 
+# KEYS: day hash, month hash. Returns 'base' (not started) or the fields of both, in order.
+_READ = """
+local found = {}
+for i = 1, 2 do
+  if redis.call('HEXISTS', KEYS[i], 'init') == 0 then return 'base' end
+  local values = redis.call('HMGET', KEYS[i], 'tokens', 'cost', 'held_tokens', 'held_cost')
+  for j = 1, 4 do found[#found + 1] = values[j] or '0' end
+end
+return found
+"""
+
 
 class SharedSpend:
     def __init__(self, client: Redis, *, prefix: str = DEFAULT_PREFIX) -> None:
@@ -86,6 +95,7 @@ class SharedSpend:
         self._prefix = prefix
         self._hold = client.register_script(_HOLD)
         self._settle = client.register_script(_SETTLE)
+        self._read = client.register_script(_READ)
 
     def _keys(self, person: str, periods: Sequence[Period]) -> list[str]:
         return [make_key(self._prefix, "spend", person, name) for name, _ in periods]
@@ -135,17 +145,18 @@ class SharedSpend:
     ) -> list[tuple[float, float, float, float]]:
         """(tokens, cost, held tokens, held cost) of the day and of the month."""
         keys = self._keys(person, periods)
-        with guard("read a budget"):
-            started = [await self._client.hexists(key, "init") for key in keys]
-        if not all(started):
-            await self.hold(person, periods, (0.0, 0.0), None, bases)
-        found: list[tuple[float, float, float, float]] = []
-        for key in keys:
+        for _ in range(2):
             with guard("read a budget"):
-                values = await self._client.hmget(key, list(_FIELDS))
-            t, c, ht, hc = (float(text(v)) if v is not None else 0.0 for v in values)
-            found.append((t, c, max(0.0, ht), max(0.0, hc)))
-        return found
+                answer = await self._read(keys=keys)
+            if not isinstance(answer, list):  # 'base': not started in this period yet
+                await self.hold(person, periods, (0.0, 0.0), None, bases)
+                continue
+            v = [float(text(x)) for x in answer]
+            return [
+                (v[0], v[1], max(0.0, v[2]), max(0.0, v[3])),
+                (v[4], v[5], max(0.0, v[6]), max(0.0, v[7])),
+            ]
+        raise ReplicaError("the budget counters could not be started")
 
     async def aclose(self) -> None:
         await self._client.aclose()
