@@ -39,6 +39,8 @@ logger = logging.getLogger(__name__)
 DAY = 86_400.0
 PURGE_INTERVAL = 3_600.0
 """Seconds between two purges of old ledger rows by one process."""
+WARN_INTERVAL = 60.0
+"""Seconds between two warnings that the counters cannot be used."""
 OVERRIDES_TTL = 10.0
 """Seconds a process trusts its copy of the limits set with ``/admin budget``."""
 
@@ -86,6 +88,7 @@ class BudgetMeter:
         self._writer: asyncio.Task[None] | None = None
         self._purged_at: float | None = None
         self._overrides: tuple[float, dict[str, BudgetLimits]] | None = None
+        self._warned_at: float | None = None
 
     # ------------------------------------------------------------------ limits
 
@@ -136,9 +139,7 @@ class BudgetMeter:
         try:
             reached = await self.counters.hold(charge.person, day, month, estimate, cost, limits)
         except Exception as exc:
-            logger.warning(
-                "budget not checked, the call goes ahead (%s: %s)", type(exc).__name__, exc
-            )
+            self._unchecked(exc)
             return Hold(charge, day, month, 0, 0.0, held=False)
         if reached is not None and limits is not None:
             logger.info("LLM call refused: %s reached its %s budget", charge.person, reached)
@@ -166,16 +167,20 @@ class BudgetMeter:
         )
         await self._record(row)
         held = (hold.tokens, hold.cost) if hold.held else (0.0, 0.0)
-        await self.counters.settle(
-            charge.person, hold.day, hold.month, held, (input_tokens + output, cost or 0.0)
-        )
+        await self._settle(hold, held, (input_tokens + output, cost or 0.0))
 
     async def release(self, hold: object) -> None:
         assert isinstance(hold, Hold)
         if hold.held:
-            await self.counters.settle(
-                hold.charge.person, hold.day, hold.month, (hold.tokens, hold.cost), (0.0, 0.0)
-            )
+            await self._settle(hold, (hold.tokens, hold.cost), (0.0, 0.0))
+
+    async def _settle(
+        self, hold: Hold, held: tuple[float, float], used: tuple[float, float]
+    ) -> None:
+        try:
+            await self.counters.settle(hold.charge.person, hold.day, hold.month, held, used)
+        except Exception as exc:  # the ledger has the call; the counters miss it
+            self._unchecked(exc)
 
     # ------------------------------------------------------------------ turns
 
@@ -188,7 +193,7 @@ class BudgetMeter:
         try:
             spent_day, spent_month = await self.counters.read(person, day, month)
         except Exception as exc:
-            logger.warning("budget not checked (%s: %s)", type(exc).__name__, exc)
+            self._unchecked(exc)
             return
         reached = over(spent_day, spent_month, limits)
         if reached is not None:
@@ -219,6 +224,15 @@ class BudgetMeter:
         return UsageStatus(
             person, day, month, spent_day, spent_month, self.limits_for(person, chat)
         )
+
+    def _unchecked(self, exc: Exception) -> None:
+        """One WARNING a minute while the counters fail (Redis down): calls go ahead."""
+        now = self._clock()
+        if self._warned_at is None or now - self._warned_at >= WARN_INTERVAL:
+            self._warned_at = now
+            logger.warning(
+                "budget not checked, the call goes ahead (%s: %s)", type(exc).__name__, exc
+            )
 
     def _refusal(self, kind: str, limits: Limits, day: Window, month: Window) -> str:
         if kind == "day":

@@ -1,13 +1,16 @@
 """A process that spends one person's budget through the LLM client until it is refused.
 
 ``python -m tests.budgets.spender HOME TASKS``: the environment names the LLM
-endpoint, Redis and the budget. Prints how many calls it made.
+endpoint, Redis and the budget. Once ready it writes ``HOME/ready-PID`` and
+starts spending when ``HOME/go`` exists. Prints how many calls it made.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
+import time
 from pathlib import Path
 
 from agent.errors import BudgetExhausted
@@ -37,10 +40,18 @@ async def spend(llm: LLMClient, counter: list[int]) -> None:
         counter[0] += 1
 
 
+def _wait_for(path: Path) -> None:
+    while not path.exists():
+        time.sleep(0.01)
+
+
 async def main(home: Path, tasks: int) -> None:
     settings = load_settings(home)
     meter = open_meter(lambda: settings, home / "state.db", is_admin=lambda _: False)
     llm = LLMClient(settings.llm, meter=meter)
+    await meter.check(PERSON)  # connected, the counters started: then wait for the start
+    (home / f"ready-{os.getpid()}").touch()
+    await asyncio.to_thread(_wait_for, home / "go")
     counter = [0]
     await asyncio.gather(*(spend(llm, counter) for _ in range(tasks)))
     await meter.aclose()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from memory.usage_ledger import UsageLedger
@@ -43,6 +44,12 @@ def test_two_processes_stop_within_one_call_of_the_limit(
         )
         for _ in range(2)
     ]
+    deadline = time.monotonic() + 90
+    while len(list(home.glob("ready-*"))) < 2:  # both connected: they start together
+        assert time.monotonic() < deadline, "the spenders did not get ready"
+        assert all(proc.poll() is None for proc in spenders), "a spender died"
+        time.sleep(0.05)
+    (home / "go").touch()
     made = []
     for proc in spenders:
         out, err = proc.communicate(timeout=120)
