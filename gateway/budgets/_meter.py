@@ -76,7 +76,9 @@ class BudgetMeter:
         is_admin: Callable[[str], bool],
         clock: Callable[[], float] = time.time,
         write_through: bool = False,
+        on_close: Callable[[], None] | None = None,
     ) -> None:
+        self._on_close = on_close
         self._settings = settings
         self.ledger = ledger
         self.counters = counters
@@ -290,3 +292,6 @@ class BudgetMeter:
         if callable(closer):
             await closer()
         await asyncio.to_thread(self.ledger.close)
+        if self._on_close is not None:
+            self._on_close()
+            self._on_close = None

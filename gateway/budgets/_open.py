@@ -17,23 +17,44 @@ from memory.usage_ledger import UsageLedger
 
 __all__ = ["open_meter"]
 
-_local: dict[str, LocalSpend] = {}
+_local: dict[str, tuple[LocalSpend, int]] = {}
+"""Location of the ledger -> this process's counters and the meters open on them."""
 _local_lock = threading.Lock()
 
 
-def _counters(settings: Settings, ledger: UsageLedger) -> SpendCounters:
+def _ledger_totals(where: Location) -> Callable[[str, Window], tuple[int, float]]:
     def base(person: str, window: Window) -> tuple[int, float]:
-        return ledger.totals(person, window.start, window.end)
+        with UsageLedger(where) as ledger:  # the process's shared connection or pool
+            return ledger.totals(person, window.start, window.end)
 
+    return base
+
+
+def _counters(settings: Settings, where: Location) -> tuple[SpendCounters, Callable[[], None]]:
+    """The counters, and what to call when the meter using them closes."""
+    base = _ledger_totals(where)
     if settings.redis.url is not None:
-        return RedisSpend(open_shared_spend(settings.redis.url.get_secret_value()), base)
-    # one process's counters, shared by its event loop and its job threads
+        return RedisSpend(open_shared_spend(settings.redis.url.get_secret_value()), base), _nothing
+    # one process's counters, shared by its event loop and its job threads while a meter
+    # is open on them; a process that opens its stack again starts them from the ledger
+    key = safe_location(where)
     with _local_lock:
-        key = safe_location(ledger.location)
-        found = _local.get(key)
-        if found is None:
-            found = _local[key] = LocalSpend(base)
-        return found
+        found, users = _local.get(key, (LocalSpend(base), 0))
+        _local[key] = (found, users + 1)
+
+    def release() -> None:
+        with _local_lock:
+            spend, left = _local.get(key, (found, 1))
+            if left <= 1:
+                _local.pop(key, None)
+            else:
+                _local[key] = (spend, left - 1)
+
+    return found, release
+
+
+def _nothing() -> None:
+    return None
 
 
 def open_meter(
@@ -45,12 +66,13 @@ def open_meter(
     write_through: bool = False,
 ) -> BudgetMeter:
     """A meter over the ledger at ``where`` (opened here; ``BudgetMeter.aclose`` closes it)."""
-    ledger = UsageLedger(where)
+    counters, release = _counters(settings(), where)
     return BudgetMeter(
         settings,
-        ledger,
-        _counters(settings(), ledger),
+        UsageLedger(where),
+        counters,
         is_admin=is_admin,
         clock=clock,
         write_through=write_through,
+        on_close=release,
     )
