@@ -98,3 +98,34 @@ async def test_old_rows_are_purged_by_the_meter_and_background_calls_are_never_r
     with UsageLedger(tmp_path / "state.db") as reopened:
         purposes = [(r.purpose, r.estimated) for r in reopened.rows(since=now[0] - DAY)]
     assert purposes == [("turn", False), ("flush", True)]
+
+
+def test_limits_come_from_the_person_then_the_chat_then_the_role(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    (home / "config.yaml").write_text(
+        "budgets:\n"
+        "  user: {tokens_per_day: 100, cost_per_month: 1}\n"
+        "  admin: {tokens_per_day: 1000}\n"
+        "  people: {'telegram:5': {tokens_per_day: 5}}\n"
+        "  chats: {'telegram:-100': {tokens_per_day: 50}}\n"
+    )
+    settings = load_settings(home, {})
+    ledger = UsageLedger(home / "state.db")
+    meter = BudgetMeter(
+        lambda: settings,
+        ledger,
+        LocalSpend(lambda p, w: ledger.totals(p, w.start, w.end)),
+        is_admin=lambda key: key == "telegram:1",
+    )
+    assert meter.limits_for("telegram:2").tokens_per_day == 100
+    assert meter.limits_for("telegram:2").cost_per_month == 1
+    assert meter.limits_for("telegram:1").tokens_per_day == 1000
+    assert meter.limits_for("telegram:1").cost_per_month is None
+    assert meter.limits_for("telegram:2", "telegram:-100").tokens_per_day == 50
+    assert meter.limits_for("telegram:5", "telegram:-100").tokens_per_day == 5
+    ledger.set_override("telegram:5", cost_per_month=3.0)  # an admin's: wins for its kind
+    meter.overrides_changed()
+    limits = meter.limits_for("telegram:5", "telegram:-100")
+    assert (limits.tokens_per_day, limits.cost_per_month) == (5, 3.0)
+    ledger.close()
