@@ -49,6 +49,7 @@ from agent.tools.memory_tool import memory_tool_schema
 from agent.tools.policy import ToolGate, ToolPolicy, offered_names
 from agent.tools.registry import ToolRegistry
 from agent.tools.session_search_tool import SESSION_SEARCH_SCHEMA
+from agent.usage import Charge, Purpose
 from memory.paths import UserKey
 from memory.providers import MemoryManager, strip_memory_context
 from memory.store import MemoryStore
@@ -243,6 +244,7 @@ class Agent(Compaction, ToolCalls):
         self._others(others_content or carries_others(text), turn=True)
         resuming = self._unanswered(text)
         self._stalled = False
+        self.compressor.charge = self.charge("compression")
         if not resuming:
             await self._maybe_compress([{"role": "user", "content": text}])
             self.turns += 1
@@ -302,7 +304,9 @@ class Agent(Compaction, ToolCalls):
             await self._maybe_compress()
             tools = self.tool_schemas()
             self._offered = offered_names(tools)
-            response = await self.llm.complete(self.build_request(), tools=tools, on_delta=shown)
+            response = await self.llm.complete(
+                self.build_request(), tools=tools, on_delta=shown, charge=self.charge("turn")
+            )
             if on_delta is not None:
                 await emit(on_delta, scrubber.finish())
             await self._record_usage(response)
@@ -321,6 +325,13 @@ class Agent(Compaction, ToolCalls):
         reply = MAX_ITERATIONS_REPLY.format(n=limit)
         await self._append({"role": "assistant", "content": reply})
         return reply
+
+    def charge(self, purpose: Purpose) -> Charge:
+        """Whom this session's LLM calls are charged to: who wrote the turn (in a shared
+        session), else the session's own user key."""
+        person = self._speaker if self._speaker is not None else self.session.user_key
+        chat = f"{self.session.platform}:{self.session.chat_id}"
+        return Charge(str(person), self.session.session_id, purpose, chat)
 
     def turn_speakers(self) -> list[str | None]:
         """Who wrote each turn not undone, oldest first (None: not recorded, or several)."""

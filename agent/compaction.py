@@ -24,6 +24,7 @@ from agent.provider_calls import ProviderCalls
 from agent.shared_writes import SharedWriteGate
 from agent.tools.memory_tool import memory_tool_schema
 from agent.tools.policy import ToolGate
+from agent.usage import Charge, Purpose
 from memory.providers import MemoryManager
 
 __all__ = ["Compaction"]
@@ -58,6 +59,8 @@ class Compaction:
 
         async def start(self) -> None: ...
 
+        def charge(self, purpose: Purpose) -> Charge: ...
+
         async def _rebuild_system_prompt(self) -> None: ...
 
         async def run_memory(self, arguments: dict[str, Any], origin: str = "tool") -> str: ...
@@ -83,6 +86,7 @@ class Compaction:
             run_memory=functools.partial(self.run_memory, origin="flush"),
             schema=schema,
             refuse=functools.partial(self.tool_gate.not_offered, speaker=None),
+            charge=self.charge("flush"),
         )
 
     def _others(self, present: bool, *, turn: bool = False) -> None:

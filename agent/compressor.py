@@ -33,6 +33,7 @@ from agent.errors import LLMError
 from agent.llm import LLMClient
 from agent.messages import ChatMessage, UserMessage
 from agent.settings import TAIL_SHARE, CompressionSettings
+from agent.usage import Charge
 from memory.log_content import loggable
 
 logger = logging.getLogger(__name__)
@@ -217,6 +218,8 @@ class ContextCompressor:
         )
         self.previous_summary: str | None = None
         self.compressions = 0
+        self.charge: Charge | None = None
+        """Whom the summary calls are charged to (the agent sets it per turn)."""
 
     def should_compress(self, estimated_tokens: int) -> bool:
         """True when enabled and the estimate reached ``threshold_tokens``."""
@@ -323,7 +326,9 @@ class ContextCompressor:
             prompt = _FRESH_PROMPT.format(turns=serialized, template=SUMMARY_TEMPLATE)
         model = self.llm.auxiliary_model
         try:
-            response = await self.llm.complete([{"role": "user", "content": prompt}], model=model)
+            response = await self.llm.complete(
+                [{"role": "user", "content": prompt}], model=model, charge=self.charge
+            )
         except LLMError as exc:
             logger.warning("Context summary failed, keeping the history: %s", exc)
             return None

@@ -7,6 +7,8 @@ Exception tree::
         ├── LLMUnavailable  retries exhausted: connection, timeout, 429, 5xx
         └── LLMRequestError the endpoint refused the request (400, 401, 404…);
                             retrying the same request cannot help
+    └── BudgetExhausted     the person's budget is spent: no call is made;
+                            its text is the message for the person
 
 The text of these errors is for operators' logs; users get a short apology.
 """
@@ -28,3 +30,10 @@ class LLMUnavailable(LLMError):
 
 class LLMRequestError(LLMError):
     """The endpoint rejected the request itself (bad key, unknown model, bad input)."""
+
+
+class BudgetExhausted(AgentError):
+    """The person whose session this is has spent a budget: the LLM call is not made.
+
+    ``str()`` is the message for the person (which limit, when it resets).
+    """

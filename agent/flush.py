@@ -18,6 +18,7 @@ from agent.errors import LLMError
 from agent.llm import LLMClient, parse_arguments
 from agent.messages import ChatMessage, SystemMessage, UserMessage
 from agent.tools.memory_tool import MEMORY_TOOL_SCHEMA
+from agent.usage import Charge
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +49,7 @@ async def flush_memories(
     run_memory: MemoryRunner,
     schema: dict[str, Any] = MEMORY_TOOL_SCHEMA,
     refuse: Refuser | None = None,
+    charge: Charge | None = None,
 ) -> int:
     """Give the model one memory-only call over ``messages``; returns memory writes made.
 
@@ -66,7 +68,9 @@ async def flush_memories(
         system: SystemMessage = {"role": "system", "content": system_prompt}
         request = [system, *messages]
         try:
-            response = await llm.complete(request, tools=[schema], model=llm.auxiliary_model)
+            response = await llm.complete(
+                request, tools=[schema], model=llm.auxiliary_model, charge=charge
+            )
         except LLMError as exc:
             logger.warning("memory flush skipped: %s", exc)
             return 0

@@ -29,6 +29,7 @@ from agent.errors import LLMError, LLMRequestError, LLMUnavailable
 from agent.llm_stream import error_message, stream_chunks
 from agent.messages import AssistantMessage, ChatMessage
 from agent.settings import LLMSettings
+from agent.usage import OUTPUT_ALLOWANCE, Charge, UsageMeter, estimate_text, estimate_tokens
 from memory.embeddings import EmbeddingsError, EmbeddingsUnsupported
 
 logger = logging.getLogger(__name__)
@@ -83,6 +84,8 @@ class LLMResponse:
     tool_calls: list[ToolCallRequest] = field(default_factory=list)
     finish_reason: str | None = None
     usage: Usage = field(default_factory=Usage)
+    usage_estimated: bool = False
+    """The endpoint reported no usage: ``usage`` is an estimate from the texts."""
 
     def to_message(self) -> AssistantMessage:
         """The assistant message to append to history."""
@@ -108,8 +111,11 @@ class LLMClient:
         *,
         sleep: Sleep = asyncio.sleep,
         observers: Sequence[CallObserver] = (),
+        meter: UsageMeter | None = None,
     ) -> None:
         self.settings = settings
+        self.meter = meter
+        """Reserves, settles and records every charged call (the gateway's ledger and budgets)."""
         self._sleep = sleep
         self.observers: tuple[CallObserver, ...] = tuple(observers)
         """Told the seconds and outcome of every call (the gateway's metrics)."""
@@ -157,15 +163,47 @@ class LLMClient:
         tools: Sequence[dict[str, Any]] | None = None,
         model: str | None = None,
         on_delta: DeltaCallback | None = None,
+        charge: Charge | None = None,
     ) -> LLMResponse:
-        """One model answer, retried on transient failures until text has streamed."""
+        """One model answer, retried on transient failures until text has streamed.
+
+        With a ``charge`` and a meter, an estimate is reserved first (a turn's call
+        may be refused there: ``BudgetExhausted``, no request made) and the usage
+        is settled after.
+        """
+        name = model or self.model
+        meter = self.meter if charge is not None else None
+        hold: object = None
+        if meter is not None and charge is not None:
+            estimate = estimate_tokens(messages, tools) + OUTPUT_ALLOWANCE
+            hold = await meter.reserve(charge, name, estimate)
         started = time.monotonic()
         try:
             response = await self._complete(messages, tools, model, on_delta)
-        except LLMError:
-            self._observe(time.monotonic() - started, True)
+        except BaseException as exc:
+            if isinstance(exc, LLMError):
+                self._observe(time.monotonic() - started, True)
+            if meter is not None:
+                await _quietly(meter.release(hold))
             raise
         self._observe(time.monotonic() - started, False)
+        if response.usage_estimated:
+            response.usage = Usage(
+                prompt_tokens=estimate_tokens(messages, tools),
+                completion_tokens=estimate_text(
+                    response.content + "".join(c.name + c.arguments for c in response.tool_calls)
+                ),
+            )
+        if meter is not None:
+            used = response.usage
+            await _quietly(
+                meter.settle(
+                    hold,
+                    name,
+                    (used.prompt_tokens, used.cached_tokens, used.completion_tokens),
+                    estimated=response.usage_estimated,
+                )
+            )
         return response
 
     def _observe(self, seconds: float, failed: bool) -> None:
@@ -231,7 +269,7 @@ class LLMClient:
         create: Any = self._client.chat.completions.with_streaming_response.create
         text: list[str] = []
         calls: dict[int, dict[str, str]] = {}
-        response = LLMResponse(content="")
+        response = LLMResponse(content="", usage_estimated=True)
         async with create(**request) as raw:
 
             def failed(error: Any) -> Exception:
@@ -241,6 +279,7 @@ class LLMClient:
             async for chunk in stream_chunks(lines, failed):
                 if chunk.get("usage"):
                     response.usage = _usage_of(chunk["usage"])
+                    response.usage_estimated = False
                 for choice in chunk.get("choices") or ():
                     delta = choice.get("delta") or {}
                     if choice.get("finish_reason"):
@@ -284,6 +323,14 @@ async def _read_to_the_end(lines: AsyncIterator[str]) -> None:
                 pass
     except Exception as exc:  # the connection is closed instead; the answer is complete
         logger.debug("the end of a streamed answer was not read (%s)", type(exc).__name__)
+
+
+async def _quietly(step: Awaitable[None]) -> None:
+    """Run a meter's bookkeeping; its failure is logged, never the call's."""
+    try:
+        await step
+    except Exception as exc:
+        logger.warning("usage not recorded (%s: %s)", type(exc).__name__, exc)
 
 
 async def _call(callback: DeltaCallback, text: str) -> None:

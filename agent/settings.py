@@ -13,6 +13,16 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class ModelPrice(_Section):
+    """What one model costs, per million tokens (in the operator's currency)."""
+
+    input: float = Field(ge=0)
+    cached_input: float | None = Field(
+        None, ge=0, description="Per million cached input tokens; None: as ``input``."
+    )
+    output: float = Field(ge=0)
+
+
 class LLMSettings(_Section):
     """The ``llm`` section: any OpenAI-compatible endpoint."""
 
@@ -32,6 +42,11 @@ class LLMSettings(_Section):
     )
     prompt_caching: Annotated[Literal["auto", "on", "off"], RESTART] = "auto"
     vision: Annotated[bool, RESTART] = False
+    pricing: Annotated[dict[str, ModelPrice], LIVE] = Field(
+        default_factory=dict,
+        description="model name -> price per million input, cached input and output "
+        "tokens; a model not listed counts tokens only.",
+    )
 
 
 class AgentSettings(_Section):

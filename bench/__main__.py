@@ -172,6 +172,15 @@ def _replicas(r: Figures) -> Verdict:
     return text, "every message answered once, in order, at every replica count", met
 
 
+def _budget_check(r: Figures) -> Verdict:
+    runs = {name: figures for name, figures in r.items() if figures is not None}
+    text = "; ".join(
+        f"{name} {f['mean_ms']} ms a turn (p99 {f['p99_ms']} ms)" for name, f in runs.items()
+    )
+    met = all(f["met"] for f in runs.values())
+    return text or "no run", "< 1 ms a turn without Redis, < 2 ms with", met
+
+
 @dataclass(frozen=True)
 class Bench:
     name: str
@@ -228,6 +237,12 @@ BENCHES = [
     ),
     Bench("memory_store", (), _memory_store, ("one_writer_per_s", "four_writers_per_s")),
     Bench("gateway_concurrency", ("20", "2", "0.1"), _concurrency, ("wall_s", "speedup")),
+    Bench(
+        "budget_check",
+        ("--turns", "300", "--people", "10"),
+        _budget_check,
+        ("local.mean_ms", "redis.mean_ms"),
+    ),
     Bench(
         "replicas",
         ("--users", "10", "--messages", "3", "--counts", "1", "2"),

@@ -16,7 +16,9 @@ Exception tree::
     │                           answer a delivery it could not record with 503)
     ├── FencedError             this replica no longer holds the session's lease: the
     │                           turn's sends, edits and writes stop (a newer owner has it)
-    └── ReplicaError            gateway.replicas: the shared Redis failed an operation
+    ├── ReplicaError            gateway.replicas: the shared Redis failed an operation
+    └── BudgetsUnavailable      gateway.budgets: the budgets' counters in Redis cannot be
+                                used now (LLM calls go ahead unchecked)
 
 ``AdapterError`` carries ``platform``, ``retry_after`` (seconds, when the platform
 named a wait) and ``retryable`` (whether the same request later may succeed). Its

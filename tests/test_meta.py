@@ -60,6 +60,7 @@ GATEWAY_LAYERS: dict[str, int] = {
     "gateway.replicas": 1,
     "gateway.config": 2,
     "gateway.access": 3,
+    "gateway.budgets": 3,
     "gateway.ops": 2,
     "gateway.sessions": 3,
     "gateway.commands": 4,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.context import AgentConfig
-from agent.jobs._loop import JobLoop
+from agent.jobs._loop import JobLoop, MeterSource
 from agent.jobs._provider_source import ProviderSource, build_manager
 from agent.llm import LLMEmbeddings
 from agent.settings import LLMSettings
@@ -48,6 +48,9 @@ class JobContext:
     """Where the shared tables are (``database.url``); None: ``CHORUS_HOME/state.db``."""
     audit: WriteAudit | None = None
     """The audit log, for the shared-memory writes a flush makes."""
+    meters: MeterSource | None = None
+    """Makes the usage meter of each job thread's LLM client (flushes and summaries are
+    counted against the person's budget, never refused)."""
     _pid: int = field(default=-1, init=False, repr=False)
     _db: SessionDB | None = field(default=None, init=False, repr=False)
     _state: JobState | None = field(default=None, init=False, repr=False)
@@ -115,7 +118,7 @@ class JobContext:
         """This process's kept event loops (one per job thread) for jobs' async work."""
         self._ensure_process()
         if self._loop is None:
-            self._loop = JobLoop(self.db_path)
+            self._loop = JobLoop(self.db_path, self.meters)
         return self._loop
 
     def update(

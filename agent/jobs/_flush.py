@@ -22,6 +22,7 @@ from agent.others import history_carries_others
 from agent.prompt import build_system_prompt
 from agent.tools.memory_tool import memory_tool_schema
 from agent.tools.policy import refuse_not_offered
+from agent.usage import Charge
 from memory.paths import UserKey
 from memory.providers import MemoryManager
 from memory.store import MemoryStore
@@ -73,6 +74,7 @@ async def flush_session(
         refuse=functools.partial(
             refuse_not_offered, session_id=record.id, actor=record.user_key, audit=ctx.audit
         ),
+        charge=Charge(record.user_key, record.id, "flush"),
     )
 
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from agent.errors import AgentError
 from agent.llm import LLMClient
 from agent.messages import ChatMessage
+from agent.usage import Charge
 from memory.store import scan_memory_content
 
 __all__ = [
@@ -30,7 +31,9 @@ HANDOFF_PROMPT = (
 HANDOFF_MAX_CHARS = 12_000
 
 
-async def summarize_for_handoff(llm: LLMClient, messages: Sequence[ChatMessage]) -> str | None:
+async def summarize_for_handoff(
+    llm: LLMClient, messages: Sequence[ChatMessage], charge: Charge | None = None
+) -> str | None:
     """A short summary of the session for the next one; None when there is nothing to say."""
     lines = [
         f"{m['role'].upper()}: {m['content']}"
@@ -44,6 +47,7 @@ async def summarize_for_handoff(llm: LLMClient, messages: Sequence[ChatMessage])
         response = await llm.complete(
             [{"role": "user", "content": HANDOFF_PROMPT.format(transcript=transcript)}],
             model=llm.auxiliary_model,
+            charge=charge,
         )
     except AgentError as exc:
         logger.warning("handoff summary skipped: %s", exc)

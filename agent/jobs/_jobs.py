@@ -35,6 +35,7 @@ from agent.jobs._context import JobContext
 from agent.jobs._flush import flush_session
 from agent.jobs._handoff import summarize_for_handoff
 from agent.messages import ChatMessage, as_plain, transcript_messages
+from agent.usage import Charge
 from memory.transcripts import StoredMessage
 
 __all__ = [
@@ -175,7 +176,10 @@ def end_session(session_id: str, reason: str) -> str:
     handoff_key = f"handoff:{session_id}"
     if ctx.handoff and not ctx.state.is_done(handoff_key):
         messages = transcript_messages(ctx.db.get_messages(session_id))
-        summary = ctx.loop.run(ctx.config.llm, lambda llm, _: summarize_for_handoff(llm, messages))
+        charge = Charge(record.user_key, session_id, "summary")
+        summary = ctx.loop.run(
+            ctx.config.llm, lambda llm, _: summarize_for_handoff(llm, messages, charge)
+        )
         if summary:
             ctx.db.set_summary(session_id, summary)
         ctx.state.mark_done(handoff_key)

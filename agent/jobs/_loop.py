@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from agent.llm import LLMClient
 from agent.settings import LLMSettings
+from agent.usage import UsageMeter
 from memory.database import Location
 from memory.transcripts import AsyncSessionDB
 
@@ -29,6 +30,9 @@ __all__ = ["JobLoop"]
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+MeterSource = Callable[[], UsageMeter | None]
+"""A usage meter for one job thread's loop (the ledger and budgets), or None."""
 
 
 @dataclass
@@ -43,8 +47,9 @@ class _Kept:
 class JobLoop:
     """``run(work)`` runs ``work(llm, db)`` on this thread's kept loop; thread-safe."""
 
-    def __init__(self, db_path: Location) -> None:
+    def __init__(self, db_path: Location, meters: MeterSource | None = None) -> None:
         self._db_path = db_path
+        self._meters = meters
         self._local = threading.local()
         self._all: list[_Kept] = []
         self._lock = threading.Lock()
@@ -65,8 +70,9 @@ class JobLoop:
     ) -> T:
         if kept.llm is None or kept.llm_settings != settings:
             if kept.llm is not None:
-                await kept.llm.aclose()  # the settings changed (a reload)
-            kept.llm, kept.llm_settings = LLMClient(settings), settings
+                await _close_llm(kept.llm)  # the settings changed (a reload)
+            meter = self._meters() if self._meters is not None else None
+            kept.llm, kept.llm_settings = LLMClient(settings, meter=meter), settings
         if kept.db is None:
             kept.db = await AsyncSessionDB.open(self._db_path)
         return await work(kept.llm, kept.db)
@@ -104,8 +110,15 @@ def _close_all(kept: list[_Kept]) -> None:
             logger.warning("closing a job loop failed (%s)", type(exc).__name__)
 
 
+async def _close_llm(llm: LLMClient) -> None:
+    await llm.aclose()
+    closer = getattr(llm.meter, "aclose", None)
+    if callable(closer):
+        await closer()
+
+
 async def _close(kept: _Kept) -> None:
     if kept.llm is not None:
-        await kept.llm.aclose()
+        await _close_llm(kept.llm)
     if kept.db is not None:
         await kept.db.aclose()

@@ -7,6 +7,7 @@ way this process configures ``agent.jobs`` so in-process jobs find their context
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from agent.context import AgentConfig
 from agent.jobs import JobContext, JobScheduler, ProviderSource
 from agent.shared_writes import WriteAudit
 from gateway.access import GatewayDB, admin_checker
+from gateway.budgets import open_meter
 from gateway.config import LiveSettings, Settings, database_location, secrets_environment
 from gateway.errors import ConfigError
 from memory.database import Location
@@ -94,6 +96,13 @@ def job_context(live: LiveSettings) -> JobContext:
         is_admin=admin_checker(settings.auth.admins),
         database=database_location(settings),
         audit=audit_log(database_location(settings)),
+        meters=functools.partial(
+            open_meter,
+            lambda: live.current,
+            database_location(settings),
+            is_admin=lambda key: admin_checker(live.current.auth.admins)(key),
+            write_through=True,
+        ),
     )
     return context
 

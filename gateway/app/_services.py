@@ -11,6 +11,7 @@ from agent.tools.mcp import ServerHealth
 from gateway.access import Authorizer, GatewayDB, RateLimiter
 from gateway.app import _texts as t
 from gateway.app._agents import AgentFactory
+from gateway.budgets import BudgetMeter
 from gateway.clock import Clock
 from gateway.config import LiveSettings, Settings
 from gateway.errors import GatewayError
@@ -40,6 +41,8 @@ class GatewayServices:
     """Reads the configuration again, from the same environment as at start-up."""
     tool_servers: Callable[[], list[ServerHealth]] = field(default=lambda: [])
     """The MCP servers' health, for ``/admin status``."""
+    budgets: BudgetMeter | None = None
+    """The usage ledger and per-person budgets (``/usage``, ``/admin usage|budget``)."""
 
     @property
     def settings(self) -> Settings:

@@ -20,7 +20,14 @@ from dataclasses import dataclass, field
 from agent.llm import LLMClient, Sleep
 from agent.tools.mcp import STARTUP_WAIT, McpTools
 from gateway import logs
-from gateway.access import Authorizer, Deduplicator, GatewayDB, LocalRateCheck, RateLimiter
+from gateway.access import (
+    Authorizer,
+    Deduplicator,
+    GatewayDB,
+    LocalRateCheck,
+    RateLimiter,
+    admin_checker,
+)
 from gateway.adapters import BaseAdapter, Intake, Replies
 from gateway.app._agents import AgentFactory
 from gateway.app._background import Background, start_background
@@ -34,6 +41,7 @@ from gateway.app._replicas import (
 )
 from gateway.app._services import GatewayServices
 from gateway.app._tools import build_tools
+from gateway.budgets import BudgetMeter, open_meter
 from gateway.clock import Clock, SystemClock
 from gateway.commands import (
     CommandRegistry,
@@ -77,6 +85,8 @@ class GatewayStack:
     """The MCP servers the agent's tools come from (``tools.mcp_servers``)."""
     secrets: SecretStore | None = None
     """Each person's sealed secrets (``/secret``), for tools that need their credentials."""
+    meter: BudgetMeter | None = None
+    """The usage ledger and per-person budgets every LLM call goes through."""
 
     async def start(self) -> None:
         """Take up sessions, connect the platforms, take up what a restart left pending
@@ -92,6 +102,8 @@ class GatewayStack:
         for adapter in adapters:
             await adapter.start(self.intake)
             await runner.publish_commands(adapter)
+        if self.meter is not None:
+            await self.meter.maintain()  # old ledger rows go at start, then hourly
         if self.router is None:
             await self.keeper.resume(adapters, runner.take, runner.replies.conclude)
         runner.open()
@@ -139,6 +151,8 @@ class GatewayStack:
         await self.factory.aclose()
         if self.mcp is not None:
             await self.mcp.stop()
+        if self.meter is not None:
+            await self.meter.aclose()
         await self.db.aclose()
         await asyncio.to_thread(self.gateway_db.close)
         await asyncio.to_thread(self.keeper.close)
@@ -188,7 +202,16 @@ async def open_stack(
         else:
             metrics.observe_llm(seconds)
 
-    llm = LLMClient(settings.llm, sleep=llm_sleep or asyncio.sleep, observers=[observe_llm])
+    def is_admin(key: str) -> bool:
+        return admin_checker(live.current.auth.admins)(key)
+
+    # every LLM call is held against its person's budget and written to the ledger
+    meter = await asyncio.to_thread(
+        open_meter, lambda: live.current, where, is_admin=is_admin, clock=clock.time
+    )
+    llm = LLMClient(
+        settings.llm, sleep=llm_sleep or asyncio.sleep, observers=[observe_llm], meter=meter
+    )
     tools, mcp = build_tools(settings, metrics)
     factory = AgentFactory(
         live,
@@ -234,6 +257,7 @@ async def open_stack(
         metrics=metrics,
         activity=activity,
         fence_of=ownership.fence if ownership is not None else None,
+        budget=meter,
     )
     kind: Callable[..., SessionManager] = SessionManager
     if ownership is not None:  # ending a session needs its lease
@@ -263,6 +287,7 @@ async def open_stack(
         activity=activity,
         load=load or (lambda: load_settings(settings.home)),
         tool_servers=mcp.health,
+        budgets=meter,
     )
     if coordination is not None:
         shared = coordination.rate_limiter(settings.auth.rate_limit_per_minute)
@@ -343,4 +368,5 @@ async def open_stack(
         closing,
         mcp=mcp,
         secrets=secrets,
+        meter=meter,
     )

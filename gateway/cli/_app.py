@@ -22,6 +22,7 @@ from gateway.cli._queue import queue_app
 from gateway.cli._run import console_command, doctor_command, gateway_command, worker_command
 from gateway.cli._secrets import secrets_app
 from gateway.cli._sessions import sessions_app
+from gateway.cli._usage import usage_app
 from gateway.cli._users import users_app
 from memory import log_content
 
@@ -37,6 +38,7 @@ app.add_typer(sessions_app, name="sessions")
 app.add_typer(queue_app, name="queue")
 app.add_typer(users_app, name="users")
 app.add_typer(secrets_app, name="secrets")
+app.add_typer(usage_app, name="usage")
 app.command("console")(console_command)
 app.command("gateway")(gateway_command)
 app.command("worker")(worker_command)

@@ -14,6 +14,7 @@ from gateway.commands._flagged import flagged_command
 from gateway.commands._registry import Command, CommandContext, CommandRegistry
 from gateway.commands._review import review
 from gateway.commands._tools import tools_sub
+from gateway.commands._usage import budget_sub, usage_sub
 from gateway.commands._user import profile_usage
 from memory.paths import UserKey
 from memory.store import FlaggedEntries, MemoryStore, StagedWrite, make_visible
@@ -217,6 +218,18 @@ ADMIN_SUBCOMMANDS: tuple[AdminSubcommand, ...] = (
     ),
     AdminSubcommand(
         "reload", "", reload_sub, "re-read config.yaml and .env; names what needs a restart"
+    ),
+    AdminSubcommand(
+        "usage",
+        "[<platform:id>]",
+        usage_sub,
+        "a person's usage against limits, or everyone's this month",
+    ),
+    AdminSubcommand(
+        "budget",
+        "<platform:id> tokens_per_day=N|cost_per_month=X|reset",
+        budget_sub,
+        "set a person's limits, or go back to the configured ones",
     ),
     AdminSubcommand("help", "", help_sub, "this list"),
 )

@@ -12,6 +12,7 @@ from typing import Protocol
 
 from agent.agent import Agent
 from gateway.access import AdminReply, UserAccessRow
+from gateway.budgets import BudgetMeter
 from gateway.clock import Clock
 from gateway.config import Settings
 from gateway.events import InboundMessage
@@ -91,6 +92,11 @@ class CommandServices(Protocol):
 
     @property
     def queue(self) -> BackgroundQueue: ...
+
+    @property
+    def budgets(self) -> BudgetMeter | None:
+        """The usage ledger and per-person budgets (None where usage is not recorded)."""
+        ...
 
     def store_for(self, key: UserKey | None) -> MemoryStore:
         """The shared MEMORY.md plus ``key``'s own profile (None: MEMORY.md only)."""

@@ -11,6 +11,7 @@ from agent.shared_writes import decide
 from gateway.commands import _texts as t
 from gateway.commands._registry import Command, CommandContext, CommandRegistry
 from gateway.commands._tools import TOOLS_COMMAND
+from gateway.commands._usage import usage_command
 from gateway.sessions import LiveSession
 from memory.paths import UserKey
 from memory.store import ENTRY_DELIMITER, MemoryStore, StagedWrites, StagingRefused
@@ -279,6 +280,13 @@ def register_user_commands(registry: CommandRegistry) -> None:
         ),
         Command(
             "memory", "what I remember about you", memory_command, admin_only=False, private=True
+        ),
+        Command(
+            "usage",
+            "your tokens and cost today and this month, against your limits",
+            usage_command,
+            admin_only=False,
+            private=True,
         ),
         Command(
             "forget",

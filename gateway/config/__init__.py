@@ -4,6 +4,7 @@ This package is the only code that reads configuration files and the
 environment; every other part gets its section passed in.
 """
 
+from gateway.config._budgets import BudgetLimits, BudgetSettings
 from gateway.config._edit import set_memory_provider, set_secret
 from gateway.config._live import RESTART_ONLY_KEYS, SETTING_EFFECTS, ConfigWatcher, LiveSettings
 from gateway.config._loader import (
@@ -24,6 +25,8 @@ __all__ = [
     "RESTART_ONLY_KEYS",
     "SETTING_EFFECTS",
     "AuthSettings",
+    "BudgetLimits",
+    "BudgetSettings",
     "ConfigWatcher",
     "GatewaySettings",
     "HTTPSettings",

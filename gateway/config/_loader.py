@@ -24,6 +24,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from agent.settings import AgentSettings, CompressionSettings, LLMSettings
 from agent.tools.settings import ToolsSettings
 from gateway.adapters import PLATFORMS
+from gateway.config._budgets import BudgetSettings
 from gateway.config._secret_files import expand_secret_files
 from gateway.config._sections import (
     AuthSettings,
@@ -90,6 +91,7 @@ class _CoreSettings(BaseSettings):
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
     secrets: SecretsSettings = Field(default_factory=SecretsSettings)
+    budgets: BudgetSettings = Field(default_factory=BudgetSettings)
 
     @classmethod
     def settings_customise_sources(

@@ -12,7 +12,8 @@ read-modify-write must be atomic, one Lua script:
 - ``ReplicaMailbox``: hand a message to the owner of its session, losing none
   when a replica restarts or dies;
 - ``ReplicaRegistry``: which replicas are alive;
-- ``PollerLock``: one Telegram long poller per bot token.
+- ``PollerLock``: one Telegram long poller per bot token;
+- ``SharedSpend``: each person's LLM budget counters (held and spent).
 
 Scripts read the Redis server's clock so replicas with skewed clocks agree; a
 ``clock`` argument (tests only) replaces it. Every failure to reach Redis is a
@@ -29,6 +30,7 @@ from gateway.replicas._mailbox import MAX_LEN, Delivery, ReplicaMailbox
 from gateway.replicas._ratelimit import SharedRateDecision, SharedRateLimiter
 from gateway.replicas._registry import PollerLock, ReplicaRegistry
 from gateway.replicas._seen import SharedSeen
+from gateway.replicas._spend import SharedSpend, open_shared_spend
 
 __all__ = [
     "DEFAULT_PREFIX",
@@ -47,5 +49,7 @@ __all__ = [
     "SharedRateDecision",
     "SharedRateLimiter",
     "SharedSeen",
+    "SharedSpend",
+    "open_shared_spend",
     "token_name",
 ]

@@ -21,10 +21,11 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 from agent.agent import Agent
 from agent.context import ImageInput
-from agent.errors import LLMError, LLMUnavailable
+from agent.errors import BudgetExhausted, LLMError, LLMUnavailable
 from agent.llm import Usage
 from gateway import _texts as t
 from gateway.adapters import Replies, ReplyStream, platform_spec
@@ -38,7 +39,7 @@ from memory.errors import SessionFenced
 from memory.paths import UserKey
 from memory.transcripts import Fence
 
-__all__ = ["TurnRunner", "images_of"]
+__all__ = ["TurnBudget", "TurnRunner", "images_of"]
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +52,18 @@ AgentOf = Callable[[LiveSession], Awaitable[Agent]]
 FenceOf = Callable[[SessionKey], Callable[[], Awaitable[None]]]
 """Several replicas: a check, run before each send, edit and transcript write of a turn,
 that raises ``FencedError`` once this replica lost the session's lease."""
+
+
+class TurnBudget(Protocol):
+    """The person's budget as a turn sees it (``gateway.budgets.BudgetMeter``)."""
+
+    async def check(self, person: str, chat: str | None = None) -> None:
+        """Raise ``BudgetExhausted`` (its text for the person) when no turn may start."""
+        ...
+
+    async def notice(self, person: str, chat: str | None = None) -> str | None:
+        """A heads-up for a person near a limit, once a period; else None."""
+        ...
 
 
 def images_of(msg: InboundMessage, vision: bool) -> list[Attachment]:
@@ -70,8 +83,10 @@ class TurnRunner:
         metrics: Metrics,
         activity: Activity,
         fence_of: FenceOf | None = None,
+        budget: TurnBudget | None = None,
     ) -> None:
         self._live = live
+        self._budget = budget
         self._fence_of = fence_of
         self._replies = replies
         self._keeper = keeper
@@ -101,7 +116,9 @@ class TurnRunner:
         self, session_id: str, last: InboundMessage, exc: Exception, shown: list[ReplyStream]
     ) -> None:
         """The one apology: it replaces what the answer showed so far, or comes on its own."""
-        if isinstance(exc, LLMError):
+        if isinstance(exc, BudgetExhausted):  # the meter logged it; the person is told why
+            text = str(exc)
+        elif isinstance(exc, LLMError):
             logger.warning("turn of session %s failed: %s", session_id, exc)
             text = t.LLM_UNREACHABLE
         else:
@@ -137,6 +154,9 @@ class TurnRunner:
         shown: list[ReplyStream],
     ) -> None:
         last = batch[-1]
+        person, chat = str(last.user_key), f"{last.platform}:{last.chat_id}"
+        if self._budget is not None:  # spent: the turn is not started, no LLM call made
+            await self._budget.check(person, chat)
         agent = await agent_of(live)
         agent.fence = fence = self._fence_of(live.key) if self._fence_of else None
         agent.epoch = live.epoch if live.epoch is not None or fence is None else 0
@@ -191,6 +211,18 @@ class TurnRunner:
         self._replies.counted(last.platform)
         self._metrics.observe_turn(time.monotonic() - started)
         self._count(before, agent.usage)
+        await self._heads_up(last, person, chat)
+
+    async def _heads_up(self, last: InboundMessage, person: str, chat: str) -> None:
+        """Tell the person, once a period, that they are near a limit."""
+        if self._budget is None:
+            return
+        try:
+            text = await self._budget.notice(person, chat)
+            if text is not None:
+                await self._replies.notice(last, text)
+        except Exception as exc:
+            logger.warning("the budget notice was not sent (%s)", type(exc).__name__)
 
     async def _write(
         self,

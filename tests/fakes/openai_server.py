@@ -343,6 +343,9 @@ class FakeOpenAI(LoopThread):
         self.embedding_calls = 0
         self.in_flight = 0
         self.in_flight_max = 0
+        #: False: no ``usage`` even when ``stream_options.include_usage`` asks for it (as
+        #: some OpenAI-compatible servers answer)
+        self.reports_usage = True
         self.connections: list[tuple[str, int]] = []
         """The client address of each chat request (one per TCP connection it came on)."""
         self.base_url = ""
@@ -479,6 +482,7 @@ class FakeOpenAI(LoopThread):
             self.embedding_requests.clear()
             self.in_flight_max = 0
             self.connections.clear()
+            self.reports_usage = True
 
     @property
     def last_request(self) -> dict[str, Any]:
@@ -695,6 +699,7 @@ class FakeOpenAI(LoopThread):
         if body.get("stream"):
             options = body.get("stream_options") or {}
             include_usage = bool(isinstance(options, dict) and options.get("include_usage"))
+            include_usage = include_usage and self.reports_usage
             return await self._stream(
                 request,
                 common,
