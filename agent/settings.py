@@ -32,6 +32,11 @@ class LLMSettings(_Section):
     )
     prompt_caching: Annotated[Literal["auto", "on", "off"], RESTART] = "auto"
     vision: Annotated[bool, RESTART] = False
+    transcription_model: Annotated[str | None, LIVE] = Field(
+        None,
+        description="Model of the endpoint's /v1/audio/transcriptions for voice messages "
+        "(whisper-1, gpt-4o-mini-transcribe…); unset: voice messages are not listened to.",
+    )
 
 
 class AgentSettings(_Section):

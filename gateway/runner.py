@@ -30,6 +30,7 @@ from gateway.clock import Clock
 from gateway.commands import CommandContext, CommandRegistry, CommandServices, parse_command
 from gateway.config import LiveSettings, Settings
 from gateway.events import InboundMessage
+from gateway.media import MediaReader
 from gateway.ops import Activity, Metrics
 from gateway.sessions import InboxKeeper, SessionManager, images_of
 from memory.paths import UserKey
@@ -61,9 +62,11 @@ class GatewayRunner:
         activity: Activity,
         replies: Replies,
         keeper: InboxKeeper | None = None,
+        media: MediaReader | None = None,
     ) -> None:
         self.live = live
         self.keeper = keeper
+        self.media = media
         self.replies = replies
         self._open = asyncio.Event()
         self._checking = asyncio.Semaphore(INTAKE_AT_ONCE)
@@ -147,7 +150,16 @@ class GatewayRunner:
         addressed = msg.is_direct or msg.mentions_bot or msg.reply_to_bot or command is not None
         if not addressed and self.settings.gateway.group_require_mention:
             return True
-        if not await self._admitted(msg, command) or not await self._readable(msg):
+        if not await self._admitted(msg, command):
+            return True
+        if command is None and self.media is not None:
+            reading = await self.media.read(msg)
+            msg = reading.message
+            if reading.problems:
+                await self.notice(msg, "\n".join(reading.problems))
+                if reading.nothing_left:
+                    return True
+        if not await self._readable(msg):
             return True
         if command is not None:
             await self._command(msg, *command)

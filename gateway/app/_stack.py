@@ -35,6 +35,7 @@ from gateway.app._services import GatewayServices
 from gateway.clock import Clock, SystemClock
 from gateway.commands import CommandRegistry, register_admin_commands, register_user_commands
 from gateway.config import LiveSettings, Settings, database_location, load_settings
+from gateway.media import MediaReader
 from gateway.ops import Activity, Metrics
 from gateway.runner import GatewayRunner
 from gateway.sessions import Inbox, InboxKeeper, SessionManager, SharedSessions, TurnRunner
@@ -262,6 +263,7 @@ async def open_stack(
         activity=activity,
         replies=replies,
         keeper=keeper,
+        media=MediaReader(lambda: (live.current.llm, live.current.media), llm),
     )
 
     def queue_numbers() -> tuple[int, int, int]:

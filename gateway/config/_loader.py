@@ -33,6 +33,7 @@ from gateway.config._sections import (
 from gateway.config._tree import deep_merge, get_path, set_path
 from gateway.errors import ConfigError
 from gateway.logs import register_secret
+from gateway.media import MediaSettings
 from memory.database import Location, configure_pool_size, location_of
 from memory.paths import ChorusPaths
 from memory.settings import RESTART, DatabaseSettings, MemorySettings, RedisSettings
@@ -79,6 +80,7 @@ class _CoreSettings(BaseSettings):
     database: DatabaseSettings = Field(default_factory=DatabaseSettings)
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
+    media: MediaSettings = Field(default_factory=MediaSettings)
 
     @classmethod
     def settings_customise_sources(
