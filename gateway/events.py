@@ -11,6 +11,8 @@ from memory.paths import ChatRef, UserKey
 
 AttachmentKind = Literal["image", "voice", "audio", "video", "document", "sticker", "other"]
 QuotedSource = Literal["thread", "forwarded", "document", "reply"]
+READ_KINDS: frozenset[AttachmentKind] = frozenset({"voice", "audio", "document"})
+"""Attachments read into the message (``gateway.media``): downloaded by ``Attachment.fetch``."""
 FileFetch = Callable[[int], Awaitable[bytes | None]]
 """Downloads an attachment, at most the given number of bytes (None: too big or failed)."""
 

@@ -20,7 +20,7 @@ from typing import Protocol
 
 from agent.errors import LLMError
 from agent.settings import LLMSettings
-from gateway.events import Attachment, InboundMessage, Quoted
+from gateway.events import READ_KINDS, Attachment, InboundMessage, Quoted
 from gateway.media import _texts as t
 from gateway.media._documents import (
     UnreadableDocument,
@@ -32,8 +32,6 @@ from gateway.media._settings import MediaSettings
 
 logger = logging.getLogger(__name__)
 
-READ_KINDS = frozenset({"voice", "audio", "document"})
-"""Attachment kinds this module reads; images stay for the vision model."""
 _SUFFIXES = {
     "audio/ogg": "ogg",
     "audio/opus": "ogg",

@@ -17,8 +17,7 @@ import aiohttp
 import discord
 
 from gateway.adapters._support import MAX_IMAGE_BYTES
-from gateway.events import FileFetch, InboundMessage
-from gateway.media import READ_KINDS
+from gateway.events import READ_KINDS, FileFetch, InboundMessage
 
 logger = logging.getLogger(__name__)
 

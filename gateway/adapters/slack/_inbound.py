@@ -46,8 +46,7 @@ from gateway.adapters.slack._files import FileFetcher, images_to_fetch
 from gateway.adapters.slack._format import from_slack
 from gateway.adapters.slack._names import UserNames
 from gateway.clock import Clock
-from gateway.events import FileFetch, InboundMessage
-from gateway.media import READ_KINDS
+from gateway.events import READ_KINDS, FileFetch, InboundMessage
 
 logger = logging.getLogger(__name__)
 
