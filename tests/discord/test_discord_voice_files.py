@@ -10,6 +10,7 @@ from tests.fakes.discord_data import BOT_ID, CHANNEL_ID, GUILD_ID
 from tests.media_files import pdf_with_text
 
 VOICE = b"OggS fake discord voice message"
+OTHER_CHANNEL = 920_000_000_000_000_077
 TRANSCRIBE = {"CHORUS_LLM__TRANSCRIPTION_MODEL": "gpt-4o-mini-transcribe"}
 
 
@@ -101,3 +102,23 @@ async def test_a_reply_to_someones_message_carries_it(make_gateway: GatewayFacto
         f"The message this one replies to {QUOTED_MARK}:\n"
         f"> Bob: error XJ-9000 on deploy\n{QUOTED_END}\n\nwhat does this mean?"
     )
+
+
+async def test_a_message_of_another_channel_is_never_carried(make_gateway: GatewayFactory) -> None:
+    gw = await make_gateway()
+    fake, llm = gw.discord, gw.server
+    elsewhere = fake.said_earlier(
+        "the admin password is hunter2", author=BOB, channel_id=OTHER_CHANNEL, guild_id=GUILD_ID
+    )
+    llm.reply("I see no earlier message.")
+    fake.message(
+        f"<@{BOT_ID}> what did he say?",
+        author=ANN,
+        channel_id=CHANNEL_ID,
+        guild_id=GUILD_ID,
+        mentions_bot=True,
+        referenced=elsewhere,
+    )
+    await fake.wait_posted(CHANNEL_ID, 1)
+    await gw.settle()
+    assert user_text(llm.requests[0]) == "what did he say?"

@@ -129,7 +129,8 @@ class FakeDiscord(GatewayServer, InteractionsServer, LoopThread):
         referenced: dict[str, Any] | None = None,
         attachments: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
-        """A person writes: MESSAGE_CREATE now, or on RESUME when no one is connected."""
+        """A person writes: MESSAGE_CREATE now, or on RESUME when no one is connected.
+        ``referenced``'s own ``channel_id`` goes into the ``message_reference``."""
         data = message(
             attachments=attachments,
             message_id=snowflake(),

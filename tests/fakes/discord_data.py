@@ -167,7 +167,7 @@ def message(
         data["referenced_message"] = referenced
         data["message_reference"] = {
             "message_id": referenced["id"],
-            "channel_id": str(channel_id),
+            "channel_id": str(referenced.get("channel_id") or channel_id),
             **({"guild_id": str(guild_id)} if guild_id else {}),
         }
     return data

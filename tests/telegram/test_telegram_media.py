@@ -178,3 +178,17 @@ async def test_a_reply_to_ones_own_message_is_context_not_others_words(
         "what does it mean?"
     )
     assert QUOTED_MARK not in text
+
+
+async def test_a_failed_transcription_is_told_and_nothing_reaches_the_model(
+    make_gateway: GatewayFactory,
+) -> None:
+    gw = await make_gateway(**TRANSCRIBE)
+    tg, llm = gw.telegram, gw.server
+    tg.files["v1"] = VOICE
+    llm.transcription_error(503)
+    tg.message(None, user_id=ANN, voice=voice())
+    [reply] = await tg.wait_messages(ANN, 1)
+    await gw.settle()
+    assert reply.text == media_texts.VOICE_FAILED
+    assert len(llm.transcription_requests) == 1 and not llm.requests
