@@ -1,7 +1,9 @@
 """GatewayRunner: the intake of every platform's messages.
 
 ``handle(msg)`` takes one message: dedupe, input checks, group gating,
-authorization, rate limit, slash commands, then the session's queue
+authorization, rate limit, its voice notes and documents read (``gateway.media``,
+in the chat's lane, after the sender was admitted), slash commands, then the
+session's queue
 (``gateway.sessions``, which owns the rest of the turn). Replies and notices go
 down through ``Replies``. It is the intake's one catch point: an unexpected error
 is logged with its traceback and the user gets a short generic apology, never
