@@ -143,6 +143,22 @@ class LLMClient:
     async def aclose(self) -> None:
         await self._client.close()
 
+    async def transcribe(self, audio: bytes, *, filename: str, model: str) -> str:
+        """The words spoken in ``audio`` (``/v1/audio/transcriptions``; the endpoint knows
+        the format by ``filename``'s extension). ``LLMUnavailable`` when the endpoint is
+        unreachable or overloaded, ``LLMRequestError`` when it refuses the file."""
+        try:
+            result = await self._client.audio.transcriptions.create(
+                model=model, file=(filename, audio), response_format="json"
+            )
+        except openai.APIStatusError as exc:
+            if exc.status_code == 429 or exc.status_code >= 500:
+                raise LLMUnavailable(f"transcription: HTTP {exc.status_code}") from exc
+            raise LLMRequestError(f"transcription: HTTP {exc.status_code}") from exc
+        except openai.APIError as exc:  # connection refused or dropped, timeout
+            raise LLMUnavailable(f"transcription: {type(exc).__name__}") from exc
+        return result.text
+
     async def check(self) -> str:
         """Ask the endpoint for its models once (no retries); raises LLMError when it fails."""
         try:

@@ -47,6 +47,11 @@ class LLMSettings(_Section):
         description="model name -> price per million input, cached input and output "
         "tokens; a model not listed counts tokens only.",
     )
+    transcription_model: Annotated[str | None, LIVE] = Field(
+        None,
+        description="Model of the endpoint's /v1/audio/transcriptions for voice messages "
+        "(whisper-1, gpt-4o-mini-transcribe…); unset: voice messages are not listened to.",
+    )
 
 
 class AgentSettings(_Section):

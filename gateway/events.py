@@ -3,24 +3,37 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, field, replace
 from typing import Literal
 
 from memory.paths import ChatRef, UserKey
 
 AttachmentKind = Literal["image", "voice", "audio", "video", "document", "sticker", "other"]
-QuotedSource = Literal["thread", "forwarded"]
+QuotedSource = Literal["thread", "forwarded", "document", "reply"]
+READ_KINDS: frozenset[AttachmentKind] = frozenset({"voice", "audio", "document"})
+"""Attachments read into the message (``gateway.media``): downloaded by ``Attachment.fetch``."""
+FileFetch = Callable[[int], Awaitable[bytes | None]]
+"""Downloads an attachment, at most the given number of bytes (None: too big or failed)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Attachment:
-    """A file that came with a message; ``data`` only for small images an adapter fetched."""
+    """A file that came with a message; ``data`` only for small images an adapter fetched.
+
+    ``fetch`` downloads a voice note, audio file or document when it is read
+    (``gateway.media``), after the sender was admitted: nothing is downloaded for
+    a message that is not answered. It is not kept in the durable inbox.
+    """
 
     kind: AttachmentKind
     name: str = ""
     mime_type: str = ""
     size: int | None = None
     data: bytes | None = None
+    duration: float | None = None
+    """Seconds of a voice note or audio file, where the platform says."""
+    fetch: FileFetch | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,8 +41,10 @@ class Quoted:
     """Words a message carries that its sender did not write: others' content.
 
     ``thread``: an earlier message of the thread, given as context; ``forwarded``:
-    the text of a forwarded message. The model is shown them fenced as quoted
-    material, and a turn that carries them may not write shared memory unreviewed.
+    the text of a forwarded message; ``document``: the text of a shared file (``author``
+    is its name); ``reply``: the message this one replies to, written by someone else.
+    The model is shown them fenced as quoted material, and a turn that carries them may
+    not write shared memory unreviewed.
     """
 
     source: QuotedSource
@@ -60,6 +75,9 @@ class InboundMessage:
     answer is edited into them (set when a pending turn is taken up after a restart)."""
     quoted: tuple[Quoted, ...] = ()
     """Others' words that came with the message (``text`` is the sender's own only)."""
+    in_reply_to: Quoted | None = None
+    """The message this one replies to, when its sender or the bot wrote it (someone
+    else's comes in ``quoted``): context, not others' words. Same chat only."""
 
     @property
     def others_content(self) -> bool:
@@ -79,8 +97,10 @@ class InboundMessage:
 
 def message_to_json(message: InboundMessage) -> str:
     """``message`` as JSON for the durable inbox (attachment bytes are left out)."""
-    data = asdict(message)
-    data["attachments"] = [{**a, "data": None} for a in data["attachments"]]
+    attachments = tuple(replace(a, data=None, fetch=None) for a in message.attachments)
+    data = asdict(replace(message, attachments=attachments))
+    for attachment in data["attachments"]:
+        attachment.pop("fetch", None)
     data.pop("resume", None)
     return json.dumps(data, ensure_ascii=False)
 
@@ -93,7 +113,14 @@ def message_from_json(text: str) -> InboundMessage:
     attachments = tuple(Attachment(**a) for a in data.pop("attachments", []))
     receipts = tuple(str(r) for r in data.pop("receipts", []))
     quoted = tuple(Quoted(**q) for q in data.pop("quoted", []))
-    return InboundMessage(**data, attachments=attachments, receipts=receipts, quoted=quoted)
+    replied = data.pop("in_reply_to", None)
+    return InboundMessage(
+        **data,
+        attachments=attachments,
+        receipts=receipts,
+        quoted=quoted,
+        in_reply_to=Quoted(**replied) if isinstance(replied, dict) else None,
+    )
 
 
 def clean_text(text: str) -> str:
@@ -114,9 +141,17 @@ def cleaned(message: InboundMessage) -> InboundMessage:
     quoted = tuple(
         replace(q, author=clean_text(q.author), text=clean_text(q.text)) for q in message.quoted
     )
-    if text == message.text and name == message.user_name and quoted == message.quoted:
+    replied = message.in_reply_to
+    if replied is not None:
+        replied = replace(replied, author=clean_text(replied.author), text=clean_text(replied.text))
+    if (text, name, quoted, replied) == (
+        message.text,
+        message.user_name,
+        message.quoted,
+        message.in_reply_to,
+    ):
         return message
-    return replace(message, text=text, user_name=name, quoted=quoted)
+    return replace(message, text=text, user_name=name, quoted=quoted, in_reply_to=replied)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,9 @@
 """GatewayRunner: the intake of every platform's messages.
 
 ``handle(msg)`` takes one message: dedupe, input checks, group gating,
-authorization, rate limit, slash commands, then the session's queue
+authorization, rate limit, its voice notes and documents read (``gateway.media``,
+in the chat's lane, after the sender was admitted), slash commands, then the
+session's queue
 (``gateway.sessions``, which owns the rest of the turn). Replies and notices go
 down through ``Replies``. It is the intake's one catch point: an unexpected error
 is logged with its traceback and the user gets a short generic apology, never
@@ -36,6 +38,7 @@ from gateway.commands import (
 )
 from gateway.config import LiveSettings, Settings
 from gateway.events import InboundMessage
+from gateway.media import MediaReader
 from gateway.ops import Activity, Metrics
 from gateway.sessions import InboxKeeper, SessionManager, images_of
 from memory.paths import UserKey
@@ -68,11 +71,13 @@ class GatewayRunner:
         replies: Replies,
         keeper: InboxKeeper | None = None,
         secrets: SecretDesk | None = None,
+        media: MediaReader | None = None,
     ) -> None:
         self.live = live
         self.secrets = secrets
         """Takes the value a ``/secret set`` waits for before anything else sees it."""
         self.keeper = keeper
+        self.media = media
         self.replies = replies
         self._open = asyncio.Event()
         self._checking = asyncio.Semaphore(INTAKE_AT_ONCE)
@@ -159,7 +164,16 @@ class GatewayRunner:
         addressed = msg.is_direct or msg.mentions_bot or msg.reply_to_bot or command is not None
         if not addressed and self.settings.gateway.group_require_mention:
             return True
-        if not await self._admitted(msg, command) or not await self._readable(msg):
+        if not await self._admitted(msg, command):
+            return True
+        if command is None and self.media is not None:
+            reading = await self.media.read(msg)
+            msg = reading.message
+            if reading.problems:
+                await self.notice(msg, "\n".join(reading.problems))
+                if reading.nothing_left:
+                    return True
+        if not await self._readable(msg):
             return True
         if command is not None:
             await self._command(msg, *command)

@@ -57,6 +57,7 @@ GATEWAY_LAYERS: dict[str, int] = {
     "gateway.logs": 0,
     "gateway._texts": 0,
     "gateway.adapters": 1,
+    "gateway.media": 1,
     "gateway.replicas": 1,
     "gateway.config": 2,
     "gateway.access": 3,

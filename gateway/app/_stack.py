@@ -51,6 +51,7 @@ from gateway.commands import (
     register_user_commands,
 )
 from gateway.config import LiveSettings, Settings, database_location, load_settings
+from gateway.media import MediaReader
 from gateway.ops import Activity, Metrics
 from gateway.runner import GatewayRunner
 from gateway.sessions import Inbox, InboxKeeper, SessionManager, SharedSessions, TurnRunner
@@ -316,6 +317,7 @@ async def open_stack(
         replies=replies,
         keeper=keeper,
         secrets=desk,
+        media=MediaReader(lambda: (live.current.llm, live.current.media), llm),
     )
 
     def queue_numbers() -> tuple[int, int, int]:

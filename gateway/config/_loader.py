@@ -36,6 +36,7 @@ from gateway.config._sections import (
 from gateway.config._tree import deep_merge, get_path, set_path
 from gateway.errors import ConfigError
 from gateway.logs import register_secret
+from gateway.media import MediaSettings
 from memory.database import Location, configure_pool_size, location_of
 from memory.paths import ChorusPaths
 from memory.settings import RESTART, DatabaseSettings, MemorySettings, RedisSettings
@@ -92,6 +93,7 @@ class _CoreSettings(BaseSettings):
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
     secrets: SecretsSettings = Field(default_factory=SecretsSettings)
     budgets: BudgetSettings = Field(default_factory=BudgetSettings)
+    media: MediaSettings = Field(default_factory=MediaSettings)
 
     @classmethod
     def settings_customise_sources(

@@ -85,6 +85,10 @@ def model_text(message: InboundMessage) -> str:
         fence(QUOTED_TITLES[source], ((q.author, q.text) for q in quoted))
         for source, quoted in groupby(message.quoted, key=lambda q: q.source)
     ]
+    replied = message.in_reply_to
+    if replied is not None:
+        lines = "\n> ".join(replied.text.splitlines() or [""])
+        blocks.append(f"In reply to this earlier message:\n> {replied.author}: {lines}")
     return "\n\n".join(b for b in [*blocks, message.text.strip()] if b)
 
 

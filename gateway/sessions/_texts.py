@@ -8,5 +8,7 @@ SUMMARY_NOTE = " I kept a short summary of where we were."
 QUOTED_TITLES = {
     "thread": "Earlier in this thread",
     "forwarded": "A forwarded message",
+    "document": "A file shared with the message",
+    "reply": "The message this one replies to",
 }
 """The title of each kind of others' words in a message, as the model is shown them."""

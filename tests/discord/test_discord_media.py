@@ -34,9 +34,9 @@ async def test_images_are_not_fetched_beyond_the_cap_elsewhere_or_without_vision
     fake = gw.discord
     huge = {**fake.add_file(b"x" * 10, name="huge.png"), "size": 50_000_000}
     foreign = attachment(1, "x.png", "http://203.0.113.9/x.png", content_type="image/png", size=9)
-    text = fake.add_file(b"hello", name="notes.txt", content_type="text/plain")
+    clip = fake.add_file(b"\x00\x00\x00 ftyp", name="clip.mp4", content_type="video/mp4")
     gw.server.reply("Nothing to see.")
-    fake.message("look", author=ANN, channel_id=DM_ANN, attachments=[huge, foreign, text])
+    fake.message("look", author=ANN, channel_id=DM_ANN, attachments=[huge, foreign, clip])
     posted = await fake.wait_posted(DM_ANN, 2)
     # nothing of it could be read: the person is told, and the text is answered
     assert [p.content for p in posted] == [ATTACHMENTS_SKIPPED, "Nothing to see."]

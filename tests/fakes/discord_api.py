@@ -129,7 +129,8 @@ class FakeDiscord(GatewayServer, InteractionsServer, LoopThread):
         referenced: dict[str, Any] | None = None,
         attachments: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
-        """A person writes: MESSAGE_CREATE now, or on RESUME when no one is connected."""
+        """A person writes: MESSAGE_CREATE now, or on RESUME when no one is connected.
+        ``referenced``'s own ``channel_id`` goes into the ``message_reference``."""
         data = message(
             attachments=attachments,
             message_id=snowflake(),
@@ -167,14 +168,23 @@ class FakeDiscord(GatewayServer, InteractionsServer, LoopThread):
             self.history.setdefault(channel_id, []).append(data)
 
     def add_file(
-        self, content: bytes, *, name: str = "file.png", content_type: str = "image/png"
+        self,
+        content: bytes,
+        *,
+        name: str = "file.png",
+        content_type: str = "image/png",
+        voice_seconds: float | None = None,
     ) -> dict[str, Any]:
-        """A file on the fake CDN, as a message attachment that points at it."""
+        """A file on the fake CDN, as a message attachment that points at it; with
+        ``voice_seconds``, a voice message's (``duration_secs`` and ``waveform``)."""
         file_id = snowflake()
         with self._lock:
             self.files[file_id] = content
         url = f"http://127.0.0.1:{self.port}/attachments/{file_id}/{name}"
-        return attachment(file_id, name, url, content_type=content_type, size=len(content))
+        data = attachment(file_id, name, url, content_type=content_type, size=len(content))
+        if voice_seconds is not None:
+            data |= {"duration_secs": voice_seconds, "waveform": "AAAAAAAAAAAAAAAA"}
+        return data
 
     def rate_limit(self, times: int, *, retry_after: float = 0.2) -> None:
         with self._lock:

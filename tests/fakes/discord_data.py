@@ -18,6 +18,8 @@ GUILD_ID = 910_000_000_000_000_001
 CHANNEL_ID = 920_000_000_000_000_001
 THREAD_ID = 920_000_000_000_000_002
 DISCORD_EPOCH_MS = 1_420_070_400_000
+VOICE_MESSAGE_FLAG = 1 << 13
+"""``IS_VOICE_MESSAGE``: the message is a voice message (one audio attachment)."""
 
 _counter = itertools.count(1)
 
@@ -154,7 +156,7 @@ def message(
         "embeds": [],
         "pinned": False,
         "type": 19 if referenced else 0,
-        "flags": 0,
+        "flags": VOICE_MESSAGE_FLAG if any("waveform" in a for a in attachments or ()) else 0,
     }
     if nonce is not None:
         data["nonce"] = nonce
@@ -165,7 +167,7 @@ def message(
         data["referenced_message"] = referenced
         data["message_reference"] = {
             "message_id": referenced["id"],
-            "channel_id": str(channel_id),
+            "channel_id": str(referenced.get("channel_id") or channel_id),
             **({"guild_id": str(guild_id)} if guild_id else {}),
         }
     return data

@@ -46,6 +46,7 @@ from typing import Any, Literal
 from aiohttp import web
 
 from .loop_thread import LoopThread
+from .openai_audio import TranscriptionRequest, transcriptions
 
 ReplyKind = Literal["text", "tool_calls", "error", "hang"]
 
@@ -348,6 +349,11 @@ class FakeOpenAI(LoopThread):
         self.reports_usage = True
         self.connections: list[tuple[str, int]] = []
         """The client address of each chat request (one per TCP connection it came on)."""
+        #: audio bytes → what ``/v1/audio/transcriptions`` hears in them (see ``openai_audio``)
+        self.transcripts: dict[bytes, str] = {}
+        self.default_transcript = "hello"
+        self.transcription_requests: list[TranscriptionRequest] = []
+        self._transcription_failures: deque[int] = deque()
         self.base_url = ""
         self._queue: deque[Reply] = deque()
         self._embedding_queue: deque[Reply] = deque()
@@ -364,6 +370,7 @@ class FakeOpenAI(LoopThread):
         app.router.add_post("/v1/chat/completions", self._chat_completions)
         app.router.add_post("/v1/embeddings", self._embeddings)
         app.router.add_get("/v1/models", self._models)
+        app.router.add_post("/v1/audio/transcriptions", self._transcriptions)
         app.router.add_route("*", "/{tail:.*}", self._not_found)
         await self._listen(app)
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
@@ -462,6 +469,11 @@ class FakeOpenAI(LoopThread):
         with self._lock:
             self._embedding_queue.clear()
 
+    def transcription_error(self, status: int, *, times: int = 1) -> None:
+        """The next ``times`` transcription requests get HTTP ``status``."""
+        with self._lock:
+            self._transcription_failures.extend([status] * times)
+
     def responder(self, fn: Callable[[dict[str, Any]], Reply | str] | None) -> None:
         """Compute replies from the request body when the queue is empty (str = text)."""
         self._responder = fn
@@ -480,6 +492,8 @@ class FakeOpenAI(LoopThread):
             self._responder = None
             self.requests.clear()
             self.embedding_requests.clear()
+            self.transcription_requests.clear()
+            self._transcription_failures.clear()
             self.in_flight_max = 0
             self.connections.clear()
             self.reports_usage = True
@@ -596,6 +610,9 @@ class FakeOpenAI(LoopThread):
             "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
         }
         return web.json_response(payload, headers=self._headers())
+
+    async def _transcriptions(self, request: web.Request) -> web.Response:
+        return await transcriptions(self, request)
 
     async def _not_found(self, request: web.Request) -> web.Response:
         return self._json_error(

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from gateway.events import InboundMessage, Quoted, message_from_json, message_to_json
+from gateway.events import (
+    Attachment,
+    InboundMessage,
+    Quoted,
+    message_from_json,
+    message_to_json,
+)
 
 
 def test_quoted_words_survive_the_handover_between_replicas() -> None:
@@ -17,3 +23,24 @@ def test_quoted_words_survive_the_handover_between_replicas() -> None:
     again = message_from_json(message_to_json(message))
     assert again == message
     assert again.others_content
+
+
+def test_the_replied_to_message_survives_and_a_download_is_left_behind() -> None:
+    async def fetch(limit: int) -> bytes | None:
+        return b"voice"
+
+    voice = Attachment("voice", "v.ogg", "audio/ogg", 5, duration=3.0, fetch=fetch)
+    message = InboundMessage(
+        platform="telegram",
+        chat_id="1",
+        user_id="1",
+        text="and this?",
+        message_id="2",
+        attachments=(voice,),
+        in_reply_to=Quoted("reply", "Ann", "my build fails"),
+    )
+    again = message_from_json(message_to_json(message))
+    assert again.in_reply_to == Quoted("reply", "Ann", "my build fails")
+    assert not again.others_content
+    [attachment] = again.attachments
+    assert attachment.fetch is None and attachment.duration == 3.0

@@ -42,7 +42,7 @@ from gateway.adapters.discord._commands import DEFER_AFTER, NativeCommands, rout
 from gateway.adapters.discord._errors import NETWORK_ERRORS, platform_errors
 from gateway.adapters.discord._events import inbound_from
 from gateway.adapters.discord._history import ThreadContext
-from gateway.adapters.discord._images import with_images
+from gateway.adapters.discord._images import with_fetching, with_images
 from gateway.adapters.discord._settings import DiscordSettings
 from gateway.clock import Clock, SystemClock
 from gateway.errors import AdapterError, ChatForbidden, ConfigError
@@ -275,6 +275,8 @@ class DiscordAdapter(BaseAdapter):
             inbound = await self._threads.complete(inbound, source, client.user)
         if self._vision and source.attachments:
             inbound = await with_images(inbound, source, self._settings.api_url)
+        if source.attachments:
+            inbound = with_fetching(inbound, source, self._settings.api_url)
         await self.deliver(inbound)
 
     async def read_again(self, payload: str) -> InboundMessage | None:

@@ -11,6 +11,10 @@
   replies to the bot is not for chorus ("/tmp is full", another bot's command):
   it is ignored. chorus's commands there are application commands; in a DM,
   typed commands work as everywhere.
+- A voice message (an audio attachment with a waveform) is a ``voice`` attachment,
+  with its length; a file of no known media type is a ``document``, read by name.
+- The message it replies to (``message_reference``, resolved by Discord) comes with it
+  as context when it is of the same channel (``gateway.adapters._replied``).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import re
 
 import discord
 
+from gateway.adapters._replied import Writer, with_replied
 from gateway.events import Attachment, AttachmentKind, InboundMessage
 
 PLATFORM = "discord"
@@ -66,7 +71,7 @@ def inbound_from(message: discord.Message, bot_id: int) -> InboundMessage | None
         return None
     channel = message.channel
     thread = str(channel.id) if isinstance(channel, discord.Thread) else None
-    return InboundMessage(
+    inbound = InboundMessage(
         platform=PLATFORM,
         chat_id=str(channel.id),
         user_id=str(author.id),
@@ -79,12 +84,31 @@ def inbound_from(message: discord.Message, bot_id: int) -> InboundMessage | None
         mentions_bot=mentioned and not direct,
         reply_to_bot=replied and not direct,
     )
+    return _with_reply(inbound, message, bot_id)
+
+
+def _with_reply(inbound: InboundMessage, message: discord.Message, bot_id: int) -> InboundMessage:
+    """``inbound`` with the message it replies to, when Discord resolved one of this channel."""
+    reference = message.reference
+    resolved = reference.resolved if reference is not None else None
+    if reference is None or not isinstance(resolved, discord.Message):
+        return inbound
+    if reference.channel_id != message.channel.id or resolved.channel.id != message.channel.id:
+        return inbound  # a forward or a cross-post: another room's words stay there
+    who = resolved.author
+    writer: Writer = "other"
+    if who.id in (bot_id, message.author.id):
+        writer = "bot" if who.id == bot_id else "sender"
+    return with_replied(inbound, writer, who.display_name, resolved.content)
 
 
 def _attachment(attachment: discord.Attachment) -> Attachment:
     mime = attachment.content_type or ""
-    kind: AttachmentKind = "document" if mime else "other"
+    kind: AttachmentKind = "document"
     for prefix, candidate in _KINDS:
         if mime.startswith(prefix):
             kind = candidate
-    return Attachment(kind, attachment.filename, mime, attachment.size)
+    if kind == "audio" and attachment.is_voice_message():
+        kind = "voice"
+    duration = attachment.duration if kind in ("voice", "audio") else None
+    return Attachment(kind, attachment.filename, mime, attachment.size, duration=duration)

@@ -194,7 +194,8 @@ class SlackAdapter(BaseAdapter):
             self,
             self._client,
             names=self._names,
-            fetcher=FileFetcher(self._token, extra_host=host) if vision else None,
+            fetcher=FileFetcher(self._token, extra_host=host),
+            vision=vision,
             context_messages=context_messages,
             clock=self._clock,
         )

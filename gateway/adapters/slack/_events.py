@@ -9,6 +9,7 @@ Pure functions over the event dicts Slack sends; the adapter does the I/O.
   top-level channel message gets its own thread: ``thread_id`` is its ``ts``, so
   the reply opens a thread under it and each thread is its own session.
 - Bot messages (ours included), edits, deletions and other subtypes are ignored.
+- A clip recorded in Slack (file subtype ``slack_audio``) is a ``voice`` attachment.
 """
 
 from __future__ import annotations
@@ -186,14 +187,27 @@ def _author(event: Mapping[str, Any]) -> str:
 
 def _attachment(file: Mapping[str, Any]) -> Attachment:
     mime = str(file.get("mimetype") or "")
-    kind: AttachmentKind = "document" if mime else "other"
+    kind: AttachmentKind = "document"
     for prefix, candidate in _KINDS:
         if mime.startswith(prefix):
             kind = candidate
+    if file.get("subtype") == "slack_audio":  # a clip recorded in Slack
+        kind = "voice"
     size = file.get("size")
+    millis = file.get("duration_ms")
     return Attachment(
-        kind, str(file.get("name") or ""), mime, size if isinstance(size, int) else None
+        kind,
+        str(file.get("name") or ""),
+        mime,
+        size if isinstance(size, int) else None,
+        duration=millis / 1000 if isinstance(millis, int | float) else None,
     )
+
+
+def file_url(file: Mapping[str, Any]) -> str | None:
+    """Where a shared file downloads (with the bot token), if the event says."""
+    url = file.get("url_private_download") or file.get("url_private")
+    return url if isinstance(url, str) else None
 
 
 def _seconds(ts: str) -> float:

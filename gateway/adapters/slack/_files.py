@@ -1,4 +1,5 @@
-"""Images shared in Slack messages, fetched for the model (``llm.vision``).
+"""Files shared in Slack messages: images fetched for the model (``llm.vision``), voice
+clips, audio files and documents downloaded when they are read (``gateway.media``).
 
 Slack serves a message's files from ``url_private_download`` to requests with
 the bot token (scope ``files:read``). The token is sent only to Slack's own
@@ -51,8 +52,11 @@ class FileFetcher:
         parts = urlsplit(url)
         return parts.scheme in ("https", "http") and (parts.hostname or "") in self._hosts
 
-    async def fetch(self, url: str) -> bytes | None:
-        """The image at ``url``, or None (not Slack's, too big, not an image, unreachable)."""
+    async def fetch(
+        self, url: str, *, limit: int = MAX_IMAGE_BYTES, image: bool = True
+    ) -> bytes | None:
+        """The file at ``url`` (an image, unless ``image`` is False), or None (not Slack's,
+        larger than ``limit``, not an image, Slack's sign-in page, unreachable)."""
         if not self.may_fetch(url):
             logger.warning("slack: a file URL outside Slack was not fetched")
             return None
@@ -63,9 +67,14 @@ class FileFetcher:
                 aiohttp.ClientSession(timeout=timeout) as session,
                 session.get(url, headers=headers, allow_redirects=False) as response,
             ):
-                if response.status != 200 or not response.content_type.startswith("image/"):
+                wrong = (
+                    not response.content_type.startswith("image/")
+                    if image
+                    else response.content_type == "text/html"
+                )
+                if response.status != 200 or wrong:
                     logger.warning(
-                        "slack: a shared image could not be fetched (HTTP %s, %s); "
+                        "slack: a shared file could not be fetched (HTTP %s, %s); "
                         "does the app have the files:read scope?",
                         response.status,
                         response.content_type,
@@ -74,12 +83,12 @@ class FileFetcher:
                 data = bytearray()
                 async for chunk in response.content.iter_chunked(64 * 1024):
                     data.extend(chunk)
-                    if len(data) > MAX_IMAGE_BYTES:
+                    if len(data) > limit:
                         break
         except (ClientError, TimeoutError, OSError) as exc:
-            logger.warning("slack: fetching a shared image failed (%s)", type(exc).__name__)
+            logger.warning("slack: fetching a shared file failed (%s)", type(exc).__name__)
             return None
-        if len(data) > MAX_IMAGE_BYTES:
-            logger.info("slack: a shared image over %d bytes was skipped", MAX_IMAGE_BYTES)
+        if len(data) > limit:
+            logger.info("slack: a shared file over %d bytes was skipped", limit)
             return None
         return bytes(data)

@@ -10,8 +10,13 @@ order within its channel. Before the hand-over a message gets:
   after a restart from the thread's history, remembered a while);
 - **thread context**: the first message seen in an existing thread carries the
   thread's earlier messages as others' words (``quoted``), with people's names;
+- **the thread's parent**: a person's first message to the bot in a thread, when
+  it comes without the thread's context (someone asked there before), carries the
+  message that started the thread, when someone else wrote it, as the replied-to
+  message (``gateway.adapters._replied``);
 - **names**: the sender's display name (``users.info``, cached);
-- **images**: with ``llm.vision``, the image files shared with it.
+- **images**: with ``llm.vision``, the image files shared with it;
+- **files**: voice clips, audio files and documents, downloaded when read.
 """
 
 from __future__ import annotations
@@ -26,19 +31,22 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from gateway.adapters._base import BaseAdapter
+from gateway.adapters._replied import with_replied
 from gateway.adapters._support import ChatLanes, RecentValues, SeenSet
 from gateway.adapters.slack._client import error_code
 from gateway.adapters.slack._events import (
     BotIdentity,
     by_bot,
+    file_url,
     files_of,
     inbound_from,
     thread_context,
 )
 from gateway.adapters.slack._files import FileFetcher, images_to_fetch
+from gateway.adapters.slack._format import from_slack
 from gateway.adapters.slack._names import UserNames
 from gateway.clock import Clock
-from gateway.events import InboundMessage
+from gateway.events import READ_KINDS, FileFetch, InboundMessage
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +76,7 @@ class SlackInbound:
         *,
         names: UserNames,
         fetcher: FileFetcher | None,
+        vision: bool = False,
         context_messages: int = THREAD_CONTEXT_MESSAGES,
         clock: Clock | None = None,
     ) -> None:
@@ -75,10 +84,12 @@ class SlackInbound:
         self._client = client
         self._names = names
         self._fetcher = fetcher
+        self._vision = vision
         self._context_messages = context_messages
         self._event_ids = SeenSet(REMEMBERED)
         self._message_ids = SeenSet(REMEMBERED)
         self._threads = SeenSet(REMEMBERED)
+        self._parents_given = SeenSet(REMEMBERED)
         self._member: RecentValues[bool] = RecentValues(REMEMBERED, ttl=MEMBER_TTL, clock=clock)
         self._not_member: RecentValues[bool] = RecentValues(
             REMEMBERED, ttl=NOT_MEMBER_TTL, clock=clock
@@ -154,13 +165,61 @@ class SlackInbound:
             )
             if context:
                 message = replace(message, quoted=context)
+        if (
+            addressed
+            and in_thread
+            and thread is not None
+            and self._parents_given.add((message.chat_id, thread, message.user_id))
+            and not message.quoted
+        ):
+            message = await self._with_parent(message, thread, replies, me)
         if not message.user_name:
             message = replace(message, user_name=await self._names.name(message.user_id))
         else:
             self._names.remember(message.user_id, message.user_name)
         if addressed and self._fetcher is not None:
-            message = await self._with_images(message, event)
+            if self._vision:
+                message = await self._with_images(message, event)
+            message = self._with_fetching(message, event, self._fetcher)
         return message
+
+    async def _with_parent(
+        self,
+        message: InboundMessage,
+        thread: str,
+        replies: list[dict[str, Any]] | None,
+        me: BotIdentity,
+    ) -> InboundMessage:
+        """``message`` with the message that started its thread (of the same channel)."""
+        parent = next((r for r in replies or () if r.get("ts") == thread), None)
+        if parent is None:
+            try:
+                answer = await self._client.conversations_replies(
+                    channel=message.chat_id, ts=thread, limit=1
+                )
+            except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
+                logger.warning("slack: a thread's first message was not read (%s)", exc)
+                return message
+            found = [m for m in answer.get("messages") or () if isinstance(m, dict)]
+            parent = next((m for m in found if m.get("ts") == thread), None)
+        if parent is None:
+            return message
+        author = str(parent.get("user") or "")
+        if by_bot(parent, me) or author == message.user_id:
+            return message  # the bot's, or the sender's own: in their conversation already
+        text = from_slack(str(parent.get("text") or ""))
+        return with_replied(message, "other", await self._names.name(author) or author, text)
+
+    def _with_fetching(
+        self, message: InboundMessage, event: dict[str, Any], fetcher: FileFetcher
+    ) -> InboundMessage:
+        """``message`` whose voice clips, audio files and documents download when read."""
+        attachments = list(message.attachments)
+        for index, file in enumerate(files_of(event)):
+            url = file_url(file)
+            if index < len(attachments) and attachments[index].kind in READ_KINDS and url:
+                attachments[index] = replace(attachments[index], fetch=_fetch_of(fetcher, url))
+        return replace(message, attachments=tuple(attachments))
 
     async def _in_thread(
         self, chat_id: str, thread: str, me: BotIdentity
@@ -206,3 +265,10 @@ class SlackInbound:
             if data is not None and index < len(attachments):
                 attachments[index] = replace(attachments[index], data=data, size=len(data))
         return replace(message, attachments=tuple(attachments))
+
+
+def _fetch_of(fetcher: FileFetcher, url: str) -> FileFetch:
+    async def fetch(limit: int) -> bytes | None:
+        return await fetcher.fetch(url, limit=limit, image=False)
+
+    return fetch

@@ -28,7 +28,9 @@ from gateway.adapters.telegram._guard import readable, screen_batch
 from gateway.adapters.telegram._intake import Intake
 from gateway.adapters.telegram._send import TelegramSender
 from gateway.adapters.telegram._updates import (
+    FETCHED,
     BotIdentity,
+    file_to_fetch,
     inbound_from,
     photo_to_fetch,
     with_image,
@@ -206,7 +208,34 @@ class Inbound:
                 data = await self._fetch(photo.file_id)
                 if data is not None:
                     message = with_image(message, data)
+        if message is not None and update.message is not None:
+            file_id = file_to_fetch(update.message)
+            if file_id is not None:
+                message = self._fetching(message, file_id)
         return message
+
+    def _fetching(self, message: InboundMessage, file_id: str) -> InboundMessage:
+        """``message`` whose voice note, audio file or document downloads when read."""
+
+        async def fetch(limit: int) -> bytes | None:
+            return await self._download(file_id, limit)
+
+        attachments = tuple(
+            replace(a, fetch=fetch) if a.kind in FETCHED else a for a in message.attachments
+        )
+        return replace(message, attachments=attachments)
+
+    async def _download(self, file_id: str, limit: int) -> bytes | None:
+        """A file's bytes when it is no larger than ``limit``, or None."""
+        try:
+            file = await self._sender.request(self._bot.get_file(file_id))
+            if file.file_size is not None and file.file_size > limit:
+                return None
+            data = bytes(await self._sender.request(file.download_as_bytearray()))
+        except TelegramError as exc:
+            logger.warning("fetching a telegram file failed (%s)", type(exc).__name__)
+            return None
+        return data if len(data) <= limit else None
 
     async def read_again(self, payload: str) -> InboundMessage | None:
         """A recorded update, read as if it had just arrived (for a restart)."""

@@ -9,12 +9,17 @@
 - A leading ``@thisbot`` is dropped from the text (it is what ``mentions_bot`` says).
 - A forwarded message's text is someone else's words: it comes as ``quoted``
   (``forwarded``, with its origin's name), never as the sender's text or a command.
+- The message it replies to (``reply_to_message``, always of the same chat) comes
+  with it as context (``gateway.adapters._replied``).
+- Voice notes, audio files and documents can be downloaded when they are read
+  (``Attachment.fetch``, set by the adapter); their length is ``duration``.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from datetime import timedelta
 
 from telegram import (
     Message,
@@ -29,6 +34,7 @@ from telegram import (
 )
 from telegram.constants import ChatType
 
+from gateway.adapters._replied import with_replied
 from gateway.adapters._support import MAX_IMAGE_BYTES
 from gateway.events import Attachment, AttachmentKind, InboundMessage, Quoted
 
@@ -91,7 +97,27 @@ def inbound_from(update: Update, me: BotIdentity) -> InboundMessage | None:
         text = f"/{command.group(1)}{text[command.end() :]}"
     mentions = command is not None or _mentions_bot(message, me, is_caption)
     text = _strip_leading_mention(text, me.username)
-    return _inbound(message, user, text, attachments, mentions, me)
+    return _with_reply(_inbound(message, user, text, attachments, mentions, me), message, me)
+
+
+def _with_reply(inbound: InboundMessage, message: Message, me: BotIdentity) -> InboundMessage:
+    """``inbound`` with the message it replies to (not a forum topic's implicit root)."""
+    replied = message.reply_to_message
+    if replied is None or replied.chat.id != message.chat.id:
+        return inbound
+    if message.is_topic_message and replied.message_id == message.message_thread_id:
+        return inbound
+    author = replied.from_user
+    text = replied.text or replied.caption or ""
+    if author is None:
+        name = replied.sender_chat.title if replied.sender_chat is not None else ""
+        return with_replied(inbound, "other", name or "", text)
+    name = author.full_name or author.username or ""
+    if author.id == me.id:
+        return with_replied(inbound, "bot", name, text)
+    return with_replied(
+        inbound, "sender" if str(author.id) == inbound.user_id else "other", name, text
+    )
 
 
 def _inbound(
@@ -161,8 +187,25 @@ def _attachments(message: Message) -> tuple[Attachment, ...]:
         name = getattr(media, "file_name", None) or ""
         mime = getattr(media, "mime_type", None) or ""
         size = getattr(media, "file_size", None)
-        return (Attachment(kind, name=name, mime_type=mime, size=size),)
+        duration = getattr(media, "duration", None)
+        if isinstance(duration, timedelta):
+            duration = duration.total_seconds()
+        seconds = float(duration) if isinstance(duration, int | float) else None
+        return (Attachment(kind, name=name, mime_type=mime, size=size, duration=seconds),)
     return ()
+
+
+FETCHED = {"voice": "voice", "audio": "audio", "document": "document"}
+"""Attachment kind → the message's attribute whose file is downloaded when read."""
+
+
+def file_to_fetch(message: Message) -> str | None:
+    """The ``file_id`` of the message's voice note, audio file or document, if any."""
+    for attribute in FETCHED.values():
+        media = getattr(message, attribute, None)
+        if media is not None:
+            return str(media.file_id)
+    return None
 
 
 def _mentions_bot(message: Message, me: BotIdentity, is_caption: bool) -> bool:
