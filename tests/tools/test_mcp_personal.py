@@ -11,7 +11,9 @@ from typing import Any
 
 import yaml
 
+from agent.tools.mcp import McpServerSettings, McpTools
 from gateway.logs import MASK, redact
+from memory.secrets import SecretKey, SecretStore
 from tests.fakes import FakeOpenAI
 from tests.runner.conftest import Gateway, GatewayFactory
 from tests.tools.conftest import alive, calls, pids, stdio_server, write_config
@@ -130,3 +132,28 @@ async def test_a_changed_secret_is_used_from_the_next_call(
     old, new = calls(state)
     assert (old["env_token"], new["env_token"]) == ("ann-token-0001", "ann-token-new-3")
     await until(lambda: not alive(old["pid"]), what="the old process stopped")
+
+
+async def test_a_secret_that_cannot_be_opened_is_a_clear_tool_error(tmp_path: Path) -> None:
+    state, where = tmp_path / "s", tmp_path / "state.db"
+    with SecretStore(where, SecretKey("another-key-0123456789-abcdefghijklm")) as other:
+        other.set("testchat:2", "TEST_TOKEN", "sealed-elsewhere-1", 0.0)
+    conf = McpServerSettings.model_validate(
+        stdio_server(state, env={"CHORUS_TEST_TOKEN": "{person.secret.TEST_TOKEN}"})
+    )
+    for key, said in (
+        (SecretKey(KEY), "stored under another key and cannot be used: send /secret set"),
+        (None, "the operator has not set CHORUS_SECRET_KEY"),
+    ):
+        with SecretStore(where, key) as store:
+            tools = McpTools({"demo": conf}, secrets=store.get)
+            tools.start()
+            try:
+                await until(lambda: tools.has("demo__echo"), what="the tools listed")
+                result = await tools.call("demo__echo", {"text": "hi"}, "testchat:2")
+            finally:
+                await tools.stop()
+        error = json.loads(result)
+        assert error["success"] is False and said in error["error"]
+    assert calls(state) == []  # the server got no call
+    assert len(pids(state)) == 2  # only the two listing starts
