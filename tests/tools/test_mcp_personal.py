@@ -5,6 +5,7 @@ process of a person is stopped when idle and at shutdown."""
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -149,7 +150,7 @@ async def test_a_secret_that_cannot_be_opened_is_a_clear_tool_error(tmp_path: Pa
             tools = McpTools({"demo": conf}, secrets=store.get)
             tools.start()
             try:
-                await until(lambda: tools.has("demo__echo"), what="the tools listed")
+                await until(functools.partial(tools.has, "demo__echo"), what="the tools listed")
                 result = await tools.call("demo__echo", {"text": "hi"}, "testchat:2")
             finally:
                 await tools.stop()
