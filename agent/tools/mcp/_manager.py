@@ -3,7 +3,8 @@
 The model sees each server's tools as ``<server>__<tool>`` (``_names``), listed
 from the servers that are up at the moment of the request; the list follows a
 server's ``list_changed``, its crash and its restart. A call goes to its server
-and comes back as text for the model: the result fenced as others' content and
+(one whose ``headers``/``env`` name a person's secret: over the calling person's
+own connection, ``_personal``) and comes back as text for the model: the result fenced as others' content and
 cut to the server's ``max_result_chars``, or an error result that says what
 happened (timed out, server not running, server stopped during the call). One
 server's trouble never reaches a turn or another server.
@@ -55,7 +56,7 @@ class McpTools:
         secrets: SecretLookup | None = None,
         reveal: Reveal = lambda value: None,
         idle_seconds: float = 300.0,
-        now: Callable[[], float] = time.time,
+        now: Callable[[], float] = time.monotonic,
     ) -> None:
         enabled = {name: conf for name, conf in servers.items() if conf.enabled}
         self.servers = {  # a per-person server's own lists its tools, with no one's secret

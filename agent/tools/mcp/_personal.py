@@ -78,6 +78,7 @@ class PersonalConnections:
         self._people: dict[str, _Connection] = {}
         self._starting: dict[str, asyncio.Lock] = {}
         self._reaper: asyncio.Task[None] | None = None
+        self._closed = False
 
     @property
     def people(self) -> list[str]:
@@ -90,6 +91,7 @@ class PersonalConnections:
 
     async def stop(self) -> None:
         """Stop every person's connection (and the look for idle ones)."""
+        self._closed = True
         reaper, self._reaper = self._reaper, None
         if reaper is not None:
             reaper.cancel()
@@ -162,6 +164,8 @@ class PersonalConnections:
     async def _connection(self, person: str, values: dict[str, str]) -> _Connection:
         lock = self._starting.setdefault(person, asyncio.Lock())
         async with lock:
+            if self._closed:
+                raise ToolCallFailed("unavailable", f"the tool server {self.name} is stopping")
             conn = self._people.get(person)
             if conn is not None and conn.values != values:  # the secret changed
                 del self._people[person]
