@@ -4,10 +4,11 @@ The model sees each server's tools as ``<server>__<tool>`` (``_names``), listed
 from the servers that are up at the moment of the request; the list follows a
 server's ``list_changed``, its crash and its restart. A call goes to its server
 (one whose ``headers``/``env`` name a person's secret: over the calling person's
-own connection, ``_personal``) and comes back as text for the model: the result fenced as others' content and
-cut to the server's ``max_result_chars``, or an error result that says what
-happened (timed out, server not running, server stopped during the call). One
-server's trouble never reaches a turn or another server.
+own connection, ``_personal``) and comes back as text for the model: the result
+fenced as others' content and cut to the server's ``max_result_chars``, or an
+error result that says what happened (timed out, server not running, server
+stopped during the call, no credential of the person's). One server's trouble
+never reaches a turn or another server.
 """
 
 from __future__ import annotations
