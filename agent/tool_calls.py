@@ -57,7 +57,9 @@ class ToolCalls:
         if call.name != "memory":  # what a tool returns is others' content
             self._others(True)
         if call.name not in ("memory", "session_search") and not provider_tool:
-            return await self.tools.dispatch(call.name, call.arguments)
+            person = self.tool_gate.person(self._speaker)
+            caller = None if person is None else str(person)
+            return await self.tools.dispatch(call.name, call.arguments, caller)
         try:
             arguments = parse_arguments(call.arguments)
         except ValueError as exc:

@@ -53,8 +53,9 @@ class ToolSource(Protocol):
 
     def has(self, name: str) -> bool: ...
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> str:
-        """The result text for the model; an error result, never an exception."""
+    async def call(self, name: str, arguments: dict[str, Any], person: str | None = None) -> str:
+        """The result text for the model; an error result, never an exception. ``person``
+        (``platform:id``; None: no one person) is whose call it is."""
         ...
 
 
@@ -102,7 +103,9 @@ class ToolRegistry:
             listed += [s for s in source.schemas() if s["function"]["name"] not in self._tools]
         return listed
 
-    async def dispatch(self, name: str, raw_arguments: str) -> str:
+    async def dispatch(self, name: str, raw_arguments: str, person: str | None = None) -> str:
+        """Run ``name`` for ``person`` (whose turn it is; a source that acts with each
+        person's credentials needs to know)."""
         tool = self._tools.get(name)
         source = self._source_of(name) if tool is None else None
         if tool is None and source is None:
@@ -114,7 +117,7 @@ class ToolRegistry:
             return tool_error(f"{name}: {exc}")
         try:
             if source is not None:
-                return await source.call(name, arguments)
+                return await source.call(name, arguments, person)
             assert tool is not None
             result = tool.handler(arguments)
             if inspect.isawaitable(result):

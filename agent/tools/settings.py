@@ -27,6 +27,12 @@ class ToolsSettings(BaseModel):
         description="MCP servers whose tools the agent may call, by name; a tool is "
         "offered to the model as <server>__<tool>.",
     )
+    idle_seconds: Annotated[float, RESTART] = Field(
+        300.0,
+        gt=0,
+        description="A person's own connection to a server that takes their secrets (a stdio "
+        "server's process of theirs) is stopped after this many seconds without a call.",
+    )
     policy: Annotated[list[ToolRule], LIVE] = Field(
         default_factory=list,
         description="Ordered rules (people, roles, platforms, chats, tools → allow, ask or "

@@ -213,7 +213,8 @@ async def open_stack(
     llm = LLMClient(
         settings.llm, sleep=llm_sleep or asyncio.sleep, observers=[observe_llm], meter=meter
     )
-    tools, mcp = build_tools(settings, metrics)
+    secrets = await asyncio.to_thread(open_secret_store, settings)
+    tools, mcp = build_tools(settings, metrics, secrets=secrets, now=clock.monotonic)
     factory = AgentFactory(
         live,
         db=db,
@@ -297,7 +298,6 @@ async def open_stack(
     else:
         rate = LocalRateCheck(limiter)
     commands = command_registry()
-    secrets = await asyncio.to_thread(open_secret_store, settings)
     if not secrets.has_key:
         logger.info("CHORUS_SECRET_KEY is not set: people cannot store secrets (/secret set)")
     desk = SecretDesk(secrets, clock, inbox=inbox, adapters=replies.adapters)

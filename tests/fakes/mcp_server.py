@@ -2,8 +2,9 @@
 process of its own: ``python -m tests.fakes.mcp_server STATE_DIR [--http PORT]``.
 
 It writes what a test checks into STATE_DIR: ``pid`` (its process id, one line per
-start) and ``calls.jsonl`` (each tool call it received, with the headers of the
-HTTP request when it came over HTTP).
+start) and ``calls.jsonl`` (each tool call it received, with the ``Authorization``
+header of the HTTP request when it came over HTTP, and the ``CHORUS_TEST_TOKEN``
+variable and process id when it was started with that variable).
 
 Tools: ``echo(text)``; ``big(chars)`` (that many characters); ``block()`` (never
 answers: a test kills the process, or the call times out); ``weird.name()``
@@ -30,7 +31,9 @@ def build(state: Path, port: int) -> FastMCP:
         request = ctx.request_context.request if ctx is not None else None
         headers = dict(request.headers) if request is not None else {}  # type: ignore[attr-defined]
         token = headers.get("authorization")
-        entry = {"tool": tool, "arguments": arguments, "authorization": token}
+        entry: dict[str, Any] = {"tool": tool, "arguments": arguments, "authorization": token}
+        if "CHORUS_TEST_TOKEN" in os.environ:  # a process started with a person's token
+            entry |= {"env_token": os.environ["CHORUS_TEST_TOKEN"], "pid": os.getpid()}
         with (state / "calls.jsonl").open("a", encoding="utf-8") as out:
             out.write(json.dumps(entry) + "\n")
 

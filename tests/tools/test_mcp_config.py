@@ -52,14 +52,17 @@ def test_a_bad_server_is_refused_naming_the_key(
     assert message in error
 
 
-def test_a_per_person_secret_is_refused_for_now(chorus_home: Path) -> None:
-    server = {"url": "http://h/", "headers": {"Authorization": "Bearer {person.secret.GH}"}}
+def test_a_per_person_secret_must_be_a_secret_name(chorus_home: Path) -> None:
+    server = {"url": "http://h/", "headers": {"Authorization": "Bearer {person.secret.gh}"}}
     error = config_error(chorus_home, {"github": server})
     assert "tools.mcp_servers.github" in error
-    assert "headers.Authorization names a person's secret" in error
-    assert "per-person secrets are not available yet" in error
-    env = {"command": "x", "env": {"TOKEN": "{person.secret.TOKEN}"}}
-    assert "env.TOKEN names a person's secret" in config_error(chorus_home, {"gh": env})
+    assert "headers.Authorization: {person.secret.gh} is not a secret name" in error
+    env = {"command": "x", "env": {"TOKEN": "{person.secret.TOKEN}", "MODE": "plain"}}
+    write_config(chorus_home, {"gh": env})
+    [gh] = load_settings(chorus_home, {}).tools.mcp_servers.values()
+    assert gh.per_person and gh.secrets_needed() == ["TOKEN"]
+    assert gh.for_person({"TOKEN": "tok-of-ann"}).env == {"TOKEN": "tok-of-ann", "MODE": "plain"}
+    assert gh.without_person().env == {"MODE": "plain"}
 
 
 def test_a_server_name_must_fit_a_function_name(chorus_home: Path) -> None:

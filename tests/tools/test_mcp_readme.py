@@ -9,6 +9,7 @@ from pathlib import Path
 
 import yaml
 
+from gateway.config import load_settings
 from tests.fakes import FakeOpenAI
 from tests.runner.conftest import GatewayFactory
 from tests.tools.test_mcp_calls import gateway_with, tool_results
@@ -42,3 +43,17 @@ async def test_the_readme_example_runs(
     assert re.search(r"> \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00", result), result
     assert gw.stack.mcp is not None
     assert [h.name for h in gw.stack.mcp.health()] == ["clock"]  # search: enabled: false
+
+
+def test_the_per_person_example_is_a_valid_configuration(tmp_path: Path) -> None:
+    section = tools_section().split("#### A server that acts with each person's credential")[1]
+    config = re.findall(r"```yaml\n(.*?)```", section, re.S)[0]
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    (home / "config.yaml").write_text(config, encoding="utf-8")
+    (home / "config.yaml").chmod(0o600)
+    tools = load_settings(home, {}).tools
+    assert tools.idle_seconds == 300
+    github, notes = tools.mcp_servers["github"], tools.mcp_servers["notes"]
+    assert github.per_person and github.secrets_needed() == ["GITHUB_TOKEN"]
+    assert notes.per_person and notes.secrets_needed() == ["NOTES_TOKEN"]

@@ -3,10 +3,12 @@
 The model sees each server's tools as ``<server>__<tool>`` (``_names``), listed
 from the servers that are up at the moment of the request; the list follows a
 server's ``list_changed``, its crash and its restart. A call goes to its server
-and comes back as text for the model: the result fenced as others' content and
-cut to the server's ``max_result_chars``, or an error result that says what
-happened (timed out, server not running, server stopped during the call). One
-server's trouble never reaches a turn or another server.
+(one whose ``headers``/``env`` name a person's secret: over the calling person's
+own connection, ``_personal``) and comes back as text for the model: the result
+fenced as others' content and cut to the server's ``max_result_chars``, or an
+error result that says what happened (timed out, server not running, server
+stopped during the call, no credential of the person's). One server's trouble
+never reaches a turn or another server.
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from agent.tools.mcp._names import namespaced
+from agent.tools.mcp._personal import PersonalConnections, Reveal, SecretLookup
 from agent.tools.mcp._results import render_result
 from agent.tools.mcp._server import McpServer, ServerHealth, ToolCallFailed
 from agent.tools.mcp.settings import McpServerSettings
@@ -27,9 +31,9 @@ __all__ = ["OUTCOMES", "STARTUP_WAIT", "CallObserver", "McpTools"]
 
 logger = logging.getLogger(__name__)
 
-OUTCOMES = ("ok", "tool_error", "error", "timeout", "unavailable")
+OUTCOMES = ("ok", "tool_error", "error", "timeout", "unavailable", "no_credential")
 """How a call ended, as counted: a result, an error the tool reported, a failed call,
-no answer in time, a server not running."""
+no answer in time, a server not running, a person without the secret the server needs."""
 
 STARTUP_WAIT = 10.0
 """Seconds the gateway waits at start for its servers to be up (or to have failed once);
@@ -50,12 +54,32 @@ class McpTools:
         *,
         observe: CallObserver | None = None,
         errlog: Any = None,
+        secrets: SecretLookup | None = None,
+        reveal: Reveal = lambda value: None,
+        idle_seconds: float = 300.0,
+        now: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.servers = {
-            name: McpServer(name, conf, on_tools_changed=self._relist, errlog=errlog)
-            for name, conf in servers.items()
-            if conf.enabled
+        enabled = {name: conf for name, conf in servers.items() if conf.enabled}
+        self.servers = {  # a per-person server's own lists its tools, with no one's secret
+            name: McpServer(
+                name, conf.without_person(), on_tools_changed=self._relist, errlog=errlog
+            )
+            for name, conf in enabled.items()
         }
+        self.personal = {
+            name: PersonalConnections(
+                name,
+                conf,
+                secrets=secrets,
+                reveal=reveal,
+                idle_seconds=idle_seconds,
+                now=now,
+                errlog=errlog,
+            )
+            for name, conf in enabled.items()
+            if conf.per_person
+        }
+        """The servers whose calls each person makes with their own secrets."""
         self._observe = observe
         self._routes: dict[str, tuple[McpServer, str]] = {}
         self._schemas: list[dict[str, Any]] = []
@@ -64,6 +88,8 @@ class McpTools:
         """Start every server (in the background: a slow one holds nothing up)."""
         for server in self.servers.values():
             server.start()
+        for personal in self.personal.values():
+            personal.start()
 
     async def started(self, timeout: float) -> None:
         """Wait (at most ``timeout`` seconds) until every server is up or has failed once."""
@@ -73,7 +99,10 @@ class McpTools:
                 await asyncio.wait_for(asyncio.gather(*waits), timeout)
 
     async def stop(self) -> None:
-        await asyncio.gather(*(server.stop() for server in self.servers.values()))
+        await asyncio.gather(
+            *(server.stop() for server in self.servers.values()),
+            *(personal.stop() for personal in self.personal.values()),
+        )
 
     def health(self) -> list[ServerHealth]:
         return [server.health() for server in self.servers.values()]
@@ -86,13 +115,19 @@ class McpTools:
     def has(self, name: str) -> bool:
         return name in self._routes
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> str:
+    async def call(self, name: str, arguments: dict[str, Any], person: str | None = None) -> str:
+        """``person`` (``platform:id``) is whose call it is: a server that takes a person's
+        secrets is called with theirs."""
         route = self._routes.get(name)
         if route is None:
             return tool_error(f"the tool {name} is not available now")
         server, tool = route
+        personal = self.personal.get(server.name)
         try:
-            result = await server.call(tool, arguments)
+            if personal is not None:
+                result = await personal.call(person, tool, arguments)
+            else:
+                result = await server.call(tool, arguments)
         except ToolCallFailed as exc:
             logger.warning("tool %s: %s", name, exc.outcome)
             self._count(server.name, exc.outcome)
