@@ -100,7 +100,10 @@ class TurnRunner:
     async def _apologise(
         self, session_id: str, last: InboundMessage, exc: Exception, shown: list[ReplyStream]
     ) -> None:
-        """The one apology: it replaces what the answer showed so far, or comes on its own."""
+        """The one apology: it replaces what the answer showed so far, or comes on its own.
+        Not into a chat the bot may not write to: that is logged calmly instead."""
+        if self._replies.walled(last, exc):
+            return
         if isinstance(exc, LLMError):
             logger.warning("turn of session %s failed: %s", session_id, exc)
             text = t.LLM_UNREACHABLE
