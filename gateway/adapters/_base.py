@@ -281,3 +281,8 @@ class BaseAdapter(ABC):
     def is_connected(self) -> bool:
         """Live connection state, for readiness probes."""
         return True
+
+    def failure(self) -> str | None:
+        """Why this platform cannot work until an operator acts (its token was rejected),
+        with what to fix; None while it works or is still trying (a network failure)."""
+        return None

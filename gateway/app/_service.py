@@ -28,6 +28,9 @@ EXIT_RESERVE = 2.0
 """Seconds of ``gateway.shutdown_timeout`` (at most a fifth of it) kept for the process
 to exit after the shutdown work: the whole stop stays within the timeout."""
 
+FAILURE_CHECK_INTERVAL = 5.0
+"""Seconds between two looks for a platform that failed after the start (its token)."""
+
 NO_PLATFORMS = (
     "no chat platform is enabled: set {hints} (see README, 'Connecting platforms'); "
     "to chat in this terminal, run `chorus console`"
@@ -53,12 +56,18 @@ async def serve(settings: Settings, adapters: list[BaseAdapter], stop: asyncio.E
             return {"started": False}
         return await opening.result().readiness()
 
+    def failures() -> dict[str, str]:
+        if not opening.done() or opening.cancelled() or opening.exception() is not None:
+            return {}
+        return dict(opening.result().failures.failed)
+
     http_settings, metrics_settings = settings.gateway.http, settings.gateway.metrics
     http = HTTPServer(
         http_settings.host,
         http_settings.port,
         metrics=metrics,
         readiness=readiness,
+        failures=failures,
         metrics_address=None
         if metrics_settings.port is None
         else (metrics_settings.host or http_settings.host, metrics_settings.port),
@@ -75,10 +84,15 @@ async def serve(settings: Settings, adapters: list[BaseAdapter], stop: asyncio.E
         raise
     loop = asyncio.get_running_loop()
     deadline: float | None = None
+    fatal: list[str] = []
+    watch: asyncio.Task[None] | None = None
     try:
         await stack.start()
-        logger.info("gateway up: %s; http on %s", ", ".join(a.name for a in adapters), http.url)
-        await stop.wait()
+        fatal.extend(filter(None, [stack.failures.fatal(adapters)]))
+        if not fatal:
+            logger.info("gateway up: %s; http on %s", ", ".join(a.name for a in adapters), http.url)
+            watch = asyncio.create_task(_watch(stack, adapters, stop, fatal))
+            await stop.wait()
         timeout = stack.settings.gateway.shutdown_timeout
         # the process still has to exit after the work below: that share is kept back
         deadline = loop.time() + timeout - min(EXIT_RESERVE, timeout * 0.2)
@@ -86,8 +100,25 @@ async def serve(settings: Settings, adapters: list[BaseAdapter], stop: asyncio.E
         stack.stop_accepting()  # /readyz fails from now on
         await stack.runner.shutdown(max(0.1, deadline - loop.time()))
     finally:
+        if watch is not None:
+            watch.cancel()
         await http.stop()
         await stack.close(None if deadline is None else max(0.5, deadline - loop.time()))
+    if fatal:
+        raise ConfigError(fatal[0])
+
+
+async def _watch(
+    stack: GatewayStack, adapters: list[BaseAdapter], stop: asyncio.Event, fatal: list[str]
+) -> None:
+    """A platform that fails after the start (Discord closing with 4004) is reported; it
+    stops the gateway when ``gateway.require_all_platforms`` is on or none is left."""
+    while not stop.is_set():
+        await asyncio.sleep(FAILURE_CHECK_INTERVAL)
+        reason = stack.failures.fatal(adapters)
+        if reason is not None:
+            fatal.append(reason)
+            stop.set()
 
 
 async def _abandon(opening: asyncio.Task[GatewayStack]) -> None:

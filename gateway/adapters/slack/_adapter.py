@@ -200,6 +200,7 @@ class SlackAdapter(BaseAdapter):
         )
         self._inbound.me = BotIdentity(bot_user_id) if bot_user_id else None
         self._connector: asyncio.Task[None] | None = None
+        self._failure: str | None = None
         self._started = False
         self._paused = False
 
@@ -211,7 +212,7 @@ class SlackAdapter(BaseAdapter):
         self._started = True
         self._connector = asyncio.create_task(self._connect(), name="slack-connect")
         await asyncio.wait({self._connector}, timeout=self._start_wait)
-        if not self.is_connected():
+        if not self.is_connected() and self.failure() is None:
             logger.warning("slack: not connected yet; %s", self._waiting_means())
 
     def _waiting_means(self) -> str:
@@ -238,8 +239,8 @@ class SlackAdapter(BaseAdapter):
                 me = await who_am_i(self._client)
             except SlackApiError as exc:
                 code = error_code(exc)
-                if code in BAD_TOKEN_ERRORS:
-                    logger.error("Slack rejected the bot token (%s); check SLACK_BOT_TOKEN", code)
+                if code in BAD_TOKEN_ERRORS:  # the gateway reports it (``failure``)
+                    self._failure = f"Slack rejected the bot token ({code}); check SLACK_BOT_TOKEN"
                     return False
                 logger.warning(
                     "slack: auth.test failed (%s); retrying in %.1fs", code, backoff.delay
@@ -276,6 +277,12 @@ class SlackAdapter(BaseAdapter):
             with contextlib.suppress(Exception):
                 await self._socket.close()
         logger.info("slack stopped")
+
+    def failure(self) -> str | None:
+        if self._failure is None and self._socket is not None and self._socket.rejected:
+            code = self._socket.rejected
+            return f"Slack rejected the app-level token ({code}); check SLACK_APP_TOKEN"
+        return self._failure
 
     def is_connected(self) -> bool:
         if not self._started or self._inbound.me is None:
