@@ -282,6 +282,11 @@ class BaseAdapter(ABC):
         """Live connection state, for readiness probes."""
         return True
 
+    def mode(self) -> str:
+        """How it reaches the platform, for the gateway's "up" line (long polling, a
+        webhook, Socket Mode…); "" when there is nothing to say."""
+        return ""
+
     def failure(self) -> str | None:
         """Why this platform cannot work until an operator acts (its token was rejected),
         with what to fix; None while it works or is still trying (a network failure)."""

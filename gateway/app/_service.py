@@ -15,6 +15,7 @@ import contextlib
 import logging
 import signal
 
+from gateway import logs
 from gateway.adapters import BaseAdapter, PlatformContext, enable_hints
 from gateway.adapters import enabled_adapters as build_enabled
 from gateway.app._stack import GatewayStack, open_stack
@@ -23,6 +24,7 @@ from gateway.errors import ConfigError
 from gateway.ops import HTTPServer, Metrics
 
 logger = logging.getLogger(__name__)
+status = logging.getLogger(logs.STATUS)
 
 EXIT_RESERVE = 2.0
 """Seconds of ``gateway.shutdown_timeout`` (at most a fifth of it) kept for the process
@@ -90,13 +92,13 @@ async def serve(settings: Settings, adapters: list[BaseAdapter], stop: asyncio.E
         await stack.start()
         fatal.extend(filter(None, [stack.failures.fatal(adapters)]))
         if not fatal:
-            logger.info("gateway up: %s; http on %s", ", ".join(a.name for a in adapters), http.url)
+            status.info("gateway up: %s; %s; HTTP on %s", *_up(stack, adapters), http.url)
             watch = asyncio.create_task(_watch(stack, adapters, stop, fatal))
             await stop.wait()
         timeout = stack.settings.gateway.shutdown_timeout
         # the process still has to exit after the work below: that share is kept back
         deadline = loop.time() + timeout - min(EXIT_RESERVE, timeout * 0.2)
-        logger.info("shutting down (within %.0fs)", timeout)
+        status.info("shutting down (within %.0fs)", timeout)
         stack.stop_accepting()  # /readyz fails from now on
         await stack.runner.shutdown(max(0.1, deadline - loop.time()))
     finally:
@@ -106,6 +108,17 @@ async def serve(settings: Settings, adapters: list[BaseAdapter], stop: asyncio.E
         await stack.close(None if deadline is None else max(0.5, deadline - loop.time()))
     if fatal:
         raise ConfigError(fatal[0])
+
+
+def _up(stack: GatewayStack, adapters: list[BaseAdapter]) -> tuple[str, str]:
+    """The platforms (each with how it connects, or that it failed) and the process mode."""
+    platforms = []
+    for adapter in adapters:
+        how = "failed" if adapter.name in stack.failures.failed else adapter.mode()
+        platforms.append(f"{adapter.name} ({how})" if how else adapter.name)
+    router = stack.router
+    mode = "one process" if router is None else f"replica {router.replica_id} of several"
+    return ", ".join(platforms), mode
 
 
 async def _watch(

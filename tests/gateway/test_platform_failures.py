@@ -202,3 +202,35 @@ async def test_when_every_platform_is_rejected_the_gateway_exits(
     assert "Slack rejected the bot token (invalid_auth); check SLACK_BOT_TOKEN" in log
     assert "no platform is left" in log
     assert "wrong-token-value" not in log and "Traceback" not in log
+
+
+async def test_a_normal_start_logs_one_up_line_and_no_warning(
+    chorus_home: Path,
+    server: FakeOpenAI,
+    telegram: FakeTelegram,
+    discord_api: FakeDiscord,
+    slack: FakeSlack,
+) -> None:
+    port = free_port()
+    env = three_platforms(chorus_home, server, telegram, discord_api, slack, port)
+    del env["CHORUS_LOG_LEVEL"]  # the default level
+    proc = subprocess.Popen([str(CHORUS), "gateway"], env=env, stderr=subprocess.PIPE)
+    try:
+        await wait_ready(port)
+        code, err = await stop(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    log = err.decode(errors="replace")
+    assert code == 0, log[-3000:]
+    assert not lines(err, "WARNING") and not lines(err, "ERROR"), log
+    [up] = [line for line in log.splitlines() if "gateway up" in line]
+    assert " INFO " in up
+    assert "telegram (long polling)" in up and "discord (gateway)" in up
+    assert "slack (HTTP events on /slack/events)" in up
+    assert "one process" in up and f":{port}" in up
+    # nothing else of the start at the default level: the up line, then the stop
+    assert [line for line in log.splitlines() if "gateway up" not in line] == [
+        line for line in log.splitlines() if "shutting down" in line
+    ]

@@ -249,6 +249,13 @@ class DiscordAdapter(BaseAdapter):
     def failure(self) -> str | None:
         return self._failure
 
+    def mode(self) -> str:
+        shards = self._settings.shards
+        if shards is None:
+            return "gateway"
+        ids = self._settings.shard_ids or list(range(shards))
+        return f"gateway, shards {', '.join(map(str, ids))} of {shards}"
+
     def is_connected(self) -> bool:
         """Open, READY since the last disconnect and heartbeats acknowledged, on every
         shard this process runs.

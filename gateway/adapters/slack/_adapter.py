@@ -43,6 +43,7 @@ from gateway import _texts as gateway_texts
 from gateway.adapters._base import AdapterCapabilities, BaseAdapter, CommandInfo, RouteHandler
 from gateway.adapters._support import Backoff
 from gateway.adapters.slack._actions import REVIEW_ACTION, answer_action
+from gateway.adapters.slack._bolt_log import bolt_logger
 from gateway.adapters.slack._client import (
     BAD_TOKEN_ERRORS,
     api_url,
@@ -69,7 +70,6 @@ from gateway.adapters.slack._socket import SocketConnection
 from gateway.clock import Clock, SystemClock
 from gateway.errors import ConfigError, InboxError
 from gateway.events import InboundMessage, OutboundMessage, SentMessage
-from gateway.logs import WithholdText
 
 logger = logging.getLogger(__name__)
 
@@ -79,20 +79,6 @@ START_BACKOFF = 1.0
 MAX_BACKOFF = 60.0
 COMMANDS_AT_STOP = 5.0
 """Seconds ``stop()`` gives slash commands still being answered."""
-
-
-def _bolt_logger() -> logging.Logger:
-    """slack-bolt's logger; its lines that would print a request body keep only their start."""
-    bolt = logging.getLogger("slack_bolt.chorus")  # held at INFO like slack_bolt's own
-    if not any(isinstance(f, WithholdText) for f in bolt.filters):
-        bolt.addFilter(
-            WithholdText(
-                "Invalid request signature detected",
-                "A global middleware (",
-                "Unhandled request (",
-            )
-        )
-    return bolt
 
 
 class SlackAdapter(BaseAdapter):
@@ -169,7 +155,7 @@ class SlackAdapter(BaseAdapter):
             signing_secret=secret,
             request_verification_enabled=not settings.socket_mode,
             authorize=authorize,
-            logger=_bolt_logger(),
+            logger=bolt_logger(),
         )
         self._app.middleware(record_first)
         self._app.event("message")(on_event)
@@ -277,6 +263,9 @@ class SlackAdapter(BaseAdapter):
             with contextlib.suppress(Exception):
                 await self._socket.close()
         logger.info("slack stopped")
+
+    def mode(self) -> str:
+        return "Socket Mode" if self._socket is not None else f"HTTP events on {self.events_path}"
 
     def failure(self) -> str | None:
         if self._failure is None and self._socket is not None and self._socket.rejected:

@@ -221,6 +221,9 @@ class TelegramAdapter(BaseAdapter):
     def failure(self) -> str | None:
         return self._failure
 
+    def mode(self) -> str:
+        return "webhook" if self._settings.webhook_url else "long polling"
+
     def is_connected(self) -> bool:
         """Polling (or the webhook) works, updates are being processed, sends are not stuck."""
         consuming = self._consumer is not None and not self._consumer.done()
