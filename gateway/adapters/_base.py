@@ -77,6 +77,8 @@ class CommandInfo:
     admin_only: bool
     args: str = ""
     """What the command takes after its name ("" for nothing): a picker's one text option."""
+    aliases: tuple[str, ...] = ()
+    """Other names it answers to (``/reset`` for ``/new``)."""
 
 
 class SharedBudgets(Protocol):

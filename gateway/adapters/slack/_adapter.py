@@ -56,7 +56,7 @@ from gateway.adapters.slack._client import (
     usable,
     who_am_i,
 )
-from gateway.adapters.slack._commands import answer_slash
+from gateway.adapters.slack._commands import answer_slash, native_spelling
 from gateway.adapters.slack._ephemeral import post_ephemeral
 from gateway.adapters.slack._errors import platform_errors
 from gateway.adapters.slack._events import BotIdentity, well_formed
@@ -355,8 +355,9 @@ class SlackAdapter(BaseAdapter):
     async def publish_commands(
         self, commands: Sequence[CommandInfo], admin_ids: Sequence[str]
     ) -> None:
-        """Slack's command lives in the app manifest; the names spell answers natively."""
-        self._command_names = [c.name for c in commands]
+        """Slack's command lives in the app manifest; the names (and aliases) spell
+        answers and notices natively (``/new`` → ``/chorus new``)."""
+        self._command_names = [name for c in commands for name in (c.name, *c.aliases)]
 
     def _spawn(self, work: Coroutine[Any, Any, None], what: str) -> None:
         """Answer a command or a click after its ack, in a task ``stop()`` waits for."""
@@ -386,9 +387,12 @@ class SlackAdapter(BaseAdapter):
 
     async def send(self, message: OutboundMessage) -> SentMessage:
         thread = message.thread_id or message.reply_to_message_id
+        text = message.text
+        if message.kind != "reply":  # chorus's own words (/help, notices): Slack's spelling
+            text = native_spelling(text, self._command_names, self._settings.slash_command)
         with platform_errors():
             answer = await self._client.chat_postMessage(
-                channel=message.chat_id, text=to_mrkdwn(message.text), thread_ts=thread
+                channel=message.chat_id, text=to_mrkdwn(text), thread_ts=thread
             )
         channel = str(answer.get("channel") or message.chat_id)
         if thread:
@@ -396,7 +400,8 @@ class SlackAdapter(BaseAdapter):
         return SentMessage(channel, str(answer["ts"]), message.thread_id)
 
     async def send_private(self, msg: InboundMessage, text: str) -> bool:
-        await post_ephemeral(self._client, msg, text, self.capabilities.max_text_length)
+        spelled = native_spelling(text, self._command_names, self._settings.slash_command)
+        await post_ephemeral(self._client, msg, spelled, self.capabilities.max_text_length)
         return True  # ephemeral: in the channel, for them alone
 
     async def edit(self, sent: SentMessage, text: str) -> None:
