@@ -29,21 +29,23 @@ class PlatformFailures:
     def check(self, adapters: Iterable[BaseAdapter]) -> dict[str, str]:
         """The platforms failed so far; each new one is logged once."""
         adapters = list(adapters)
-        for adapter in adapters:
-            reason = adapter.failure() if adapter.name not in self.failed else None
-            if reason is None:
-                continue
-            self.failed[adapter.name] = reason
-            serving = [a.name for a in adapters if a.name not in self.failed]
+        new = {
+            adapter.name: reason
+            for adapter in adapters
+            if adapter.name not in self.failed and (reason := adapter.failure()) is not None
+        }
+        self.failed.update(new)
+        serving = ", ".join(a.name for a in adapters if a.name not in self.failed)
+        for name, reason in new.items():
             if self.require_all or not serving:
-                logger.error("%s failed: %s", adapter.name, reason)
+                logger.error("%s failed: %s", name, reason)
             else:
                 logger.error(
                     "%s failed: %s; %s keep(s) serving (gateway.require_all_platforms: true "
                     "stops the gateway instead)",
-                    adapter.name,
+                    name,
                     reason,
-                    ", ".join(serving),
+                    serving,
                 )
         return dict(self.failed)
 
