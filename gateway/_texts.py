@@ -25,7 +25,10 @@ NO_PRIVATE_CHAT = (
 )
 PRIVATE_FAILED = "I couldn't send you that answer privately just now. Please try again shortly."
 SHUTTING_DOWN = "I'm restarting right now — please send that again in a minute."
-RATE_LIMITED = "You're sending messages faster than I can answer. I'll pick up again shortly."
+RATE_LIMITED = (
+    "You're sending messages faster than I can answer, so I skipped this one, and I'll "
+    "skip what you send in the next {seconds} seconds too. Please send it again after that."
+)
 STOPPED_NOTE = "\n\n(stopped)"
 RESTARTED_UNANSWERED = "I was restarted and could not answer that — please ask again."
 STORAGE_FAULT_WAIT = (

@@ -4,7 +4,9 @@ Exception tree::
 
     GatewayError                root of every error this package raises
     ├── ConfigError             configuration cannot be read or is invalid; its text is
-    │                           safe to show an operator (names keys, never secrets)
+    │   │                       safe to show an operator (names keys, never secrets)
+    │   └── TokenRejected       a platform rejected the bot's token: that platform cannot
+    │                           work until an operator fixes it (the text says what)
     ├── AdapterError            a platform refused or failed a send, edit, typing or
     │   │                       command publication; raised from the SDK's error
     │   ├── RateLimited         the platform asked to wait ``retry_after`` seconds
@@ -36,6 +38,16 @@ class GatewayError(Exception):
 
 class ConfigError(GatewayError):
     """Configuration is missing, unreadable or invalid."""
+
+
+class TokenRejected(ConfigError):
+    """A platform rejected the bot's token (Telegram 401 on ``getMe``, Discord 401 on
+    ``/users/@me`` or gateway close 4004, Slack ``invalid_auth``): the text names the
+    platform's answer and the variable to fix, never the token."""
+
+    def __init__(self, platform: str, detail: str) -> None:
+        super().__init__(detail)
+        self.platform = platform
 
 
 class FencedError(GatewayError):

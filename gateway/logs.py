@@ -8,7 +8,13 @@ known to print message bodies get ``WithholdText`` on their logger.
 
 Platform SDKs and HTTP clients print whole payloads at DEBUG (a Slack event,
 a Discord message, an LLM request): ``hold_library_loggers`` keeps their
-loggers at INFO unless content logging (``CHORUS_LOG_CONTENT=1``) is on.
+loggers at INFO (or the root level, when that is higher) unless content logging
+(``CHORUS_LOG_CONTENT=1``) is on.
+
+``STATUS`` is the logger of the service's status lines (up, shutting down): the
+entry point lets them through at INFO whatever ``CHORUS_LOG_LEVEL`` is, so the
+default level (WARNING) shows one line when the gateway is up and nothing else
+on a normal start.
 
 ``CHORUS_LOG_FORMAT=json`` writes one JSON object a line (``JsonFormatter``):
 time, level, logger, message, and the ``session`` and ``platform`` a line was
@@ -95,9 +101,18 @@ LIBRARY_LOGGERS = (
 """Loggers of libraries that print message payloads at DEBUG."""
 _held: set[str] = set()
 
+STATUS = "gateway.status"
+"""The logger of the service's status lines, shown at INFO at every log level."""
+
+
+def show_status(level: int) -> None:
+    """Let the status lines through even when ``level`` (the root's) is above INFO."""
+    logging.getLogger(STATUS).setLevel(min(level, logging.INFO))
+
 
 def hold_library_loggers(content: bool) -> None:
-    """Library loggers at INFO (``content`` False) or back to the configured level (True).
+    """Library loggers at INFO or the root's level, whichever is higher (``content``
+    False), or back to the configured level (True).
 
     A logger a module set to a level of its own (above DEBUG, for its own reasons)
     is left alone.
@@ -108,8 +123,8 @@ def hold_library_loggers(content: bool) -> None:
             if name in _held:
                 library.setLevel(logging.NOTSET)
                 _held.discard(name)
-        elif library.level < logging.INFO:
-            library.setLevel(logging.INFO)
+        elif library.level < logging.INFO or name in _held:
+            library.setLevel(max(logging.INFO, logging.getLogger().getEffectiveLevel()))
             _held.add(name)
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 
 from gateway import _texts as t
 from gateway.access import (
@@ -25,6 +26,7 @@ from gateway.access import (
     Authorizer,
     Deduplicator,
     RateCheck,
+    RateDecision,
     normalize_user_key,
 )
 from gateway.adapters import AdapterError, BaseAdapter, CommandInfo, Replies, SeenSet
@@ -116,7 +118,7 @@ class GatewayRunner:
     async def publish_commands(self, adapter: BaseAdapter) -> None:
         """Give the platform's command menu every command; admin ones for admins only."""
         commands = [
-            CommandInfo(c.name, c.help, c.admin_only, c.args)
+            CommandInfo(c.name, c.help, c.admin_only, c.args, c.aliases)
             for c in self.commands.visible(True, adapter.name)
         ]
         texts = (normalize_user_key(entry) for entry in self.settings.auth.admins)
@@ -217,9 +219,16 @@ class GatewayRunner:
         if not rate.allowed:
             self.metrics.rejected("rate_limited")
             if rate.notify:
-                await self.notice(msg, t.RATE_LIMITED)
+                await self.notice(msg, self._rate_limited(rate))
             return False
         return True
+
+    def _rate_limited(self, rate: RateDecision) -> str:
+        """The notice of a message the rate limit dropped: it says so, and when to send
+        it again (the limiter's wait, else the time one message takes to refill)."""
+        per_minute = max(1, self.settings.auth.rate_limit_per_minute)
+        wait = rate.retry_after if rate.retry_after is not None else 60 / per_minute
+        return t.RATE_LIMITED.format(seconds=max(1, math.ceil(wait)))
 
     def _refusal(self, decision: AuthDecision, command: tuple[str, str] | None) -> str:
         """What a refused sender is told: the reason, after the greeting of ``/start``
@@ -271,9 +280,10 @@ class GatewayRunner:
                 ctx = CommandContext(msg, name, args, self.services, False)
                 await self.commands.audit_refused(ctx, decision.reason)
             return decision.reply or t.NOT_ALLOWED.format(user_key=msg.user_key)
-        if not (await self.rate.check(msg.user_key)).allowed:
+        rate = await self.rate.check(msg.user_key)
+        if not rate.allowed:
             self.metrics.rejected("rate_limited")
-            return t.RATE_LIMITED
+            return self._rate_limited(rate)
         if len(msg.text) > MAX_INBOUND_CHARS:
             self.metrics.rejected("too_long")
             return t.TOO_LONG.format(n=len(msg.text), limit=MAX_INBOUND_CHARS)

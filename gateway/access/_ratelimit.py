@@ -1,8 +1,9 @@
 """Per-user rate limits: a token bucket for messages and a throttle for notices.
 
 ``RateLimiter`` lets each user send ``per_minute`` messages in a burst and then
-one every ``60 / per_minute`` seconds. The first refused message of a run gets
-``notify=True`` (one friendly notice), the rest of the run is refused silently.
+one every ``60 / per_minute`` seconds. A refused message is dropped, not kept for
+later: the first of a run gets ``notify=True`` (one notice, which says so and
+when to send again, ``retry_after``), the rest of the run is refused silently.
 
 ``NoticeThrottle`` answers yes for a key at most once per interval, so nobody
 can make the bot repeat a refusal to them.
@@ -51,6 +52,8 @@ CAP_WINDOW = 60.0
 class RateDecision:
     allowed: bool
     notify: bool = False
+    retry_after: float | None = None
+    """Refused: seconds until the next message would be allowed (None: not known)."""
 
 
 class _Bucket:
@@ -117,7 +120,8 @@ class RateLimiter:
                 return RateDecision(allowed=True)
             notify = not bucket.refused
             bucket.refused = True
-            return RateDecision(allowed=False, notify=notify)
+            wait = (1.0 - bucket.tokens) / rate
+            return RateDecision(allowed=False, notify=notify, retry_after=wait)
 
     def _prune(self, now: float, refill_time: float) -> None:
         """Drop least recently used buckets that have been idle long enough to be full."""

@@ -77,6 +77,8 @@ class CommandInfo:
     admin_only: bool
     args: str = ""
     """What the command takes after its name ("" for nothing): a picker's one text option."""
+    aliases: tuple[str, ...] = ()
+    """Other names it answers to (``/reset`` for ``/new``)."""
 
 
 class SharedBudgets(Protocol):
@@ -286,3 +288,13 @@ class BaseAdapter(ABC):
     def is_connected(self) -> bool:
         """Live connection state, for readiness probes."""
         return True
+
+    def mode(self) -> str:
+        """How it reaches the platform, for the gateway's "up" line (long polling, a
+        webhook, Socket Mode…); "" when there is nothing to say."""
+        return ""
+
+    def failure(self) -> str | None:
+        """Why this platform cannot work until an operator acts (its token was rejected),
+        with what to fix; None while it works or is still trying (a network failure)."""
+        return None

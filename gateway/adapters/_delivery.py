@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from gateway.adapters._base import BaseAdapter
 from gateway.adapters._text_split import Length, TextPart, split_spans, split_text, utf16_length
 from gateway.clock import Clock
-from gateway.errors import AdapterError, FencedError
+from gateway.errors import AdapterError, ChatForbidden, FencedError
 from gateway.events import OutboundMessage, SentMessage
 
 __all__ = ["WITHDRAWN_TEXT", "ReplyStream", "send_text", "split_text", "utf16_length"]
@@ -118,6 +118,8 @@ class ReplyStream:
         self._last = clock.time()
         self._sent_any = False
         self._closed = False
+        self._wall: ChatForbidden | None = None
+        """The chat refused a streamed update for good: the answer cannot land there."""
         self._on_shown = on_shown
         self._fence = fence
         self._update: asyncio.Task[None] | None = None
@@ -187,15 +189,21 @@ class ReplyStream:
             raise asyncio.CancelledError
 
     async def finish(self, final_text: str) -> list[SentMessage]:
-        """Make ``final_text`` the answer, exactly; returns its messages in order."""
+        """Make ``final_text`` the answer, exactly; returns its messages in order. Raises
+        the ``ChatForbidden`` of a streamed update without sending again (the chat refuses
+        the bot: blocked, no permission, archived)."""
         self._close()
         await self._end_update()
+        if self._wall is not None:
+            raise self._wall
         return await self._settle(final_text)
 
     async def abort(self, note: str) -> list[SentMessage]:
         """End an interrupted answer: the streamed text so far plus ``note``, or the note."""
         self._close()
         await self._end_update()
+        if self._wall is not None:
+            return []  # the chat refuses the bot: nothing to end there
         so_far = self.text.rstrip()
         if not (self._done or self._current) or not so_far:
             return await self._settle(note)
@@ -230,6 +238,9 @@ class ReplyStream:
                     self._pos, self._reopened = parts[index + 1].start, parts[index + 1].reopened
         except FencedError:
             self._live = False  # the turn learns it at its end
+        except ChatForbidden as exc:
+            self._live = False  # nothing more is sent there; the turn learns it at its end
+            self._wall = exc
         except AdapterError as exc:
             self._live = False
             logger.warning(

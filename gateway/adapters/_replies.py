@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from gateway import _texts as t
 from gateway.adapters._base import BaseAdapter
 from gateway.adapters._delivery import ReplyStream, send_text
+from gateway.adapters._walls import Walls, wall_in
 from gateway.clock import Clock
 from gateway.errors import AdapterError, ChatForbidden
 from gateway.events import InboundMessage, OutboundMessage, SentMessage
@@ -45,6 +46,8 @@ class Replies:
         self.adapters: dict[str, BaseAdapter] = {a.name: a for a in adapters}
         self._clock = clock
         self._counted = counted
+        self.walls = Walls(clock)
+        """Chats the bot may not write to, logged once per chat per hour."""
 
     def adapter(self, platform: str) -> BaseAdapter | None:
         return self.adapters.get(platform)
@@ -53,9 +56,20 @@ class Replies:
         """One more reply went out on ``platform``."""
         self._counted(platform)
 
+    def walled(self, msg: InboundMessage, exc: BaseException) -> bool:
+        """Whether ``exc`` says the bot may not write in ``msg``'s chat (blocked, no
+        permission, archived); if so it is logged calmly (``Walls``) and the caller sends
+        nothing more there for ``msg``."""
+        wall = wall_in(exc)
+        if wall is None:
+            return False
+        self.walls.hit(msg.platform, msg.chat_id, wall)
+        return True
+
     async def notice(self, msg: InboundMessage, text: str, kind: str = "notice") -> None:
         """Tell the sender of ``msg`` something, in its chat (a reply to it in a group);
-        ``kind`` "stranger": a notice to someone the bot does not serve."""
+        ``kind`` "stranger": a notice to someone the bot does not serve. A chat the bot
+        may not write to gets nothing (and one calm log line, ``walled``)."""
         adapter = self.adapters.get(msg.platform)
         if adapter is None:
             logger.error("no adapter for platform %s", msg.platform)
@@ -69,7 +83,11 @@ class Replies:
             kind="error" if kind == "error" else "notice",
             to_stranger=kind == "stranger",
         )
-        await send_text(adapter, out)
+        try:
+            await send_text(adapter, out)
+        except ChatForbidden as exc:
+            self.walled(msg, exc)
+            return
         self._counted(msg.platform)
 
     async def private(self, msg: InboundMessage, text: str) -> None:

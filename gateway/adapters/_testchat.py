@@ -63,6 +63,10 @@ class TestChatAdapter(BaseAdapter):
         self.connected = True
         self.unreachable: set[str] = set()
         """Users the bot cannot write to privately (no direct chat with it)."""
+        self.walled: set[str] = set()
+        """Chats the bot may not write to (blocked, no permission): a send is ``ChatForbidden``."""
+        self.refused: list[OutboundMessage] = []
+        """What was sent into a walled chat (and refused)."""
 
     async def connect(self) -> None:
         self.started = True
@@ -137,6 +141,9 @@ class TestChatAdapter(BaseAdapter):
         return message_from_json(payload)
 
     async def send(self, message: OutboundMessage) -> SentMessage:
+        if message.chat_id in self.walled:
+            self.refused.append(message)
+            raise ChatForbidden(self.name, "Forbidden: bot was blocked by the user")
         delivered = Delivered(
             chat_id=message.chat_id,
             message_id=f"out{next(self._ids)}",

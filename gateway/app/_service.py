@@ -15,6 +15,7 @@ import contextlib
 import logging
 import signal
 
+from gateway import logs
 from gateway.adapters import BaseAdapter, PlatformContext, enable_hints
 from gateway.adapters import enabled_adapters as build_enabled
 from gateway.app._stack import GatewayStack, open_stack
@@ -23,10 +24,14 @@ from gateway.errors import ConfigError
 from gateway.ops import HTTPServer, Metrics
 
 logger = logging.getLogger(__name__)
+status = logging.getLogger(logs.STATUS)
 
 EXIT_RESERVE = 2.0
 """Seconds of ``gateway.shutdown_timeout`` (at most a fifth of it) kept for the process
 to exit after the shutdown work: the whole stop stays within the timeout."""
+
+FAILURE_CHECK_INTERVAL = 5.0
+"""Seconds between two looks for a platform that failed after the start (its token)."""
 
 NO_PLATFORMS = (
     "no chat platform is enabled: set {hints} (see README, 'Connecting platforms'); "
@@ -53,12 +58,18 @@ async def serve(settings: Settings, adapters: list[BaseAdapter], stop: asyncio.E
             return {"started": False}
         return await opening.result().readiness()
 
+    def failures() -> dict[str, str]:
+        if not opening.done() or opening.cancelled() or opening.exception() is not None:
+            return {}
+        return dict(opening.result().failures.failed)
+
     http_settings, metrics_settings = settings.gateway.http, settings.gateway.metrics
     http = HTTPServer(
         http_settings.host,
         http_settings.port,
         metrics=metrics,
         readiness=readiness,
+        failures=failures,
         metrics_address=None
         if metrics_settings.port is None
         else (metrics_settings.host or http_settings.host, metrics_settings.port),
@@ -75,19 +86,52 @@ async def serve(settings: Settings, adapters: list[BaseAdapter], stop: asyncio.E
         raise
     loop = asyncio.get_running_loop()
     deadline: float | None = None
+    fatal: list[str] = []
+    watch: asyncio.Task[None] | None = None
     try:
         await stack.start()
-        logger.info("gateway up: %s; http on %s", ", ".join(a.name for a in adapters), http.url)
-        await stop.wait()
+        fatal.extend(filter(None, [stack.failures.fatal(adapters)]))
+        if not fatal:
+            status.info("gateway up: %s; %s; HTTP on %s", *_up(stack, adapters), http.url)
+            watch = asyncio.create_task(_watch(stack, adapters, stop, fatal))
+            await stop.wait()
         timeout = stack.settings.gateway.shutdown_timeout
         # the process still has to exit after the work below: that share is kept back
         deadline = loop.time() + timeout - min(EXIT_RESERVE, timeout * 0.2)
-        logger.info("shutting down (within %.0fs)", timeout)
+        status.info("shutting down (within %.0fs)", timeout)
         stack.stop_accepting()  # /readyz fails from now on
         await stack.runner.shutdown(max(0.1, deadline - loop.time()))
     finally:
+        if watch is not None:
+            watch.cancel()
         await http.stop()
         await stack.close(None if deadline is None else max(0.5, deadline - loop.time()))
+    if fatal:
+        raise ConfigError(fatal[0])
+
+
+def _up(stack: GatewayStack, adapters: list[BaseAdapter]) -> tuple[str, str]:
+    """The platforms (each with how it connects, or that it failed) and the process mode."""
+    platforms = []
+    for adapter in adapters:
+        how = "failed" if adapter.name in stack.failures.failed else adapter.mode()
+        platforms.append(f"{adapter.name} ({how})" if how else adapter.name)
+    router = stack.router
+    mode = "one process" if router is None else f"replica {router.replica_id} of several"
+    return ", ".join(platforms), mode
+
+
+async def _watch(
+    stack: GatewayStack, adapters: list[BaseAdapter], stop: asyncio.Event, fatal: list[str]
+) -> None:
+    """A platform that fails after the start (Discord closing with 4004) is reported; it
+    stops the gateway when ``gateway.require_all_platforms`` is on or none is left."""
+    while not stop.is_set():
+        await asyncio.sleep(FAILURE_CHECK_INTERVAL)
+        reason = stack.failures.fatal(adapters)
+        if reason is not None:
+            fatal.append(reason)
+            stop.set()
 
 
 async def _abandon(opening: asyncio.Task[GatewayStack]) -> None:

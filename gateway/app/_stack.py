@@ -31,6 +31,7 @@ from gateway.access import (
 from gateway.adapters import BaseAdapter, Intake, Replies
 from gateway.app._agents import AgentFactory
 from gateway.app._background import Background, start_background
+from gateway.app._failures import PlatformFailures
 from gateway.app._ownership import SessionOwnership
 from gateway.app._replica import ReplicaRouter
 from gateway.app._replicas import (
@@ -81,6 +82,8 @@ class GatewayStack:
     """Several replicas share Redis and PostgreSQL (``gateway.app._replica``); else None."""
     closing: asyncio.Event
     """Set when the process begins to stop: /readyz fails, replicas' webhooks answer 503."""
+    failures: PlatformFailures = field(default_factory=lambda: PlatformFailures(require_all=False))
+    """Platforms whose token was rejected: reported, not waited for."""
     _pollers: list[asyncio.Task[None]] = field(default_factory=list)
     mcp: McpTools | None = None
     """The MCP servers the agent's tools come from (``tools.mcp_servers``)."""
@@ -100,9 +103,12 @@ class GatewayStack:
         if self.router is not None:
             self._pollers = await claim_pollers(self.router.coordination, adapters)
         await runner.sessions.recover(set(runner.adapters))
+        self.failures.require_all = self.settings.gateway.require_all_platforms
         for adapter in adapters:
             await adapter.start(self.intake)
-            await runner.publish_commands(adapter)
+            if adapter.failure() is None:
+                await runner.publish_commands(adapter)
+        self.failures.check(adapters)
         if self.meter is not None:
             await self.meter.maintain()  # old ledger rows go at start, then hourly
         if self.router is None:
@@ -120,7 +126,14 @@ class GatewayStack:
 
     async def readiness(self) -> dict[str, bool]:
         checks = {"accepting": not self.closing.is_set()}
-        checks |= {f"adapter:{n}": a.is_connected() for n, a in self.runner.adapters.items()}
+        failed = self.failures.check(self.runner.adapters.values())
+        checks |= {
+            f"adapter:{n}": a.is_connected()
+            for n, a in self.runner.adapters.items()
+            if n not in failed
+        }
+        if failed and len(failed) == len(self.runner.adapters):
+            checks["platforms"] = False  # every platform failed: nothing is served
         checks["session_db"] = await asyncio.to_thread(self._db_writable)
         places = {self.inbox.location, self.gateway_db.location, self.db.db.location}
         checks["storage"] = all(storage_fault(p) is None for p in places)  # disk full, down

@@ -82,6 +82,7 @@ def main() -> None:
     handler.setFormatter(logs.formatter(os.environ.get("CHORUS_LOG_FORMAT")))
     logging.basicConfig(level=level, handlers=[handler])
     logs.install()
+    logs.show_status(level)
     os.umask(0o077)  # every file chorus creates (state.db, memory files) is its user's only
     # people's text is logged at DEBUG only, and only when asked for
     log_content.enable(level <= logging.DEBUG and os.environ.get("CHORUS_LOG_CONTENT") == "1")

@@ -93,6 +93,11 @@ class GatewaySettings(_Section):
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
     shutdown_timeout: Annotated[float, LIVE] = Field(30.0, gt=0)
     group_require_mention: Annotated[bool, LIVE] = True
+    require_all_platforms: Annotated[bool, RESTART] = Field(
+        False,
+        description="Stop the gateway (exit 2) when a platform rejects its token; by default "
+        "that platform is reported failed (/readyz, the log) and the others keep serving.",
+    )
     replica_id: Annotated[str | None, RESTART] = Field(
         None,
         min_length=1,

@@ -5,6 +5,8 @@ It runs on the gateway's own event loop (``web.AppRunner`` + ``web.TCPSite``).
 - ``GET /healthz`` — 200 while the process and its event loop are alive.
 - ``GET /readyz`` — 200 when every readiness check passes, else 503; the body
   names each check. A check that raises or exceeds the timeout is not ready.
+  Platforms that failed for good (a rejected token) are listed under ``failed``
+  with the reason, outside the checks: the others keep serving.
 - ``GET /metrics`` — the Prometheus text exposition of :class:`Metrics`.
 
 With a metrics address (``gateway.metrics.port``) the three routes above are served
@@ -45,8 +47,17 @@ SHUTDOWN_TIMEOUT = 5.0
 UNREADABLE_LOG_INTERVAL = 60.0
 """Seconds between two log lines about requests that could not be parsed."""
 
+STARTING_CHECK = "started"
+"""The one check a gateway still opening its stack reports (False)."""
 Readiness = Callable[[], Awaitable[dict[str, bool]]]
 """Returns check name -> whether that dependency is usable right now."""
+STARTING = f"failing checks: {STARTING_CHECK}"
+Failures = Callable[[], dict[str, str]]
+"""Returns platform -> why it failed for good and what to fix (``gateway.app``)."""
+
+
+def _no_failures() -> dict[str, str]:
+    return {}
 
 
 class _AccessLogger(AbstractAccessLogger):
@@ -185,8 +196,10 @@ class HTTPServer:
         readiness: Readiness,
         readiness_timeout: float = READINESS_TIMEOUT,
         metrics_address: tuple[str, int] | None = None,
+        failures: Failures = _no_failures,
     ) -> None:
         self._host = host
+        self._failures = failures
         self._port = port
         self._metrics_address = metrics_address
         self._metrics = metrics
@@ -284,15 +297,21 @@ class HTTPServer:
             failing = ", ".join(name for name, ok in checks.items() if not ok)
             self._note_readiness(ready, f"failing checks: {failing}")
             body = {"ready": ready, "checks": checks}
+        failed = self._failures()
+        if failed:
+            body["failed"] = failed
         return web.json_response(body, status=200 if body["ready"] else 503)
 
     def _note_readiness(self, ready: bool, reason: str) -> None:
         """Log changes of readiness only, so frequent probes do not flood the log."""
         if ready == self._was_ready:
             return
+        first = self._was_ready is None
         self._was_ready = ready
         if ready:
             logger.info("gateway is ready")
+        elif first and reason == STARTING:  # probed while it starts: normal, no warning
+            logger.info("gateway is not ready yet: %s", reason)
         else:
             logger.warning("gateway is not ready: %s", reason)
 

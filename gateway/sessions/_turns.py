@@ -115,7 +115,10 @@ class TurnRunner:
     async def _apologise(
         self, session_id: str, last: InboundMessage, exc: Exception, shown: list[ReplyStream]
     ) -> None:
-        """The one apology: it replaces what the answer showed so far, or comes on its own."""
+        """The one apology: it replaces what the answer showed so far, or comes on its own.
+        Not into a chat the bot may not write to: that is logged calmly instead."""
+        if self._replies.walled(last, exc):
+            return
         if isinstance(exc, BudgetExhausted):  # the meter logged it; the person is told why
             text = str(exc)
         elif isinstance(exc, LLMError):

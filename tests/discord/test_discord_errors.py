@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import logging
+
 import discord
 import pytest
 
 from gateway.errors import ChatForbidden, MessageNotFound, RateLimited
 from gateway.events import OutboundMessage, SentMessage
-from tests.discord.conftest import DM_ANN, GatewayFactory
+from tests.discord.conftest import ANN, DM_ANN, GatewayFactory
 
 
 def _out(text: str = "hello") -> OutboundMessage:
@@ -50,3 +52,24 @@ async def test_editing_an_unknown_message_is_message_not_found(
         await gw.adapter.edit(SentMessage(str(DM_ANN), "123456789012345678"), "new text")
     assert raised.value.platform == "discord"
     assert isinstance(raised.value.__cause__, discord.NotFound)
+
+
+async def test_a_missing_send_permission_is_one_warning_and_no_apology(
+    make_gateway: GatewayFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    gw = await make_gateway()
+    gw.discord.no_send.add(DM_ANN)
+
+    def refused() -> int:
+        return len(gw.discord.calls_of("POST", f"/channels/{DM_ANN}/messages", status=403))
+
+    for count, text in enumerate(("hello?", "still there?"), start=1):
+        gw.server.reply("An answer that cannot arrive.")
+        gw.discord.message(text, author=ANN, channel_id=DM_ANN)
+        await gw.discord.wait_for(lambda n=count: refused() >= n, what="the refused answer")
+        await gw.settle()
+    assert refused() == 2  # one answer per message; no apology after it
+    walls = [r for r in caplog.records if "cannot write in chat" in r.getMessage()]
+    assert [r.levelno for r in walls] == [logging.WARNING]
+    assert "50013" in walls[0].getMessage()
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]

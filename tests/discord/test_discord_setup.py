@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gateway.adapters.discord import SPEC, DiscordAdapter, DiscordSettings
-from gateway.app import enabled_adapters
+from gateway.app import enabled_adapters, open_stack
 from gateway.cli._doctor import platform_check
 from gateway.errors import ConfigError
 from tests.discord.conftest import ANN, DM_ANN, GatewayFactory, discord_settings
@@ -61,3 +61,29 @@ async def test_bots_are_ignored_and_the_token_never_logged(
     await gw.close()
     assert any(r.name.startswith("discord.gateway") for r in caplog.records)
     assert all(TOKEN not in r.getMessage() for r in caplog.records)
+
+
+async def test_a_gateway_closing_with_4004_fails_discord_with_what_to_fix(
+    chorus_home: Path,
+    server: FakeOpenAI,
+    discord_api: FakeDiscord,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    discord_api.identify_refused = True  # the REST login works, IDENTIFY does not
+    settings = discord_settings(chorus_home, server, discord_api)
+    adapter = DiscordAdapter(settings.discord, start_wait=10)
+    stack = await open_stack(settings, adapters=[adapter])
+    try:
+        await stack.start()
+        failure = adapter.failure()
+        assert failure is not None and "4004" in failure and "DISCORD_BOT_TOKEN" in failure
+        checks = await stack.readiness()
+        assert "adapter:discord" not in checks and checks["platforms"] is False
+        assert stack.failures.failed == {"discord": failure}
+        assert stack.failures.fatal([adapter]) is not None  # nothing is left to serve
+    finally:
+        await stack.runner.shutdown(5)
+        await stack.close()
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors == [f"discord failed: {failure}"]
+    assert "still trying" not in caplog.text and TOKEN not in caplog.text

@@ -18,7 +18,9 @@ dispatches + RESUMED; application commands and interactions are in
 connection, ``hold()``/``release()`` refuse new connections meanwhile,
 ``replay_everything`` makes the next RESUME replay already-delivered events too,
 ``rate_limit()`` answers the next message POSTs with 429 + ``retry_after``, a
-channel in ``forbidden`` answers message POSTs with 403 "Missing Access" (50001).
+channel in ``forbidden`` answers message POSTs with 403 "Missing Access" (50001), one
+in ``no_send`` (the bot sees it but lacks Send Messages) with 403 "Missing Permissions"
+(50013).
 """
 
 from __future__ import annotations
@@ -80,6 +82,8 @@ class FakeDiscord(GatewayServer, InteractionsServer, LoopThread):
         self._rate_limits: list[float] = []
         self.forbidden: set[int] = set()
         """Channels the bot cannot see: posting there is 403 Missing Access."""
+        self.no_send: set[int] = set()
+        """Channels where the bot lacks Send Messages: posting is 403 Missing Permissions."""
         self.dm_channels: dict[int, int] = {}
         """Each person's DM channel with the bot, by their id."""
         self.closed_dms: set[int] = set()
@@ -286,6 +290,9 @@ class FakeDiscord(GatewayServer, InteractionsServer, LoopThread):
         if channel_id in self.forbidden:
             call.status = 403
             return _json({"message": "Missing Access", "code": 50001}, status=403)
+        if channel_id in self.no_send:
+            call.status = 403
+            return _json({"message": "Missing Permissions", "code": 50013}, status=403)
         with self._lock:
             closed = any(self.dm_channels.get(p) == channel_id for p in self.closed_dms)
         if closed:

@@ -52,6 +52,9 @@ class GatewayServer:
         self.identified: list[tuple[int, int]] = []
         """``[id, count]`` of every IDENTIFY, in order."""
         self.guild_ids: list[int] = [GUILD_ID]
+        self.identify_refused = False
+        """Every IDENTIFY is closed with 4004 Authentication failed (a token reset after
+        the REST login, which Discord checks on the gateway too)."""
         self._shards: dict[int, ShardState] = {}
         self._held = False
 
@@ -132,7 +135,7 @@ class GatewayServer:
             if op == 1:
                 await self._send(ws, {"op": 11})
             elif op == 2:
-                if data.get("token") != self.token:
+                if data.get("token") != self.token or self.identify_refused:
                     await ws.close(code=4004, message=b"Authentication failed.")
                     break
                 shard_id, count = data.get("shard") or [0, 1]

@@ -12,7 +12,9 @@ downloads. It checks the bearer token (the app-level one for
 ``apps.connections.open``) and records every call. Tests script it:
 ``rate_limit()`` answers the next calls of a method with 429 + ``Retry-After``,
 ``fail()`` with a server error; posting into a channel of ``outside`` (one the
-bot is not a member of) is refused with ``not_in_channel``.
+bot is not a member of) is refused with ``not_in_channel``, into one of ``archived``
+with ``is_archived``, into one of ``gone`` (deleted, or private and hidden from the
+bot) with ``channel_not_found``.
 
 ``person()`` records a message from a person (so ``conversations.replies`` knows
 it) and returns its event; signed HTTP requests to the gateway are in
@@ -89,6 +91,10 @@ class FakeSlack(SocketModeServer, LoopThread):
         self._keys = itertools.count(1)
         self.outside: set[str] = set()
         """Channels the bot is not a member of."""
+        self.archived: set[str] = set()
+        """Archived channels: posting there is ``is_archived``."""
+        self.gone: set[str] = set()
+        """Channels the bot cannot see (deleted, private): posting is ``channel_not_found``."""
         self.ephemeral: list[Ephemeral] = []
         self.away: set[tuple[str, str]] = set()
         """``(channel, user)``: that person is not in that channel."""
@@ -249,6 +255,10 @@ class FakeSlack(SocketModeServer, LoopThread):
         if not text.strip():
             return {"error": "no_text"}
         channel = str(params["channel"])
+        if channel in self.gone:
+            return {"error": "channel_not_found"}
+        if channel in self.archived:
+            return {"error": "is_archived"}
         if channel in self.outside:
             return {"error": "not_in_channel"}
         thread = params.get("thread_ts")

@@ -8,12 +8,18 @@ from gateway.access import NoticeThrottle, RateDecision, RateLimiter
 from tests.fakes.clock import FakeClock
 
 
+def refused(decision: RateDecision) -> tuple[bool, float | None]:
+    """A refusal's (notify, retry_after)."""
+    assert not decision.allowed
+    return decision.notify, decision.retry_after
+
+
 def test_allows_per_minute_then_refuses_and_notifies_once() -> None:
     limiter = RateLimiter(20, FakeClock())
     assert all(limiter.check("telegram:1").allowed for _ in range(20))
-    assert limiter.check("telegram:1") == RateDecision(allowed=False, notify=True)
-    assert limiter.check("telegram:1") == RateDecision(allowed=False, notify=False)
-    assert limiter.check("telegram:1") == RateDecision(allowed=False, notify=False)
+    assert refused(limiter.check("telegram:1")) == (True, pytest.approx(3.0))
+    assert refused(limiter.check("telegram:1")) == (False, pytest.approx(3.0))
+    assert refused(limiter.check("telegram:1")) == (False, pytest.approx(3.0))
 
 
 async def test_refills_with_time_and_a_new_run_notifies_again() -> None:
@@ -23,7 +29,9 @@ async def test_refills_with_time_and_a_new_run_notifies_again() -> None:
         limiter.check("telegram:1")
     await clock.advance(3.0)  # 20 per minute: one token every 3 seconds
     assert limiter.check("telegram:1") == RateDecision(allowed=True)
-    assert limiter.check("telegram:1") == RateDecision(allowed=False, notify=True)
+    assert refused(limiter.check("telegram:1")) == (True, pytest.approx(3.0))
+    await clock.advance(1.0)  # a third of the next message is back: 2 seconds to go
+    assert refused(limiter.check("telegram:1")) == (False, pytest.approx(2.0))
     await clock.advance(60.0)
     assert all(limiter.check("telegram:1").allowed for _ in range(20))
     assert not limiter.check("telegram:1").allowed

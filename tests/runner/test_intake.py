@@ -166,6 +166,28 @@ async def test_rate_limit_notice_once(make_gateway: GatewayFactory, server: Fake
     assert (await gw.ask("five", user="2")).text == "ok"
 
 
+async def test_the_rate_limit_notice_says_what_happens_to_the_dropped_messages(
+    make_gateway: GatewayFactory, server: FakeOpenAI
+) -> None:
+    gw = await make_gateway(CHORUS_AUTH__RATE_LIMIT_PER_MINUTE="2")
+    await gw.ask("one", user="2")
+    await gw.ask("two", user="2")
+    notice = await gw.ask("three", user="2")
+    await gw.say("four", user="2")
+    await gw.settle()
+    # one message refills in 30 s (2 a minute): the notice names that wait
+    assert "skipped this one" in notice.text and "next 30 seconds" in notice.text
+    assert "send it again" in notice.text
+    await gw.clock.advance(60)
+    await gw.settle()
+    # and it is true: what was skipped is never answered, nothing comes later
+    asked = [str(m["content"]) for r in server.requests for m in r["messages"]]
+    assert not any("three" in text or "four" in text for text in asked)
+    assert gw.adapter.texts("dm-2")[-1] == notice.text
+    assert (await gw.ask("five", user="2")).text == "ok"
+    assert gw.runner.sessions.quiet
+
+
 async def test_help_whoami_and_unknown_command(make_gateway: GatewayFactory) -> None:
     gw = await make_gateway()
     help_text = (await gw.ask("/help", user="2")).text

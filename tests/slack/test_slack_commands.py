@@ -3,11 +3,12 @@ in HTTP mode and in Socket Mode, through the one dispatch and audit path."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 
-from tests.fakes.slack_requests import command_payload, post_command
+from tests.fakes.slack_requests import BOT_USER_ID, command_payload, post_command
 from tests.slack.conftest import ADMIN, ANN, CHANNEL, DM_ANN, STRANGER, GatewayFactory, SlackGateway
 
 MODES = [pytest.param(False, id="http"), pytest.param(True, id="socket")]
@@ -123,3 +124,21 @@ async def test_a_long_answer_comes_in_parts_and_a_command_while_stopping_is_told
     await gw.adapter.pause()
     status, body = await post_command(gw.commands_url, form)
     assert status == 200 and "restarting" in body
+
+
+async def test_help_lists_only_commands_slack_has_however_it_is_asked(
+    make_gateway: GatewayFactory,
+) -> None:
+    """Slack takes no typed ``/new`` (nor ``/reset``): every command is ``/chorus …``,
+    in the answer to ``/chorus help`` and in ``@chorus /help`` answered in the chat."""
+    gw = await make_gateway()
+    answered = (await slash(gw, "help", user=ANN, channel=DM_ANN))["text"]
+    kind = {"channel": CHANNEL, "channel_type": "channel"}
+    await gw.event(gw.slack.person(f"<@{BOT_USER_ID}> /help", user=ANN, **kind))
+    [posted] = await gw.slack.wait_posted(CHANNEL, 1)
+    for listing in (answered, posted.text):
+        assert "/chorus new, /chorus reset" in listing
+        assert "/chorus whoami" in listing
+        bare = re.findall(r"(?<![\w/])/(\w+)", listing.replace("/chorus", "chorus"))
+        assert bare == [], listing  # no command spelled the way Slack cannot take it
+        assert "chorus start" not in listing  # Telegram's /start

@@ -87,7 +87,7 @@ async def test_a_rejected_app_token_is_one_clear_error(
     assert not gw.adapter.is_connected()
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert [r.getMessage() for r in errors] == [
-        "Slack rejected the app-level token (invalid_auth); check SLACK_APP_TOKEN"
+        "slack failed: Slack rejected the app-level token (invalid_auth); check SLACK_APP_TOKEN"
     ]
     assert "xapp-1-revoked-token" not in caplog.text
     assert len(gw.slack.calls_of("apps.connections.open")) == 1

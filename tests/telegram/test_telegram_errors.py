@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from telegram.error import BadRequest, Forbidden, RetryAfter
 
@@ -52,3 +54,24 @@ async def test_editing_a_message_that_is_gone_is_message_not_found(
     assert raised.value.platform == "telegram"
     assert isinstance(raised.value.__cause__, BadRequest)
     assert isinstance(raised.value, AdapterError)
+
+
+async def test_a_person_who_blocked_the_bot_is_one_warning_and_no_apology(
+    make_gateway: GatewayFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    gw = await make_gateway()
+    gw.telegram.blocked.add(ANN)
+
+    def refused() -> list[object]:
+        calls = gw.telegram.calls_of("sendMessage", 403)
+        return [c for c in calls if int(c.params["chat_id"]) == ANN]
+
+    for count, text in enumerate(("hello?", "still there?"), start=1):
+        gw.server.reply("An answer that cannot arrive.")
+        gw.telegram.message(text, user_id=ANN)
+        await gw.telegram.wait_for(lambda n=count: len(refused()) >= n, what="the refused answer")
+        await gw.settle()
+    assert len(refused()) == 2  # one answer per message; no apology after it
+    walls = [r for r in caplog.records if "cannot write in chat" in r.getMessage()]
+    assert [r.levelno for r in walls] == [logging.WARNING]
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]

@@ -58,6 +58,10 @@ logger = logging.getLogger(__name__)
 
 START_WAIT = 10.0
 """Seconds ``start()`` waits for READY before it lets the gateway go on without it."""
+FIRST = asyncio.FIRST_COMPLETED
+AUTHENTICATION_FAILED = 4004
+"""The gateway's close code for a token it does not accept."""
+REJECTED = "Discord rejected the bot token ({answer}); check DISCORD_BOT_TOKEN"
 LOGIN_BACKOFF = 1.0
 MAX_BACKOFF = 60.0
 SEND_ATTEMPTS = 3
@@ -112,6 +116,7 @@ class DiscordAdapter(BaseAdapter):
         self._lanes = ChatLanes("discord")
         self._threads = ThreadContext()
         self._started = False
+        self._failure: str | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -138,9 +143,13 @@ class DiscordAdapter(BaseAdapter):
         if self._command_infos is not None:
             self._commands.define(self._command_infos)
         self._runner = asyncio.create_task(self._run(self._client), name="discord-gateway")
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._connected(), timeout=self._start_wait)
-        if not self.is_connected():
+        waiting = asyncio.create_task(self._connected())
+        # READY, or the runner gave up (a rejected token), or the wait is over
+        await asyncio.wait({waiting, self._runner}, timeout=self._start_wait, return_when=FIRST)
+        waiting.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await waiting
+        if not self.is_connected() and self._failure is None:
             logger.warning("discord: not connected yet; still trying in the background")
 
     async def _connected(self) -> None:
@@ -159,7 +168,7 @@ class DiscordAdapter(BaseAdapter):
                 await client.routed_http.find_gateway()
                 break
             except discord.LoginFailure:
-                logger.error("Discord rejected the bot token; check DISCORD_BOT_TOKEN")
+                self._failure = REJECTED.format(answer="401 Unauthorized on /users/@me")
                 return
             except Exception as exc:
                 name = type(exc).__name__
@@ -174,6 +183,9 @@ class DiscordAdapter(BaseAdapter):
         except discord.PrivilegedIntentsRequired:
             logger.error("discord: enable the Message Content intent for this bot")
         except discord.ConnectionClosed as exc:
+            if exc.code == AUTHENTICATION_FAILED:
+                self._failure = REJECTED.format(answer="the gateway closed with 4004")
+                return
             logger.error("discord: the gateway closed the connection for good (code %s)", exc.code)
         except Exception:
             logger.exception("discord: the gateway connection failed")
@@ -233,6 +245,16 @@ class DiscordAdapter(BaseAdapter):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await runner
         logger.info("discord stopped")
+
+    def failure(self) -> str | None:
+        return self._failure
+
+    def mode(self) -> str:
+        shards = self._settings.shards
+        if shards is None:
+            return "gateway"
+        ids = self._settings.shard_ids or list(range(shards))
+        return f"gateway, shards {', '.join(map(str, ids))} of {shards}"
 
     def is_connected(self) -> bool:
         """Open, READY since the last disconnect and heartbeats acknowledged, on every

@@ -194,6 +194,10 @@ class ChorusShardedClient(ChorusClient, discord.AutoShardedClient):  # type: ign
 
 def make_client(settings: DiscordSettings, **options: Any) -> ChorusClient:
     """A plain client, or a sharded one when ``discord.shards`` is set."""
+    # chorus joins no voice channel: discord.py's warnings that voice libraries are
+    # missing (PyNaCl, davey) would be a WARNING on every normal start
+    discord.VoiceClient.warn_nacl = False
+    discord.VoiceClient.warn_dave = False
     if settings.shards is None:
         return ChorusClient(settings, **options)
     return ChorusShardedClient(

@@ -43,6 +43,7 @@ from gateway import _texts as gateway_texts
 from gateway.adapters._base import AdapterCapabilities, BaseAdapter, CommandInfo, RouteHandler
 from gateway.adapters._support import Backoff
 from gateway.adapters.slack._actions import REVIEW_ACTION, answer_action
+from gateway.adapters.slack._bolt_log import bolt_logger
 from gateway.adapters.slack._client import (
     BAD_TOKEN_ERRORS,
     api_url,
@@ -55,7 +56,7 @@ from gateway.adapters.slack._client import (
     usable,
     who_am_i,
 )
-from gateway.adapters.slack._commands import answer_slash
+from gateway.adapters.slack._commands import answer_slash, native_spelling
 from gateway.adapters.slack._ephemeral import post_ephemeral
 from gateway.adapters.slack._errors import platform_errors
 from gateway.adapters.slack._events import BotIdentity, well_formed
@@ -69,7 +70,6 @@ from gateway.adapters.slack._socket import SocketConnection
 from gateway.clock import Clock, SystemClock
 from gateway.errors import ConfigError, InboxError
 from gateway.events import InboundMessage, OutboundMessage, SentMessage
-from gateway.logs import WithholdText
 
 logger = logging.getLogger(__name__)
 
@@ -79,20 +79,6 @@ START_BACKOFF = 1.0
 MAX_BACKOFF = 60.0
 COMMANDS_AT_STOP = 5.0
 """Seconds ``stop()`` gives slash commands still being answered."""
-
-
-def _bolt_logger() -> logging.Logger:
-    """slack-bolt's logger; its lines that would print a request body keep only their start."""
-    bolt = logging.getLogger("slack_bolt.chorus")  # held at INFO like slack_bolt's own
-    if not any(isinstance(f, WithholdText) for f in bolt.filters):
-        bolt.addFilter(
-            WithholdText(
-                "Invalid request signature detected",
-                "A global middleware (",
-                "Unhandled request (",
-            )
-        )
-    return bolt
 
 
 class SlackAdapter(BaseAdapter):
@@ -169,7 +155,7 @@ class SlackAdapter(BaseAdapter):
             signing_secret=secret,
             request_verification_enabled=not settings.socket_mode,
             authorize=authorize,
-            logger=_bolt_logger(),
+            logger=bolt_logger(),
         )
         self._app.middleware(record_first)
         self._app.event("message")(on_event)
@@ -201,6 +187,7 @@ class SlackAdapter(BaseAdapter):
         )
         self._inbound.me = BotIdentity(bot_user_id) if bot_user_id else None
         self._connector: asyncio.Task[None] | None = None
+        self._failure: str | None = None
         self._started = False
         self._paused = False
 
@@ -212,7 +199,7 @@ class SlackAdapter(BaseAdapter):
         self._started = True
         self._connector = asyncio.create_task(self._connect(), name="slack-connect")
         await asyncio.wait({self._connector}, timeout=self._start_wait)
-        if not self.is_connected():
+        if not self.is_connected() and self.failure() is None:
             logger.warning("slack: not connected yet; %s", self._waiting_means())
 
     def _waiting_means(self) -> str:
@@ -239,8 +226,8 @@ class SlackAdapter(BaseAdapter):
                 me = await who_am_i(self._client)
             except SlackApiError as exc:
                 code = error_code(exc)
-                if code in BAD_TOKEN_ERRORS:
-                    logger.error("Slack rejected the bot token (%s); check SLACK_BOT_TOKEN", code)
+                if code in BAD_TOKEN_ERRORS:  # the gateway reports it (``failure``)
+                    self._failure = f"Slack rejected the bot token ({code}); check SLACK_BOT_TOKEN"
                     return False
                 logger.warning(
                     "slack: auth.test failed (%s); retrying in %.1fs", code, backoff.delay
@@ -277,6 +264,15 @@ class SlackAdapter(BaseAdapter):
             with contextlib.suppress(Exception):
                 await self._socket.close()
         logger.info("slack stopped")
+
+    def mode(self) -> str:
+        return "Socket Mode" if self._socket is not None else f"HTTP events on {self.events_path}"
+
+    def failure(self) -> str | None:
+        if self._failure is None and self._socket is not None and self._socket.rejected:
+            code = self._socket.rejected
+            return f"Slack rejected the app-level token ({code}); check SLACK_APP_TOKEN"
+        return self._failure
 
     def is_connected(self) -> bool:
         if not self._started or self._inbound.me is None:
@@ -360,8 +356,9 @@ class SlackAdapter(BaseAdapter):
     async def publish_commands(
         self, commands: Sequence[CommandInfo], admin_ids: Sequence[str]
     ) -> None:
-        """Slack's command lives in the app manifest; the names spell answers natively."""
-        self._command_names = [c.name for c in commands]
+        """Slack's command lives in the app manifest; the names (and aliases) spell
+        answers and notices natively (``/new`` → ``/chorus new``)."""
+        self._command_names = [name for c in commands for name in (c.name, *c.aliases)]
 
     def _spawn(self, work: Coroutine[Any, Any, None], what: str) -> None:
         """Answer a command or a click after its ack, in a task ``stop()`` waits for."""
@@ -391,9 +388,12 @@ class SlackAdapter(BaseAdapter):
 
     async def send(self, message: OutboundMessage) -> SentMessage:
         thread = message.thread_id or message.reply_to_message_id
+        text = message.text
+        if message.kind != "reply":  # chorus's own words (/help, notices): Slack's spelling
+            text = native_spelling(text, self._command_names, self._settings.slash_command)
         with platform_errors():
             answer = await self._client.chat_postMessage(
-                channel=message.chat_id, text=to_mrkdwn(message.text), thread_ts=thread
+                channel=message.chat_id, text=to_mrkdwn(text), thread_ts=thread
             )
         channel = str(answer.get("channel") or message.chat_id)
         if thread:
@@ -401,7 +401,8 @@ class SlackAdapter(BaseAdapter):
         return SentMessage(channel, str(answer["ts"]), message.thread_id)
 
     async def send_private(self, msg: InboundMessage, text: str) -> bool:
-        await post_ephemeral(self._client, msg, text, self.capabilities.max_text_length)
+        spelled = native_spelling(text, self._command_names, self._settings.slash_command)
+        await post_ephemeral(self._client, msg, spelled, self.capabilities.max_text_length)
         return True  # ephemeral: in the channel, for them alone
 
     async def edit(self, sent: SentMessage, text: str) -> None:

@@ -1,8 +1,9 @@
 """slack_sdk's and aiohttp's errors, leaving the adapter as ``AdapterError``s.
 
 Web API answers become: 429 ``ratelimited`` ``RateLimited`` (with the
-``Retry-After`` Slack named), ``not_in_channel``/``is_archived``/… ``ChatForbidden``,
-``message_not_found``/``channel_not_found`` ``MessageNotFound``, 5xx and
+``Retry-After`` Slack named), ``not_in_channel``/``is_archived``/``channel_not_found``
+(a channel the bot cannot see)/… ``ChatForbidden``,
+``message_not_found``/``thread_not_found`` ``MessageNotFound``, 5xx and
 connection failures ``PlatformUnreachable``; anything else Slack refused is a
 plain ``AdapterError``. The text is Slack's error code, never the token.
 """
@@ -28,6 +29,7 @@ PLATFORM = "slack"
 FORBIDDEN = frozenset(
     {
         "not_in_channel",
+        "channel_not_found",
         "is_archived",
         "channel_is_archived",
         "restricted_action",
@@ -43,7 +45,7 @@ FORBIDDEN = frozenset(
         "user_not_in_channel",
     }
 )
-NOT_FOUND = frozenset({"message_not_found", "channel_not_found", "thread_not_found"})
+NOT_FOUND = frozenset({"message_not_found", "thread_not_found"})
 
 
 def _status(exc: SlackApiError) -> int:

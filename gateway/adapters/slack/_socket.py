@@ -59,7 +59,7 @@ class _Quieter(logging.Filter):
         if record.levelno < logging.WARNING:
             return True
         if _rejected_token(record):
-            return False  # chorus logs its own line for a rejected token (SocketMode.open)
+            return False  # the gateway logs its own line for a rejected token
         key = str(record.msg)[:40]
         now = time.monotonic()
         if now - self._last.get(key, -self._interval) < self._interval:
@@ -142,8 +142,9 @@ class SocketConnection:
         self._first_backoff = first_backoff
         self._handler: _Handler | None = None
         self._watcher: asyncio.Task[None] | None = None
-        self.rejected = False
-        """Slack refused the app-level token: no retry until the configuration changes."""
+        self.rejected: str | None = None
+        """Slack refused the app-level token (its error code): no retry until the
+        configuration changes."""
 
     @property
     def unreadable(self) -> int:
@@ -162,11 +163,8 @@ class SocketConnection:
                 url = await client.issue_new_wss_url()
             except SlackApiError as exc:
                 code = error_code(exc)
-                if code in BAD_TOKEN_ERRORS:
-                    self.rejected = True
-                    logger.error(
-                        "Slack rejected the app-level token (%s); check SLACK_APP_TOKEN", code
-                    )
+                if code in BAD_TOKEN_ERRORS:  # the gateway reports it (``SlackAdapter.failure``)
+                    self.rejected = code
                     return False
                 logger.warning(
                     "slack: apps.connections.open failed (%s); retrying in %.1fs",

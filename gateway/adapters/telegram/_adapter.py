@@ -48,7 +48,14 @@ from gateway.adapters.telegram._updates import (
     BotIdentity,
 )
 from gateway.clock import Clock, SystemClock
-from gateway.errors import AdapterError, ChatForbidden, ConfigError, GatewayError, InboxError
+from gateway.errors import (
+    AdapterError,
+    ChatForbidden,
+    ConfigError,
+    GatewayError,
+    InboxError,
+    TokenRejected,
+)
 from gateway.events import InboundMessage, OutboundMessage, SentMessage
 
 logger = logging.getLogger(__name__)
@@ -127,6 +134,7 @@ class TelegramAdapter(BaseAdapter):
         self._me: BotIdentity | None = None
         self._started = False
         self._online = False
+        self._failure: str | None = None
         self._paused = False
         self._warned_conflict = False
 
@@ -137,11 +145,14 @@ class TelegramAdapter(BaseAdapter):
             return
         try:
             await self._start()
-        except BaseException:
+        except BaseException as exc:
             with contextlib.suppress(Exception):
                 if self._app.updater is not None and self._app.updater.running:
                     await self._app.updater.stop()
                 await self._app.shutdown()
+            if isinstance(exc, TokenRejected):
+                self._failure = str(exc)  # reported by the gateway; the others go on
+                return
             raise
         self._started = True
         self._online = True
@@ -207,6 +218,12 @@ class TelegramAdapter(BaseAdapter):
         self._online = False
         logger.info("telegram stopped")
 
+    def failure(self) -> str | None:
+        return self._failure
+
+    def mode(self) -> str:
+        return "webhook" if self._settings.webhook_url else "long polling"
+
     def is_connected(self) -> bool:
         """Polling (or the webhook) works, updates are being processed, sends are not stuck."""
         consuming = self._consumer is not None and not self._consumer.done()
@@ -226,8 +243,10 @@ class TelegramAdapter(BaseAdapter):
                 on_retry=note,
             )
         except InvalidToken:
-            raise ConfigError(
-                "Telegram rejected the bot token (check TELEGRAM_BOT_TOKEN)"
+            raise TokenRejected(
+                self.name,
+                "Telegram rejected the bot token (401 Unauthorized on getMe); "
+                "check TELEGRAM_BOT_TOKEN",
             ) from None
         except BadRequest as exc:
             raise ConfigError(f"telegram: {what} failed: {exc.message}") from None
