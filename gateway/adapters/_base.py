@@ -133,6 +133,15 @@ class BaseAdapter(ABC):
         self.counters: Counter[str] = Counter()
         """Events of note (``skipped_updates``, …), exported as ``chorus_adapter_events_total``."""
 
+    async def send_choice(
+        self, message: OutboundMessage, choices: Sequence[tuple[str, str]]
+    ) -> SentMessage:
+        """``message`` with buttons, each ``(label, command)``: a press is that command from
+        whoever pressed it. A platform without buttons sends the text alone, which names
+        the commands to type."""
+        del choices
+        return await self.send(message)
+
     async def answer_command(self, message: InboundMessage) -> str:
         """The private answer to a native command; ``message.text`` is ``/name args``."""
         if self._feed is None:

@@ -34,6 +34,7 @@ from gateway.app._replicas import (
 )
 from gateway.app._services import GatewayServices
 from gateway.app._tools import build_tools
+from gateway.approvals import ApprovalDesk
 from gateway.clock import Clock, SystemClock
 from gateway.commands import (
     CommandRegistry,
@@ -47,6 +48,7 @@ from gateway.ops import Activity, Metrics
 from gateway.runner import GatewayRunner
 from gateway.sessions import Inbox, InboxKeeper, SessionManager, SharedSessions, TurnRunner
 from memory import log_content
+from memory.approvals import ApprovalStore
 from memory.secrets import SecretStore
 from memory.store import StagedWrites
 from memory.tables import storage_fault
@@ -77,6 +79,8 @@ class GatewayStack:
     """The MCP servers the agent's tools come from (``tools.mcp_servers``)."""
     secrets: SecretStore | None = None
     """Each person's sealed secrets (``/secret``), for tools that need their credentials."""
+    approvals: ApprovalDesk | None = None
+    """Calls to ``ask`` tools waiting for a person's answer."""
 
     async def start(self) -> None:
         """Take up sessions, connect the platforms, take up what a restart left pending
@@ -92,6 +96,8 @@ class GatewayStack:
         for adapter in adapters:
             await adapter.start(self.intake)
             await runner.publish_commands(adapter)
+        if self.approvals is not None:  # before a resumed turn may ask again
+            await self.approvals.start()
         if self.router is None:
             await self.keeper.resume(adapters, runner.take, runner.replies.conclude)
         runner.open()
@@ -147,6 +153,8 @@ class GatewayStack:
             await asyncio.to_thread(self.factory.staging.close)
         if self.secrets is not None:
             await asyncio.to_thread(self.secrets.close)
+        if self.approvals is not None:
+            await asyncio.to_thread(self.approvals.store.close)
 
 
 def command_registry() -> CommandRegistry:
@@ -276,6 +284,17 @@ async def open_stack(
         logger.info("CHORUS_SECRET_KEY is not set: people cannot store secrets (/secret set)")
     desk = SecretDesk(secrets, clock, inbox=inbox, adapters=replies.adapters)
     desk.register(commands)
+    approvals = ApprovalDesk(
+        await asyncio.to_thread(ApprovalStore, where),
+        live,
+        clock,
+        replies.adapters,
+        audit=factory.audit,
+        is_admin=factory.is_admin,
+        several_replicas=coordination is not None,
+    )
+    approvals.register(commands)
+    factory.approver = approvals
     metrics.known_commands(command.name for command in commands.visible(is_admin=True))
     runner = GatewayRunner(
         live,
@@ -343,4 +362,5 @@ async def open_stack(
         closing,
         mcp=mcp,
         secrets=secrets,
+        approvals=approvals,
     )
