@@ -142,6 +142,15 @@ class BaseAdapter(ABC):
         del choices
         return await self.send(message)
 
+    async def send_choice_privately(
+        self, user_id: str, text: str, choices: Sequence[tuple[str, str]]
+    ) -> None:
+        """``send_choice`` into ``user_id``'s direct chat with the bot; a platform without
+        buttons there sends the text alone (``send_private``), which names the commands."""
+        del choices
+        message = InboundMessage(self.name, f"dm-{user_id}", user_id, "", "private")
+        await self.send_private(message, text)
+
     async def answer_command(self, message: InboundMessage) -> str:
         """The private answer to a native command; ``message.text`` is ``/name args``."""
         if self._feed is None:

@@ -97,14 +97,17 @@ class ApprovalDesk:
             return tool_error(t.REFUSED_UNASKED.format(tool=request.tool))
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self._waiting[row.id] = future
+        deadline = asyncio.ensure_future(self._clock.sleep(seconds))  # from now on
         try:
+            await asyncio.sleep(0)
             if not await self._ask(row, seconds):
                 await self._settle(row.id, "failed", None)
                 return tool_error(t.REFUSED_UNASKED.format(tool=request.tool))
             logger.info("tool %s of %s waits for approval %s", row.tool, person, row.id)
-            status, by = await self._wait(row, future, seconds)
+            status, by = await self._wait(row, future, deadline)
         finally:
             self._waiting.pop(row.id, None)
+            deadline.cancel()
         if status == "approved":
             return None
         if status == "denied":
@@ -114,10 +117,9 @@ class ApprovalDesk:
         return tool_error(t.REFUSED_TIMEOUT.format(tool=row.tool, seconds=_s(seconds)))
 
     async def _wait(
-        self, row: Approval, future: asyncio.Future[str], seconds: float
+        self, row: Approval, future: asyncio.Future[str], deadline: asyncio.Future[None]
     ) -> tuple[str, str | None]:
         """The answer (status, who gave it); ``timeout`` when the wait ran out."""
-        deadline = asyncio.ensure_future(self._clock.sleep(seconds))
         poll = asyncio.ensure_future(self._poll(row.id))
         waits: set[asyncio.Future[object]] = {future, deadline, poll}  # type: ignore[arg-type]
         try:
@@ -167,18 +169,22 @@ class ApprovalDesk:
         adapter = self._adapters.get(row.platform)
         if adapter is None:
             return False
-        if row.asked != ADMINS:
-            places = [(row.chat_id, row.thread_id)]
-        else:
-            places = [(admin_id, None) for admin_id in self._admins(row.platform)]
         reached = False
-        for chat_id, thread_id in places:
-            out = OutboundMessage(row.platform, chat_id, text, thread_id=thread_id)
+        if row.asked != ADMINS:
+            out = OutboundMessage(row.platform, row.chat_id, text, thread_id=row.thread_id)
+            sends = [adapter.send_choice(out, choices)]
+        else:
+            sends = [
+                adapter.send_choice_privately(admin_id, text, choices)
+                for admin_id in self._admins(row.platform)
+            ]
+        for send in sends:
             try:
-                await adapter.send_choice(out, choices)
+                await send
                 reached = True
-            except AdapterError as exc:
-                logger.warning("approval %s could not be shown in a chat (%s)", row.id, exc)
+            except Exception as exc:  # a platform's refusal: the others may still see it
+                reason = str(exc) if isinstance(exc, AdapterError) else type(exc).__name__
+                logger.warning("approval %s could not be shown in a chat (%s)", row.id, reason)
         return reached
 
     def _admins(self, platform: str) -> list[str]:

@@ -80,9 +80,7 @@ async def test_approved_by_the_button_of_the_person_asked_and_not_by_anyone_else
     await tg.wait_for(lambda: anns in tg.callback_answers, 15, "Ann's press answered")
     assert "Approved" in tg.callback_answers[anns]["text"]
     await until(lambda: len(llm.requests) == 2, what="the model gets the result")
-    assert calls(state) == [
-        {"tool": "echo", "arguments": {"text": HIDDEN}, "authorization": None}
-    ]
+    assert calls(state) == [{"tool": "echo", "arguments": {"text": HIDDEN}, "authorization": None}]
     [result] = _tool_results(llm.requests[1])
     assert "echo: " in result
     await tg.wait_for(

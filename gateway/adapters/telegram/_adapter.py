@@ -340,6 +340,14 @@ class TelegramAdapter(BaseAdapter):
             )
         return SentMessage(str(sent.chat.id), str(sent.message_id), message.thread_id)
 
+    async def send_choice_privately(
+        self, user_id: str, text: str, choices: Sequence[tuple[str, str]]
+    ) -> None:
+        """A person's private chat with the bot has their id."""
+        if not user_id.isdigit():
+            raise ChatForbidden(self.name, "no private chat with this person")
+        await self.send_choice(OutboundMessage(self.name, user_id, text), choices)
+
     async def send_private(self, msg: InboundMessage, text: str) -> bool:
         """Into the sender's private chat (its id is theirs). Telegram answers 403 "bot
         can't initiate conversation" until they have started the bot (``ChatForbidden``)."""
