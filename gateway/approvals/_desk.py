@@ -25,7 +25,7 @@ import contextlib
 import json
 import logging
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 from agent.shared_writes import WriteAudit
 from agent.tools.policy import MCP_SEPARATOR, ApprovalRequest
@@ -172,7 +172,7 @@ class ApprovalDesk:
         reached = False
         if row.asked != ADMINS:
             out = OutboundMessage(row.platform, row.chat_id, text, thread_id=row.thread_id)
-            sends = [adapter.send_choice(out, choices)]
+            sends: list[Awaitable[object]] = [adapter.send_choice(out, choices)]
         else:
             sends = [
                 adapter.send_choice_privately(admin_id, text, choices)
