@@ -400,11 +400,7 @@ class FakeTelegram(LoopThread):
             self._poll_generation += 1
             generation = self._poll_generation
             self._pending = [u for u in self._pending if u["update_id"] >= offset]
-            allowed = params.get("allowed_updates")
-            if allowed:  # Telegram does not deliver updates of other types
-                self._pending = [
-                    u for u in self._pending if set(u) & {"update_id", *allowed} != {"update_id"}
-                ]
+        allowed = params.get("allowed_updates")
         self._poke()  # ends an older poll with 409
         deadline = time.monotonic() + timeout
         while True:
@@ -412,6 +408,8 @@ class FakeTelegram(LoopThread):
             with self._lock:
                 if generation != self._poll_generation:
                     raise ApiError(409, "Conflict: terminated by other getUpdates request")
+                if allowed:  # Telegram does not deliver updates of other types
+                    self._pending = [u for u in self._pending if _of_types(u, allowed)]
                 if self._pending:
                     return self._pending[:limit]
             left = deadline - time.monotonic()
@@ -581,6 +579,10 @@ class FakeTelegram(LoopThread):
                         self._pending.pop(0)
                 if status != 200:
                     await asyncio.sleep(0.05 if targets else 0.2)
+
+
+def _of_types(update: dict[str, Any], allowed: list[str]) -> bool:
+    return any(kind in update for kind in allowed)
 
 
 def _check_inline_keyboard(markup: Any) -> None:
