@@ -37,8 +37,8 @@ NOT_OFFERED = (
 )
 DENIED = "tool {name!r} is not available to this person here (the tool policy denies it)"
 NEEDS_APPROVAL = (
-    "tool {name!r} needs approval, not available yet: the tool policy allows it only "
-    "with someone's approval, and approvals cannot be given yet, so it was not run"
+    "tool {name!r} needs approval: the tool policy allows it only with someone's "
+    "approval, and there is no one to ask here, so it was not run"
 )
 AUDIT_COMMAND = "model tool call"
 NAME_SHOWN = 100
