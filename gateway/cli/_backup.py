@@ -30,6 +30,7 @@ from memory.database import Location, is_postgres, safe_location
 from memory.jobs import JobLedger, JobState, Outbox
 from memory.paths import ChorusPaths
 from memory.providers import ProviderHealth
+from memory.approvals import ApprovalStore
 from memory.secrets import SecretStore
 from memory.store import PostgresMemoryFiles, StagedWrites
 from memory.tables import Tables
@@ -46,6 +47,7 @@ BESIDE_TRANSCRIPTS: tuple[Callable[[str], Tables], ...] = (
     Outbox,
     ProviderHealth,
     lambda url: SecretStore(url, None),
+    ApprovalStore,
 )
 """Every component with tables in PostgreSQL besides the transcripts (which a
 restore makes at the backup's schema version) and the memory files: a restore

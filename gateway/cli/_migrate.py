@@ -30,6 +30,7 @@ from memory.errors import DatabaseCopyError, MemoryLayerError
 from memory.jobs import JobState, Outbox
 from memory.paths import ChorusPaths
 from memory.providers import ProviderHealth
+from memory.approvals import ApprovalStore
 from memory.secrets import SecretStore
 from memory.store import PostgresMemoryFiles, StagedWrites
 from memory.tables import Tables
@@ -46,6 +47,7 @@ COMPONENTS: tuple[Callable[[Location], Tables], ...] = (
     Outbox,
     ProviderHealth,
     lambda url: SecretStore(url, None),
+    ApprovalStore,
 )
 """Every component with tables in ``state.db``: opened on the URL, each creates its own."""
 
