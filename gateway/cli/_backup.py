@@ -22,6 +22,7 @@ from gateway.clock import SystemClock
 from gateway.config import database_location, load_settings, resolve_home
 from gateway.errors import GatewayError
 from gateway.sessions import Inbox
+from memory.approvals import ApprovalStore
 from memory.backup import BackupError, BackupSummary, write_backup
 from memory.backup_pg import DUMP_DIR
 from memory.backup_restore import restore_backup
@@ -30,7 +31,6 @@ from memory.database import Location, is_postgres, safe_location
 from memory.jobs import JobLedger, JobState, Outbox
 from memory.paths import ChorusPaths
 from memory.providers import ProviderHealth
-from memory.approvals import ApprovalStore
 from memory.secrets import SecretStore
 from memory.store import PostgresMemoryFiles, StagedWrites
 from memory.tables import Tables
