@@ -3,7 +3,7 @@ stands for, run for whoever pressed it and answered to them alone (ephemeral).""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import discord
