@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.discord.conftest import ANN, BOB, DiscordGateway, GatewayFactory
+import yaml
+
+from tests.discord.conftest import ADMIN, ADMIN_ID, ANN, BOB, DiscordGateway, GatewayFactory
+from tests.fakes.discord_api import Posted
 from tests.fakes.discord_data import CHANNEL_ID, GUILD_ID
 from tests.tools.conftest import calls, stdio_server, write_config
 from tests.waiting import until
@@ -56,3 +59,36 @@ async def test_a_press_of_the_person_asked_approves_and_no_one_else_s_does(
     assert anns.ephemeral and "Approved" in anns.text
     await until(lambda: any(p.content == "Echoed on Discord." for p in fake.posted_in(CHANNEL_ID)))
     assert [c["arguments"] for c in calls(state)] == [{"text": "discord"}]
+
+
+async def test_admin_approval_reaches_the_admin_s_direct_messages_with_buttons(
+    make_gateway: GatewayFactory, chorus_home: Path, tmp_path: Path
+) -> None:
+    state = tmp_path / "demo"
+    write_config(chorus_home, {"demo": stdio_server(state)}, ASK_ECHO)
+    config = chorus_home / "config.yaml"
+    loaded = yaml.safe_load(config.read_text(encoding="utf-8"))
+    loaded["tools"]["approval"] = "admin"
+    config.write_text(yaml.safe_dump(loaded), encoding="utf-8")
+    gw = await make_gateway()
+    fake, llm = gw.discord, gw.server
+    await fake.wait_for(lambda: bool(fake.command_names()), what="the commands sync")
+    llm.tool_call("demo__echo", {"text": "by an admin"})
+    llm.reply("The admin let me.")
+    fake.message(
+        "please echo", author=ANN, channel_id=CHANNEL_ID, guild_id=GUILD_ID, mentions_bot=True
+    )
+
+    def in_a_dm() -> list[Posted]:
+        return [p for p in fake.posted if p.data.get("components") and p.channel_id != CHANNEL_ID]
+
+    await until(lambda: bool(in_a_dm()), what="the prompt in the admin's DM")
+    [prompt] = in_a_dm()
+    assert f"for discord:{ANN['id']}" in prompt.content
+    assert fake.dm_channels.get(ADMIN_ID) == prompt.channel_id
+    approve = prompt.data["components"][0]["components"][0]["custom_id"]
+    pressed = fake.press(prompt.data, approve, user=ADMIN)
+    await fake.wait_answered(pressed)
+    assert "Approved" in pressed.text
+    await until(lambda: any(p.content == "The admin let me." for p in fake.posted_in(CHANNEL_ID)))
+    assert [c["arguments"] for c in calls(state)] == [{"text": "by an admin"}]

@@ -327,6 +327,18 @@ class DiscordAdapter(BaseAdapter):
         if self._commands is not None:
             await self._commands.respond(interaction, name, args)
 
+    async def send_choice_privately(
+        self, user_id: str, text: str, choices: Sequence[tuple[str, str]]
+    ) -> None:
+        """In a DM with the person (opened as ``send_private`` opens it), with buttons."""
+        if self._client is None:
+            raise RuntimeError("discord adapter is not started")
+        if not user_id.isdigit():
+            raise ChatForbidden(self.name, "not a Discord user id")
+        with platform_errors():
+            dm = await self._client.http.start_private_message(int(user_id))
+        await self.send_choice(OutboundMessage(self.name, str(dm["id"]), text), choices)
+
     async def send_private(self, msg: InboundMessage, text: str) -> bool:
         """In a DM with the sender (``POST /users/@me/channels``, then the messages): a typed
         message cannot get an ephemeral answer. Someone who takes no DMs from the server's
