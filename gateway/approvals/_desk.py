@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from agent.shared_writes import WriteAudit
 from agent.tools.policy import MCP_SEPARATOR, ApprovalRequest
 from agent.tools.registry import tool_error
-from gateway.adapters import AdapterError, BaseAdapter
+from gateway.adapters import AdapterError, BaseAdapter, split_text
 from gateway.approvals import _texts as t
 from gateway.clock import Clock
 from gateway.commands._registry import Command, CommandContext, CommandRegistry
@@ -169,22 +169,26 @@ class ApprovalDesk:
         adapter = self._adapters.get(row.platform)
         if adapter is None:
             return False
+        capabilities = adapter.capabilities
+        parts = split_text(text, capabilities.max_text_length, length=capabilities.length)
         reached = False
-        if row.asked != ADMINS:
-            out = OutboundMessage(row.platform, row.chat_id, text, thread_id=row.thread_id)
-            sends: list[Awaitable[object]] = [adapter.send_choice(out, choices)]
-        else:
-            sends = [
-                adapter.send_choice_privately(admin_id, text, choices)
-                for admin_id in self._admins(row.platform)
-            ]
-        for send in sends:
-            try:
-                await send
-                reached = True
-            except Exception as exc:  # a platform's refusal: the others may still see it
-                reason = str(exc) if isinstance(exc, AdapterError) else type(exc).__name__
-                logger.warning("approval %s could not be shown in a chat (%s)", row.id, reason)
+        for index, part in enumerate(parts):  # long arguments: the buttons on the last part
+            buttons = choices if index == len(parts) - 1 else []
+            if row.asked != ADMINS:
+                out = OutboundMessage(row.platform, row.chat_id, part, thread_id=row.thread_id)
+                sends: list[Awaitable[object]] = [adapter.send_choice(out, buttons)]
+            else:
+                sends = [
+                    adapter.send_choice_privately(admin_id, part, buttons)
+                    for admin_id in self._admins(row.platform)
+                ]
+            for send in sends:
+                try:
+                    await send
+                    reached = True
+                except Exception as exc:  # a platform's refusal: the others may still see it
+                    reason = str(exc) if isinstance(exc, AdapterError) else type(exc).__name__
+                    logger.warning("approval %s could not be shown in a chat (%s)", row.id, reason)
         return reached
 
     def _admins(self, platform: str) -> list[str]:

@@ -42,7 +42,7 @@ async def _prompt(gw: Gateway, chat_id: str) -> tuple[str, str]:
     found: list[str] = []
 
     def shown() -> bool:
-        found[:] = [t for t in gw.adapter.texts(chat_id) if t.startswith("Approval ")]
+        found[:] = [t for t in gw.adapter.texts(chat_id) if re.search(r"/approve \w+", t)]
         return bool(found)
 
     await until(shown, what="an approval prompt")
@@ -140,3 +140,23 @@ async def test_a_restart_with_a_pending_approval_tells_the_person_it_expired(
     late = await again.adapter.command(f"/approve {approval}", user_id="2")
     assert "no longer pending (expired)" in late
     assert calls(state) == []
+
+
+async def test_long_arguments_are_shown_whole_with_the_answer_on_the_last_part(
+    make_gateway: GatewayFactory, server: FakeOpenAI, chorus_home: Path, tmp_path: Path
+) -> None:
+    state = tmp_path / "demo"
+    gw = await _gateway(make_gateway, chorus_home, state)
+    long = " ".join(f"word{n}" for n in range(1500))  # about 10,000 characters
+    server.tool_call("demo__echo", {"text": long})
+    server.reply("Echoed it all.")
+    await gw.say("echo this", "2")
+    _, approval = await _prompt(gw, "dm-2")
+    shown = [t for t in gw.adapter.texts("dm-2") if t != "Echoed it all."]
+    limit = gw.adapter.capabilities.max_text_length
+    assert len(shown) >= 3 and all(len(t) <= limit for t in shown)
+    assert all(f"word{n}" in "".join(shown) for n in (0, 750, 1499))
+    assert f"/approve {approval}" in shown[-1]
+    await gw.say(f"/approve {approval}", "2")
+    await _told(gw, "dm-2", "Echoed it all.")
+    assert [c["arguments"] for c in calls(state)] == [{"text": long}]

@@ -317,9 +317,11 @@ class DiscordAdapter(BaseAdapter):
     ) -> SentMessage:
         """The text with buttons; a press runs as its command (``_buttons.ChoiceView``)."""
         channel = self._channel(message.chat_id)
-        view = ChoiceView(choices, self._pressed)
         with platform_errors():
-            sent = await channel.send(message.text, view=view)
+            if choices:
+                sent = await channel.send(message.text, view=ChoiceView(choices, self._pressed))
+            else:
+                sent = await channel.send(message.text)
         return SentMessage(message.chat_id, str(sent.id), message.thread_id)
 
     async def _pressed(self, interaction: discord.Interaction[Any], command: str) -> None:

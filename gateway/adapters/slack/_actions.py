@@ -122,7 +122,8 @@ def choice_blocks(text: str, choices: Sequence[tuple[str, str]]) -> list[dict[st
         }
         for index, (label, command) in enumerate(choices)
     ]
-    blocks.append({"type": "actions", "elements": elements})
+    if elements:
+        blocks.append({"type": "actions", "elements": elements})
     return blocks
 
 

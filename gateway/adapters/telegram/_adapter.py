@@ -336,7 +336,7 @@ class TelegramAdapter(BaseAdapter):
                 chat_id=int(message.chat_id),
                 text=message.text,
                 message_thread_id=thread,
-                reply_markup=keyboard(choices),
+                reply_markup=keyboard(choices) if choices else None,
             )
         return SentMessage(str(sent.chat.id), str(sent.message_id), message.thread_id)
 
