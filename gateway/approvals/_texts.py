@@ -29,3 +29,7 @@ EXPIRED_RESTART = (
     "Approval {id} for {tool} expired: the gateway restarted before it was answered, "
     "so the call was not run. Ask again if you still want it."
 )
+EXPIRED_STOPPED = (
+    "Approval {id} for {tool} expired: the answer it belonged to was stopped, so the call "
+    "was not run."
+)

@@ -160,3 +160,18 @@ async def test_long_arguments_are_shown_whole_with_the_answer_on_the_last_part(
     await gw.say(f"/approve {approval}", "2")
     await _told(gw, "dm-2", "Echoed it all.")
     assert [c["arguments"] for c in calls(state)] == [{"text": long}]
+
+
+async def test_a_stopped_turn_leaves_no_approval_that_claims_to_run(
+    make_gateway: GatewayFactory, server: FakeOpenAI, chorus_home: Path, tmp_path: Path
+) -> None:
+    state = tmp_path / "demo"
+    gw = await _gateway(make_gateway, chorus_home, state)
+    server.tool_call("demo__echo", {"text": "stopped"})
+    await gw.say("echo please", "2")
+    _, approval = await _prompt(gw, "dm-2")
+    await gw.say("/stop", "2")
+    await until(lambda: gw.runner.sessions.quiet, what="the turn stopped")
+    answer = await gw.adapter.command(f"/approve {approval}", user_id="2")
+    assert "expired" in answer and "stopped" in answer
+    assert calls(state) == []
