@@ -269,11 +269,11 @@ class ApprovalDesk:
         if not (row.asked == by or (row.asked == ADMINS and self._is_admin(by))):
             logger.info("approval %s: %s is not the one asked, nothing changed", row.id, by)
             return t.NOT_YOURS.format(id=row.id)
-        if row.status == "pending" and row.owner == self.owner and row.id not in self._waiting:
-            # this process asked, and the call no longer waits (its turn was stopped)
-            if await self._settle(row.id, "expired", None):
-                await self._record(by, row.tool, f"expired {row.id}: the turn was stopped")
-                return t.EXPIRED_STOPPED.format(id=row.id, tool=row.tool)
+        orphan = row.owner == self.owner and row.id not in self._waiting
+        # this process asked, and the call no longer waits (its turn was stopped)
+        if row.status == "pending" and orphan and await self._settle(row.id, "expired", None):
+            await self._record(by, row.tool, f"expired {row.id}: the turn was stopped")
+            return t.EXPIRED_STOPPED.format(id=row.id, tool=row.tool)
         status = "approved" if verb == "approve" else "denied"
         if row.status != "pending" or not await self._settle(row.id, status, by):
             current = await asyncio.to_thread(self.store.get, row.id)
