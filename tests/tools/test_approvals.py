@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from agent.tools.settings import ToolsSettings
 from tests.fakes import FakeOpenAI
 from tests.runner.conftest import Gateway, GatewayFactory, close_without_ending
 from tests.tools.conftest import calls, stdio_server
@@ -175,3 +176,11 @@ async def test_a_stopped_turn_leaves_no_approval_that_claims_to_run(
     answer = await gw.adapter.command(f"/approve {approval}", user_id="2")
     assert "expired" in answer and "stopped" in answer
     assert calls(state) == []
+
+
+def test_the_readme_approval_settings_load_as_written() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n### Approvals\n", 1)[1].split("\n## ", 1)[0]
+    [config] = re.findall(r"```yaml\n(.*?)```", section, re.S)
+    tools = ToolsSettings.model_validate(yaml.safe_load(config)["tools"])
+    assert (tools.approval, tools.approval_timeout) == ("person", 120.0)
