@@ -59,6 +59,7 @@ class AgentFactory:
         now: Callable[[], float] = time.time,
         staging: StagedWrites | None = None,
         audit: WriteAudit | None = None,
+        approver: Approver | None = None,
     ) -> None:
         self.live = live
         self.paths = ChorusPaths(live.current.home)
@@ -70,8 +71,8 @@ class AgentFactory:
         self.now = now
         self.staging = staging
         self.audit = audit
-        self.approver: Approver | None = None
-        """Asks people in their chat about calls to ``ask`` tools (set by the wiring)."""
+        self.approver = approver
+        """Asks people in their chat about calls to ``ask`` tools."""
         self._admins: tuple[list[str], Callable[[str], bool]] | None = None
         self._policy: tuple[object, ToolPolicy] | None = None
         self._memory_files: PostgresMemoryFiles | None = None

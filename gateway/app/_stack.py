@@ -20,7 +20,14 @@ from dataclasses import dataclass, field
 from agent.llm import LLMClient, Sleep
 from agent.tools.mcp import STARTUP_WAIT, McpTools
 from gateway import logs
-from gateway.access import Authorizer, Deduplicator, GatewayDB, LocalRateCheck, RateLimiter
+from gateway.access import (
+    Authorizer,
+    Deduplicator,
+    GatewayDB,
+    LocalRateCheck,
+    RateLimiter,
+    admin_checker,
+)
 from gateway.adapters import BaseAdapter, Intake, Replies
 from gateway.app._agents import AgentFactory
 from gateway.app._background import Background, start_background
@@ -34,9 +41,9 @@ from gateway.app._replicas import (
 )
 from gateway.app._services import GatewayServices
 from gateway.app._tools import build_tools
-from gateway.approvals import ApprovalDesk
 from gateway.clock import Clock, SystemClock
 from gateway.commands import (
+    ApprovalDesk,
     CommandRegistry,
     SecretDesk,
     open_secret_store,
@@ -198,6 +205,19 @@ async def open_stack(
 
     llm = LLMClient(settings.llm, sleep=llm_sleep or asyncio.sleep, observers=[observe_llm])
     tools, mcp = build_tools(settings, metrics)
+
+    def audit(actor: str, command: str, args: str, outcome: str) -> None:
+        gateway_db.audit(actor, command, args, outcome, clock.time())
+
+    approvals = ApprovalDesk(
+        await asyncio.to_thread(ApprovalStore, where),
+        live,
+        clock,
+        {adapter.name: adapter for adapter in adapters},
+        audit=audit,
+        is_admin=lambda key: admin_checker(live.current.auth.admins)(key),
+        several_replicas=settings.database.url is not None and settings.redis.url is not None,
+    )
     factory = AgentFactory(
         live,
         db=db,
@@ -207,9 +227,8 @@ async def open_stack(
         provider=background.provider,
         now=clock.time,
         staging=staging,
-        audit=lambda actor, command, args, outcome: gateway_db.audit(
-            actor, command, args, outcome, clock.time()
-        ),
+        audit=audit,
+        approver=approvals,
     )
     auth = Authorizer(settings.auth, gateway_db, clock)
     limiter = RateLimiter(settings.auth.rate_limit_per_minute, clock)
@@ -284,17 +303,7 @@ async def open_stack(
         logger.info("CHORUS_SECRET_KEY is not set: people cannot store secrets (/secret set)")
     desk = SecretDesk(secrets, clock, inbox=inbox, adapters=replies.adapters)
     desk.register(commands)
-    approvals = ApprovalDesk(
-        await asyncio.to_thread(ApprovalStore, where),
-        live,
-        clock,
-        replies.adapters,
-        audit=factory.audit,
-        is_admin=factory.is_admin,
-        several_replicas=coordination is not None,
-    )
     approvals.register(commands)
-    factory.approver = approvals
     metrics.known_commands(command.name for command in commands.visible(is_admin=True))
     runner = GatewayRunner(
         live,

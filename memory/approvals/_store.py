@@ -19,7 +19,7 @@ import secrets
 from dataclasses import dataclass, replace
 
 from memory.database import Connection, Location
-from memory.errors import MemoryLayerError
+from memory.errors import ApprovalStoreError
 from memory.tables import Tables
 
 __all__ = ["Approval", "ApprovalStore", "ApprovalStoreError"]
@@ -52,10 +52,6 @@ _COLUMNS = (
     "id, person, asked, platform, chat_id, thread_id, session_id, tool, arguments, owner,"
     " status, decided_by, created_at, expires_at"
 )
-
-
-class ApprovalStoreError(MemoryLayerError):
-    """The approvals' table cannot be read or written."""
 
 
 @dataclass(frozen=True, slots=True)

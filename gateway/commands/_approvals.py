@@ -31,12 +31,13 @@ from agent.shared_writes import WriteAudit
 from agent.tools.policy import MCP_SEPARATOR, ApprovalRequest
 from agent.tools.registry import tool_error
 from gateway.adapters import AdapterError, BaseAdapter, split_text
-from gateway.approvals import _texts as t
 from gateway.clock import Clock
+from gateway.commands import _approval_texts as t
 from gateway.commands._registry import Command, CommandContext, CommandRegistry
 from gateway.config import LiveSettings
 from gateway.events import OutboundMessage
-from memory.approvals import Approval, ApprovalStore, ApprovalStoreError
+from memory.approvals import Approval, ApprovalStore
+from memory.errors import ApprovalStoreError
 from memory.store import make_visible
 
 __all__ = ["POLL_SECONDS", "ApprovalDesk"]

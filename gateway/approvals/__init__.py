@@ -1,5 +1,0 @@
-"""Approval in the chat for tools a ``tools.policy`` rule marks ``ask``."""
-
-from gateway.approvals._desk import ApprovalDesk
-
-__all__ = ["ApprovalDesk"]
