@@ -1,6 +1,6 @@
 """``Approver``: who answers a call a ``tools.policy`` rule answered with ``ask``.
 
-The gateway gives one (``gateway.approvals``): it asks the person (or the
+The gateway gives one (``gateway.commands.ApprovalDesk``): it asks the person (or the
 admins) in the chat and waits, bounded, for their answer. The gate runs the
 call only when ``approve`` returns None; anything else is the refusal the
 model is told.
