@@ -50,7 +50,9 @@ class ToolCalls:
 
     async def _run_tool(self, call: ToolCallRequest) -> str:
         """The one place a model's tool call runs: the tool policy is asked first, every time."""
-        refusal = await self.tool_gate.refusal(call.name, self._offered, self._speaker)
+        refusal = await self.tool_gate.refusal(
+            call.name, self._offered, self._speaker, call.arguments
+        )
         if refusal is not None:
             return refusal
         provider_tool = self.memory is not None and self.memory.has_tool(call.name)

@@ -17,6 +17,7 @@ Exception tree::
     ├── SecretStoreError            memory.secrets: a person's secret cannot be stored or read
     │   ├── SecretKeyMissing        no ``CHORUS_SECRET_KEY``: secrets are not stored without one
     │   └── SecretKeyMismatch       a secret was sealed with another key (or its row was altered)
+    ├── ApprovalStoreError          memory.approvals: the tool approvals' table cannot be used
     ├── EmbeddingsError             the LLM endpoint gave no embeddings for this call
     │   └── EmbeddingsUnsupported   it has no /v1/embeddings at all (asked once per process)
     └── DatabaseError               the shared database (SQLite or PostgreSQL) failed a statement
@@ -90,6 +91,10 @@ class DatabaseLocked(DatabaseError):
 
 class DatabaseIntegrityError(DatabaseError):
     """A statement would violate a constraint (unique, check, foreign key, not null)."""
+
+
+class ApprovalStoreError(MemoryLayerError):
+    """memory.approvals: the table of tool calls waiting for approval cannot be used."""
 
 
 class SecretStoreError(MemoryLayerError):

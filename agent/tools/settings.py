@@ -4,7 +4,7 @@ here and composed by ``gateway.config``."""
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -38,6 +38,18 @@ class ToolsSettings(BaseModel):
         description="Ordered rules (people, roles, platforms, chats, tools → allow, ask or "
         "deny); the first that matches decides. Without one: tools of MCP servers for "
         "admins only, every other tool for everyone.",
+    )
+
+    approval: Annotated[Literal["person", "admin"], LIVE] = Field(
+        "person",
+        description="Who approves a call to an `ask` tool: the person whose turn it is "
+        "(in that chat), or the admins (in a direct message).",
+    )
+    approval_timeout: Annotated[float, LIVE] = Field(
+        120.0,
+        gt=0,
+        le=3600,
+        description="Seconds a call to an `ask` tool waits for approval; no answer is a refusal.",
     )
 
     @field_validator("mcp_servers")

@@ -135,6 +135,24 @@ class BaseAdapter(ABC):
         self.counters: Counter[str] = Counter()
         """Events of note (``skipped_updates``, …), exported as ``chorus_adapter_events_total``."""
 
+    async def send_choice(
+        self, message: OutboundMessage, choices: Sequence[tuple[str, str]]
+    ) -> SentMessage:
+        """``message`` with buttons, each ``(label, command)``: a press is that command from
+        whoever pressed it. A platform without buttons sends the text alone, which names
+        the commands to type."""
+        del choices
+        return await self.send(message)
+
+    async def send_choice_privately(
+        self, user_id: str, text: str, choices: Sequence[tuple[str, str]]
+    ) -> None:
+        """``send_choice`` into ``user_id``'s direct chat with the bot; a platform without
+        buttons there sends the text alone (``send_private``), which names the commands."""
+        del choices
+        message = InboundMessage(self.name, f"dm-{user_id}", user_id, "", "private")
+        await self.send_private(message, text)
+
     async def answer_command(self, message: InboundMessage) -> str:
         """The private answer to a native command; ``message.text`` is ``/name args``."""
         if self._feed is None:

@@ -12,7 +12,7 @@ from agent.context import SessionContext
 from agent.jobs import JobScheduler, ProviderSource, build_manager
 from agent.llm import LLMClient, LLMEmbeddings
 from agent.shared_writes import SharedWriteGate, WriteAudit
-from agent.tools.policy import ToolGate, ToolPolicy
+from agent.tools.policy import Approver, ToolGate, ToolPolicy
 from agent.tools.registry import CORE_TOOL_NAMES, ToolRegistry
 from gateway.access import admin_checker
 from gateway.app._background import agent_config
@@ -59,6 +59,7 @@ class AgentFactory:
         now: Callable[[], float] = time.time,
         staging: StagedWrites | None = None,
         audit: WriteAudit | None = None,
+        approver: Approver | None = None,
     ) -> None:
         self.live = live
         self.paths = ChorusPaths(live.current.home)
@@ -70,6 +71,8 @@ class AgentFactory:
         self.now = now
         self.staging = staging
         self.audit = audit
+        self.approver = approver
+        """Asks people in their chat about calls to ``ask`` tools."""
         self._admins: tuple[list[str], Callable[[str], bool]] | None = None
         self._policy: tuple[object, ToolPolicy] | None = None
         self._memory_files: PostgresMemoryFiles | None = None
@@ -178,7 +181,9 @@ class AgentFactory:
                 user_key=user_key,
                 audit=self.audit,
             ),
-            tool_gate=ToolGate(session, self.tool_policy, self.is_admin, self.audit),
+            tool_gate=ToolGate(
+                session, self.tool_policy, self.is_admin, self.audit, approver=self.approver
+            ),
         )
 
     async def aclose(self) -> None:

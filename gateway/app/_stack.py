@@ -45,6 +45,7 @@ from gateway.app._tools import build_tools
 from gateway.budgets import BudgetMeter, open_meter
 from gateway.clock import Clock, SystemClock
 from gateway.commands import (
+    ApprovalDesk,
     CommandRegistry,
     SecretDesk,
     open_secret_store,
@@ -57,6 +58,7 @@ from gateway.ops import Activity, Metrics
 from gateway.runner import GatewayRunner
 from gateway.sessions import Inbox, InboxKeeper, SessionManager, SharedSessions, TurnRunner
 from memory import log_content
+from memory.approvals import ApprovalStore
 from memory.secrets import SecretStore
 from memory.store import StagedWrites
 from memory.tables import storage_fault
@@ -91,6 +93,8 @@ class GatewayStack:
     """Each person's sealed secrets (``/secret``), for tools that need their credentials."""
     meter: BudgetMeter | None = None
     """The usage ledger and per-person budgets every LLM call goes through."""
+    approvals: ApprovalDesk | None = None
+    """Calls to ``ask`` tools waiting for a person's answer."""
 
     async def start(self) -> None:
         """Take up sessions, connect the platforms, take up what a restart left pending
@@ -111,6 +115,8 @@ class GatewayStack:
         self.failures.check(adapters)
         if self.meter is not None:
             await self.meter.maintain()  # old ledger rows go at start, then hourly
+        if self.approvals is not None:  # before a resumed turn may ask again
+            await self.approvals.start()
         if self.router is None:
             await self.keeper.resume(adapters, runner.take, runner.replies.conclude)
         runner.open()
@@ -175,6 +181,8 @@ class GatewayStack:
             await asyncio.to_thread(self.factory.staging.close)
         if self.secrets is not None:
             await asyncio.to_thread(self.secrets.close)
+        if self.approvals is not None:
+            await asyncio.to_thread(self.approvals.store.close)
 
 
 def command_registry() -> CommandRegistry:
@@ -228,6 +236,19 @@ async def open_stack(
     )
     secrets = await asyncio.to_thread(open_secret_store, settings)
     tools, mcp = build_tools(settings, metrics, secrets=secrets, now=clock.monotonic)
+
+    def audit(actor: str, command: str, args: str, outcome: str) -> None:
+        gateway_db.audit(actor, command, args, outcome, clock.time())
+
+    approvals = ApprovalDesk(
+        await asyncio.to_thread(ApprovalStore, where),
+        live,
+        clock,
+        {adapter.name: adapter for adapter in adapters},
+        audit=audit,
+        is_admin=lambda key: admin_checker(live.current.auth.admins)(key),
+        several_replicas=settings.database.url is not None and settings.redis.url is not None,
+    )
     factory = AgentFactory(
         live,
         db=db,
@@ -237,9 +258,8 @@ async def open_stack(
         provider=background.provider,
         now=clock.time,
         staging=staging,
-        audit=lambda actor, command, args, outcome: gateway_db.audit(
-            actor, command, args, outcome, clock.time()
-        ),
+        audit=audit,
+        approver=approvals,
     )
     auth = Authorizer(settings.auth, gateway_db, clock)
     limiter = RateLimiter(settings.auth.rate_limit_per_minute, clock)
@@ -315,6 +335,7 @@ async def open_stack(
         logger.info("CHORUS_SECRET_KEY is not set: people cannot store secrets (/secret set)")
     desk = SecretDesk(secrets, clock, inbox=inbox, adapters=replies.adapters)
     desk.register(commands)
+    approvals.register(commands)
     metrics.known_commands(command.name for command in commands.visible(is_admin=True))
     runner = GatewayRunner(
         live,
@@ -384,4 +405,5 @@ async def open_stack(
         mcp=mcp,
         secrets=secrets,
         meter=meter,
+        approvals=approvals,
     )

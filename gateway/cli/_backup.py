@@ -22,6 +22,7 @@ from gateway.clock import SystemClock
 from gateway.config import database_location, load_settings, resolve_home
 from gateway.errors import GatewayError
 from gateway.sessions import Inbox
+from memory.approvals import ApprovalStore
 from memory.backup import BackupError, BackupSummary, write_backup
 from memory.backup_pg import DUMP_DIR
 from memory.backup_restore import restore_backup
@@ -46,6 +47,7 @@ BESIDE_TRANSCRIPTS: tuple[Callable[[str], Tables], ...] = (
     Outbox,
     ProviderHealth,
     lambda url: SecretStore(url, None),
+    ApprovalStore,
 )
 """Every component with tables in PostgreSQL besides the transcripts (which a
 restore makes at the backup's schema version) and the memory files: a restore

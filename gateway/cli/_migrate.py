@@ -25,6 +25,7 @@ from gateway.cli._running import alone
 from gateway.clock import SystemClock
 from gateway.config import database_location
 from gateway.sessions import Inbox
+from memory.approvals import ApprovalStore
 from memory.database import Location, copy_sqlite_to_postgres, is_postgres, safe_location
 from memory.errors import DatabaseCopyError, MemoryLayerError
 from memory.jobs import JobState, Outbox
@@ -46,6 +47,7 @@ COMPONENTS: tuple[Callable[[Location], Tables], ...] = (
     Outbox,
     ProviderHealth,
     lambda url: SecretStore(url, None),
+    ApprovalStore,
 )
 """Every component with tables in ``state.db``: opened on the URL, each creates its own."""
 

@@ -1,6 +1,7 @@
 """Slash commands: one registry for every platform, user and admin commands."""
 
 from gateway.commands._admin import register_admin_commands
+from gateway.commands._approvals import ApprovalDesk
 from gateway.commands._flagged import flagged_command
 from gateway.commands._registry import Command, CommandContext, CommandRegistry, parse_command
 from gateway.commands._review import review
@@ -10,6 +11,7 @@ from gateway.commands._user import register_user_commands
 
 __all__ = [
     "AccessControl",
+    "ApprovalDesk",
     "Command",
     "CommandContext",
     "CommandRegistry",

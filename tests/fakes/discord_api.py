@@ -69,6 +69,8 @@ class Posted:
     content: str
     reference: int | None
     history: list[str] = field(default_factory=list)
+    data: dict[str, Any] = field(default_factory=dict)
+    """The message as Discord gives it (with its ``components``)."""
 
 
 class FakeDiscord(GatewayServer, InteractionsServer, LoopThread):
@@ -318,9 +320,11 @@ class FakeDiscord(GatewayServer, InteractionsServer, LoopThread):
             content=str(body.get("content") or ""),
             nonce=nonce or None,
         )
+        if body.get("components"):
+            data["components"] = body["components"]
         with self._lock:
             ref = int(reference) if reference else None
-            self.posted.append(Posted(channel_id, int(data["id"]), data["content"], ref))
+            self.posted.append(Posted(channel_id, int(data["id"]), data["content"], ref, data=data))
             self.posted[-1].history.append(data["content"])
             self.history.setdefault(channel_id, []).append(data)
             if nonce:

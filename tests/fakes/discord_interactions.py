@@ -99,37 +99,30 @@ class InteractionsServer:
             assert names == ["args"], f"/{name} takes no text option (it has {names})"
             options = [{"name": "args", "type": 3, "value": args}]
         record = FakeInteraction(snowflake(), f"itoken-{uuid.uuid4().hex}", name)
-        data: dict[str, Any] = {
-            "id": str(record.id),
-            "application_id": str(APP_ID),
-            "type": 2,
-            "token": record.token,
-            "version": 1,
-            "locale": "en-US",
-            "app_permissions": "0",
-            "attachment_size_limit": 8 * 1024 * 1024,
-            "entitlements": [],
-            "authorizing_integration_owners": {"0": str(guild_id or 1)},
-            "context": 0 if guild_id else 1,
-            "channel_id": str(channel_id),
-            "channel": {"id": str(channel_id), "type": 0 if guild_id else 1},
-            "data": {"id": command["id"], "name": name, "type": 1, "options": options},
-        }
-        if guild_id is not None:
-            data["guild_id"] = str(guild_id)
-            data["guild_locale"] = "en-US"
-            data["member"] = {
-                "user": user,
-                "roles": [],
-                "joined_at": "2026-01-01T00:00:00+00:00",
-                "deaf": False,
-                "mute": False,
-                "permissions": "1024",
-                "flags": 0,
-            }
-        else:
-            data["user"] = user
-            data["channel"]["recipients"] = [user]
+        data = _envelope(record, 2, user, channel_id, guild_id)
+        data["data"] = {"id": command["id"], "name": name, "type": 1, "options": options}
+        with self._lock:
+            self.interactions[record.token] = record
+        self.dispatch("INTERACTION_CREATE", data)
+        return record
+
+    def press(
+        self,
+        sent: dict[str, Any],
+        custom_id: str,
+        *,
+        user: dict[str, Any],
+        guild_id: int | None = None,
+    ) -> FakeInteraction:
+        """Someone presses the button ``custom_id`` under the bot's message ``sent`` (a
+        message component interaction, type 3)."""
+        buttons = [c for row in sent.get("components") or [] for c in row.get("components", [])]
+        if not any(b.get("custom_id") == custom_id for b in buttons):
+            raise AssertionError(f"no button {custom_id!r} under that message")
+        record = FakeInteraction(snowflake(), f"itoken-{uuid.uuid4().hex}", custom_id)
+        data = _envelope(record, 3, user, int(sent["channel_id"]), guild_id)
+        data["data"] = {"custom_id": custom_id, "component_type": 2}
+        data["message"] = sent
         with self._lock:
             self.interactions[record.token] = record
         self.dispatch("INTERACTION_CREATE", data)
@@ -230,3 +223,44 @@ class InteractionsServer:
 
     def dispatch(self, event: str, data: Any) -> None:
         raise NotImplementedError
+
+
+def _envelope(
+    record: FakeInteraction,
+    kind: int,
+    user: dict[str, Any],
+    channel_id: int,
+    guild_id: int | None,
+) -> dict[str, Any]:
+    """An INTERACTION_CREATE's fields but ``data``: who, where, the token."""
+    data: dict[str, Any] = {
+        "id": str(record.id),
+        "application_id": str(APP_ID),
+        "type": kind,
+        "token": record.token,
+        "version": 1,
+        "locale": "en-US",
+        "app_permissions": "0",
+        "attachment_size_limit": 8 * 1024 * 1024,
+        "entitlements": [],
+        "authorizing_integration_owners": {"0": str(guild_id or 1)},
+        "context": 0 if guild_id else 1,
+        "channel_id": str(channel_id),
+        "channel": {"id": str(channel_id), "type": 0 if guild_id else 1},
+    }
+    if guild_id is not None:
+        data["guild_id"] = str(guild_id)
+        data["guild_locale"] = "en-US"
+        data["member"] = {
+            "user": user,
+            "roles": [],
+            "joined_at": "2026-01-01T00:00:00+00:00",
+            "deaf": False,
+            "mute": False,
+            "permissions": "1024",
+            "flags": 0,
+        }
+    else:
+        data["user"] = user
+        data["channel"]["recipients"] = [user]
+    return data

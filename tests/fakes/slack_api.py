@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import threading
 import time
 from dataclasses import dataclass, field
@@ -70,6 +71,8 @@ class Posted:
     text: str
     thread_ts: str | None
     history: list[str] = field(default_factory=list)
+    blocks: list[dict[str, Any]] | None = None
+    """Block Kit blocks posted with the message (``blocks``), as given."""
 
 
 class FakeSlack(SocketModeServer, LoopThread):
@@ -262,6 +265,11 @@ class FakeSlack(SocketModeServer, LoopThread):
         if channel in self.outside:
             return {"error": "not_in_channel"}
         thread = params.get("thread_ts")
+        blocks = params.get("blocks")
+        if isinstance(blocks, str):  # form-encoded: a JSON string
+            blocks = json.loads(blocks)
+        if blocks is not None and not _valid_blocks(blocks):
+            return {"error": "invalid_blocks"}
         ts = self.next_ts()
         message = {"type": "message", "user": BOT_USER_ID, "bot_id": BOT_ID, "text": text}
         message.update({"ts": ts, "channel": channel})
@@ -269,7 +277,9 @@ class FakeSlack(SocketModeServer, LoopThread):
             message["thread_ts"] = str(thread)
         with self._lock:
             self.store.append(message)
-            self.posted.append(Posted(channel, ts, text, str(thread) if thread else None, [text]))
+            self.posted.append(
+                Posted(channel, ts, text, str(thread) if thread else None, [text], blocks)
+            )
         return {"channel": channel, "ts": ts, "message": message}
 
     def _m_chat_postEphemeral(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -344,3 +354,21 @@ class FakeSlack(SocketModeServer, LoopThread):
             return web.Response(text="<html>sign in</html>", content_type="text/html")
         data, mimetype = found
         return web.Response(body=data, content_type=mimetype)
+
+
+def _valid_blocks(blocks: Any) -> bool:
+    """Blocks as ``chat.postMessage`` takes them: at most 50; a section's text at most 3000
+    characters; an action's button with a text, an ``action_id`` and a value of at most
+    2000 characters."""
+    if not isinstance(blocks, list) or len(blocks) > 50:
+        return False
+    for block in blocks:
+        if block.get("type") == "section" and len(block["text"]["text"]) > 3000:
+            return False
+        if block.get("type") == "actions":
+            for element in block.get("elements", []):
+                if not element.get("action_id") or not element.get("text"):
+                    return False
+                if len(str(element.get("value", ""))) > 2000:
+                    return False
+    return True

@@ -81,6 +81,8 @@ class BotMessage:
     sent_at: float
     history: list[str] = field(default_factory=list)
     edited_at: list[float] = field(default_factory=list)
+    reply_markup: dict[str, Any] | None = None
+    """An inline keyboard sent with the message (``reply_markup``), as given."""
 
 
 class FakeTelegram(LoopThread):
@@ -132,6 +134,9 @@ class FakeTelegram(LoopThread):
         self._held: list[dict[str, Any]] | None = None
         self._waiters: list[asyncio.Future[None]] = []
         self._deliverer: asyncio.Task[None] | None = None
+        self.callback_answers: dict[str, dict[str, Any]] = {}
+        """``answerCallbackQuery`` parameters by callback query id."""
+        self._query_ids = itertools.count(5_000)
 
     @property
     def base_url(self) -> str:
@@ -244,6 +249,33 @@ class FakeTelegram(LoopThread):
         if reply_to is not None:
             message["reply_to_message"] = reply_to
         return self.add_update({"edited_message" if edited else "message": message})
+
+    def press(
+        self, sent: BotMessage, data: str, *, user_id: int = 1001, first_name: str = "Ann"
+    ) -> str:
+        """A person presses the inline keyboard button of ``sent`` whose ``callback_data`` is
+        ``data`` (a ``callback_query`` update); the query's id."""
+        buttons = [
+            button for row in (sent.reply_markup or {}).get("inline_keyboard", []) for button in row
+        ]
+        if not any(button.get("callback_data") == data for button in buttons):
+            raise AssertionError(f"no button with callback_data {data!r} on that message")
+        sender = {
+            "id": user_id,
+            "is_bot": False,
+            "first_name": first_name,
+            "username": f"u{user_id}",
+        }
+        query_id = str(next(self._query_ids))
+        query = {
+            "id": query_id,
+            "from": sender,
+            "message": self._as_message(sent),
+            "chat_instance": str(sent.chat_id),
+            "data": data,
+        }
+        self.add_update({"callback_query": query})
+        return query_id
 
     def flood(
         self, times: int, *, retry_after: int = 1, methods: tuple[str, ...] = _FORMATTED_METHODS
@@ -368,6 +400,7 @@ class FakeTelegram(LoopThread):
             self._poll_generation += 1
             generation = self._poll_generation
             self._pending = [u for u in self._pending if u["update_id"] >= offset]
+        allowed = params.get("allowed_updates")
         self._poke()  # ends an older poll with 409
         deadline = time.monotonic() + timeout
         while True:
@@ -375,6 +408,8 @@ class FakeTelegram(LoopThread):
             with self._lock:
                 if generation != self._poll_generation:
                     raise ApiError(409, "Conflict: terminated by other getUpdates request")
+                if allowed:  # Telegram does not deliver updates of other types
+                    self._pending = [u for u in self._pending if _of_types(u, allowed)]
                 if self._pending:
                     return self._pending[:limit]
             left = deadline - time.monotonic()
@@ -430,6 +465,9 @@ class FakeTelegram(LoopThread):
             raise ApiError(403, "Forbidden: bot can't initiate conversation with a user")
         thread = params.get("message_thread_id")
         reply = params.get("reply_parameters") or {}
+        markup = params.get("reply_markup")
+        if markup is not None:
+            _check_inline_keyboard(markup)
         now = time.monotonic()
         sent = BotMessage(
             chat_id,
@@ -440,10 +478,22 @@ class FakeTelegram(LoopThread):
             reply.get("message_id"),
             now,
             [text],
+            reply_markup=markup,
         )
         with self._lock:
             self.messages.append(sent)
         return self._as_message(sent)
+
+    async def _m_answerCallbackQuery(self, params: dict[str, Any]) -> Any:
+        query_id = str(params["callback_query_id"])
+        text = str(params.get("text") or "")
+        if len(text) > 200:
+            raise ApiError(400, "Bad Request: MESSAGE_TOO_LONG")
+        with self._lock:
+            if query_id in self.callback_answers:
+                raise ApiError(400, "Bad Request: query is too old and response timeout expired")
+            self.callback_answers[query_id] = params
+        return True
 
     async def _m_deleteMessage(self, params: dict[str, Any]) -> Any:
         chat_id, message_id = int(params["chat_id"]), int(params["message_id"])
@@ -491,6 +541,8 @@ class FakeTelegram(LoopThread):
         }
         if sent.entities:
             message["entities"] = sent.entities
+        if sent.reply_markup is not None:
+            message["reply_markup"] = sent.reply_markup
         if sent.thread_id is not None:
             message["message_thread_id"] = sent.thread_id
             message["is_topic_message"] = True
@@ -527,3 +579,24 @@ class FakeTelegram(LoopThread):
                         self._pending.pop(0)
                 if status != 200:
                     await asyncio.sleep(0.05 if targets else 0.2)
+
+
+def _of_types(update: dict[str, Any], allowed: list[str]) -> bool:
+    return any(kind in update for kind in allowed)
+
+
+def _check_inline_keyboard(markup: Any) -> None:
+    """An ``InlineKeyboardMarkup`` as the Bot API takes it: rows of buttons, each with a
+    text and ``callback_data`` of 1-64 bytes (or a url)."""
+    rows = markup.get("inline_keyboard") if isinstance(markup, dict) else None
+    if not isinstance(rows, list):
+        raise ApiError(400, "Bad Request: can't parse reply keyboard markup JSON object")
+    for row in rows:
+        for button in row:
+            if not button.get("text"):
+                raise ApiError(
+                    400, "Bad Request: text buttons are unallowed in the inline keyboard"
+                )
+            data = button.get("callback_data")
+            if data is not None and not 1 <= len(str(data).encode()) <= 64:
+                raise ApiError(400, "Bad Request: BUTTON_DATA_INVALID")

@@ -28,6 +28,7 @@ from psycopg import sql
 from gateway.access import GatewayDB
 from gateway.access._tables import PairingCode
 from gateway.sessions import Inbox
+from memory.approvals import Approval, ApprovalStore
 from memory.backup import MANIFEST, BackupError, write_backup
 from memory.backup_restore import restore_backup
 from memory.backup_verify import verify_backup
@@ -102,6 +103,12 @@ def fill(url: str, home: Path) -> None:
     with SecretStore(url, SecretKey("backup-test-key-0123456789abcdefghij")) as secrets:
         secrets.set("telegram:42", "GITHUB_TOKEN", "ghp_backup_value", 1.0)
         secrets.request("telegram:42", "42", "OTHER_TOKEN", 2_000_000_000.0)
+    with ApprovalStore(url) as approvals:
+        waiting = Approval(
+            "", "telegram:42", "telegram:42", "telegram", "42", None, "s1", "demo__echo",
+            '{"text": "hi"}', "process-1", "pending", None, 1.0, 121.0,
+        )  # fmt: skip
+        approvals.create(waiting)
     with PostgresMemoryFiles(url, ChorusPaths(home).memories_dir) as files:
         files.write_text("MEMORY.md", "Deploys go through CI")
         files.write_text("users/telegram/42/USER.md", "Alice prefers short answers")

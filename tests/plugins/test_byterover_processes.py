@@ -61,7 +61,7 @@ def test_setup_writes_a_config_the_provider_accepts_and_status_reports_it(
     section = yaml.safe_load((chorus_home / "config.yaml").read_text(encoding="utf-8"))["memory"]
     assert section == {
         "provider": "byterover",
-        "providers": {"byterover": {"binary": "brv", "timeout": 12.0}},
+        "providers": {"byterover": {"binary": "brv", "timeout": 12.0, "prefetch_timeout": 5.0}},
     }
 
     cfg = load_settings(chorus_home, {"CHORUS_HOME": str(chorus_home)})

@@ -144,7 +144,7 @@ async def test_a_tool_offered_and_then_denied_by_a_reload_is_refused_when_called
     assert "fact_store" not in offered(llm.requests[-1])
 
 
-async def test_tools_and_admin_tools_answer_for_the_person_and_ask_is_not_allow(
+async def test_tools_and_admin_tools_answer_for_the_person_and_ask_waits_for_approval(
     make_gateway: GatewayFactory, chorus_home: Path
 ) -> None:
     gw = await policy_gateway(make_gateway, chorus_home, bob="ask")
@@ -156,7 +156,7 @@ async def test_tools_and_admin_tools_answer_for_the_person_and_ask_is_not_allow(
     bob = (await tg.wait_messages(BOB, 2))[1].text
     assert "• fact_store" in ann and "• fact_feedback" in ann and "approval" not in ann
     assert "fact_store" not in bob.split("Need approval")[0]
-    assert "Need approval (not available yet): fact_feedback, fact_store" in bob
+    assert "Need approval each time: fact_feedback, fact_store" in bob
 
     tg.message(f"/admin tools telegram:{BOB}", user_id=ADMIN, chat_id=GROUP)
     shown = (await tg.wait_messages(ADMIN, 2))[1].text
@@ -172,18 +172,25 @@ async def test_tools_and_admin_tools_answer_for_the_person_and_ask_is_not_allow(
     group = " ".join(m.text for m in tg.in_chat(GROUP))
     assert "fact_" not in group  # the answers went privately
 
-    # an ``ask`` tool is not offered, and a call to it is refused: it needs an approval
+    # an ``ask`` tool is offered, and a call to it waits for Bob's approval: he denies it
     llm.tool_call("fact_store", {"action": "add", "content": "Bob likes mint"})
-    llm.reply("That needs approval.")
+    llm.reply("You did not let me.")
     tg.message("@chorus_test_bot remember I like mint", user_id=BOB, chat_id=GROUP)
-    await tg.wait_messages(GROUP, 4)
+    await tg.wait_for(lambda: any(m.reply_markup for m in tg.in_chat(GROUP)), 15, "a prompt")
+    prompt = next(m for m in tg.in_chat(GROUP) if m.reply_markup)
+    assert prompt.reply_markup is not None
+    deny = prompt.reply_markup["inline_keyboard"][0][1]["callback_data"]
+    tg.press(prompt, deny, user_id=BOB)
+    await tg.wait_for(
+        lambda: any(m.text == "You did not let me." for m in tg.in_chat(GROUP)), 15, "answer"
+    )
     await gw.settle()
     first, second = llm.requests[-2:]
-    assert "fact_store" not in offered(first)
+    assert "fact_store" in offered(first)
     [refused] = tool_results(second)
-    assert refused["success"] is False and "needs approval, not available yet" in refused["error"]
-    outcomes = [row[3] for row in audit_rows(gw) if row[1] == "model tool call"]
-    assert outcomes == ["refused:not offered, ask (rule 2)"]
+    assert refused["success"] is False and "denied the approval" in refused["error"]
+    outcomes = [row[3] for row in audit_rows(gw) if row[1] == "tool approval"]
+    assert [o.split()[0] for o in outcomes] == ["denied"]
     admin_rows = [row for row in audit_rows(gw) if row[1] == "/admin"]
     assert (f"telegram:{BOB}", "/admin", "tools", "refused") in admin_rows
 

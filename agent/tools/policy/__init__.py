@@ -7,6 +7,7 @@
   and audited).
 """
 
+from agent.tools.policy._approval import ApprovalRequest, Approver
 from agent.tools.policy._gate import ToolGate, offered_names, refuse_not_offered
 from agent.tools.policy._policy import (
     DEFAULTS,
@@ -22,6 +23,8 @@ __all__ = [
     "DEFAULTS",
     "MCP_SEPARATOR",
     "Action",
+    "ApprovalRequest",
+    "Approver",
     "ChatPlace",
     "Decision",
     "Role",

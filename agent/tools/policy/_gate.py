@@ -22,6 +22,7 @@ from typing import Any
 
 from agent.context import SessionContext
 from agent.shared_writes import WriteAudit
+from agent.tools.policy._approval import ApprovalRequest, Approver
 from agent.tools.policy._policy import ChatPlace, Decision, ToolPolicy
 from agent.tools.registry import CORE_TOOL_NAMES, tool_error
 from memory.paths import UserKey
@@ -36,8 +37,8 @@ NOT_OFFERED = (
 )
 DENIED = "tool {name!r} is not available to this person here (the tool policy denies it)"
 NEEDS_APPROVAL = (
-    "tool {name!r} needs approval, not available yet: the tool policy allows it only "
-    "with someone's approval, and approvals cannot be given yet, so it was not run"
+    "tool {name!r} needs approval: the tool policy allows it only with someone's "
+    "approval, and there is no one to ask here, so it was not run"
 )
 AUDIT_COMMAND = "model tool call"
 NAME_SHOWN = 100
@@ -57,6 +58,8 @@ class ToolGate:
     policy: Callable[[], ToolPolicy]
     is_admin: Callable[[UserKey], bool]
     audit: WriteAudit | None = None
+    approver: Approver | None = None
+    """Asks for approval of ``ask`` tools; without one they are treated as denied."""
 
     def person(self, speaker: UserKey | None) -> UserKey | None:
         """Whose call it is: the session's person, or in a shared session the turn's writer."""
@@ -77,23 +80,39 @@ class ToolGate:
     def offer(
         self, schemas: Iterable[dict[str, Any]], speaker: UserKey | None
     ) -> list[dict[str, Any]]:
-        """The tools of ``schemas`` this person may use here (allowed, not ``ask``)."""
+        """The tools of ``schemas`` this person may use here (allowed, or ``ask`` when there
+        is someone to ask)."""
         kept = []
         for schema in schemas:
             name = str(schema.get("function", {}).get("name", ""))
-            if self.decide(name, speaker).allowed:
+            if self._usable(self.decide(name, speaker), speaker):
                 kept.append(schema)
         return kept
 
+    def _usable(self, decision: Decision, speaker: UserKey | None) -> bool:
+        if decision.allowed:
+            return True
+        return (
+            decision.action == "ask"
+            and self.approver is not None
+            and self.person(speaker) is not None
+        )
+
     async def refusal(
-        self, name: str, offered: Collection[str], speaker: UserKey | None
+        self, name: str, offered: Collection[str], speaker: UserKey | None, arguments: str = ""
     ) -> str | None:
-        """The error result for a call that may not run (audited), or None to run it."""
+        """The error result for a call that may not run (audited), or None to run it. A call
+        to an ``ask`` tool waits here for the approver's answer."""
         if name in CORE_TOOL_NAMES:
             return None
         decision = self.decide(name, speaker)
         if name in offered and decision.allowed:
             return None
+        person = self.person(speaker)
+        if name in offered and self._usable(decision, speaker):
+            assert self.approver is not None and person is not None
+            request = ApprovalRequest(self.session, person, name, arguments)
+            return await self.approver.approve(request)
         said = "" if decision.allowed else f"{decision.action} ({decision.source})"
         if name not in offered:
             outcome = "refused:not offered" + (f", {said}" if said else "")

@@ -6,8 +6,8 @@ for admins only; every other tool (a memory provider's, a registered one) is
 for everyone. The core tools, ``memory`` and ``session_search``, are always
 allowed and no rule reaches them.
 
-``ask`` means "only with someone's approval". Approvals do not exist yet, so an
-``ask`` tool is not offered and a call to it is refused, saying it needs approval.
+``ask`` means "only with someone's approval": the tool is offered, and each call
+waits for the approver (``ToolGate.approver``); without one it is treated as denied.
 """
 
 from __future__ import annotations

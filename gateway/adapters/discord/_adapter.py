@@ -24,12 +24,14 @@ import logging
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
+from typing import Any
 
 import discord
 
 from gateway.adapters._base import AdapterCapabilities, BaseAdapter, CommandInfo
 from gateway.adapters._delivery import send_text
 from gateway.adapters._support import Backoff, ChatLanes, retrying
+from gateway.adapters.discord._buttons import ChoiceView
 from gateway.adapters.discord._client import (
     GUILD_READY_TIMEOUT,
     HEARTBEAT_TIMEOUT,
@@ -333,6 +335,35 @@ class DiscordAdapter(BaseAdapter):
         if message.thread_id:
             self._threads.saw(message.thread_id)
         return SentMessage(message.chat_id, str(sent.id), message.thread_id)
+
+    async def send_choice(
+        self, message: OutboundMessage, choices: Sequence[tuple[str, str]]
+    ) -> SentMessage:
+        """The text with buttons; a press runs as its command (``_buttons.ChoiceView``)."""
+        channel = self._channel(message.chat_id)
+        with platform_errors():
+            if choices:
+                sent = await channel.send(message.text, view=ChoiceView(choices, self._pressed))
+            else:
+                sent = await channel.send(message.text)
+        return SentMessage(message.chat_id, str(sent.id), message.thread_id)
+
+    async def _pressed(self, interaction: discord.Interaction[Any], command: str) -> None:
+        name, _, args = command.removeprefix("/").partition(" ")
+        if self._commands is not None:
+            await self._commands.respond(interaction, name, args)
+
+    async def send_choice_privately(
+        self, user_id: str, text: str, choices: Sequence[tuple[str, str]]
+    ) -> None:
+        """In a DM with the person (opened as ``send_private`` opens it), with buttons."""
+        if self._client is None:
+            raise RuntimeError("discord adapter is not started")
+        if not user_id.isdigit():
+            raise ChatForbidden(self.name, "not a Discord user id")
+        with platform_errors():
+            dm = await self._client.http.start_private_message(int(user_id))
+        await self.send_choice(OutboundMessage(self.name, str(dm["id"]), text), choices)
 
     async def send_private(self, msg: InboundMessage, text: str) -> bool:
         """In a DM with the sender (``POST /users/@me/channels``, then the messages): a typed

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from slack_bolt.context.respond.async_respond import AsyncRespond
@@ -27,6 +27,8 @@ from gateway.events import InboundMessage
 logger = logging.getLogger(__name__)
 
 REVIEW_ACTION = re.compile(r"^chorus_review_(approve|reject)$")
+CHOICE_ACTION = re.compile(r"^chorus_choice_\d{1,2}$")
+"""A button of ``choice_blocks``: its value is the command it stands for."""
 _STAGED_HEADER = re.compile(
     r"^#(\d{1,12}) (?:add|replace|remove) by \S+(?: in the shared profile of \S+)?"
     r"(?P<cut> \(cut\b.*)?:$"
@@ -102,6 +104,29 @@ def _button(label: str, verb: str, staged_id: str, *, style: str) -> dict[str, A
     }
 
 
+def choice_blocks(text: str, choices: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
+    """``text`` as plain text (no markup, links or mentions) with a button per ``(label,
+    command)``; a click is that command from whoever clicked."""
+    blocks: list[dict[str, Any]] = [
+        {"type": "section", "text": {"type": "plain_text", "text": chunk, "emoji": False}}
+        for chunk in (
+            text[start : start + SECTION_CHARS] for start in range(0, len(text), SECTION_CHARS)
+        )
+    ][: MAX_BLOCKS - 1]
+    elements = [
+        {
+            "type": "button",
+            "action_id": f"chorus_choice_{index}",
+            "text": {"type": "plain_text", "text": label},
+            "value": command,
+        }
+        for index, (label, command) in enumerate(choices)
+    ]
+    if elements:
+        blocks.append({"type": "actions", "elements": elements})
+    return blocks
+
+
 def action_message(body: Mapping[str, Any], *, user_name: str = "") -> InboundMessage | None:
     """The command a review button stands for, or None when the payload is not one."""
     user = body.get("user")
@@ -119,9 +144,14 @@ def action_message(body: Mapping[str, Any], *, user_name: str = "") -> InboundMe
         return None
     if not isinstance(action, dict):
         return None
-    verb = REVIEW_ACTION.match(str(action.get("action_id") or ""))
+    action_id = str(action.get("action_id") or "")
+    verb = REVIEW_ACTION.match(action_id)
     value = str(action.get("value") or "")
-    if verb is None or not value.isdigit():
+    if CHOICE_ACTION.match(action_id) and value.startswith("/"):
+        text = value
+    elif verb is not None and value.isdigit():
+        text = f"/admin memory {verb.group(1)} {value}"
+    else:
         return None
     trigger = body.get("trigger_id")
     direct = channel_id.startswith("D")
@@ -129,7 +159,7 @@ def action_message(body: Mapping[str, Any], *, user_name: str = "") -> InboundMe
         platform=PLATFORM,
         chat_id=channel_id,
         user_id=user_id,
-        text=f"/admin memory {verb.group(1)} {value}",
+        text=text,
         message_id=f"action:{trigger}" if isinstance(trigger, str) and trigger else "action",
         user_name=user_name or str(user.get("name") or ""),
         is_direct=direct,

@@ -42,7 +42,12 @@ from slack_sdk.errors import SlackApiError
 from gateway import _texts as gateway_texts
 from gateway.adapters._base import AdapterCapabilities, BaseAdapter, CommandInfo, RouteHandler
 from gateway.adapters._support import Backoff
-from gateway.adapters.slack._actions import REVIEW_ACTION, answer_action
+from gateway.adapters.slack._actions import (
+    CHOICE_ACTION,
+    REVIEW_ACTION,
+    answer_action,
+    choice_blocks,
+)
 from gateway.adapters.slack._bolt_log import bolt_logger
 from gateway.adapters.slack._client import (
     BAD_TOKEN_ERRORS,
@@ -162,6 +167,7 @@ class SlackAdapter(BaseAdapter):
         self._app.event("app_mention")(on_event)
         self._app.command(settings.slash_command)(on_command)
         self._app.action(REVIEW_ACTION)(on_action)
+        self._app.action(CHOICE_ACTION)(on_action)
         self._socket = (
             SocketConnection(
                 self._app,
@@ -399,6 +405,26 @@ class SlackAdapter(BaseAdapter):
         if thread:
             self._inbound.answered_in(channel, str(thread))
         return SentMessage(channel, str(answer["ts"]), message.thread_id)
+
+    async def send_choice(
+        self, message: OutboundMessage, choices: Sequence[tuple[str, str]]
+    ) -> SentMessage:
+        """The text as plain text with buttons (``_actions.choice_blocks``)."""
+        thread = message.thread_id or message.reply_to_message_id
+        with platform_errors():
+            answer = await self._client.chat_postMessage(
+                channel=message.chat_id,
+                text=to_mrkdwn(message.text),
+                blocks=choice_blocks(message.text, choices),
+                thread_ts=thread,
+            )
+        return SentMessage(str(answer.get("channel") or message.chat_id), str(answer["ts"]))
+
+    async def send_choice_privately(
+        self, user_id: str, text: str, choices: Sequence[tuple[str, str]]
+    ) -> None:
+        """Posted to the person's id: their direct chat with the app."""
+        await self.send_choice(OutboundMessage(self.name, user_id, text), choices)
 
     async def send_private(self, msg: InboundMessage, text: str) -> bool:
         spelled = native_spelling(text, self._command_names, self._settings.slash_command)

@@ -38,6 +38,7 @@ from gateway.adapters._delivery import send_text
 from gateway.adapters._support import Backoff, Sometimes, retrying
 from gateway.adapters._text_split import utf16_length
 from gateway.adapters.telegram._bot import build_application, token_of
+from gateway.adapters.telegram._buttons import answer_press, keyboard
 from gateway.adapters.telegram._errors import platform_errors
 from gateway.adapters.telegram._inbound import SKIP_LOG_INTERVAL, Inbound
 from gateway.adapters.telegram._intake import Intake
@@ -66,7 +67,7 @@ WEBHOOK_PATH = "/telegram/webhook"
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 REFUSAL_LOG_INTERVAL = 60.0
 """Seconds between two log lines about webhook requests with a wrong secret token."""
-ALLOWED_UPDATES = ("message",)
+ALLOWED_UPDATES = ("message", "callback_query")
 POLL_TIMEOUT = 10.0
 """Seconds one ``getUpdates`` long poll waits for updates."""
 START_ATTEMPTS = 4
@@ -129,6 +130,7 @@ class TelegramAdapter(BaseAdapter):
             counters=self.counters,
             vision=vision,
             skip_log=Sometimes(SKIP_LOG_INTERVAL, self._clock),
+            on_press=lambda query: answer_press(self._app.bot, query, self.answer_command),
         )
         self._refusals = Sometimes(REFUSAL_LOG_INTERVAL, self._clock)
         self._me: BotIdentity | None = None
@@ -342,6 +344,28 @@ class TelegramAdapter(BaseAdapter):
                 spare=message.to_stranger,
             )
         return SentMessage(str(sent.chat.id), str(sent.message_id), message.thread_id)
+
+    async def send_choice(
+        self, message: OutboundMessage, choices: Sequence[tuple[str, str]]
+    ) -> SentMessage:
+        """Plain text (nothing in it is read as markup) with an inline keyboard."""
+        thread = int(message.thread_id) if message.thread_id else None
+        with platform_errors():
+            sent = await self._app.bot.send_message(
+                chat_id=int(message.chat_id),
+                text=message.text,
+                message_thread_id=thread,
+                reply_markup=keyboard(choices) if choices else None,
+            )
+        return SentMessage(str(sent.chat.id), str(sent.message_id), message.thread_id)
+
+    async def send_choice_privately(
+        self, user_id: str, text: str, choices: Sequence[tuple[str, str]]
+    ) -> None:
+        """A person's private chat with the bot has their id."""
+        if not user_id.isdigit():
+            raise ChatForbidden(self.name, "no private chat with this person")
+        await self.send_choice(OutboundMessage(self.name, user_id, text), choices)
 
     async def send_private(self, msg: InboundMessage, text: str) -> bool:
         """Into the sender's private chat (its id is theirs). Telegram answers 403 "bot

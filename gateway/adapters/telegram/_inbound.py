@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from telegram import Bot, Update
+from telegram import Bot, CallbackQuery, Update
 from telegram.error import TelegramError
 
 from gateway import _texts as t
@@ -63,6 +63,7 @@ class Inbound:
         counters: Counter[str],
         vision: bool,
         skip_log: Sometimes,
+        on_press: Callable[[CallbackQuery], Awaitable[None]] | None = None,
     ) -> None:
         self._bot = bot
         self._sender = sender
@@ -74,6 +75,8 @@ class Inbound:
         self._counters = counters
         self._vision = vision
         self._skip_log = skip_log
+        self._on_press = on_press
+        """Runs an inline keyboard button's press (a ``callback_query``)."""
         self.me: BotIdentity | None = None
         self.storage_failing = False
         """The last batch could not be recorded: it stays at Telegram, fetched again."""
@@ -190,6 +193,11 @@ class Inbound:
         if not isinstance(update, Update):
             return
         receipt = str(update.update_id)
+        if update.callback_query is not None:  # a press: answered now, never a turn
+            await self._settled([receipt])
+            if self._on_press is not None:
+                await self._on_press(update.callback_query)
+            return
         message = await self.read(update)
         if message is None:
             await self._settled([receipt])
