@@ -141,6 +141,10 @@ async def stats_sub(ctx: CommandContext, _: str) -> str:
     return "\n".join(await ctx.services.stats_lines())
 
 
+async def status_sub(ctx: CommandContext, _: str) -> str:
+    return "\n".join(await ctx.services.status_lines())
+
+
 async def queue_sub(ctx: CommandContext, arg: str) -> str:
     queue = ctx.services.queue
     if arg == "retry-failed":
@@ -207,6 +211,9 @@ ADMIN_SUBCOMMANDS: tuple[AdminSubcommand, ...] = (
         "shared profiles (show <id> gives a "
         "staged text whole; approve all takes only those shown whole) and the entries withheld "
         "from the prompt because they fail the threat scan",
+    ),
+    AdminSubcommand(
+        "status", "", status_sub, "the review queue, sessions, jobs and each tool server"
     ),
     AdminSubcommand("stats", "", stats_sub, "recent activity and the counters since start"),
     AdminSubcommand(

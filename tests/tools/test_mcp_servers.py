@@ -72,13 +72,15 @@ async def test_a_server_that_cannot_start_costs_only_its_own_tools(
     assert "unknown tool 'broken__anything'" in json.loads(unknown)["error"]
     assert "echo: fine" in echoed
 
-    for command in ("/status", "/admin stats"):  # an admin's status
+    for command in ("/status", "/admin status", "/admin stats"):  # an admin's status
         status = await gw.ask(command, user="1")
         assert "Tool server demo: up, 5 tools." in status.text
         assert "Tool server broken: DOWN" in status.text
         assert "last error: FileNotFoundError" in status.text
     status = await gw.ask("/status", user="2")
     assert "Tool server" not in status.text  # operational: admins only
+    status = await gw.ask("/admin status", user="2")
+    assert "Tool server" not in status.text
     scrape = gw.stack.metrics.render()[0].decode()
     assert 'chorus_tool_server_up{server="demo"} 1.0' in scrape
     assert 'chorus_tool_server_up{server="broken"} 0.0' in scrape
