@@ -134,8 +134,9 @@ class TelegramSender:
         """Send one message (within Telegram's limit) and return it; a ``spare`` one (a
         notice to a stranger) only with budget no other message is waiting for."""
         thread = int(thread_id) if thread_id else None
+        replied = _message_number(reply_to)
         reply = (
-            ReplyParameters(int(reply_to), allow_sending_without_reply=True) if reply_to else None
+            ReplyParameters(replied, allow_sending_without_reply=True) if replied else None
         )
 
         async def call(chat: str, text: Rendered) -> Message:
@@ -255,3 +256,10 @@ def _keep(task: asyncio.Future[Any]) -> None:
             finished.exception()
 
     task.add_done_callback(done)
+
+
+def _message_number(reply_to: str | None) -> int | None:
+    """The Telegram message id a reply goes under: ``reply_to`` is an inbound message's
+    id, possibly marked by chorus (``"42:retry"`` is ``/retry`` sent as message 42)."""
+    number = (reply_to or "").partition(":")[0]
+    return int(number) if number.isdigit() else None
