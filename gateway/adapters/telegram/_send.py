@@ -135,9 +135,7 @@ class TelegramSender:
         notice to a stranger) only with budget no other message is waiting for."""
         thread = int(thread_id) if thread_id else None
         replied = _message_number(reply_to)
-        reply = (
-            ReplyParameters(replied, allow_sending_without_reply=True) if replied else None
-        )
+        reply = ReplyParameters(replied, allow_sending_without_reply=True) if replied else None
 
         async def call(chat: str, text: Rendered) -> Message:
             return await self.request(
