@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.adapters.slack._format import from_slack, mention_pattern
+from gateway.adapters.slack._format import from_slack, mention_pattern, unnamed_users
 from gateway.events import Attachment, AttachmentKind, InboundMessage, Quoted
 
 PLATFORM = "slack"
@@ -104,8 +104,13 @@ def is_from_person(event: Mapping[str, Any], me: BotIdentity) -> bool:
     return bool(user and event.get("channel") and event.get("ts")) and user != me.user_id
 
 
-def inbound_from(event: Mapping[str, Any], me: BotIdentity) -> InboundMessage | None:
-    """The message in ``event``, or None when chorus should not look at it."""
+def inbound_from(
+    event: Mapping[str, Any], me: BotIdentity, names: Mapping[str, str] | None = None
+) -> InboundMessage | None:
+    """The message in ``event``, or None when chorus should not look at it.
+
+    People it mentions read as ``@Name`` when ``names`` (user id → name) knows them.
+    """
     if not is_from_person(event, me):
         return None
     ts = str(event["ts"])
@@ -119,7 +124,7 @@ def inbound_from(event: Mapping[str, Any], me: BotIdentity) -> InboundMessage | 
         platform=PLATFORM,
         chat_id=str(event["channel"]),
         user_id=str(event["user"]),
-        text=from_slack(mention.sub("", raw)).strip(),
+        text=from_slack(mention.sub("", raw), names).strip(),
         message_id=ts,
         user_name=_display_name(event),
         thread_id=thread,
@@ -127,6 +132,12 @@ def inbound_from(event: Mapping[str, Any], me: BotIdentity) -> InboundMessage | 
         is_direct=direct,
         mentions_bot=mentioned and not direct,
     )
+
+
+def mentioned_people(event: Mapping[str, Any], me: BotIdentity) -> list[str]:
+    """Ids of the people ``event``'s text mentions without a name, the bot aside."""
+    raw = str(event.get("text") or "")
+    return [u for u in unnamed_users(raw) if u != me.user_id]
 
 
 def files_of(event: Mapping[str, Any]) -> list[Mapping[str, Any]]:

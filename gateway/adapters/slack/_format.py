@@ -7,12 +7,16 @@ and fenced blocks keep their content as it is. ``&``, ``<`` and ``>`` are escape
 everywhere, as Slack requires, so text can never turn into a mention or a link.
 
 Inbound, ``from_slack`` turns Slack's markup back into plain text: user and
-channel references, links, and the escaped ``&``, ``<`` and ``>``.
+channel references, links, and the escaped ``&``, ``<`` and ``>``. A person
+mentioned as ``<@U1>`` reads as ``@Name`` when ``names`` knows them (``unnamed_users``
+says whom to look up), else as ``@U1``; ``<@U1|name>`` and ``<#C1|name>`` carry their
+name already.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 _FENCE = re.compile(r"```[^\n`]*\n?(.*?)```", re.DOTALL)
 _INLINE_CODE = re.compile(r"`([^`\n]+)`")
@@ -72,9 +76,19 @@ def mention_pattern(bot_user_id: str) -> re.Pattern[str]:
     return re.compile(rf"<@{re.escape(bot_user_id)}(?:\|[^>]*)?>[ \t]?")
 
 
-def from_slack(text: str) -> str:
-    """Slack message text as plain text: ``<@U1>`` → ``@U1``, links as their text and URL."""
-    text = _USER_REF.sub(lambda m: "@" + (m.group(2) or m.group(1)), text)
+def unnamed_users(text: str) -> list[str]:
+    """Ids of the people mentioned in ``text`` without a name (``<@U1>``), once each."""
+    return list(dict.fromkeys(m.group(1) for m in _USER_REF.finditer(text) if not m.group(2)))
+
+
+def from_slack(text: str, names: Mapping[str, str] | None = None) -> str:
+    """Slack message text as plain text: ``<@U1>`` → ``@Name`` (from ``names``) or ``@U1``,
+    links as their text and URL."""
+    known = names or {}
+    text = _USER_REF.sub(
+        lambda m: "@" + (m.group(2) or known.get(m.group(1)) or m.group(1)),
+        text,
+    )
     text = _CHANNEL_REF.sub(lambda m: "#" + (m.group(2) or m.group(1)), text)
     text = _SPECIAL_REF.sub(lambda m: "@" + m.group(1), text)
     text = _URL_REF.sub(_url_text, text)

@@ -14,7 +14,8 @@ order within its channel. Before the hand-over a message gets:
   it comes without the thread's context (someone asked there before), carries the
   message that started the thread, when someone else wrote it, as the replied-to
   message (``gateway.adapters._replied``);
-- **names**: the sender's display name (``users.info``, cached);
+- **names**: the sender's display name, and people it mentions as ``@Name``
+  rather than their id (``users.info``, cached; an unknown person stays ``@U…``);
 - **images**: with ``llm.vision``, the image files shared with it;
 - **files**: voice clips, audio files and documents, downloaded when read.
 """
@@ -40,6 +41,7 @@ from gateway.adapters.slack._events import (
     file_url,
     files_of,
     inbound_from,
+    mentioned_people,
     thread_context,
 )
 from gateway.adapters.slack._files import FileFetcher, images_to_fetch
@@ -137,7 +139,8 @@ class SlackInbound:
     async def complete(
         self, message: InboundMessage, event: dict[str, Any], me: BotIdentity
     ) -> InboundMessage:
-        """``message`` with its thread membership, thread context, sender's name and images."""
+        """``message`` with its thread membership, thread context, names and images."""
+        message = await self._with_mentions(message, event, me)
         replies: list[dict[str, Any]] | None = None
         thread = message.thread_id
         in_thread = thread is not None and thread != message.message_id and not message.is_direct
@@ -182,6 +185,15 @@ class SlackInbound:
                 message = await self._with_images(message, event)
             message = self._with_fetching(message, event, self._fetcher)
         return message
+
+    async def _with_mentions(
+        self, message: InboundMessage, event: dict[str, Any], me: BotIdentity
+    ) -> InboundMessage:
+        """``message`` whose ``<@U…>`` mentions of people read as their names."""
+        people = mentioned_people(event, me)
+        names = await self._names.names(people) if people else {}
+        named = inbound_from(event, me, names) if names else None
+        return replace(message, text=named.text) if named is not None else message
 
     async def _with_parent(
         self,

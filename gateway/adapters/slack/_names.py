@@ -28,6 +28,8 @@ NAMES_KEPT = 5_000
 NAME_TTL = 3600.0
 MISS_TTL = 60.0
 LOOKUP_TIMEOUT = 3.0
+NO_SUCH_PERSON = frozenset({"user_not_found", "user_not_visible"})
+"""``users.info`` errors that say nothing is wrong but the id (not worth a warning)."""
 
 
 def name_of(user: Mapping[str, Any]) -> str:
@@ -89,5 +91,7 @@ class UserNames:
 
     def _failed(self, user_id: str, why: str) -> None:
         self._misses.put(user_id, True)
-        if self._failures.due():
+        if why in NO_SUCH_PERSON:
+            logger.debug("slack: users.info knows no %s (%s); showing the id", user_id, why)
+        elif self._failures.due():
             logger.warning("slack: users.info failed (%s); showing ids for now", why)
