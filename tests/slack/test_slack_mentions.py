@@ -7,7 +7,8 @@ import logging
 import pytest
 
 from tests.fakes.slack_api import Call
-from tests.slack.conftest import ANN, BOB, DM_BOB, GatewayFactory, user_texts
+from tests.fakes.slack_requests import BOT_USER_ID
+from tests.slack.conftest import ANN, BOB, CHANNEL, DM_BOB, GatewayFactory, user_texts
 
 GHOST = "UGHOST01"
 CAROL = "UCAROL02"
@@ -64,3 +65,28 @@ async def test_a_failing_lookup_keeps_the_id_and_the_message(make_gateway: Gatew
     await gw.event(slack.person(f"and <@{CAROL}>", user=BOB, channel=DM_BOB))
     await slack.wait_posted(DM_BOB, 2)
     assert user_texts(gw.server.requests[-1])[-2:] == [f"tell @{ANN} hi", "and @Carol King"]
+
+
+async def test_a_thread_quoted_as_context_names_the_people_it_mentions(
+    make_gateway: GatewayFactory,
+) -> None:
+    gw = await make_gateway()
+    slack = gw.slack
+    slack.add_user(ANN, "Ann Lee")
+    slack.add_user(BOB, "Bob Builder")
+    slack.add_user(CAROL, "Carol King")
+    root = slack.person(
+        f"<@{CAROL}> the deploy failed", user=BOB, channel=CHANNEL, channel_type="channel"
+    )
+    gw.server.reply("Look at the logs.")
+    ask = slack.person(
+        f"<@{BOT_USER_ID}> what now?",
+        user=ANN,
+        channel=CHANNEL,
+        channel_type="channel",
+        thread_ts=root["ts"],
+    )
+    await gw.event(ask)
+    await slack.wait_posted(CHANNEL, 1)
+    [text] = user_texts(gw.server.requests[0])
+    assert "Bob Builder: @Carol King the deploy failed" in text and CAROL not in text

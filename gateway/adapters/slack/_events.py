@@ -136,8 +136,7 @@ def inbound_from(
 
 def mentioned_people(event: Mapping[str, Any], me: BotIdentity) -> list[str]:
     """Ids of the people ``event``'s text mentions without a name, the bot aside."""
-    raw = str(event.get("text") or "")
-    return [u for u in unnamed_users(raw) if u != me.user_id]
+    return [u for u in unnamed_users(str(event.get("text") or "")) if u != me.user_id]
 
 
 def files_of(event: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -161,7 +160,8 @@ def thread_context(
 ) -> tuple[Quoted, ...]:
     """The last ``limit`` messages of a thread before ``before_ts``, as others' words.
 
-    Authors are named by the message's own profile, then ``names`` (user id → name).
+    Authors are named by the message's own profile, then ``names`` (user id → name),
+    which also names the people the messages mention.
     """
     cutoff = _seconds(before_ts)
     earlier = [
@@ -177,7 +177,8 @@ def thread_context(
         known = (names or {}).get(str(reply.get("user") or ""), "")
         name = (me.name or "assistant") if by_bot(reply, me) else _display_name(reply) or known
         name = name or _author(reply)
-        text = from_slack(mention.sub(f"@{me.name} " if me.name else "", str(reply["text"])))
+        raw = mention.sub(f"@{me.name} " if me.name else "", str(reply["text"]))
+        text = from_slack(raw, names)
         text = text.strip()
         if len(text) > MAX_CONTEXT_CHARS:
             text = text[:MAX_CONTEXT_CHARS] + "…"

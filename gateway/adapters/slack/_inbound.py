@@ -157,8 +157,10 @@ class SlackInbound:
         ):
             if replies is None:
                 replies = await self._replies(message.chat_id, thread)
-            authors = [str(r.get("user") or "") for r in replies if not by_bot(r, me)]
-            names = await self._names.names(authors[-self._context_messages :])
+            recent = [r for r in replies if not by_bot(r, me)][-self._context_messages :]
+            people = [str(r.get("user") or "") for r in recent]
+            people += [u for r in recent for u in mentioned_people(r, me)]
+            names = await self._names.names(people)
             context = thread_context(
                 replies,
                 before_ts=message.message_id,
@@ -219,8 +221,9 @@ class SlackInbound:
         author = str(parent.get("user") or "")
         if by_bot(parent, me) or author == message.user_id:
             return message  # the bot's, or the sender's own: in their conversation already
-        text = from_slack(str(parent.get("text") or ""))
-        return with_replied(message, "other", await self._names.name(author) or author, text)
+        names = await self._names.names([author, *mentioned_people(parent, me)])
+        text = from_slack(str(parent.get("text") or ""), names)
+        return with_replied(message, "other", names.get(author) or author, text)
 
     def _with_fetching(
         self, message: InboundMessage, event: dict[str, Any], fetcher: FileFetcher
