@@ -30,6 +30,8 @@ async def test_menus_per_scope_admin_commands_only_in_admins_private_chats(
     assert f"chat:{ANN}" not in tg.commands
     for scope in tg.commands.values():
         assert all(c["description"] for c in scope)
+    # no description configured: the bot's own ones are left as they are
+    assert not tg.calls_of("setMyDescription") and not tg.calls_of("setMyShortDescription")
 
 
 async def test_descriptions_are_set_from_the_config(make_gateway: GatewayFactory) -> None:
@@ -39,12 +41,6 @@ async def test_descriptions_are_set_from_the_config(make_gateway: GatewayFactory
     )
     assert gw.telegram.description == "I answer questions about the team's services."
     assert gw.telegram.short_description == "The team's assistant"
-
-
-async def test_without_descriptions_they_are_left_alone(make_gateway: GatewayFactory) -> None:
-    gw = await make_gateway()
-    assert not gw.telegram.calls_of("setMyDescription")
-    assert not gw.telegram.calls_of("setMyShortDescription")
 
 
 @pytest.mark.parametrize(("key", "limit"), [("DESCRIPTION", 512), ("SHORT_DESCRIPTION", 120)])
