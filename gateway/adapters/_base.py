@@ -79,6 +79,8 @@ class CommandInfo:
     """What the command takes after its name ("" for nothing): a picker's one text option."""
     aliases: tuple[str, ...] = ()
     """Other names it answers to (``/reset`` for ``/new``)."""
+    in_groups: bool = True
+    """Whether group chats' command menus list it."""
 
 
 class SharedBudgets(Protocol):

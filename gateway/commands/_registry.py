@@ -65,6 +65,8 @@ class Command:
     private: bool = False
     """Its answer is for its caller alone (a profile, an access list): typed in a group, it
     is shown to them privately, never to the group."""
+    in_groups: bool = True
+    """Whether it has a use in a group chat, so group command menus list it."""
 
 
 def parse_command(text: str, bot_username: str | None = None) -> tuple[str, str] | None:

@@ -170,6 +170,7 @@ class SecretDesk:
                 admin_only=False,
                 args="set NAME | list | delete NAME | cancel",
                 private=True,
+                in_groups=False,  # a secret is set only in a direct message
             )
         )
         registry.register(
@@ -179,6 +180,7 @@ class SecretDesk:
                 self._cancel_command,
                 admin_only=False,
                 private=True,
+                in_groups=False,  # a secret is set only in a direct message
             )
         )
 

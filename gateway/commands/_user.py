@@ -268,6 +268,7 @@ def register_user_commands(registry: CommandRegistry) -> None:
             admin_only=False,
             shown_on=frozenset({"telegram"}),
             to_strangers=t.GREETING,
+            in_groups=False,
         ),
         _help(registry),
         Command("new", "start a new session", new_command, ("reset",), admin_only=False),

@@ -6,7 +6,8 @@ tests can both use it. Point python-telegram-bot at ``base_url``/``base_file_url
 
 It serves ``/bot<token>/<method>`` with JSON, form or multipart bodies as PTB sends
 them: getMe, getUpdates (long poll, ``offset`` confirms; a second poller gets 409),
-sendMessage, editMessageText, sendChatAction, setMyCommands, deleteWebhook,
+sendMessage, editMessageText, sendChatAction, setMyCommands (per scope),
+setMyDescription, setMyShortDescription, deleteWebhook,
 setWebhook (then it delivers updates to the webhook URL with the secret header,
 retrying until it gets a 200, like Telegram), getWebhookInfo, getFile and file
 downloads. Every call is recorded. Tests script it: ``message()`` queues an update
@@ -24,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -48,6 +50,15 @@ from tests.fakes.telegram_data import (
 from .loop_thread import LoopThread
 
 _FORMATTED_METHODS = ("sendMessage", "editMessageText")
+_COMMAND_SCOPES = (
+    "default",
+    "all_private_chats",
+    "all_group_chats",
+    "all_chat_administrators",
+    "chat",
+    "chat_administrators",
+    "chat_member",
+)
 
 
 def _private_chats(update: dict[str, Any]) -> set[int]:
@@ -96,6 +107,11 @@ class FakeTelegram(LoopThread):
         self.calls: list[Call] = []
         self.messages: list[BotMessage] = []
         self.commands: dict[str, list[dict[str, Any]]] = {}
+        """``setMyCommands`` by scope: its type (``all_private_chats``…) or ``chat:<id>``."""
+        self.description = ""
+        """What ``setMyDescription`` set ("" for none)."""
+        self.short_description = ""
+        """What ``setMyShortDescription`` set ("" for none)."""
         self.files: dict[str, bytes] = {}
         self.webhook: dict[str, Any] | None = None
         self.webhook_deliveries: list[tuple[int, int]] = []
@@ -440,10 +456,42 @@ class FakeTelegram(LoopThread):
         return True
 
     async def _m_setMyCommands(self, params: dict[str, Any]) -> Any:
+        """``commands`` (at most 100: ``command`` 1-32 of a-z, 0-9 and _, ``description``
+        1-256 characters) for a ``scope`` (``default`` when absent), kept by scope: its
+        ``type``, or ``chat:<id>`` for the ``chat`` scopes that name one."""
+        commands = params.get("commands")
+        if not isinstance(commands, list) or len(commands) > 100:
+            raise ApiError(400, "Bad Request: BOT_COMMANDS_TOO_MUCH")
+        for command in commands:
+            name = str(command.get("command") or "")
+            if not re.fullmatch(r"[a-z0-9_]{1,32}", name):
+                raise ApiError(400, "Bad Request: BOT_COMMAND_INVALID")
+            if not 1 <= len(str(command.get("description") or "")) <= 256:
+                raise ApiError(400, "Bad Request: command description is invalid")
         scope = params.get("scope") or {"type": "default"}
+        if scope.get("type") not in _COMMAND_SCOPES:
+            raise ApiError(400, "Bad Request: unsupported bot command scope type")
         key = scope["type"] if "chat_id" not in scope else f"chat:{scope['chat_id']}"
         with self._lock:
-            self.commands[key] = params["commands"]
+            self.commands[key] = commands
+        return True
+
+    async def _m_setMyDescription(self, params: dict[str, Any]) -> Any:
+        """``description``: 0-512 characters; empty (or absent) removes it."""
+        text = str(params.get("description") or "")
+        if len(text) > 512:
+            raise ApiError(400, "Bad Request: description is too long")
+        with self._lock:
+            self.description = text
+        return True
+
+    async def _m_setMyShortDescription(self, params: dict[str, Any]) -> Any:
+        """``short_description``: 0-120 characters; empty (or absent) removes it."""
+        text = str(params.get("short_description") or "")
+        if len(text) > 120:
+            raise ApiError(400, "Bad Request: short description is too long")
+        with self._lock:
+            self.short_description = text
         return True
 
     async def _m_getFile(self, params: dict[str, Any]) -> Any:

@@ -107,12 +107,12 @@ async def test_commands_are_published_admin_ones_only_to_admins(
 ) -> None:
     gw = await make_gateway()
     tg = gw.telegram
-    everyone = {c["command"] for c in tg.commands["default"]}
+    everyone = {c["command"] for c in tg.commands["all_private_chats"]}
     admins = {c["command"] for c in tg.commands[f"chat:{ADMIN}"]}
     assert {"help", "new", "status", "stop"} <= everyone
     assert "admin" not in everyone
     assert "admin" in admins and everyone < admins
-    assert all(c["description"] for c in tg.commands["default"])
+    assert all(c["description"] for c in tg.commands["all_private_chats"])
 
     tg.message("/help", user_id=ANN)
     [reply] = await tg.wait_messages(ANN, 1)

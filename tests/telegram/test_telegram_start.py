@@ -64,7 +64,7 @@ async def test_start_under_pairing_greets_a_stranger_with_their_pairing_code(
 
 async def test_start_is_in_the_telegram_menu(make_gateway: GatewayFactory) -> None:
     gw = await make_gateway()
-    everyone = {c["command"]: c["description"] for c in gw.telegram.commands["default"]}
+    everyone = {c["command"]: c["description"] for c in gw.telegram.commands["all_private_chats"]}
     assert everyone.get("start")
 
 

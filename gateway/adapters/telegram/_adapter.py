@@ -18,13 +18,11 @@ import asyncio
 import contextlib
 import hmac
 import logging
-import re
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 from typing import Any, TypeVar
 
 from aiohttp import web
-from telegram import BotCommand, BotCommandScopeChat
 from telegram.error import BadRequest, Conflict, InvalidToken, NetworkError, TelegramError
 
 from gateway.adapters._base import (
@@ -42,6 +40,7 @@ from gateway.adapters.telegram._buttons import answer_press, keyboard
 from gateway.adapters.telegram._errors import platform_errors
 from gateway.adapters.telegram._inbound import SKIP_LOG_INTERVAL, Inbound
 from gateway.adapters.telegram._intake import Intake
+from gateway.adapters.telegram._menu import publish_descriptions, publish_menus
 from gateway.adapters.telegram._pacing import ChatPacer
 from gateway.adapters.telegram._send import TelegramSender
 from gateway.adapters.telegram._settings import TelegramSettings
@@ -50,7 +49,6 @@ from gateway.adapters.telegram._updates import (
 )
 from gateway.clock import Clock, SystemClock
 from gateway.errors import (
-    AdapterError,
     ChatForbidden,
     ConfigError,
     GatewayError,
@@ -74,7 +72,6 @@ START_ATTEMPTS = 4
 """Tries to reach Telegram at start-up (network errors only), with backoff."""
 DRAIN_TIMEOUT = 10.0
 BAD_TOKEN = "Telegram rejected the bot token (check TELEGRAM_BOT_TOKEN)"
-_COMMAND_NAME = re.compile(r"[a-z0-9_]{1,32}")
 START_PAYLOAD = "private"
 """The deep link's ``/start`` payload for someone the bot may not write to first."""
 
@@ -401,26 +398,7 @@ class TelegramAdapter(BaseAdapter):
     async def publish_commands(
         self, commands: Sequence[CommandInfo], admin_ids: Sequence[str]
     ) -> None:
-        """User commands for everyone; every command in each admin's private chat."""
-        listed = [c for c in commands if _COMMAND_NAME.fullmatch(c.name)]
-        everyone = [BotCommand(c.name, c.description[:256]) for c in listed if not c.admin_only]
-        admins = [BotCommand(c.name, c.description[:256]) for c in listed]
-        bot = self._app.bot
-        try:
-            with platform_errors():
-                await bot.set_my_commands(everyone)
-        except AdapterError as exc:
-            logger.warning("telegram: publishing commands failed (%s)", type(exc).__name__)
-        if len(admins) == len(everyone):
-            return
-        for admin in admin_ids:
-            if not admin.lstrip("-").isdigit():
-                continue
-            try:
-                with platform_errors():
-                    await bot.set_my_commands(admins, scope=BotCommandScopeChat(int(admin)))
-            except AdapterError as exc:
-                # usually: this admin has not started a chat with the bot yet
-                logger.info(
-                    "telegram: admin commands for %s not published (%s)", admin, type(exc).__name__
-                )
+        """The command menus per scope (see ``telegram._menu``), and the configured
+        description and short description."""
+        await publish_menus(self._app.bot, commands, admin_ids)
+        await publish_descriptions(self._app.bot, self._settings)

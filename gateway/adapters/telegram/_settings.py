@@ -10,6 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from memory.settings import RESTART
 
 _WEBHOOK_SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")
+DESCRIPTION_MAX = 512
+SHORT_DESCRIPTION_MAX = 120
 
 
 class TelegramSettings(BaseModel):
@@ -37,6 +39,28 @@ class TelegramSettings(BaseModel):
     merge_window_seconds: Annotated[float, RESTART] = Field(
         1.5, ge=0, le=30, description="How long a long text waits for the rest of a split paste."
     )
+    description: Annotated[str | None, RESTART] = Field(
+        None,
+        description="What an empty chat with the bot shows (setMyDescription); at most 512 "
+        "characters; unset: left as it is.",
+    )
+    short_description: Annotated[str | None, RESTART] = Field(
+        None,
+        description="The bot's profile text and shared links (setMyShortDescription); at most "
+        "120 characters; unset: left as it is.",
+    )
+
+    @model_validator(mode="after")
+    def _descriptions(self) -> TelegramSettings:
+        for key, value, limit in (
+            ("description", self.description, DESCRIPTION_MAX),
+            ("short_description", self.short_description, SHORT_DESCRIPTION_MAX),
+        ):
+            if value is not None and len(value) > limit:
+                raise ValueError(
+                    f"telegram.{key} is {len(value)} characters; Telegram allows at most {limit}"
+                )
+        return self
 
     @model_validator(mode="after")
     def _webhook_secret(self) -> TelegramSettings:
