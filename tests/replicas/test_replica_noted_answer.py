@@ -73,4 +73,7 @@ async def test_an_answer_noted_by_a_replica_killed_before_delivering_it_is_deliv
     assert answers(cluster.telegram, person) == [f"echo: u{person} m{n}" for n in (0, 1, 2)]
     asked = [last_user_text(r) for r in cluster.llm.requests]
     assert sum(f"u{person} m1" in text for text in asked) == 1  # the model was asked once
-    assert not noted_answers(cluster)
+    # each delivery is settled just after it is sent: no noted answer stays behind
+    await cluster.telegram.wait_for(
+        lambda: not noted_answers(cluster), timeout=30, what="every noted answer settled"
+    )

@@ -180,7 +180,7 @@ async def test_a_stopped_turn_leaves_no_approval_that_claims_to_run(
 
 def test_the_readme_approval_settings_load_as_written() -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("\n### Approvals\n", 1)[1].split("\n## ", 1)[0]
+    section = readme.split("\n### Approvals\n", 1)[1].split("\n## ", 1)[0].split("\n### ")[0]
     [config] = re.findall(r"```yaml\n(.*?)```", section, re.S)
     tools = ToolsSettings.model_validate(yaml.safe_load(config)["tools"])
     assert (tools.approval, tools.approval_timeout) == ("person", 120.0)
