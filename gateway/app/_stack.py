@@ -91,6 +91,8 @@ class GatewayStack:
     """The MCP servers the agent's tools come from (``tools.mcp_servers``)."""
     secrets: SecretStore | None = None
     """Each person's sealed secrets (``/secret``), for tools that need their credentials."""
+    started: bool = False
+    """``start`` has finished: what a restart left is taken up, messages are taken."""
     meter: BudgetMeter | None = None
     """The usage ledger and per-person budgets every LLM call goes through."""
     approvals: ApprovalDesk | None = None
@@ -107,6 +109,7 @@ class GatewayStack:
         if self.router is not None:
             self._pollers = await claim_pollers(self.router.coordination, adapters)
         await runner.sessions.recover(set(runner.adapters))
+        left = {} if self.router is not None else await self.keeper.left(runner.adapters)
         self.failures.require_all = self.settings.gateway.require_all_platforms
         for adapter in adapters:
             await adapter.start(self.intake)
@@ -118,10 +121,11 @@ class GatewayStack:
         if self.approvals is not None:  # before a resumed turn may ask again
             await self.approvals.start()
         if self.router is None:
-            await self.keeper.resume(adapters, runner.take, runner.replies.conclude)
+            await self.keeper.resume(adapters, runner.take, runner.replies.conclude, left)
         runner.open()
         if self.router is not None:
             await self.router.start()
+        self.started = True
 
     def stop_accepting(self) -> None:
         self.closing.set()
@@ -132,6 +136,8 @@ class GatewayStack:
 
     async def readiness(self) -> dict[str, bool]:
         checks = {"accepting": not self.closing.is_set()}
+        if not self.started:  # what a restart left is still being taken up
+            checks["started"] = False
         failed = self.failures.check(self.runner.adapters.values())
         checks |= {
             f"adapter:{n}": a.is_connected()

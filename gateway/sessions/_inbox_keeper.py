@@ -37,6 +37,8 @@ Take = Callable[[InboundMessage], Awaitable[None]]
 Notice = Callable[[InboundMessage, str], Awaitable[None]]
 """Deliver a text as the last word on a message (``Replies.conclude``)."""
 Settled = Callable[[list[InboundMessage]], Awaitable[None]]
+Left = dict[str, set[str]]
+"""Per platform, the receipts of the deliveries a restart left pending."""
 
 NOTE_THREADS = 2
 """Threads that only write notes of shown messages and finished answers."""
@@ -147,24 +149,47 @@ class InboxKeeper:
 
         return note
 
-    async def resume(self, adapters: Iterable[BaseAdapter], take: Take, notice: Notice) -> None:
-        """Take up what a restart left unanswered: answer it, or say it cannot be."""
+    async def left(self, platforms: Iterable[str]) -> Left:
+        """What a restart left pending, read before the platforms connect: a message
+        arriving while the process starts is the intake's, never taken up twice."""
         try:
             await asyncio.to_thread(self.inbox.prune)
+            return {
+                name: {row.receipt for row in await asyncio.to_thread(self.inbox.pending, name)}
+                for name in platforms
+            }
+        except InboxError as exc:  # the database: one line; they are taken up at the next start
+            logger.warning("reading messages left by a restart failed: %s", exc)
+        except Exception:
+            logger.exception("reading messages left by a restart failed")
+        return {}
+
+    async def resume(
+        self, adapters: Iterable[BaseAdapter], take: Take, notice: Notice, left: Left
+    ) -> None:
+        """Take up what a restart left unanswered (the deliveries of ``left``): answer
+        it, or say it cannot be."""
+        try:
             for adapter in adapters:
-                await self._resume(adapter, take, notice)
+                receipts = left.get(adapter.name)
+                if receipts:
+                    await self._resume(adapter, take, notice, receipts)
         except InboxError as exc:  # the database: one line; they are taken up at the next start
             logger.warning("taking up messages left by a restart failed: %s", exc)
         except Exception:
             logger.exception("taking up messages left by a restart failed")
 
-    async def _resume(self, adapter: BaseAdapter, take: Take, notice: Notice) -> None:
+    async def _resume(
+        self, adapter: BaseAdapter, take: Take, notice: Notice, receipts: set[str]
+    ) -> None:
         limit = self._settings().sessions.resume_pending_minutes * 60
         given: set[tuple[str, tuple[str, ...], str]] = set()
         """Answers delivered again in this pass (one answer may cover several rows)."""
         resumed: set[tuple[str, ...]] = set()
         """Messages of half answers already being finished in this pass."""
         for row in await asyncio.to_thread(self.inbox.pending, adapter.name):
+            if row.receipt not in receipts:
+                continue  # it came while this process started: the intake has it
             try:
                 read = await adapter.read_again(row.payload)
             except Exception as exc:  # left pending: the next start tries again

@@ -8,8 +8,21 @@ tests/telegram/test_telegram_crash.py.
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
+
+from gateway import adapters
+from gateway.app import open_stack
+from gateway.events import InboundMessage
 from tests.fakes import FakeClock, FakeOpenAI, Reply
-from tests.runner.conftest import START, GatewayFactory, close_without_ending, user_messages
+from tests.runner.conftest import (
+    START,
+    Gateway,
+    GatewayFactory,
+    close_without_ending,
+    gateway_settings,
+    user_messages,
+)
 from tests.waiting import until
 
 
@@ -158,3 +171,47 @@ async def test_two_messages_cut_mid_answer_keep_their_answers_after_the_restart(
     assert shown[frozen.message_id].startswith("echo")
     assert all(t.startswith("echo") for t in texts)
     assert "two" in " ".join(texts) and "three" in " ".join(texts)  # none overwritten
+
+
+class ConnectingChat(adapters.TestChatAdapter):
+    """A platform on which a person writes while the gateway is still starting: the
+    message is recorded as the platform connects, before what a restart left is taken up."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.recorded = asyncio.Event()
+        self.early: asyncio.Task[InboundMessage] | None = None
+
+    async def connect(self) -> None:
+        await super().connect()
+        self.early = asyncio.create_task(self.push("what is the capital of Peru?", user_id="2"))
+        await self.recorded.wait()
+
+    async def deliver(self, msg: InboundMessage) -> None:
+        self.recorded.set()  # recorded in the inbox; the runner takes it once it is open
+        await super().deliver(msg)
+
+
+async def test_a_message_arriving_during_the_start_is_answered_once_and_kept_until_then(
+    make_gateway: GatewayFactory, server: FakeOpenAI, chorus_home: Path
+) -> None:
+    server.reply("never delivered", delay=30)
+    settings = gateway_settings(chorus_home, server)
+    chorus_home.mkdir(mode=0o700, exist_ok=True)
+    adapter = ConnectingChat()
+    stack = await open_stack(settings, clock=FakeClock(START), adapters=[adapter])
+    gw = Gateway(stack, adapter, FakeClock(START), server)
+    await stack.start()
+    await in_flight(server)
+    await asyncio.sleep(0.2)  # the runner's intake, now open, has its look at it too
+    assert server.in_flight == 1  # asked once
+    # its delivery stays owed while it is being answered: a crash now loses nothing
+    assert [p.payload for p in stack.inbox.pending("testchat")] != []
+    await close_without_ending(gw)
+
+    server.reply("Lima.")
+    again = await make_gateway()
+    answer = await again.adapter.pop(20)
+    assert answer.text == "Lima." and answer.chat_id == "dm-2"
+    await again.settle()
+    assert again.adapter.texts("dm-2") == ["Lima."]
