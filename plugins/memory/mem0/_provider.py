@@ -80,7 +80,7 @@ class Mem0Provider(RemoteProvider):
     ``environ`` replaces ``os.environ`` as the fallback for missing settings.
     """
 
-    local_state = "which turns it already sent (state.db)"
+    local_state = "which turns it already sent (state.db) and, in oss mode, its memories"
     provider_name = _config.PROVIDER_NAME
     dependency = _deps
     config_schema = _config.SCHEMA
