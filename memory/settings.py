@@ -104,7 +104,8 @@ class MemorySettings(_Section):
     )
     local_state: Annotated[Literal["ephemeral", "persistent"], RESTART] = Field(
         "ephemeral",
-        description="persistent: CHORUS_HOME is on a volume that outlives a restart. With "
+        description="persistent: CHORUS_HOME is one volume that outlives a restart, shared by "
+        "every gateway and worker (a session's jobs may run on any worker). With "
         "database.url, a provider that keeps its state in CHORUS_HOME (holographic's "
         "facts, a remote provider's buffer) runs only then.",
     )

@@ -47,6 +47,7 @@ def local_state_refusal(
     return (
         f"memory.provider {name} keeps {kept} in CHORUS_HOME ({chorus_home}), but with "
         "database.url set each replica has its own CHORUS_HOME and it may be thrown away "
-        "on restart, losing them. Put CHORUS_HOME on a persistent volume and set "
-        "memory.local_state: persistent, or choose another memory.provider."
+        "on restart, losing them. Put CHORUS_HOME on one persistent volume that every "
+        "gateway and worker shares and set memory.local_state: persistent, or choose "
+        "another memory.provider."
     )

@@ -93,6 +93,7 @@ def test_the_gateway_refuses_holographic_on_a_throwaway_home(
     said = " ".join(result.stderr.split())
     assert "memory.provider holographic keeps its facts (facts.db) in CHORUS_HOME" in said
     assert "database.url" in said and "memory.local_state: persistent" in said
+    assert "one persistent volume that every gateway and worker shares" in said
     password = postgres_url.split("@")[0].rsplit(":", 1)[-1]
     assert password not in result.stdout + result.stderr
 
