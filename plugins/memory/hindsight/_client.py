@@ -187,8 +187,7 @@ class HindsightAPI:
                     raise
                 items = list(getattr(page, "items", None) or [])
                 found.extend(
-                    {"id": str(i.id), "text": i.text or "", "date": i.var_date or ""}
-                    for i in items
+                    {"id": str(i.id), "text": i.text or "", "date": i.var_date or ""} for i in items
                 )
                 if not items or len(found) >= int(getattr(page, "total", 0) or 0):
                     return found

@@ -363,7 +363,9 @@ class HonchoProvider(RemoteProvider):
         return {
             "peer": peer,
             "card": card,
-            "memories": [{"id": c.id, "text": c.content, "created_at": c.created_at} for c in found],
+            "memories": [
+                {"id": c.id, "text": c.content, "created_at": c.created_at} for c in found
+            ],
         }
 
     def forget_user(self, user_id: str) -> ForgetResult:

@@ -10,6 +10,7 @@ and the memories folder (``DELETE /api/v1/fs?recursive=true``), then looks again
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from plugins.memory._kit import NotFound
@@ -32,7 +33,8 @@ def memory_files(client: Client, user: str) -> list[str]:
     folders = [memories_root(user)]
     while folders and len(found) < MAX_ENTRIES:
         try:
-            entries = client.call("list", "GET", "/api/v1/fs/ls", user, params={"uri": folders.pop()})
+            uri = folders.pop()
+            entries = client.call("list", "GET", "/api/v1/fs/ls", user, params={"uri": uri})
         except NotFound:
             continue
         for entry in entries if isinstance(entries, list) else []:
@@ -72,11 +74,9 @@ def forget(client: Client, user: str) -> tuple[int, list[str]]:
     files = memory_files(client, user)
     sessions = session_ids(client, user)
     for sid in sessions:
-        try:
+        with contextlib.suppress(NotFound):
             client.call("forget", "DELETE", f"/api/v1/sessions/{sid}", user)
-        except NotFound:
-            pass
-    try:
+    with contextlib.suppress(NotFound):
         client.call(
             "forget",
             "DELETE",
@@ -84,7 +84,5 @@ def forget(client: Client, user: str) -> tuple[int, list[str]]:
             user,
             params={"uri": memories_root(user), "recursive": "true"},
         )
-    except NotFound:
-        pass
     left = memory_files(client, user) + session_ids(client, user)
     return len(files) + len(sessions), left

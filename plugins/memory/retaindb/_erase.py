@@ -27,7 +27,9 @@ def export(client: Client, queue: WriteQueue, user_id: str) -> dict[str, Any]:
         text = _files.read(client, user_id, str(file["name"]))
         files.append({**file, "text": text})
     return {
-        "memories": [{"id": m.get("id"), "text": m.get("content") or m.get("text")} for m in memories],
+        "memories": [
+            {"id": m.get("id"), "text": m.get("content") or m.get("text")} for m in memories
+        ],
         "files": files,
     }
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from types import ModuleType
 from typing import Any, TypeVar
 
@@ -213,12 +214,7 @@ class Client:
         found: list[dict[str, Any]] = []
         page = 1
         while True:
-            answer = self._run(
-                "list",
-                lambda: self._client.documents.list(
-                    container_tags=[tag], include_content=True, limit=LIST_PAGE, page=page
-                ),
-            )
+            answer = self._run("list", partial(self._list_page, tag, page))
             items = list(getattr(answer, "memories", None) or [])
             found.extend(
                 {
@@ -233,6 +229,11 @@ class Client:
             if not items or page >= int(pages) or page >= MAX_PAGES:
                 return found
             page += 1
+
+    def _list_page(self, tag: str, page: int) -> Any:
+        return self._client.documents.list(
+            container_tags=[tag], include_content=True, limit=LIST_PAGE, page=page
+        )
 
     def delete_all(self, tag: str) -> int:
         """Delete every document of ``tag`` (Supermemory deletes their memories with them)."""
