@@ -65,3 +65,25 @@ def users_list() -> None:
     for row in rows:
         table.add_row(row.user_key, row.state, row.source, row.by or "")
     out.print(table)
+
+
+@users_app.command("erase")
+def users_erase(
+    person: Annotated[str, typer.Argument(help="PLATFORM:ID of the person to erase.")],
+    yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")] = False,
+) -> None:
+    """Erase everything chorus holds of a person (with their linked accounts); prints a receipt."""
+    from gateway.erasure import erase
+    from memory.paths import UserKey
+
+    try:
+        key = UserKey.parse(person).key
+    except ValueError as exc:
+        out.print(f"not a user: {exc}", markup=False)
+        raise typer.Exit(2) from None
+    if not yes and not typer.confirm(f"Erase everything chorus holds of {key}?"):
+        raise typer.Exit(1)
+    receipt = erase(_settings(), key, f"cli:{getpass.getuser()}")
+    out.print(receipt.text(), markup=False)
+    if not receipt.complete:
+        raise typer.Exit(1)
