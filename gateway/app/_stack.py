@@ -44,6 +44,7 @@ from gateway.app._services import GatewayServices
 from gateway.app._tools import build_tools
 from gateway.budgets import BudgetMeter, open_meter
 from gateway.clock import Clock, SystemClock
+from gateway.commands._delete_me import DELETE_ME_COMMAND
 from gateway.commands import (
     ApprovalDesk,
     CommandRegistry,
@@ -196,6 +197,7 @@ def command_registry() -> CommandRegistry:
     registry = CommandRegistry()
     register_user_commands(registry)
     register_admin_commands(registry)
+    registry.register(DELETE_ME_COMMAND)
     return registry
 
 

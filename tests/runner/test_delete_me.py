@@ -1,0 +1,57 @@
+"""/delete-me through the real gateway: confirmation, expiry, erasure, and a clean start."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from memory.paths import ChorusPaths
+from tests.fakes import FakeOpenAI
+from tests.runner.conftest import GatewayFactory
+
+PERSON = "testchat:2"
+
+
+async def test_delete_me_confirms_erases_and_starts_clean(
+    make_gateway: GatewayFactory, server: FakeOpenAI, chorus_home: Path
+) -> None:
+    gw = await make_gateway()
+    server.reply("noted")
+    await gw.ask("my locker code is 4711", user="2")
+    server.reply("hi group")
+    await gw.ask("hello group", user="3", chat_id="g1", is_direct=False, mentions_bot=True)
+    refused = await gw.ask("/delete-me", user="3", chat_id="g1", is_direct=False)
+    assert "direct chat" in refused.text
+
+    asked = await gw.ask("/delete-me", user="2")
+    assert "CONFIRM" in asked.text
+    await gw.clock.advance(400)  # the confirmation expired
+    assert "expires" in (await gw.ask("/delete-me CONFIRM", user="2")).text
+    await gw.ask("/delete-me", user="2")
+    receipt = (await gw.ask("/delete-me CONFIRM", user="2")).text
+    assert "transcripts of testchat:2: erased" in receipt
+    await gw.settle()
+
+    state_db = ChorusPaths(chorus_home).state_db
+    with sqlite3.connect(state_db) as db:
+        assert (
+            db.execute("SELECT count(*) FROM sessions WHERE user_key = ?", (PERSON,)).fetchone()[0]
+            == 0
+        )
+        assert (
+            db.execute("SELECT count(*) FROM messages WHERE content LIKE '%4711%'").fetchone()[0]
+            == 0
+        )
+        assert (
+            db.execute(
+                "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH '4711'"
+            ).fetchone()[0]
+            == 0
+        )
+        audit = db.execute("SELECT command, args, outcome FROM audit_log").fetchall()
+    assert ("users erase", "<person>", "ok") in audit
+    assert all("4711" not in str(row) for row in audit)
+
+    server.reply("hello again")
+    assert (await gw.ask("hi, who am I?", user="2")).text == "hello again"
+    assert "4711" not in str(server.last_request)
