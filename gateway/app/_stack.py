@@ -44,7 +44,6 @@ from gateway.app._services import GatewayServices
 from gateway.app._tools import build_tools
 from gateway.budgets import BudgetMeter, open_meter
 from gateway.clock import Clock, SystemClock
-from gateway.commands._delete_me import DELETE_ME_COMMAND
 from gateway.commands import (
     ApprovalDesk,
     CommandRegistry,
@@ -53,6 +52,7 @@ from gateway.commands import (
     register_admin_commands,
     register_user_commands,
 )
+from gateway.commands._delete_me import DELETE_ME_COMMAND
 from gateway.config import LiveSettings, Settings, database_location, load_settings
 from gateway.media import MediaReader
 from gateway.ops import Activity, Metrics

@@ -14,7 +14,7 @@ import logging
 from gateway.commands._registry import Command, CommandContext
 from gateway.erasure import erase
 
-__all__ = ["DELETE_ME_COMMAND", "CONFIRM_WINDOW"]
+__all__ = ["CONFIRM_WINDOW", "DELETE_ME_COMMAND"]
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +57,7 @@ DELETE_ME_COMMAND = Command(
     "delete-me",
     "erase everything I hold about you (asks to confirm)",
     delete_me_command,
+    ("delete_me",),  # Telegram menus and taps know only [a-z0-9_]
     admin_only=False,
     args=CONFIRM_WORD,
     in_groups=False,
