@@ -5,9 +5,11 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from memory.paths import ChorusPaths
+from memory.jobs import JobSpec
+from memory.paths import ChorusPaths, UserKey
 from tests.fakes import FakeOpenAI
 from tests.runner.conftest import GatewayFactory
+from tests.waiting import until
 
 PERSON = "testchat:2"
 
@@ -55,3 +57,37 @@ async def test_delete_me_confirms_erases_and_starts_clean(
     server.reply("hello again")
     assert (await gw.ask("hi, who am I?", user="2")).text == "hello again"
     assert "4711" not in str(server.last_request)
+
+
+async def test_jobs_queued_before_the_erasure_write_nothing_after_it(
+    make_gateway: GatewayFactory, server: FakeOpenAI, chorus_home: Path, tmp_path: Path
+) -> None:
+    gw = await make_gateway(CHORUS_MEMORY__PROVIDER="holographic")
+    marker, records = tmp_path / "blocker", tmp_path / "records"
+    queue = gw.stack.background.queue
+    queue.enqueue(
+        JobSpec(
+            "tests.queue_jobs.block_then_record",
+            (str(records), str(marker), 1),
+            session_id="blocker",
+            job_id="blocker",
+        )
+    )
+    await until(marker.exists)  # the queue is busy: what follows waits behind it
+    server.reply("noted")
+    await gw.ask("I prefer dark roast coffee in the morning.", user="2")
+    await gw.ask("/delete-me", user="2")
+    receipt = (await gw.ask("/delete-me CONFIRM", user="2")).text
+    assert "memory provider holographic: erased" in receipt
+    assert queue.status().queued >= 1  # the turn's sync and the session's end still wait
+
+    Path(f"{marker}.release").touch()
+    await gw.settle()
+    person_dir = chorus_home / "providers" / "holographic" / "users" / "testchat" / "2"
+    assert not person_dir.exists()
+    assert not ChorusPaths(chorus_home).user_dir(UserKey.parse(PERSON)).exists()
+    with sqlite3.connect(ChorusPaths(chorus_home).state_db) as db:
+        assert (
+            db.execute("SELECT count(*) FROM sessions WHERE user_key = ?", (PERSON,)).fetchone()[0]
+            == 0
+        )
