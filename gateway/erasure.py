@@ -1,4 +1,4 @@
-"""Running an erasure from the gateway's settings: the CLI's and ``/delete-me``'s.
+"""Running an erasure or an export from the gateway's settings (the CLI, ``/delete-me``).
 
 Builds what :func:`memory.erasure.erase_person` needs from the settings (the
 shared database, the memory files, the active memory provider initialised for
@@ -13,13 +13,13 @@ from typing import Any
 
 from gateway.access import GatewayDB
 from gateway.config import Settings, database_location, secrets_environment
-from memory.erasure import Receipt, erase_person
+from memory.erasure import Receipt, erase_person, export_person
 from memory.paths import ChorusPaths, UserKey
 from memory.providers import MemoryProvider
 from memory.store import memory_files_for
 from plugins.memory import load_memory_provider, resolve_config
 
-__all__ = ["erase", "provider_for"]
+__all__ = ["erase", "export", "provider_for"]
 
 
 def provider_for(cfg: Settings) -> Any:
@@ -67,3 +67,20 @@ def erase(cfg: Settings, user_key: str, actor: str) -> Receipt:
     with GatewayDB(where) as db:
         db.audit(actor, "users erase", "<person>", outcome, time.time())
     return receipt
+
+
+def export(cfg: Settings, user_key: str, actor: str) -> bytes:
+    """The archive of the person ``user_key`` is; audited as ``users export``."""
+    where = database_location(cfg)
+    paths = ChorusPaths(cfg.home)
+    files = memory_files_for(where, paths.memories_dir)
+    try:
+        archive = export_person(
+            user_key, where=where, paths=paths, files=files, provider_for=provider_for(cfg)
+        )
+    finally:
+        if files is not None:
+            files.close()
+    with GatewayDB(where) as db:
+        db.audit(actor, "users export", "<person>", "ok", time.time())
+    return archive

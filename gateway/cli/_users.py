@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import getpass
+import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -87,3 +89,30 @@ def users_erase(
     out.print(receipt.text(), markup=False)
     if not receipt.complete:
         raise typer.Exit(1)
+
+
+@users_app.command("export")
+def users_export(
+    person: Annotated[str, typer.Argument(help="PLATFORM:ID of the person to export.")],
+    out_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", help="Where to write the zip (default: ./chorus-export-<platform>-<id>.zip)."
+        ),
+    ] = None,
+) -> None:
+    """Write everything chorus holds of a person (with their linked accounts) to one zip."""
+    from gateway.erasure import export
+    from memory.paths import UserKey
+
+    try:
+        user = UserKey.parse(person)
+    except ValueError as exc:
+        out.print(f"not a user: {exc}", markup=False)
+        raise typer.Exit(2) from None
+    target = out_file or Path(f"chorus-export-{user.platform}-{user.id}.zip")
+    archive = export(_settings(), user.key, f"cli:{getpass.getuser()}")
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(archive)
+    out.print(f"wrote {target} ({len(archive):,} bytes)", markup=False)

@@ -61,6 +61,16 @@ class Sweep(Tables):
                     removed += max(cur.rowcount, 0)
         return removed
 
+    def rows(self, table: str, column: str, user_key: str) -> list[dict[str, object]]:
+        """``user_key``'s rows of ``table`` as column -> value (none if it does not exist)."""
+        with self._locked() as conn:
+            if not self._exists(conn, table):
+                return []
+            found = conn.execute(
+                f"SELECT * FROM {table} WHERE {column} = ?", (user_key,)
+            ).fetchall()
+            return [{name: r[name] for name in r.keys()} for r in found]
+
     def delete_transcripts(self, user_key: str) -> int:
         """Delete the sessions of ``user_key`` and every message of them; how many sessions."""
         with self._locked(write=True) as conn:

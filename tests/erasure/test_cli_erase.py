@@ -1,10 +1,11 @@
-"""`chorus users erase PERSON`: the operator's erasure, with its receipt and audit row."""
+"""`chorus users export|erase PERSON`: the operator's export, and erasure with its receipt."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 from gateway.access import GatewayDB
@@ -43,6 +44,14 @@ def test_users_erase_prints_a_receipt_and_audits_only_that_it_happened(chorus_ho
     tool(provider, action="add", content="The locker code is 4711.")
     provider.shutdown()
 
+    out_file = chorus_home / "export.zip"
+    exported = run(chorus_home, "export", PERSON, "--out", str(out_file))
+    assert exported.returncode == 0, exported.stdout + exported.stderr
+    assert out_file.stat().st_mode & 0o777 == 0o600
+    with zipfile.ZipFile(out_file) as z:
+        assert "transcripts/s1.json" in z.namelist()
+        assert "4711" in z.read("providers/holographic-telegram-5.json").decode()
+
     assert run(chorus_home, "erase", "not a key", "--yes").returncode == 2
     done = run(chorus_home, "erase", PERSON, "--yes")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -55,3 +64,4 @@ def test_users_erase_prints_a_receipt_and_audits_only_that_it_happened(chorus_ho
     with GatewayDB(paths.state_db) as gdb:
         audit = [(e.command, e.args, e.outcome) for e in gdb.audit_entries(10)]
     assert ("users erase", "<person>", "ok") in audit
+    assert ("users export", "<person>", "ok") in audit
