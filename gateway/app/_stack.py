@@ -56,6 +56,7 @@ from gateway.commands._delete_me import DELETE_ME_COMMAND
 from gateway.config import LiveSettings, Settings, database_location, load_settings
 from gateway.media import MediaReader
 from gateway.ops import Activity, Metrics
+from gateway.retention import RetentionSweeper
 from gateway.runner import GatewayRunner
 from gateway.sessions import Inbox, InboxKeeper, SessionManager, SharedSessions, TurnRunner
 from memory import log_content
@@ -98,6 +99,8 @@ class GatewayStack:
     """The usage ledger and per-person budgets every LLM call goes through."""
     approvals: ApprovalDesk | None = None
     """Calls to ``ask`` tools waiting for a person's answer."""
+    retention: RetentionSweeper | None = None
+    """Purges ended sessions past ``sessions.retention_days`` (started with the stack)."""
 
     async def start(self) -> None:
         """Take up sessions, connect the platforms, take up what a restart left pending
@@ -126,6 +129,8 @@ class GatewayStack:
         runner.open()
         if self.router is not None:
             await self.router.start()
+        self.retention = RetentionSweeper(self.services.clock, lambda: self.settings)
+        self.retention.start()
         self.started = True
 
     def stop_accepting(self) -> None:
@@ -169,6 +174,8 @@ class GatewayStack:
     async def close(self, timeout: float | None = None) -> None:
         """Hand queued jobs over (bounded by ``timeout``) and release everything."""
         timeout = self.settings.gateway.shutdown_timeout if timeout is None else timeout
+        if self.retention is not None:
+            await self.retention.stop()
         for task in self._pollers:
             task.cancel()
         await asyncio.gather(*self._pollers, return_exceptions=True)

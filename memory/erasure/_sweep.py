@@ -69,7 +69,7 @@ class Sweep(Tables):
             found = conn.execute(
                 f"SELECT * FROM {table} WHERE {column} = ?", (user_key,)
             ).fetchall()
-            return [{name: r[name] for name in r.keys()} for r in found]
+            return [{name: r[name] for name in r.keys()} for r in found]  # noqa: SIM118
 
     def delete_transcripts(self, user_key: str) -> int:
         """Delete the sessions of ``user_key`` and every message of them; how many sessions."""
@@ -80,6 +80,24 @@ class Sweep(Tables):
                 str(r[0])
                 for r in conn.execute(
                     "SELECT id FROM sessions WHERE user_key = ?", (user_key,)
+                ).fetchall()
+            ]
+            for session_id in ids:
+                conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+                conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+        return len(ids)
+
+    def delete_ended_before(self, before: float, limit: int = 1000) -> int:
+        """Delete up to ``limit`` sessions that ended before ``before``, with their messages."""
+        with self._locked(write=True) as conn:
+            if not self._exists(conn, "sessions"):
+                return 0
+            ids = [
+                str(r[0])
+                for r in conn.execute(
+                    "SELECT id FROM sessions WHERE ended_at IS NOT NULL AND ended_at < ?"
+                    " ORDER BY ended_at LIMIT ?",
+                    (before, limit),
                 ).fetchall()
             ]
             for session_id in ids:

@@ -51,7 +51,7 @@ def test_the_archive_holds_every_store(tmp_path: Path, engine: str, request: Any
         profile = z.read("profile/telegram-1/USER.md").decode()
         assert SECRET in profile
         transcript = json.loads(z.read("transcripts/s-telegram:1.json"))
-        assert [m["content"] for m in transcript["messages"]][0] == f"my PIN hint is {SECRET}"
+        assert transcript["messages"][0]["content"] == f"my PIN hint is {SECRET}"
         assert SECRET in json.loads(z.read("staged_writes.json"))[0]["content"]
         assert json.loads(z.read("usage.json"))[0]["person"] == ALICE
         facts = json.loads(z.read("providers/holographic-telegram-1.json"))["memories"]
