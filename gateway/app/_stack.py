@@ -52,13 +52,12 @@ from gateway.commands import (
     register_admin_commands,
     register_user_commands,
 )
-from gateway.commands._delete_me import DELETE_ME_COMMAND
 from gateway.config import LiveSettings, Settings, database_location, load_settings
 from gateway.media import MediaReader
 from gateway.ops import Activity, Metrics
-from gateway.retention import RetentionSweeper
 from gateway.runner import GatewayRunner
 from gateway.sessions import Inbox, InboxKeeper, SessionManager, SharedSessions, TurnRunner
+from gateway.sessions.retention import RetentionSweeper
 from memory import log_content
 from memory.approvals import ApprovalStore
 from memory.secrets import SecretStore
@@ -204,7 +203,6 @@ def command_registry() -> CommandRegistry:
     registry = CommandRegistry()
     register_user_commands(registry)
     register_admin_commands(registry)
-    registry.register(DELETE_ME_COMMAND)
     return registry
 
 

@@ -75,7 +75,7 @@ def users_erase(
     yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")] = False,
 ) -> None:
     """Erase everything chorus holds of a person (with their linked accounts); prints a receipt."""
-    from gateway.erasure import erase
+    from gateway.commands.erasure import erase
     from memory.paths import UserKey
 
     try:
@@ -102,7 +102,7 @@ def users_export(
     ] = None,
 ) -> None:
     """Write everything chorus holds of a person (with their linked accounts) to one zip."""
-    from gateway.erasure import export
+    from gateway.commands.erasure import export
     from memory.paths import UserKey
 
     try:

@@ -2,7 +2,7 @@
 
 Only in a direct chat. ``/delete-me`` explains what goes and asks for
 ``/delete-me CONFIRM`` within :data:`CONFIRM_WINDOW` seconds; the second step
-ends their open session here, runs the erasure (:mod:`gateway.erasure`) and
+ends their open session here, runs the erasure (:mod:`gateway.commands.erasure`) and
 answers with the receipt.
 """
 
@@ -12,7 +12,7 @@ import asyncio
 import logging
 
 from gateway.commands._registry import Command, CommandContext
-from gateway.erasure import erase
+from gateway.commands.erasure import erase
 
 __all__ = ["CONFIRM_WINDOW", "DELETE_ME_COMMAND"]
 
