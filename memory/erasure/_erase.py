@@ -113,6 +113,10 @@ def erase_person(
             receipt.outcomes.append(
                 StoreOutcome(f"transcripts of {key}", True, f"{sessions} sessions, search index")
             )
+            deliveries = sweep.delete_deliveries(account.platform, account.id)
+            receipt.outcomes.append(
+                StoreOutcome(f"received messages of {key}", True, f"{deliveries} in the inbox")
+            )
             _profile(paths, files, account)
             receipt.outcomes.append(StoreOutcome(f"profile (USER.md) of {key}", True))
             for tables in PERSONAL_TABLES:

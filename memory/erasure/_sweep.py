@@ -9,7 +9,9 @@ the row).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from typing import Any
 
 from memory.database import Connection
 from memory.tables import Tables
@@ -35,6 +37,29 @@ PERSONAL_TABLES: tuple[TableSet, ...] = (
     TableSet("secrets", (("person_secrets", "person"), ("secret_requests", "person"))),
     TableSet("pairing state", (("pairing_codes", "user_key"), ("pairing_requests", "user_key"))),
 )
+
+
+_SENDER_KEYS = ("from", "author", "user")
+
+
+def sent_by(payload: Any, user_id: str) -> bool:
+    """Whether a delivery's JSON names ``user_id`` as its sender, in any platform's shape:
+    ``user_id`` (chorus's own message JSON), ``from``/``author`` objects with that ``id``
+    (Telegram updates, Discord messages) or ``user`` (Slack events)."""
+    if isinstance(payload, dict):
+        for key, value in payload.items():
+            if key == "user_id" and str(value) == user_id:
+                return True
+            if key in _SENDER_KEYS:
+                if isinstance(value, dict) and str(value.get("id")) == user_id:
+                    return True
+                if isinstance(value, str | int) and str(value) == user_id:
+                    return True
+            if isinstance(value, dict | list) and sent_by(value, user_id):
+                return True
+    elif isinstance(payload, list):
+        return any(sent_by(item, user_id) for item in payload)
+    return False
 
 
 class Sweep(Tables):
@@ -70,6 +95,29 @@ class Sweep(Tables):
                 f"SELECT * FROM {table} WHERE {column} = ?", (user_key,)
             ).fetchall()
             return [{name: r[name] for name in r.keys()} for r in found]  # noqa: SIM118
+
+    def delete_deliveries(self, platform: str, user_id: str) -> int:
+        """Delete the durable inbox's rows of deliveries ``user_id`` sent on ``platform``
+        (settled ones still hold the message; pending ones would be answered after a
+        restart); how many went."""
+        with self._locked(write=True) as conn:
+            if not self._exists(conn, "inbox"):
+                return 0
+            rows = conn.execute(
+                "SELECT receipt, payload FROM inbox WHERE platform = ?", (platform,)
+            ).fetchall()
+            gone = 0
+            for receipt, payload in ((str(r[0]), str(r[1])) for r in rows):
+                try:
+                    mine = sent_by(json.loads(payload), user_id)
+                except ValueError:
+                    mine = False
+                if mine:
+                    conn.execute(
+                        "DELETE FROM inbox WHERE platform = ? AND receipt = ?", (platform, receipt)
+                    )
+                    gone += 1
+        return gone
 
     def delete_transcripts(self, user_key: str) -> int:
         """Delete the sessions of ``user_key`` and every message of them; how many sessions."""

@@ -50,8 +50,10 @@ async def test_delete_me_confirms_erases_and_starts_clean(
             ).fetchone()[0]
             == 0
         )
+        inbox = [str(r) for r in db.execute("SELECT payload FROM inbox").fetchall()]
         audit = db.execute("SELECT command, args, outcome FROM audit_log").fetchall()
     assert ("users erase", "<person>", "ok") in audit
+    assert inbox and not [p for p in inbox if "4711" in p]  # others' deliveries stay
     assert all("4711" not in str(row) for row in audit)
 
     server.reply("hello again")
