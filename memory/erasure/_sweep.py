@@ -44,21 +44,27 @@ _SENDER_KEYS = ("from", "author", "user")
 
 def sent_by(payload: Any, user_id: str) -> bool:
     """Whether a delivery's JSON names ``user_id`` as its sender, in any platform's shape:
-    ``user_id`` (chorus's own message JSON), ``from``/``author`` objects with that ``id``
-    (Telegram updates, Discord messages) or ``user`` (Slack events)."""
-    if isinstance(payload, dict):
-        for key, value in payload.items():
-            if key == "user_id" and str(value) == user_id:
+    a top-level ``user_id`` (chorus's own message JSON), or, at any depth, a ``from`` or
+    ``author`` object with that ``id`` (Telegram updates, Discord messages) or a ``user``
+    naming it (Slack events). A mention of the person in someone else's message is not."""
+    if isinstance(payload, dict) and str(payload.get("user_id")) == user_id:
+        return True
+    return _sender_inside(payload, user_id)
+
+
+def _sender_inside(payload: Any, user_id: str) -> bool:
+    if isinstance(payload, list):
+        return any(_sender_inside(item, user_id) for item in payload)
+    if not isinstance(payload, dict):
+        return False
+    for key, value in payload.items():
+        if key in _SENDER_KEYS:
+            if isinstance(value, dict) and str(value.get("id")) == user_id:
                 return True
-            if key in _SENDER_KEYS:
-                if isinstance(value, dict) and str(value.get("id")) == user_id:
-                    return True
-                if isinstance(value, str | int) and str(value) == user_id:
-                    return True
-            if isinstance(value, dict | list) and sent_by(value, user_id):
+            if isinstance(value, str | int) and str(value) == user_id:
                 return True
-    elif isinstance(payload, list):
-        return any(sent_by(item, user_id) for item in payload)
+        if isinstance(value, dict | list) and _sender_inside(value, user_id):
+            return True
     return False
 
 

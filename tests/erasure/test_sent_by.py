@@ -12,5 +12,6 @@ def test_each_platforms_sender_is_found_and_no_one_elses() -> None:
     assert sent_by(telegram, "42") and not sent_by(telegram, "4")
     assert sent_by(slack, "U42") and not sent_by(slack, "U4")
     assert sent_by(discord, "4242") and not sent_by(discord, "42")
-    mention = {"event": {"user": "U1", "text": "<@U42> hi", "blocks": [{"user_id": "U9"}]}}
+    rich = [{"type": "rich_text", "elements": [{"type": "user", "user_id": "U42"}]}]
+    mention = {"event": {"user": "U1", "text": "<@U42> hi", "blocks": rich}}
     assert not sent_by(mention, "U42")
