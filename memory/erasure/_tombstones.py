@@ -1,10 +1,11 @@
 """Tombstones: who was erased, and when, so nothing of theirs is written back.
 
-A row per erased account (``erasures``). Work that began before the erasure
-(a background job, a turn in flight, a restart's recovery) checks
-:meth:`Tombstones.erased_since` with the time it began and writes nothing when
-the account was erased after it; a message the person sends afterwards starts
-clean. The row holds the account and the time only, never what was erased.
+A row per erased account (``erasures``): the account and the time, never what
+was erased. :meth:`Tombstones.erased_since` tells work that began at a given
+time whether its person was erased after it. Today the jobs of an erased
+person's sessions are stopped by the erasure itself (their sessions are gone,
+so a job finds none and writes nothing) and the durable inbox's copies of their
+messages are deleted; nothing reads the tombstone yet on those paths.
 """
 
 from __future__ import annotations
