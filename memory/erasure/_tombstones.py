@@ -5,7 +5,9 @@ was erased. :meth:`Tombstones.erased_since` tells work that began at a given
 time whether its person was erased after it. Today the jobs of an erased
 person's sessions are stopped by the erasure itself (their sessions are gone,
 so a job finds none and writes nothing) and the durable inbox's copies of their
-messages are deleted; nothing reads the tombstone yet on those paths.
+messages are deleted. A group's turn (a session several people share, which
+the erasure keeps for an admin's review) is not synced to the memory provider
+when its speaker was erased after writing it (``agent.jobs.sync_turn``).
 """
 
 from __future__ import annotations

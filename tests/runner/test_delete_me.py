@@ -93,3 +93,33 @@ async def test_jobs_queued_before_the_erasure_write_nothing_after_it(
             db.execute("SELECT count(*) FROM sessions WHERE user_key = ?", (PERSON,)).fetchone()[0]
             == 0
         )
+
+
+async def test_a_groups_turn_of_an_erased_member_is_not_synced_after_it(
+    make_gateway: GatewayFactory, server: FakeOpenAI, chorus_home: Path, tmp_path: Path
+) -> None:
+    gw = await make_gateway(CHORUS_MEMORY__PROVIDER="holographic", CHORUS_SESSIONS__SCOPE="chat")
+    marker, records = tmp_path / "blocker", tmp_path / "records"
+    gw.stack.background.queue.enqueue(
+        JobSpec(
+            "tests.queue_jobs.block_then_record",
+            (str(records), str(marker), 1),
+            session_id="blocker",
+            job_id="blocker",
+        )
+    )
+    await until(marker.exists)
+    server.reply("noted")
+    await gw.ask(
+        "I prefer green tea in the afternoon.",
+        user="3",
+        chat_id="g1",
+        is_direct=False,
+        mentions_bot=True,
+    )
+    await gw.ask("/delete-me", user="3")
+    assert "erased" in (await gw.ask("/delete-me CONFIRM", user="3")).text
+    Path(f"{marker}.release").touch()
+    await gw.settle()
+    member_dir = chorus_home / "providers" / "holographic" / "users" / "testchat" / "3"
+    assert not member_dir.exists()
