@@ -36,6 +36,7 @@ from agent.jobs._flush import flush_session
 from agent.jobs._handoff import summarize_for_handoff
 from agent.messages import ChatMessage, as_plain, transcript_messages
 from agent.usage import Charge
+from memory.erasure import Tombstones
 from memory.transcripts import StoredMessage
 
 __all__ = [
@@ -96,6 +97,9 @@ def sync_turn(session_id: str, position: int) -> str:
     transcript = transcript_messages(stored)
     if position not in kept_turns(transcript):
         return "withdrawn"  # undone before its sync ran: never reaches the provider
+    if said_before_erasure(ctx, stored, position):
+        ctx.state.mark_done(key)
+        return "erased"  # a group's turn of someone erased since: not theirs to learn again
     manager = ctx.manager_for(record, "background")
     if manager is not None:
         turn = turn_messages(transcript, position)
@@ -208,6 +212,17 @@ def speaker_of(stored: list[StoredMessage], position: int) -> str | None:
     """Who wrote the user message at ``position`` (None: not recorded)."""
     users = [m for m in stored if m.role == "user"]
     return users[position - 1].speaker if 0 < position <= len(users) else None
+
+
+def said_before_erasure(ctx: JobContext, stored: list[StoredMessage], position: int) -> bool:
+    """Whether the user message at ``position`` has a speaker (a group's session) who was
+    erased after writing it: its sync would give the provider their words again."""
+    users = [m for m in stored if m.role == "user"]
+    if not 0 < position <= len(users) or not users[position - 1].speaker:
+        return False
+    message = users[position - 1]
+    with Tombstones(ctx.db_path) as tombstones:
+        return tombstones.erased_since(str(message.speaker), message.timestamp)
 
 
 def turn_text(turn: list[ChatMessage]) -> tuple[str, str]:

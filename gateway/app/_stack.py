@@ -57,6 +57,7 @@ from gateway.media import MediaReader
 from gateway.ops import Activity, Metrics
 from gateway.runner import GatewayRunner
 from gateway.sessions import Inbox, InboxKeeper, SessionManager, SharedSessions, TurnRunner
+from gateway.sessions.retention import RetentionSweeper
 from memory import log_content
 from memory.approvals import ApprovalStore
 from memory.secrets import SecretStore
@@ -97,6 +98,8 @@ class GatewayStack:
     """The usage ledger and per-person budgets every LLM call goes through."""
     approvals: ApprovalDesk | None = None
     """Calls to ``ask`` tools waiting for a person's answer."""
+    retention: RetentionSweeper | None = None
+    """Purges ended sessions past ``sessions.retention_days`` (started with the stack)."""
 
     async def start(self) -> None:
         """Take up sessions, connect the platforms, take up what a restart left pending
@@ -125,6 +128,8 @@ class GatewayStack:
         runner.open()
         if self.router is not None:
             await self.router.start()
+        self.retention = RetentionSweeper(self.services.clock, lambda: self.settings)
+        self.retention.start()
         self.started = True
 
     def stop_accepting(self) -> None:
@@ -168,6 +173,8 @@ class GatewayStack:
     async def close(self, timeout: float | None = None) -> None:
         """Hand queued jobs over (bounded by ``timeout``) and release everything."""
         timeout = self.settings.gateway.shutdown_timeout if timeout is None else timeout
+        if self.retention is not None:
+            await self.retention.stop()
         for task in self._pollers:
             task.cancel()
         await asyncio.gather(*self._pollers, return_exceptions=True)

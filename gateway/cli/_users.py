@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import getpass
+import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -65,3 +67,52 @@ def users_list() -> None:
     for row in rows:
         table.add_row(row.user_key, row.state, row.source, row.by or "")
     out.print(table)
+
+
+@users_app.command("erase")
+def users_erase(
+    person: Annotated[str, typer.Argument(help="PLATFORM:ID of the person to erase.")],
+    yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")] = False,
+) -> None:
+    """Erase everything chorus holds of a person (with their linked accounts); prints a receipt."""
+    from gateway.commands.erasure import erase
+    from memory.paths import UserKey
+
+    try:
+        key = UserKey.parse(person).key
+    except ValueError as exc:
+        out.print(f"not a user: {exc}", markup=False)
+        raise typer.Exit(2) from None
+    if not yes and not typer.confirm(f"Erase everything chorus holds of {key}?"):
+        raise typer.Exit(1)
+    receipt = erase(_settings(), key, f"cli:{getpass.getuser()}")
+    out.print(receipt.text(), markup=False)
+    if not receipt.complete:
+        raise typer.Exit(1)
+
+
+@users_app.command("export")
+def users_export(
+    person: Annotated[str, typer.Argument(help="PLATFORM:ID of the person to export.")],
+    out_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", help="Where to write the zip (default: ./chorus-export-<platform>-<id>.zip)."
+        ),
+    ] = None,
+) -> None:
+    """Write everything chorus holds of a person (with their linked accounts) to one zip."""
+    from gateway.commands.erasure import export
+    from memory.paths import UserKey
+
+    try:
+        user = UserKey.parse(person)
+    except ValueError as exc:
+        out.print(f"not a user: {exc}", markup=False)
+        raise typer.Exit(2) from None
+    target = out_file or Path(f"chorus-export-{user.platform}-{user.id}.zip")
+    archive = export(_settings(), user.key, f"cli:{getpass.getuser()}")
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(archive)
+    out.print(f"wrote {target} ({len(archive):,} bytes)", markup=False)

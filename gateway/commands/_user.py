@@ -9,6 +9,7 @@ import logging
 from agent.agent import Agent
 from agent.shared_writes import decide
 from gateway.commands import _texts as t
+from gateway.commands._delete_me import DELETE_ME_COMMAND
 from gateway.commands._registry import Command, CommandContext, CommandRegistry
 from gateway.commands._tools import TOOLS_COMMAND
 from gateway.commands._usage import usage_command
@@ -317,5 +318,6 @@ def register_user_commands(registry: CommandRegistry) -> None:
         ),
         Command("whoami", "who I think you are", whoami_command, admin_only=False, private=True),
         TOOLS_COMMAND,
+        DELETE_ME_COMMAND,
     ):
         registry.register(command)

@@ -26,6 +26,12 @@ class SessionsSettings(_Section):
     max_live: Annotated[int, LIVE] = Field(1000, gt=0)
     max_concurrent_turns: Annotated[int, RESTART] = Field(64, gt=0)
     handoff: Annotated[bool, LIVE] = True
+    retention_days: Annotated[float | None, LIVE] = Field(
+        None,
+        gt=0,
+        description="Transcripts of sessions that ended longer ago than this are purged "
+        "with their search index rows (hourly); null keeps them.",
+    )
     resume_pending_minutes: Annotated[float, LIVE] = Field(
         10,
         ge=0,

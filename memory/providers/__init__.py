@@ -19,7 +19,7 @@ from memory.providers._fence import (
 )
 from memory.providers._health import ProviderEvent, ProviderHealth
 from memory.providers._manager import DEFAULT_RESERVED_TOOL_NAMES, FailureHook, MemoryManager
-from memory.providers._provider import AgentContext, MemoryProvider, provider_dir
+from memory.providers._provider import AgentContext, ForgetResult, MemoryProvider, provider_dir
 from memory.providers._withdrawn import WithdrawnTurn, withdrawn_turn
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "BuiltinMemoryProvider",
     "ContextScrubber",
     "FailureHook",
+    "ForgetResult",
     "MemoryManager",
     "MemoryProvider",
     "ProviderEvent",

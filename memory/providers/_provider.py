@@ -46,6 +46,7 @@ instance never overlap.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -65,6 +66,25 @@ def provider_dir(chorus_home: Path, name: str, user_key: str | None = None) -> P
     """
     user = UserKey.parse(user_key) if user_key is not None else None
     return ChorusPaths(chorus_home).provider_dir(name, user)
+
+
+@dataclass(frozen=True)
+class ForgetResult:
+    """What :meth:`MemoryProvider.forget_user` did with one person's memories.
+
+    ``erased``: nothing of the person is left in the provider's backend or its
+    files. Otherwise ``reason`` says why (no delete in the backend's API, the
+    backend unreachable, ...), in words fit for the person's receipt.
+    ``removed`` counts what went, where the provider can tell.
+    """
+
+    erased: bool
+    reason: str = ""
+    removed: int = 0
+
+    @classmethod
+    def cannot(cls, reason: str) -> ForgetResult:
+        return cls(erased=False, reason=reason)
 
 
 class MemoryProvider(ABC):
@@ -292,6 +312,30 @@ class MemoryProvider(ABC):
     ) -> None:
         """A sub-agent finished ``task`` with ``result``; called on the parent only."""
         return None
+
+    # -- a person's data -----------------------------------------------------
+
+    cannot_export: str = "this memory provider has no way to export what it holds"
+    """Why :meth:`export_user` returns None; shown in an export's manifest."""
+
+    def export_user(self, user_id: str) -> dict[str, Any] | None:
+        """Everything the provider holds about ``user_id`` (a user key), as JSON-able data.
+
+        Called on an instance :meth:`initialize`-d for that user (``"background"``),
+        for ``/export``. The result has at least ``"memories"``: a list of
+        objects with the memory's ``"text"`` (and ``"id"`` where the backend has
+        one). None: the provider cannot export (:attr:`cannot_export` says why).
+        """
+        return None
+
+    def forget_user(self, user_id: str) -> ForgetResult:
+        """Erase everything the provider holds about ``user_id``, in its backend and its files.
+
+        Called on an instance :meth:`initialize`-d for that user (``"background"``),
+        for ``/delete-me``; must be safe to call twice. What cannot be erased is
+        said in the result, never silently kept.
+        """
+        return ForgetResult.cannot("this memory provider has no way to erase what it holds")
 
     # -- configuration -------------------------------------------------------
 

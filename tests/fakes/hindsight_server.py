@@ -18,6 +18,12 @@ like the other fakes). With an ``api_key`` every request must carry
 * ``POST /v1/default/banks/{bank_id}/reflect``: ``{"query", "budget", "context"}``;
   answers ``{"text"}`` built from the bank's best facts.
 
+* ``GET /v1/default/banks/{bank_id}/memories/list`` (``limit``, ``offset``):
+  ``{"items": [{"id", "text", "context", "date", "document_id", "metadata"}],
+  "total", "limit", "offset"}``;
+* ``DELETE /v1/default/banks/{bank_id}``: the bank and everything in it;
+  ``{"success", "message", "deleted_count"}``, 404 for a bank it does not know.
+
 Banks appear on first retain; recall on an unknown bank finds nothing.
 ``fail(status, times)`` makes the next requests fail; ``delay`` holds every
 answer back that many seconds.
@@ -99,6 +105,8 @@ class FakeHindsight(LoopThread):
         app.router.add_post(f"{PREFIX}/memories", self._retain)
         app.router.add_post(f"{PREFIX}/memories/recall", self._recall)
         app.router.add_post(f"{PREFIX}/reflect", self._reflect)
+        app.router.add_get(f"{PREFIX}/memories/list", self._list)
+        app.router.add_delete(PREFIX, self._delete_bank)
         await self._listen(app)
         self.base_url = f"http://127.0.0.1:{self.port}"
 
@@ -126,14 +134,18 @@ class FakeHindsight(LoopThread):
         ):
             self.unauthorised += 1
             return web.json_response({"detail": "Invalid API key"}, status=401)
-        try:
-            body = await request.json()
-        except ValueError:
-            return web.json_response({"detail": "Invalid JSON"}, status=422)
+        body: Any = dict(request.query)
+        if request.method == "POST":
+            try:
+                body = await request.json()
+            except ValueError:
+                return web.json_response({"detail": "Invalid JSON"}, status=422)
         if not isinstance(body, dict):
             return web.json_response({"detail": "expected an object"}, status=422)
         route = request.path.rsplit("/", 1)[-1]
         route = {"memories": "retain"}.get(route, route)
+        if request.method == "DELETE":
+            route = "delete_bank"
         self.requests.append((route, request.match_info["bank_id"], body))
         if self.delay:
             await asyncio.sleep(self.delay)
@@ -155,6 +167,36 @@ class FakeHindsight(LoopThread):
         return hits
 
     # -- handlers ------------------------------------------------------------
+
+    async def _list(self, request: web.Request) -> web.Response:
+        bank_id, query = request.match_info["bank_id"], request[BODY]
+        limit, offset = int(query.get("limit", 100)), int(query.get("offset", 0))
+        with self._lock:
+            facts = list(self.banks.get(bank_id, []))
+        items = [
+            {
+                "id": f.id,
+                "text": f.text,
+                "context": f.context or "",
+                "date": f.mentioned_at,
+                "document_id": f.document_id,
+                "metadata": dict(f.metadata),
+            }
+            for f in facts[offset : offset + limit]
+        ]
+        return web.json_response(
+            {"items": items, "total": len(facts), "limit": limit, "offset": offset}
+        )
+
+    async def _delete_bank(self, request: web.Request) -> web.Response:
+        bank_id = request.match_info["bank_id"]
+        with self._lock:
+            facts = self.banks.pop(bank_id, None)
+        if facts is None:
+            return web.json_response({"detail": f"Bank '{bank_id}' not found"}, status=404)
+        return web.json_response(
+            {"success": True, "message": "Bank deleted", "deleted_count": len(facts)}
+        )
 
     async def _retain(self, request: web.Request) -> web.Response:
         bank_id, body = request.match_info["bank_id"], request[BODY]

@@ -30,6 +30,7 @@ as ``honcho/http/routes.py`` builds it and ``honcho/api_types.py`` parses it:
   peer's best-matching conclusions (None when nothing matches);
 * ``POST /{ws}/conclusions`` (create, 1-100), ``POST /{ws}/conclusions/query``
   (``filters`` must name ``observer_id`` and ``observed_id``),
+  ``POST /{ws}/conclusions/list`` (a page of those the ``filters`` match),
   ``GET``/``DELETE /{ws}/conclusions/{id}``.
 
 A representation is markdown: one ``- `` line per conclusion, the ones that
@@ -133,6 +134,7 @@ class FakeHoncho(LoopThread):
         add.add_post(f"{ws}/peers/{{p}}/chat", self._chat)
         add.add_post(f"{ws}/conclusions", self._create_conclusions)
         add.add_post(f"{ws}/conclusions/query", self._query_conclusions)
+        add.add_post(f"{ws}/conclusions/list", self._list_conclusions)
         add.add_get(f"{ws}/conclusions/{{c}}", self._get_conclusion)
         add.add_delete(f"{ws}/conclusions/{{c}}", self._delete_conclusion)
         await self._listen(app)
@@ -511,6 +513,25 @@ class FakeHoncho(LoopThread):
             else:
                 found = self._ranked(ws, observer, observed, query, top_k)
         return web.json_response([dict(c) for c in found])
+
+    async def _list_conclusions(self, request: web.Request) -> web.Response:
+        """``POST .../conclusions/list``: a page of the conclusions the filters match."""
+        ws, body = self._ws(request), self._body(request)
+        filters = body.get("filters") if isinstance(body.get("filters"), dict) else {}
+        page, size = int(request.query.get("page", 1)), int(request.query.get("size", 50))
+        with self._lock:
+            found = [
+                dict(c)
+                for c in ws.conclusions.values()
+                if self.leaky or all(c.get(k) == v for k, v in filters.items())
+            ]
+        if request.query.get("reverse") == "true":
+            found.reverse()
+        items = found[(page - 1) * size : page * size]
+        pages = (len(found) + size - 1) // size
+        return web.json_response(
+            {"items": items, "page": page, "size": size, "total": len(found), "pages": pages}
+        )
 
     async def _get_conclusion(self, request: web.Request) -> web.Response:
         ws = self._ws(request)

@@ -11,7 +11,9 @@ calls, with its ``Authorization: Token <api_key>`` header:
   tells what the event added;
 * ``POST /v3/memories/search/`` and ``POST /v3/memories/`` (get_all):
   ``filters`` must name a ``user_id`` (directly or in an ``AND``);
-* ``GET``/``PUT``/``DELETE /v1/memories/<id>/``.
+* ``GET``/``PUT``/``DELETE /v1/memories/<id>/``;
+* ``DELETE /v1/memories/`` (``delete_all``): every memory of the entity its
+  query names (``user_id``); one is required.
 
 Memories are kept per ``user_id``. With ``infer`` (the default) each sentence
 of each user message becomes a memory (:func:`extract_facts`), without it
@@ -124,6 +126,7 @@ class FakeMem0Platform(LoopThread):
         app.router.add_get("/v1/memories/{memory_id}/", self._get)
         app.router.add_put("/v1/memories/{memory_id}/", self._update)
         app.router.add_delete("/v1/memories/{memory_id}/", self._delete)
+        app.router.add_delete("/v1/memories/", self._delete_all)
         await self._listen(app)
         self.host = f"http://127.0.0.1:{self.port}"
 
@@ -289,6 +292,16 @@ class FakeMem0Platform(LoopThread):
                 memory["hash"] = hashlib.md5(text.encode("utf-8")).hexdigest()
             memory["updated_at"] = _now()
             return web.json_response(dict(memory))
+
+    async def _delete_all(self, request: web.Request) -> web.Response:
+        user_id = request.query.get("user_id")
+        if not user_id:
+            return web.json_response({"detail": "At least one filter is required"}, status=400)
+        with self._lock:
+            gone = [k for k, m in self.memories.items() if m.get("user_id") == user_id]
+            for key in gone:
+                del self.memories[key]
+        return web.json_response({"message": "Memories deleted successfully!"})
 
     async def _delete(self, request: web.Request) -> web.Response:
         with self._lock:

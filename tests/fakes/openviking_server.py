@@ -19,10 +19,13 @@ the real server.
   ``POST /api/v1/sessions/{id}/messages``, ``POST /api/v1/sessions/{id}/commit``:
   a commit archives the pending messages and turns each user message into a
   memory ``viking://user/<user>/memories/mem-<n>.md`` whose abstract is its text;
+* ``GET /api/v1/sessions`` (the user's sessions: ``session_id``, ``uri``,
+  ``is_dir``), ``DELETE /api/v1/sessions/{id}`` (404 for one it does not know);
 * ``POST /api/v1/search/find``: the user's memories under ``target_uri``
   sharing words with the query;
 * ``GET /api/v1/fs/ls``, ``GET /api/v1/fs/stat``, ``GET /api/v1/content/read``,
-  ``DELETE /api/v1/fs`` (ok, ``estimated_deleted_count`` 0, where nothing is);
+  ``DELETE /api/v1/fs`` (ok, ``estimated_deleted_count`` 0, where nothing is;
+  a directory only with ``recursive=true``, else 400);
 * ``GET /health`` (no key needed).
 
 ``honour_user=False`` plays the server in ``api_key`` mode with a user key:
@@ -95,6 +98,8 @@ class FakeOpenViking(LoopThread):
         app = web.Application(middlewares=[self._middleware])
         app.router.add_get("/health", self._health)
         app.router.add_post("/api/v1/sessions", self._create)
+        app.router.add_get("/api/v1/sessions", self._list_sessions)
+        app.router.add_delete("/api/v1/sessions/{sid}", self._delete_session)
         app.router.add_get("/api/v1/sessions/{sid}", self._meta)
         app.router.add_post("/api/v1/sessions/{sid}/messages", self._add)
         app.router.add_post("/api/v1/sessions/{sid}/commit", self._commit)
@@ -181,6 +186,25 @@ class FakeOpenViking(LoopThread):
         with self._lock:
             self.sessions.setdefault((request[USER], sid), FakeSession())
         return _ok({"session_id": sid, "user": {"user_id": request[USER]}})
+
+    async def _list_sessions(self, request: web.Request) -> web.Response:
+        user = request[USER]
+        with self._lock:
+            sids = sorted(sid for owner, sid in self.sessions if owner == user)
+        return _ok(
+            [
+                {"session_id": sid, "uri": f"viking://user/{user}/sessions/{sid}", "is_dir": True}
+                for sid in sids
+            ]
+        )
+
+    async def _delete_session(self, request: web.Request) -> web.Response:
+        key = (request[USER], request.match_info["sid"])
+        with self._lock:
+            gone = self.sessions.pop(key, None)
+        if gone is None:
+            return _err("NOT_FOUND", 404, f"Session {key[1]} not found")
+        return _ok({"session_id": key[1]})
 
     async def _meta(self, request: web.Request) -> web.Response:
         create = str(request.query.get("auto_create", "")).lower() == "true"
@@ -299,7 +323,15 @@ class FakeOpenViking(LoopThread):
         uri = self._uri(request, request.query.get("uri"))
         if isinstance(uri, web.Response):
             return uri
+        recursive = str(request.query.get("recursive", "")).lower() == "true"
         with self._lock:
-            text = self.memories.get(request[USER], {}).pop(uri, None)
+            mine = self.memories.get(request[USER], {})
+            below = [u for u in mine if u.startswith(uri + "/")]
+            if below and not recursive:
+                return _err("INVALID_ARGUMENT", 400, f"{uri} is a directory")
+            text = mine.pop(uri, None)
+            for u in below:
+                del mine[u]
         # the real server answers ok where nothing is, only the count tells
-        return _ok({"uri": uri, "estimated_deleted_count": 0 if text is None else 1})
+        count = len(below) + (0 if text is None else 1)
+        return _ok({"uri": uri, "estimated_deleted_count": count})

@@ -26,6 +26,15 @@ container tag: nothing of one tag is found through another.
   "content"?}``: ``{"id", "forgotten": true}``, or 404 when that container
   has no such memory.
 
+* ``POST /v3/documents/list`` (``documents.list``) ``{"containerTags"?,
+  "includeContent"?, "limit"?, "page"?}``: ``{"memories": [{"id", "customId",
+  "containerTags", "createdAt", "updatedAt", "status", "type", "metadata",
+  "content"?}], "pagination": {"currentPage", "totalItems", "totalPages",
+  "limit"}}`` (documents and conversations alike).
+* ``DELETE /v3/documents/bulk`` (``documents.delete_bulk``) ``{"containerTags"
+  | "ids"}``: the documents, and the memories extracted from them;
+  ``{"success", "deletedCount", "containerTags"?}``.
+
 What Supermemory extracts is scripted (no model runs here): a document
 becomes one memory with its content; a conversation one memory per user
 message. The profile's ``static`` facts are the memories of documents, its
@@ -95,6 +104,8 @@ class FakeSupermemory(LoopThread):
         app.router.add_post("/v4/search", self._search)
         app.router.add_post("/v4/profile", self._profile)
         app.router.add_delete("/v4/memories", self._forget)
+        app.router.add_post("/v3/documents/list", self._list_documents)
+        app.router.add_delete("/v3/documents/bulk", self._delete_bulk)
         await self._listen(app)
         self.base_url = f"http://127.0.0.1:{self.port}"
 
@@ -305,6 +316,60 @@ class FakeSupermemory(LoopThread):
         query = body.get("q")
         if isinstance(query, str) and query.strip():
             answer["searchResults"] = self._ranked([tag], query, 10)
+        return web.json_response(answer)
+
+    async def _list_documents(self, request: web.Request) -> web.Response:
+        body = request[BODY] if isinstance(request[BODY], dict) else {}
+        tags = self._tags(body)
+        if tags is None:
+            return _bad("containerTags: invalid")
+        limit, page = int(body.get("limit") or 50), int(body.get("page") or 1)
+        with self._lock:
+            docs = [dict(d) for d in self.documents.values() if not tags or d["tag"] in tags]
+        listed = []
+        for doc in docs[(page - 1) * limit : page * limit]:
+            item: dict[str, Any] = {
+                "id": doc["id"],
+                "customId": doc["custom_id"],
+                "containerTags": [doc["tag"]],
+                "createdAt": doc.get("created_at", ""),
+                "updatedAt": doc.get("created_at", ""),
+                "status": "done",
+                "type": "text",
+                "metadata": doc.get("metadata") or {},
+            }
+            if body.get("includeContent"):
+                item["content"] = doc.get("content") or "\n".join(
+                    f"{m['role']}: {m['content']}" for m in doc.get("messages", [])
+                )
+            listed.append(item)
+        pages = (len(docs) + limit - 1) // limit
+        pagination = {
+            "currentPage": page,
+            "totalItems": len(docs),
+            "totalPages": pages,
+            "limit": limit,
+        }
+        return web.json_response({"memories": listed, "pagination": pagination})
+
+    async def _delete_bulk(self, request: web.Request) -> web.Response:
+        body = request[BODY] if isinstance(request[BODY], dict) else {}
+        tags, ids = self._tags(body), body.get("ids")
+        if tags is None or (not tags and not isinstance(ids, list)):
+            return _bad("containerTags or ids is required")
+        with self._lock:
+            gone = [
+                d
+                for d, doc in self.documents.items()
+                if doc["tag"] in tags or (isinstance(ids, list) and d in ids)
+            ]
+            for doc_id in gone:
+                del self.documents[doc_id]
+            for memory_id in [m for m, v in self.memories.items() if v["source"] in gone]:
+                del self.memories[memory_id]
+        answer: dict[str, Any] = {"success": True, "deletedCount": len(gone)}
+        if tags:
+            answer["containerTags"] = tags
         return web.json_response(answer)
 
     async def _forget(self, request: web.Request) -> web.Response:

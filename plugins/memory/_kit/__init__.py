@@ -31,6 +31,7 @@ from .errors import (
 from .guard import Guard
 from .identity import escape_id, hashed_id, owner_key, unescape_id
 from .library import ClientLibrary, findable, install_hint
+from .local import erase_user_dir, user_files
 from .provider import Dependency, RemoteProvider, Session, Turn
 from .settings import SettingsReader, environment, http_url, number_in, section_of, setting
 from .tool_calls import answer_tool_call, tool_error, tool_success
@@ -55,6 +56,7 @@ __all__ = [
     "answer_tool_call",
     "describe",
     "environment",
+    "erase_user_dir",
     "escape_id",
     "findable",
     "hashed_id",
@@ -68,4 +70,5 @@ __all__ = [
     "tool_error",
     "tool_success",
     "unescape_id",
+    "user_files",
 ]

@@ -29,15 +29,26 @@ from pathlib import Path
 from typing import Any
 
 from memory.log_content import loggable
-from memory.providers import provider_dir, strip_memory_context
+from memory.providers import ForgetResult, provider_dir, strip_memory_context
 from plugins.memory._breaker import CircuitBreaker
-from plugins.memory._kit import Guard, NotReady, Paused, RemoteProvider, Session
+from plugins.memory._kit import (
+    Guard,
+    NotReady,
+    Paused,
+    RemoteProvider,
+    Session,
+    erase_user_dir,
+    user_files,
+)
 
 from . import _config, _runner, _state, _tools
 from ._curator import Curator
 from ._runner import BrvError, BrvFailed, BrvMissing, BrvTimeout
 
 logger = logging.getLogger(__name__)
+
+CONTEXT_TREE = Path(".brv") / "context-tree"
+"""Where brv keeps its context tree, in the directory it runs in."""
 
 WARM_MAX_AGE = 900.0
 MAX_CURATE = 4000
@@ -221,6 +232,32 @@ class ByteRoverProvider(RemoteProvider):
             self._curate(who, _tools.content_arg(args))
             return {"curated": True}
         return {"status": self._brv(who, ["status"])}
+
+    # -- a person's data -----------------------------------------------------
+
+    def export_user(self, user_id: str) -> dict[str, Any] | None:
+        """The files of the person's context tree (brv keeps it in their directory)."""
+        directory = self._dir(user_id)
+        tree = directory / CONTEXT_TREE
+        memories = [
+            {"id": str(path.relative_to(directory)), "text": path.read_text("utf-8", "replace")}
+            for path in user_files(self._home_path(), _config.PROVIDER_NAME, user_id)
+            if tree in path.parents
+        ]
+        return {"memories": memories}
+
+    def forget_user(self, user_id: str) -> ForgetResult:
+        """Remove the person's directory: brv's context tree for them, and chorus's notes.
+
+        chorus never pushes a context tree to ByteRover's cloud, so the directory is all.
+        """
+        removed = erase_user_dir(self._home_path(), _config.PROVIDER_NAME, user_id)
+        return ForgetResult(erased=True, removed=removed)
+
+    def _home_path(self) -> Path:
+        if self._home is None:
+            raise NotReady("the byterover provider is not initialised")
+        return self._home
 
     # -- teardown and configuration ------------------------------------------
 

@@ -14,7 +14,8 @@ client's retry of 429/503 is turned off (``max_attempts=1``): the circuit
 breaker decides when to try again.
 
 The routes (``/v1/default/banks/{bank_id}/...``): ``POST memories`` (retain),
-``POST memories/recall`` and ``POST reflect``. A bank the server does not know
+``POST memories/recall`` and ``POST reflect``; for a person's data,
+``GET memories/list`` and ``DELETE`` of the bank. A bank the server does not know
 yet (404 on recall or reflect) has no memories: that is not a failure.
 """
 
@@ -31,6 +32,7 @@ from ._deps import Sdk
 
 T = TypeVar("T")
 USER_AGENT = "chorus-memory"
+LIST_PAGE = 100
 
 
 @dataclass(frozen=True)
@@ -166,5 +168,42 @@ class HindsightAPI:
                 raise
             text = getattr(response, "text", "")
             return text.strip() if isinstance(text, str) else ""
+
+        return self._call(timeout, call)
+
+    def list_all(self, bank_id: str, *, timeout: float) -> list[dict[str, Any]]:
+        """Every memory unit of the bank (``[]`` for a bank the server does not know)."""
+
+        async def call(client: Any) -> list[dict[str, Any]]:
+            found: list[dict[str, Any]] = []
+            while True:
+                try:
+                    page = await client.alist_memories(
+                        bank_id=bank_id, limit=LIST_PAGE, offset=len(found)
+                    )
+                except Exception as exc:
+                    if self._not_found(exc):
+                        return found
+                    raise
+                items = list(getattr(page, "items", None) or [])
+                found.extend(
+                    {"id": str(i.id), "text": i.text or "", "date": i.var_date or ""} for i in items
+                )
+                if not items or len(found) >= int(getattr(page, "total", 0) or 0):
+                    return found
+
+        return self._call(timeout, call)
+
+    def delete_bank(self, bank_id: str, *, timeout: float) -> int:
+        """Delete the bank and all in it; how many it held (0 when it did not exist)."""
+
+        async def call(client: Any) -> int:
+            try:
+                answer = await client.adelete_bank(bank_id)
+            except Exception as exc:
+                if self._not_found(exc):
+                    return 0
+                raise
+            return int(getattr(answer, "deleted_count", 0) or 0)
 
         return self._call(timeout, call)

@@ -32,9 +32,16 @@ from functools import partial
 from typing import Any
 
 from memory.log_content import loggable
-from memory.providers import provider_dir, strip_memory_context, withdrawn_turn
+from memory.providers import ForgetResult, provider_dir, strip_memory_context, withdrawn_turn
 from plugins.memory._breaker import CircuitBreaker
-from plugins.memory._kit import Guard, NotReady, ProviderUnavailable, RemoteProvider, Session
+from plugins.memory._kit import (
+    Guard,
+    NotReady,
+    ProviderUnavailable,
+    RemoteProvider,
+    Session,
+    erase_user_dir,
+)
 
 from . import _config, _deps, _ops, _render, _tools
 from ._buffer import Buffer
@@ -242,6 +249,30 @@ class HindsightProvider(RemoteProvider):
         return _ops.run_tool(api, self.guard, settings, bank, name, args)
 
     # -- teardown and configuration ------------------------------------------
+
+    # -- a person's data -----------------------------------------------------
+
+    def export_user(self, user_id: str) -> dict[str, Any] | None:
+        """Every memory unit of the person's bank."""
+        api, settings = self._ready(), self._settings
+        bank = settings.bank_id(user_id)
+        found = self.guard.run("list", partial(api.list_all, bank, timeout=settings.timeout))
+        return {"bank": bank, "memories": found}
+
+    def forget_user(self, user_id: str) -> ForgetResult:
+        """Delete the person's bank (memories, entities, documents) and their buffer."""
+        api, settings = self._ready(), self._settings
+        bank = settings.bank_id(user_id)
+        removed = self.guard.run("delete", partial(api.delete_bank, bank, timeout=settings.timeout))
+        with self._lock:
+            self._buffers.pop(user_id, None)
+            assert self._home is not None
+            home = self._home
+        erase_user_dir(home, _config.PROVIDER_NAME, user_id)
+        left = self.guard.run("list", partial(api.list_all, bank, timeout=settings.timeout))
+        if left:
+            return ForgetResult(False, f"Hindsight still lists {len(left)} of their memories")
+        return ForgetResult(erased=True, removed=removed)
 
     def shutdown(self) -> None:
         """Nothing to flush: the buffer is on disk, and every call closes its own client."""

@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from memory.log_content import loggable
-from memory.providers import MemoryProvider, provider_dir, strip_memory_context
+from memory.providers import ForgetResult, MemoryProvider, provider_dir, strip_memory_context
 from memory.store import scan_memory_content
+from plugins.memory._kit import erase_user_dir
 
 from . import _config, _extract, _hrr, _search
 from ._embed import Embeddings
@@ -337,6 +338,27 @@ class HolographicProvider(MemoryProvider):
             logger.warning("holographic %s failed: %s", tool_name, type(exc).__name__)
             return _error(f"{tool_name} could not run: {type(exc).__name__}")
         return json.dumps(result, ensure_ascii=False)
+
+    # -- a person's data -----------------------------------------------------
+
+    def export_user(self, user_id: str) -> dict[str, Any] | None:
+        """Every fact in ``user_id``'s store, most recently updated first."""
+        store = self._store(user_id)
+        facts = store.recent(None, max(store.count(), 1))
+        return {"memories": [{"text": f.content, **f.as_json()} for f in facts]}
+
+    def forget_user(self, user_id: str) -> ForgetResult:
+        """Close ``user_id``'s store and remove their directory (facts.db and its journal)."""
+        with self._lock:
+            if self._home is None:
+                raise RuntimeError("the holographic provider is not initialised")
+            path = provider_dir(self._home, _config.PROVIDER_NAME, user_id) / FACTS_FILE
+            store = self._stores.pop(str(path), None)
+            if store is not None:
+                store.close()
+            self._paths.pop(user_id, None)
+            removed = erase_user_dir(self._home, _config.PROVIDER_NAME, user_id)
+        return ForgetResult(erased=True, removed=removed)
 
     # -- teardown and configuration ------------------------------------------
 

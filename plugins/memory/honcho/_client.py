@@ -140,6 +140,11 @@ class HonchoClient:
             return None
         return found if found.observer_id == found.observed_id == peer_id else None
 
+    def own_conclusions(self, peer_id: str) -> list[Conclusion]:
+        """Every conclusion of the peer's own view (every page)."""
+        found = [_conclusion(c) for c in self._peer(peer_id).conclusions.list(size=100)]
+        return [c for c in found if c.observer_id == c.observed_id == peer_id]
+
     def forget(self, peer_id: str, conclusion_id: str) -> None:
         self._peer(peer_id).conclusions.delete(conclusion_id)
 

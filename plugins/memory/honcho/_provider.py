@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from memory.log_content import loggable
-from memory.providers import provider_dir, strip_memory_context
+from memory.providers import ForgetResult, provider_dir, strip_memory_context
 from plugins.memory._breaker import CircuitBreaker
 from plugins.memory._kit import (
     BadConfig,
@@ -53,6 +53,7 @@ from plugins.memory._kit import (
     ProviderUnavailable,
     RemoteProvider,
     Session,
+    erase_user_dir,
 )
 
 from . import _config, _deps, _tools
@@ -350,6 +351,45 @@ class HonchoProvider(RemoteProvider):
         return _tools.snapshot_result(snap, peer)
 
     # -- teardown and configuration ------------------------------------------
+
+    # -- a person's data -----------------------------------------------------
+
+    def export_user(self, user_id: str) -> dict[str, Any] | None:
+        """The person's peer card and the conclusions of their own view."""
+        _, client = self._ready()
+        peer = _config.honcho_name(user_id)
+        card = self.guard.run("get card", partial(client.card, peer))
+        found = self.guard.run("list", partial(client.own_conclusions, peer))
+        return {
+            "peer": peer,
+            "card": card,
+            "memories": [
+                {"id": c.id, "text": c.content, "created_at": c.created_at} for c in found
+            ],
+        }
+
+    def forget_user(self, user_id: str) -> ForgetResult:
+        """Delete what Honcho lets us delete; say what stays (it has no delete of the rest).
+
+        Honcho deletes conclusions one by one and lets the card be emptied, but
+        has no way to delete a peer or the messages it was sent, from which it
+        derives its representation again.
+        """
+        home, client = self._ready()
+        peer = _config.honcho_name(user_id)
+        found = self.guard.run("list", partial(client.own_conclusions, peer))
+        for conclusion in found:
+            self.guard.run("forget", partial(client.forget, peer, conclusion.id))
+        self.guard.run("set card", partial(client.set_card, peer, []))
+        erase_user_dir(home, _config.PROVIDER_NAME, user_id)
+        return ForgetResult(
+            erased=False,
+            reason=(
+                "Honcho has no delete for a person or their messages: their conclusions and "
+                "card were deleted, the messages they sent stay in Honcho"
+            ),
+            removed=len(found),
+        )
 
     def _close(self) -> None:
         client, self._client = self._client, None

@@ -72,6 +72,18 @@ class Backend(Protocol):
 
     def delete(self, user_id: str, memory_id: str, *, wait: float) -> None: ...
 
+    def list_all(self, user_id: str, *, wait: float) -> list[MemoryRecord]:
+        """Every memory of ``user_id``."""
+        ...
+
+    def delete_all(self, user_id: str, *, wait: float) -> None:
+        """Delete every memory of ``user_id``."""
+        ...
+
+    def forget_local(self, user_id: str) -> None:
+        """Drop what is open of ``user_id``'s store, before their directory is removed."""
+        ...
+
     def close(self) -> None: ...
 
 

@@ -56,6 +56,7 @@ LLM_TIMEOUT = 60.0
 EMBEDDING_TIMEOUT = 30.0
 MAX_RETRIES = 1
 NO_API_KEY = "not-needed"
+LIST_ALL_LIMIT = 100_000
 """Sent as the API key to a server that needs none (the OpenAI client insists on one)."""
 
 
@@ -216,6 +217,25 @@ class OssBackend:
     def delete(self, user_id: str, memory_id: str, *, wait: float) -> None:
         with self._memory(user_id, wait) as memory:
             memory.delete(memory_id)
+
+    def list_all(self, user_id: str, *, wait: float) -> list[MemoryRecord]:
+        with self._memory(user_id, wait) as memory:
+            result = memory.get_all(filters={"user_id": user_id}, top_k=LIST_ALL_LIMIT)
+        return to_records(result)
+
+    def delete_all(self, user_id: str, *, wait: float) -> None:
+        with self._memory(user_id, wait) as memory:
+            memory.delete_all(user_id=user_id)
+
+    def forget_local(self, user_id: str) -> None:
+        with self._lock:
+            store = self._stores.pop(user_id, None)
+        if store is not None:
+            with store.lock:
+                memory, store.memory = store.memory, None
+            if memory is not None:
+                with contextlib.suppress(Exception):
+                    memory.close()
 
     def close(self) -> None:
         with self._lock:

@@ -21,6 +21,8 @@ from ._backend import AddOutcome, MemoryRecord, Message, created_ids, to_record,
 from ._config import Settings
 
 TIMEOUT = 30.0
+PAGE_SIZE = 100
+MAX_PAGES = 1000
 
 
 class PlatformBackend:
@@ -85,6 +87,25 @@ class PlatformBackend:
 
     def delete(self, user_id: str, memory_id: str, *, wait: float) -> None:
         self._memory_client().delete(memory_id)
+
+    def list_all(self, user_id: str, *, wait: float) -> list[MemoryRecord]:
+        """Every page of ``get_all`` filtered by ``user_id``."""
+        client, records, page = self._memory_client(), [], 1
+        while True:
+            answer = client.get_all(filters={"user_id": user_id}, page=page, page_size=PAGE_SIZE)
+            found = to_records(answer)
+            records.extend(found)
+            more = isinstance(answer, dict) and answer.get("next")
+            if not more or not found or page >= MAX_PAGES:
+                return records
+            page += 1
+
+    def delete_all(self, user_id: str, *, wait: float) -> None:
+        """``DELETE /v1/memories/?user_id=…``: the platform's delete of one user's memories."""
+        self._memory_client().delete_all(user_id=user_id)
+
+    def forget_local(self, user_id: str) -> None:
+        return None
 
     def close(self) -> None:
         with self._lock:

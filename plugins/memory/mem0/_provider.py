@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from memory.log_content import loggable
-from memory.providers import provider_dir, strip_memory_context, withdrawn_turn
+from memory.providers import ForgetResult, provider_dir, strip_memory_context, withdrawn_turn
 from plugins.memory._breaker import CircuitBreaker
 from plugins.memory._kit import (
     BadConfig,
@@ -36,6 +37,7 @@ from plugins.memory._kit import (
     ProviderUnavailable,
     RemoteProvider,
     Session,
+    erase_user_dir,
 )
 
 from . import _config, _deps, _tools
@@ -258,6 +260,36 @@ class Mem0Provider(RemoteProvider):
     ) -> dict[str, Any]:
         ops = self._ops(call.get("speaker"))
         return ops.run_tool(tool_name, args, self._settings.search_limit)
+
+    # -- a person's data -----------------------------------------------------
+
+    def export_user(self, user_id: str) -> dict[str, Any] | None:
+        """Every mem0 memory of ``user_id``."""
+        _, backend = self._ready()
+        records = self.guard.run("list", partial(backend.list_all, user_id, wait=self._wait()))
+        return {
+            "memories": [
+                {"id": r.id, "text": r.text, "created_at": r.created_at, "metadata": r.metadata}
+                for r in records
+                if r.user_id in (None, user_id)
+            ]
+        }
+
+    def forget_user(self, user_id: str) -> ForgetResult:
+        """mem0's delete of all the user's memories, checked by listing; then their local state."""
+        home, backend = self._ready()
+        wait = self._wait()
+        before = self.guard.run("list", partial(backend.list_all, user_id, wait=wait))
+        self.guard.run("delete", partial(backend.delete_all, user_id, wait=wait))
+        with self._lock:
+            self._states.pop(user_id, None)
+        removed = len(before)
+        left = self.guard.run("list", partial(backend.list_all, user_id, wait=wait))
+        backend.forget_local(user_id)
+        erase_user_dir(home, _config.PROVIDER_NAME, user_id)
+        if left:
+            return ForgetResult(False, f"mem0 still lists {len(left)} of their memories", removed)
+        return ForgetResult(erased=True, removed=removed)
 
     # -- teardown and configuration ------------------------------------------
 

@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from memory.log_content import loggable
-from memory.providers import provider_dir, strip_memory_context, withdrawn_turn
-from plugins.memory._kit import NotReady, ProviderError, RemoteProvider, Session
+from memory.providers import ForgetResult, provider_dir, strip_memory_context, withdrawn_turn
+from plugins.memory._kit import NotReady, ProviderError, RemoteProvider, Session, erase_user_dir
 
-from . import _config, _deps, _ops, _tools
+from . import _config, _deps, _erase, _ops, _tools
 from ._batch import Batches, Message, turn_id
 from ._client import Client
 
@@ -211,6 +211,22 @@ class OpenVikingProvider(RemoteProvider):
         return _ops.run_tool(client, batches, owner, session, tool_name, args)
 
     # -- teardown and configuration ------------------------------------------
+
+    # -- a person's data -----------------------------------------------------
+
+    def export_user(self, user_id: str) -> dict[str, Any] | None:
+        """The memories OpenViking extracted for the person, and their sessions' ids."""
+        _, client, _ = self._ready()
+        return _erase.export(client, _ops.ov_user(user_id))
+
+    def forget_user(self, user_id: str) -> ForgetResult:
+        """Delete the person's sessions and memories on the server, and their local batches."""
+        home, client, _ = self._ready()
+        removed, left = _erase.forget(client, _ops.ov_user(user_id))
+        erase_user_dir(home, _config.PROVIDER_NAME, user_id)
+        if left:
+            return ForgetResult(False, f"OpenViking still lists {len(left)} of their entries")
+        return ForgetResult(erased=True, removed=removed)
 
     def shutdown(self) -> None:
         with self._lock:

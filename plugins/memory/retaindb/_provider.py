@@ -41,10 +41,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from memory.log_content import loggable
-from memory.providers import provider_dir, strip_memory_context, withdrawn_turn
+from memory.providers import ForgetResult, provider_dir, strip_memory_context, withdrawn_turn
 from plugins.memory._kit import BadConfig, NotReady, ProviderError, RemoteProvider, Session
 
-from . import _config, _deps, _ingest, _ops, _tools
+from . import _config, _deps, _erase, _ingest, _ops, _tools
 from ._client import Client
 from ._queue import WriteQueue
 
@@ -275,6 +275,21 @@ class RetainDBProvider(RemoteProvider):
         return _tools.run_tool(client, queue, user, self._session_id, tool_name, args)
 
     # -- teardown and configuration ------------------------------------------
+
+    # -- a person's data -----------------------------------------------------
+
+    def export_user(self, user_id: str) -> dict[str, Any] | None:
+        """The person's RetainDB memories (their profile) and their files."""
+        client, queue = self._ready()
+        return _erase.export(client, queue, user_id)
+
+    def forget_user(self, user_id: str) -> ForgetResult:
+        """Delete the person's memories and files on RetainDB, and their rows of the queue."""
+        client, queue = self._ready()
+        removed, left = _erase.forget(client, queue, user_id)
+        if left:
+            return ForgetResult(False, f"RetainDB still lists {left} of their memories or files")
+        return ForgetResult(erased=True, removed=removed)
 
     def shutdown(self) -> None:
         with self._lock:

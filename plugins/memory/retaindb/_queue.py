@@ -174,6 +174,16 @@ class WriteQueue:
             rows = conn.execute("SELECT kind, cause FROM dead ORDER BY seq").fetchall()
         return [(str(kind), str(cause)) for kind, cause in rows]
 
+    def forget_user(self, user_id: str) -> int:
+        """Drop every row of ``user_id`` (unsent writes, dead ones, the cache); how many."""
+        removed = 0
+        with self._connect() as conn:
+            for table in ("writes", "recall", "turns", "owned", "dead"):
+                removed += conn.execute(
+                    f"DELETE FROM {table} WHERE user_id = ?", (user_id,)
+                ).rowcount
+        return removed
+
     def own(self, user_id: str, memory_ids: list[str]) -> None:
         """The server showed ``memory_ids`` as memories of ``user_id``."""
         now = time.time()

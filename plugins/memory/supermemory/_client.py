@@ -32,6 +32,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from types import ModuleType
 from typing import Any, TypeVar
 
@@ -46,6 +47,8 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 CONVERSATIONS = "/v4/conversations"
+LIST_PAGE = 100
+MAX_PAGES = 1000
 
 
 class Rejected(Refused):
@@ -205,6 +208,39 @@ class Client:
                 return False
             raise
         return True
+
+    def documents(self, tag: str) -> list[dict[str, Any]]:
+        """Every document (and conversation) of ``tag``, with its content."""
+        found: list[dict[str, Any]] = []
+        page = 1
+        while True:
+            answer = self._run("list", partial(self._list_page, tag, page))
+            items = list(getattr(answer, "memories", None) or [])
+            found.extend(
+                {
+                    "id": str(d.id),
+                    "custom_id": d.custom_id,
+                    "text": d.content or "",
+                    "created_at": d.created_at,
+                }
+                for d in items
+            )
+            pages = getattr(getattr(answer, "pagination", None), "total_pages", 1) or 1
+            if not items or page >= int(pages) or page >= MAX_PAGES:
+                return found
+            page += 1
+
+    def _list_page(self, tag: str, page: int) -> Any:
+        return self._client.documents.list(
+            container_tags=[tag], include_content=True, limit=LIST_PAGE, page=page
+        )
+
+    def delete_all(self, tag: str) -> int:
+        """Delete every document of ``tag`` (Supermemory deletes their memories with them)."""
+        answer = self._run(
+            "delete", lambda: self._client.documents.delete_bulk(container_tags=[tag])
+        )
+        return int(getattr(answer, "deleted_count", 0) or 0)
 
     def close(self) -> None:
         self._client.close()

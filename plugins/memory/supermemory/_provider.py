@@ -32,8 +32,15 @@ from pathlib import Path
 from typing import Any
 
 from memory.log_content import loggable
-from memory.providers import provider_dir, strip_memory_context, withdrawn_turn
-from plugins.memory._kit import BadConfig, NotReady, ProviderUnavailable, RemoteProvider, Session
+from memory.providers import ForgetResult, provider_dir, strip_memory_context, withdrawn_turn
+from plugins.memory._kit import (
+    BadConfig,
+    NotReady,
+    ProviderUnavailable,
+    RemoteProvider,
+    Session,
+    erase_user_dir,
+)
 
 from . import _config, _deps, _tools
 from ._buffer import Turn, UserBuffer, turn_name
@@ -256,6 +263,30 @@ class SupermemoryProvider(RemoteProvider):
         return self._run_tool(tool_name, args, self.owner(call.get("speaker")))
 
     # -- teardown and configuration ------------------------------------------
+
+    # -- a person's data -----------------------------------------------------
+
+    def export_user(self, user_id: str) -> dict[str, Any] | None:
+        """The documents and conversations in the person's container tag, and their profile."""
+        _, client = self._ready()
+        tag = container_tag(user_id)
+        profile = client.profile(tag)
+        return {
+            "container_tag": tag,
+            "memories": client.documents(tag),
+            "profile": {"static": profile.static, "dynamic": profile.dynamic},
+        }
+
+    def forget_user(self, user_id: str) -> ForgetResult:
+        """Delete every document of the person's container tag, and their buffer."""
+        home, client = self._ready()
+        tag = container_tag(user_id)
+        removed = client.delete_all(tag)
+        erase_user_dir(home, _config.PROVIDER_NAME, user_id)
+        left = client.documents(tag)
+        if left:
+            return ForgetResult(False, f"Supermemory still lists {len(left)} of their documents")
+        return ForgetResult(erased=True, removed=removed)
 
     def shutdown(self) -> None:
         with self._lock:
