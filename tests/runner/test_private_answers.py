@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gateway import _texts as t
+from gateway.commands import _texts as ct
 from tests.runner.conftest import GatewayFactory
 
 GROUP = "group-7"
@@ -35,6 +36,23 @@ async def test_a_profile_and_the_access_list_asked_in_a_group_go_to_the_asker_al
     # and in a direct chat a private answer is simply the answer
     await gw.say("/whoami", user="2")
     assert gw.adapter.texts("dm-2")[-1].startswith("You are testchat:2")
+
+
+async def test_status_and_forget_typed_in_a_group_answer_the_asker_alone(
+    make_gateway: GatewayFactory,
+) -> None:
+    gw = await make_gateway()
+    gw.server.tool_call("memory", {"action": "add", "target": "user", "content": "Likes jazz"})
+    gw.server.reply("noted")
+    await gw.ask("I like jazz", user="2")
+    before = len(gw.adapter.texts("dm-2"))
+
+    await gw.say("/status", user="2", chat_id=GROUP, is_direct=False)
+    await gw.say("/forget jazz", user="2", chat_id=GROUP, is_direct=False)
+    assert gw.adapter.texts(GROUP) == [t.SENT_PRIVATELY] * 2
+    status, forgot = gw.adapter.texts("dm-2")[before:]
+    assert status.startswith(ct.STATUS_YOU.format(user_key="testchat:2", admin=""))
+    assert forgot == ct.FORGOT_ONE
 
 
 async def test_someone_the_bot_cannot_write_to_is_told_how_and_the_group_sees_nothing(
