@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -43,7 +44,8 @@ class _Shown:
     start: int
     end: int
     at: float
-    """Clock time of its last send or edit."""
+    """Monotonic clock time of its last send or edit (an interval: a wall-clock jump
+    must neither hold nor hurry the next edit)."""
 
 
 async def send_text(
@@ -115,7 +117,7 @@ class ReplyStream:
         self._current: _Shown | None = None
         self._pos = 0
         self._reopened = ""
-        self._last = clock.time()
+        self._last = clock.monotonic()
         self._sent_any = False
         self._closed = False
         self._wall: ChatForbidden | None = None
@@ -127,7 +129,7 @@ class ReplyStream:
         """Whether the pending update is sending (past waiting for the budget)."""
         if resume and capabilities.edits:
             self._live = False  # the answer lands once, in the messages already there
-            self._done = [_Shown(sent, "", 0, 0, 0.0) for sent in resume]
+            self._done = [_Shown(sent, "", 0, 0, -math.inf) for sent in resume]
             self._sent_any = True
 
     @property
@@ -148,7 +150,7 @@ class ReplyStream:
             return
         self._pieces.append(delta)
         self._pushed += len(delta)
-        due = self._clock.time() - self._last >= self._interval
+        due = self._clock.monotonic() - self._last >= self._interval
         if self._live and due and self._update is None:
             self._update = asyncio.create_task(self._update_when_ready())
 
@@ -161,7 +163,7 @@ class ReplyStream:
         """
         try:
             while self._live and not self._closed:
-                wait = self._last + self._interval - self._clock.time()
+                wait = self._last + self._interval - self._clock.monotonic()
                 if wait > 0:
                     await self._clock.sleep(wait)
                 await self._adapter.ready(self._chat_id)
@@ -250,7 +252,7 @@ class ReplyStream:
                 type(exc).__name__,
             )
         if acted:
-            self._last = self._clock.time()
+            self._last = self._clock.monotonic()
 
     async def _settle(self, final: str) -> list[SentMessage]:
         """Deliver ``final`` into the messages already shown, then in new ones."""
@@ -297,7 +299,7 @@ class ReplyStream:
         its first streamed words lands at once; elsewhere it waits out the edit interval.
         """
         if not self._paced:
-            wait = message.at + self._interval - self._clock.time()
+            wait = message.at + self._interval - self._clock.monotonic()
             if wait > 0:
                 await self._clock.sleep(wait)
         await self._fenced()
@@ -316,7 +318,7 @@ class ReplyStream:
 
     def _show(self, message: _Shown, part: TextPart) -> None:
         message.text, message.start, message.end = part.text, part.start, part.end
-        message.at = self._clock.time()
+        message.at = self._clock.monotonic()
 
     async def _fenced(self) -> None:
         if self._fence is not None:
@@ -333,7 +335,7 @@ class ReplyStream:
         )
         sent = await self._adapter.send(outbound)
         self._sent_any = True
-        shown = _Shown(sent, part.text, part.start, part.end, self._clock.time())
+        shown = _Shown(sent, part.text, part.start, part.end, self._clock.monotonic())
         if self._on_shown is not None:
             earlier = [m.sent for m in self._done]
             if self._current is not None:

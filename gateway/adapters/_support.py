@@ -164,6 +164,8 @@ async def retrying(
 
 class Sometimes:
     """``due()`` is True at most once per ``interval`` seconds: for log lines a flood could repeat.
+    Seconds of the monotonic clock, as the TTLs below: a wall clock set back or forward
+    neither silences a line nor repeats it.
 
     ``missed`` counts the calls that were not due since the last due one.
     """
@@ -175,7 +177,7 @@ class Sometimes:
         self.missed = 0
 
     def due(self) -> bool:
-        now = self._clock.time()
+        now = self._clock.monotonic()
         if self._last is not None and now - self._last < self._interval:
             self.missed += 1
             return False
@@ -203,7 +205,7 @@ class SeenSet:
 
     def add(self, key: Hashable) -> bool:
         """Remember ``key``; False when it was seen already (and is still remembered)."""
-        now = self._clock.time()
+        now = self._clock.monotonic()
         self._forget_expired(now)
         if key in self._seen:
             if self._ttl is None:
@@ -242,14 +244,14 @@ class RecentValues(Generic[V]):
         found = self._values.get(key)
         if found is None:
             return None
-        if self._clock.time() - found[0] >= self._ttl:
+        if self._clock.monotonic() - found[0] >= self._ttl:
             del self._values[key]
             return None
         self._values.move_to_end(key)
         return found[1]
 
     def put(self, key: Hashable, value: V) -> None:
-        self._values[key] = (self._clock.time(), value)
+        self._values[key] = (self._clock.monotonic(), value)
         self._values.move_to_end(key)
         while len(self._values) > self._capacity:
             self._values.popitem(last=False)

@@ -339,7 +339,10 @@ class ReplicaRouter:
                 await self._route_orphans()
             except Exception as exc:
                 logger.warning("replica sweep failed (%s); retrying", type(exc).__name__)
-            if self._pruned_at is None or self._clock.time() - self._pruned_at >= PRUNE_INTERVAL:
+            if (
+                self._pruned_at is None
+                or self._clock.monotonic() - self._pruned_at >= PRUNE_INTERVAL
+            ):
                 await self._prune()
 
     async def _prune(self) -> None:
@@ -349,7 +352,7 @@ class ReplicaRouter:
         except Exception as exc:
             logger.warning("pruning the inbox failed (%s); trying again later", exc)
             return
-        self._pruned_at = self._clock.time()
+        self._pruned_at = self._clock.monotonic()
         if removed:
             logger.info("forgot %d old deliveries in the inbox", removed)
 

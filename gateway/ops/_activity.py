@@ -19,10 +19,10 @@ class Activity:
         self._tokens_today = 0
 
     def message(self) -> None:
-        self._messages.append(self._clock.time())
+        self._messages.append(self._clock.monotonic())
 
     def turn(self, tokens: int) -> None:
-        self._turns.append(self._clock.time())
+        self._turns.append(self._clock.monotonic())
         day = self._today()
         if day != self._day:
             self._day, self._tokens_today = day, 0
@@ -30,7 +30,7 @@ class Activity:
 
     def per_minute(self) -> tuple[int, int]:
         """(messages, turns) in the last minute."""
-        horizon = self._clock.time() - WINDOW_SECONDS
+        horizon = self._clock.monotonic() - WINDOW_SECONDS
         for times in (self._messages, self._turns):
             while times and times[0] < horizon:
                 times.popleft()

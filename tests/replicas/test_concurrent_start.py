@@ -23,6 +23,7 @@ from tests.fakes.postgres_server import PostgresServer
 from tests.fakes.redis_server import RedisServer
 from tests.fakes.telegram_api import FakeTelegram
 from tests.replicas.cluster import Cluster
+from tests.waiting import until
 
 pytest_plugins = ["tests.fakes.redis_fixtures", "tests.fakes.postgres_fixtures"]
 
@@ -67,6 +68,7 @@ async def telegram() -> AsyncIterator[FakeTelegram]:
         yield fake
 
 
+@pytest.mark.timeout(ROUNDS * 300)
 async def test_replicas_and_workers_started_at_once_on_an_empty_database_all_come_up(
     tmp_path: Path,
     redis_server: RedisServer,
@@ -74,6 +76,9 @@ async def test_replicas_and_workers_started_at_once_on_an_empty_database_all_com
     server: FakeOpenAI,
     telegram: FakeTelegram,
 ) -> None:
+    """3 replicas and a worker started together on an empty database, 3 rounds: every
+    one comes up and stays up, none logs a duplicate key or a traceback (before: one of
+    two replicas exited on ``pg_type_typname_nsp_index`` in 2 of 4 runs)."""
     server.responder(lambda body: Reply.of_text("hello"))
     for round_ in range(ROUNDS):
         cluster = Cluster(
@@ -92,7 +97,15 @@ async def test_replicas_and_workers_started_at_once_on_an_empty_database_all_com
                 )
             )
             assert len(replicas) == REPLICAS  # every one answered /readyz 200
-            await asyncio.sleep(2)  # the workers open their tables at start too
+            for worker in workers:  # a worker says where it works once its tables are open
+                await until(
+                    lambda w=worker: (
+                        w.proc.poll() is not None
+                        or "worker on " in w.log.read_text(errors="replace")
+                    ),
+                    READY_WITHIN,
+                    f"{worker.name} to open its tables",
+                )
             for worker in workers:
                 assert worker.proc.poll() is None, cluster.tail(worker)
             for process in cluster.processes:
@@ -103,6 +116,7 @@ async def test_replicas_and_workers_started_at_once_on_an_empty_database_all_com
             cluster.close()
 
 
+@pytest.mark.timeout(OPENER_ROUNDS * 300)
 def test_many_processes_opening_every_table_at_the_same_instant_all_succeed(
     tmp_path: Path, postgres_server: PostgresServer
 ) -> None:
@@ -119,15 +133,16 @@ def test_many_processes_opening_every_table_at_the_same_instant_all_succeed(
             )
             for n in range(OPENERS)
         ]
-        deadline = time.monotonic() + 120
+        # Each opener gets ready once it has imported chorus and connected, which takes
+        # long on a loaded machine: waited for as long as every one of them lives (the
+        # test's own timeout bounds a hang).
         while len(list(barrier.glob("opener-*"))) < OPENERS:
-            assert time.monotonic() < deadline, "the openers did not get ready"
             assert all(o.poll() is None for o in openers), "an opener died before the start"
             time.sleep(0.01)
         (barrier / "go").touch()
         failures = []
         for opener in openers:
-            _, err = opener.communicate(timeout=120)
+            _, err = opener.communicate()
             if opener.returncode != 0:
                 failures.append(err.decode(errors="replace").strip().splitlines()[-1:])
         assert not failures, f"round {round_}: {failures}"

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
-import time
 
 import pytest
 import redis
@@ -39,11 +38,15 @@ async def test_after_a_redis_restart_no_message_is_late_or_overtaken(
 ) -> None:
     """Redis restarts between two messages of 6 people served by 2 replicas, whose
     pooled connections are then stale: each of the next 7 messages of each person is
-    answered within 8 s (well before the 20 s orphan sweep) and in order, 6 of 6."""
+    answered in order, 6 of 6, and none by a held route's retry or the orphan sweep
+    (the first comes after 100 s, the second after 300 s here: longer than the test
+    waits for any answer), so none is late or overtaken (before: 1 of 6 people had
+    a message come 10 s late, after their next six)."""
     cluster.env.update(
         {
-            "CHORUS_GATEWAY__LEASE_SECONDS": "30",  # no upkeep round notices the restart
-            "CHORUS_GATEWAY__ORPHAN_SECONDS": "20",
+            # no upkeep round (every 100 s) notices the restart or retries a held route
+            "CHORUS_GATEWAY__LEASE_SECONDS": "300",
+            "CHORUS_GATEWAY__ORPHAN_SECONDS": "300",
         }
     )
     cluster.llm.responder(echo())
@@ -56,7 +59,7 @@ async def test_after_a_redis_restart_no_message_is_late_or_overtaken(
     redis_server.stop()
     redis_server.start()  # the same port, empty; no replica has noticed yet
 
-    await asyncio.gather(*(converse(cluster.telegram, u, range(1, 8), timeout=8) for u in users))
+    await asyncio.gather(*(converse(cluster.telegram, u, range(1, 8), timeout=60) for u in users))
     for user in users:
         assert answers(cluster.telegram, user) == [f"echo: u{user} m{n}" for n in range(8)]
 
@@ -64,10 +67,11 @@ async def test_after_a_redis_restart_no_message_is_late_or_overtaken(
 async def test_a_replica_stopping_hands_its_mailbox_over_at_once(cluster: Cluster) -> None:
     """A replica is stopped (SIGTERM) while it finishes a turn; meanwhile the other
     5 of 6 people write to the other replica, which routes the messages of the stopping
-    one's sessions to it. At its exit it hands them over: each of the 6 is answered
-    within 4 s of the exit (the others' upkeep, every 20 s here, is not waited for),
-    and in order, 6 of 6."""
-    cluster.env["CHORUS_GATEWAY__LEASE_SECONDS"] = "60"
+    one's sessions to it. At its exit it hands them over: each of the 6 is answered,
+    in order, 6 of 6, without waiting for the other's upkeep (every 200 s here, longer
+    than the test waits for an answer) (before: 2 of 2 runs waited for that upkeep
+    and answered out of order)."""
+    cluster.env["CHORUS_GATEWAY__LEASE_SECONDS"] = "600"
     cluster.llm.responder(echo())
     a = await cluster.replica("replica-a")
     b = await cluster.replica("replica-b")
@@ -87,14 +91,12 @@ async def test_a_replica_stopping_hands_its_mailbox_over_at_once(cluster: Cluste
     for user in users[1:]:
         cluster.telegram.message(f"u{user} m2", user_id=user)
     assert await asyncio.to_thread(a.proc.wait, 60) == 0
-    stopped = time.monotonic()
     for user in users:
         await cluster.telegram.wait_for(
             lambda u=user: f"echo: u{u} m2" in answers(cluster.telegram, u),
-            timeout=30,
+            timeout=60,
             what=f"the answer to u{user} m2",
         )
-    assert time.monotonic() - stopped < 4.0
     await asyncio.gather(*(converse(cluster.telegram, u, range(3, 4)) for u in users))
     for user in users:
         assert answers(cluster.telegram, user) == [f"echo: u{user} m{n}" for n in range(4)]

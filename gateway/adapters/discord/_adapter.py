@@ -28,6 +28,7 @@ from typing import Any
 
 import discord
 
+from gateway import _texts as t
 from gateway.adapters._base import AdapterCapabilities, BaseAdapter, CommandInfo
 from gateway.adapters._delivery import send_text
 from gateway.adapters._support import Backoff, ChatLanes, retrying
@@ -43,11 +44,12 @@ from gateway.adapters.discord._client import (
 from gateway.adapters.discord._commands import DEFER_AFTER, NativeCommands, route_webhooks
 from gateway.adapters.discord._errors import NETWORK_ERRORS, platform_errors
 from gateway.adapters.discord._events import inbound_from
+from gateway.adapters.discord._held import HeldMessages
 from gateway.adapters.discord._history import ThreadContext
 from gateway.adapters.discord._images import with_fetching, with_images
 from gateway.adapters.discord._settings import DiscordSettings
 from gateway.clock import Clock, SystemClock
-from gateway.errors import AdapterError, ChatForbidden, ConfigError
+from gateway.errors import AdapterError, ChatForbidden, ConfigError, InboxError
 from gateway.events import (
     InboundMessage,
     OutboundMessage,
@@ -117,6 +119,7 @@ class DiscordAdapter(BaseAdapter):
         self._live = asyncio.Event()
         self._lanes = ChatLanes("discord")
         self._threads = ThreadContext()
+        self._held = HeldMessages(self.record, self._hand_on, self._tell_waiting, self._clock)
         self._started = False
         self._failure: str | None = None
 
@@ -238,6 +241,7 @@ class DiscordAdapter(BaseAdapter):
         self._client = self._runner = None
         self._commands = None
         self._logged_in = False
+        await self._held.close()
         if client is not None:
             with contextlib.suppress(Exception):
                 await client.close()
@@ -283,14 +287,30 @@ class DiscordAdapter(BaseAdapter):
             read = inbound_from(message, client.user.id)
             if read is None:
                 return
-            receipt = read.message_id
-            if not await self.record(receipt, message_to_json(read)):
-                return  # replayed by Discord after a reconnect: handled once already
-            inbound = replace(read, receipts=(receipt,))
-            logger.debug("discord message %s in %s", inbound.message_id, inbound.chat_id)
-            self._lanes.submit(inbound.chat_id, lambda: self._deliver(inbound, message))
+            payload = message_to_json(read)
+            if self._held.waiting:  # behind what waits for the storage: order is kept
+                await self._held.hold(read, message, payload)
+                return
+            try:
+                fresh = await self.record(read.message_id, payload)
+            except InboxError as exc:  # Discord sends nothing again: kept until it works
+                self.not_recorded(exc)
+                await self._held.hold(read, message, payload)
+                return
+            if fresh:  # not: replayed by Discord after a reconnect, handled once already
+                self._hand_on(read, message)
         except Exception:
             logger.exception("a discord message could not be handled")
+
+    def _hand_on(self, read: InboundMessage, source: object) -> None:
+        """A recorded message goes on in its chat's lane."""
+        assert isinstance(source, discord.Message)
+        inbound = replace(read, receipts=(read.message_id,))
+        logger.debug("discord message %s in %s", inbound.message_id, inbound.chat_id)
+        self._lanes.submit(inbound.chat_id, lambda: self._deliver(inbound, source))
+
+    async def _tell_waiting(self, chat_id: str) -> None:
+        await self.send(OutboundMessage(self.name, chat_id, t.STORAGE_FAULT_WAIT))
 
     async def _deliver(self, inbound: InboundMessage, source: discord.Message) -> None:
         """In the chat's lane (order kept): thread context and images added, then on."""
