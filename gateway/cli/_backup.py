@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated
 
@@ -18,6 +19,7 @@ import typer
 
 from gateway.access import GatewayDB
 from gateway.cli._common import fail, out, settings
+from gateway.cli._running import alone
 from gateway.clock import SystemClock
 from gateway.config import database_location, load_settings, resolve_home
 from gateway.errors import GatewayError
@@ -164,18 +166,26 @@ def restore_command(
         out.print(f"{path} is whole: {report.files} files, {_verified(report)}", markup=False)
         return
     home = resolve_home(dict(os.environ))
-    try:
-        where = _restore_location(home)
-        summary = restore_backup(
-            path,
-            home,
-            force=force,
-            where=where,
-            include=frozenset(include or ()),
-            prepare_tables=_tables_maker(home),
-        )
-    except (BackupError, GatewayError) as exc:
-        raise fail(str(exc)) from None
+    # --force writes over a home in use: not while a gateway or worker runs on it (a
+    # home without --force is empty, so nothing runs there)
+    with alone(home) if force else nullcontext(None) as running:
+        if running is not None:
+            raise fail(
+                f"a chorus gateway or worker is running on {home} ({running}): stop it "
+                "first, or it goes on writing over what is restored"
+            )
+        try:
+            where = _restore_location(home)
+            summary = restore_backup(
+                path,
+                home,
+                force=force,
+                where=where,
+                include=frozenset(include or ()),
+                prepare_tables=_tables_maker(home),
+            )
+        except (BackupError, GatewayError) as exc:
+            raise fail(str(exc)) from None
     out.print(f"restored {summary.files} files into {home}; now run: chorus doctor", markup=False)
     _report_restore(summary, where)
 

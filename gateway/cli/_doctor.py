@@ -19,6 +19,7 @@ from agent.errors import LLMError
 from agent.llm import LLMClient
 from gateway.adapters import PLATFORMS, PlatformSpec
 from gateway.app import queue_from_settings
+from gateway.cli._doctor_ops import OPS_CHECKS, OpsLine
 from gateway.cli._doctor_tools import tool_server_lines
 from gateway.config import (
     Settings,
@@ -67,7 +68,7 @@ def run_checks(environ: Mapping[str, str] | None = None) -> list[CheckResult]:
     return results
 
 
-def _guarded(check: Callable[[Settings], CheckResult], settings: Settings) -> CheckResult:
+def _guarded(check: Callable[[Settings], CheckResult | OpsLine], settings: Settings) -> CheckResult:
     """A check's result, on one line; a check that raises fails with the error's kind."""
     name = check.__name__.removeprefix("check_")
     try:
@@ -222,7 +223,7 @@ def _unavailable_reason(settings: Settings, name: str) -> str | None:
     return reason if isinstance(reason, str) else None
 
 
-CHECKS: list[Callable[[Settings], CheckResult]] = [
+CHECKS: list[Callable[[Settings], CheckResult | OpsLine]] = [
     check_home_writable,
     check_sqlite,
     check_memory_files,
@@ -231,4 +232,5 @@ CHECKS: list[Callable[[Settings], CheckResult]] = [
     check_redis,
     check_platforms,
     *(platform_check(spec) for spec in PLATFORMS),
+    *OPS_CHECKS,
 ]

@@ -547,6 +547,33 @@ def test_k8s_probes_use_the_metrics_port(documents: Any) -> None:
         assert container[probe]["httpGet"]["port"] == "metrics"
 
 
+MIGRATION_ALLOWANCE = 300
+"""Seconds of a schema migration at start-up the k8s gateway is given before its
+liveness probe may restart it (docs/OPERATIONS.md says 5 minutes)."""
+
+
+def probe_window(probe: dict[str, Any]) -> int:
+    """Seconds of failed checks before Kubernetes gives up on ``probe`` (its defaults)."""
+    delay = int(probe.get("initialDelaySeconds", 0))
+    return delay + int(probe.get("periodSeconds", 10)) * int(probe.get("failureThreshold", 3))
+
+
+@pytest.mark.parametrize("documents", [k8s_documents, replicas_documents], ids=["base", "replicas"])
+def test_k8s_gateway_has_a_startup_probe_that_outlasts_a_migration(documents: Any) -> None:
+    """A gateway migrating its schema is not killed mid-way by its liveness probe: a
+    startup probe on /healthz (answered while migrating) holds the liveness probe off."""
+    gateway = next(
+        d for d in documents() if d["kind"] == "Deployment" and "gateway" in d["metadata"]["name"]
+    )
+    [container] = gateway["spec"]["template"]["spec"]["containers"]
+    startup = container.get("startupProbe")
+    assert startup is not None, "no startupProbe: the liveness probe runs during a migration"
+    assert startup["httpGet"] == container["livenessProbe"]["httpGet"]
+    assert startup["httpGet"]["path"] == "/healthz"
+    assert probe_window(startup) >= MIGRATION_ALLOWANCE
+    assert probe_window(startup) > probe_window(container["livenessProbe"])
+
+
 def test_k8s_replicas_ingress_routes_only_the_webhook_paths() -> None:
     [ingress] = [d for d in replicas_documents() if d["kind"] == "Ingress"]
     routed = [path for rule in ingress["spec"]["rules"] for path in rule["http"]["paths"]]

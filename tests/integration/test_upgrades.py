@@ -204,6 +204,21 @@ def wait_for(check: object, within: float, what: str, log: Path) -> None:
     raise AssertionError(f"{what} within {within}s; log:\n{log.read_text(errors='replace')}")
 
 
+PROCESS_START = 300.0
+"""Seconds a started process gets to log a line (a bound, not a wait: it returns
+as soon as the line is there, and fails at once if the process ended)."""
+
+
+def wait_for_line(
+    proc: subprocess.Popen[bytes], log: Path, text: str, within: float = PROCESS_START
+) -> None:
+    deadline = time.monotonic() + within
+    while text not in log.read_text(errors="replace"):
+        assert proc.poll() is None, f"the process ended; log:\n{log.read_text(errors='replace')}"
+        assert time.monotonic() < deadline, f"no {text!r}; log:\n{log.read_text(errors='replace')}"
+        time.sleep(0.1)
+
+
 def test_healthz_answers_while_the_schema_migrates(
     chorus_home: Path, server: FakeOpenAI, tmp_path: Path
 ) -> None:
@@ -213,14 +228,22 @@ def test_healthz_answers_while_the_schema_migrates(
     port = free_port()
     log = tmp_path / "gateway.log"
     blocker = sqlite3.connect(state_db, isolation_level=None)
-    with FakeTelegram() as telegram, gateway_process(chorus_home, server, telegram, port, log):
-        blocker.execute("BEGIN IMMEDIATE")  # the migration waits for this write lock
+    blocker.execute("BEGIN IMMEDIATE")  # the migration waits for this write lock
+    with (
+        FakeTelegram() as telegram,
+        gateway_process(chorus_home, server, telegram, port, log) as gateway,
+    ):
         try:
-            wait_for(lambda: status(port, "/healthz") == 200, 30, "/healthz answered", log)
+            # the process is up and migrating (however long its start took on a busy
+            # machine): from then on /healthz answers while the migration waits
+            wait_for_line(gateway, log, "migrating the session database from schema")
+            wait_for_line(gateway, log, "HTTP server listening on", within=60)
+            wait_for(lambda: status(port, "/healthz") == 200, 10, "/healthz answered", log)
             assert status(port, "/readyz") == 503
             assert version_of(state_db) == OLD
         finally:
             blocker.execute("ROLLBACK")
             blocker.close()
-        wait_for(lambda: status(port, "/readyz") == 200, 60, "the gateway got ready", log)
+        wait_for_line(gateway, log, "gateway up:")  # migrated, then started
+        wait_for(lambda: status(port, "/readyz") == 200, 30, "the gateway got ready", log)
     assert version_of(state_db) == SCHEMA_VERSION
