@@ -75,6 +75,8 @@ async def test_a_refusing_primary_hands_the_turn_to_the_fallback_and_the_next_tu
     line = moved[0].getMessage()
     assert "127.0.0.1" in line and "backup-model" in line and f"HTTP {status}" in line
     assert BACKUP_KEY not in caplog.text and "sk-test" not in caplog.text
+    metrics = gw.stack.metrics.render()[0].decode()
+    assert 'chorus_llm_failovers_total{model="backup-model"} 1.0' in metrics
 
 
 async def test_a_hanging_primary_is_left_after_its_timeout_and_asked_again_next_turn(
@@ -122,3 +124,25 @@ async def test_an_answer_that_dies_mid_stream_is_finished_by_the_fallback_in_the
     assert "The capital" in message.history  # the primary's words were shown, then edited
     assert t.CUT_OFF_NOTE.strip() not in message.text and message.done
     assert await answered_by(gw) == ["backup-model"]
+
+
+async def test_a_request_the_primary_refuses_as_wrong_is_not_sent_to_the_fallback(
+    make_gateway: GatewayFactory, chorus_home: Path, server: FakeOpenAI, backup: FakeOpenAI
+) -> None:
+    gw = await failing_over(make_gateway, chorus_home, backup)
+    server.push(Reply.of_error(400, "Invalid 'messages'"))
+    assert (await gw.ask("capital of Peru?")).text == t.LLM_UNREACHABLE
+    assert len(server.requests) == 1 and backup.requests == []
+
+
+async def test_when_every_endpoint_fails_the_person_gets_one_apology(
+    make_gateway: GatewayFactory, chorus_home: Path, server: FakeOpenAI, backup: FakeOpenAI
+) -> None:
+    """Each round asks the primary, then the fallback; ``llm.max_retries`` more rounds."""
+    gw = await failing_over(make_gateway, chorus_home, backup, CHORUS_LLM__MAX_RETRIES="1")
+    server.push(*(Reply.of_error(503) for _ in range(2)))
+    backup.push(*(Reply.of_error(502) for _ in range(2)))
+    assert (await gw.ask("capital of Peru?")).text == t.LLM_UNREACHABLE
+    assert len(server.requests) == 2 and len(backup.requests) == 2
+    await gw.settle()
+    assert gw.adapter.texts("dm-2") == [t.LLM_UNREACHABLE]
