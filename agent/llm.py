@@ -76,6 +76,13 @@ class LLMClient:
         ]
         endpoints = [Endpoint(host_of(settings.base_url), None)]
         endpoints += [Endpoint(host_of(f.base_url), f.model) for f, _ in self._fallbacks]
+        if self._fallbacks and settings.timeout_seconds >= settings.turn_timeout_seconds:
+            logger.warning(
+                "llm.timeout_seconds (%g) is not shorter than llm.turn_timeout_seconds (%g): "
+                "a hung primary uses up the turn before llm.fallbacks are asked",
+                settings.timeout_seconds,
+                settings.turn_timeout_seconds,
+            )
         self.failovers: tuple[FailoverObserver, ...] = tuple(failovers)
         self.failover = Failover(
             endpoints, retries=settings.max_retries, sleep=sleep, now=now, on_failover=self._moved

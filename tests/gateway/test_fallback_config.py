@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from agent.llm import LLMClient
 from gateway.config import load_settings
 from gateway.errors import ConfigError
 
@@ -59,3 +60,16 @@ def test_a_local_fallback_needs_no_key(chorus_home: Path) -> None:
     write_fallbacks(chorus_home, {"base_url": "http://127.0.0.1:11434/v1", "model": "qwen3"})
     [entry] = load_settings(chorus_home, {}).llm.fallbacks
     assert entry.api_key is None
+
+
+async def test_a_primary_timeout_as_long_as_the_turn_is_warned_about(
+    chorus_home: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The turn's deadline would end a hung primary's turn before any fallback is asked."""
+    write_fallbacks(chorus_home, {"base_url": "http://127.0.0.1:11434/v1", "model": "qwen3"})
+    for timeout, warned in (("120", True), ("30", False)):
+        caplog.clear()
+        settings = load_settings(chorus_home, {"CHORUS_LLM__TIMEOUT_SECONDS": timeout})
+        client = LLMClient(settings.llm)
+        await client.aclose()
+        assert ("hung primary uses up the turn" in caplog.text) is warned
