@@ -21,6 +21,7 @@ from typing import Any
 import openai
 
 from agent._failover import Endpoint, Failover, Transient, cause, host_of, retry_after
+from agent.caching import caching_enabled, without_cache_control
 from agent.errors import LLMError, LLMRequestError, LLMUnavailable
 from agent.llm_answer import LLMResponse as LLMResponse
 from agent.llm_answer import ToolCallRequest as ToolCallRequest
@@ -208,13 +209,16 @@ class LLMClient:
 
         async def attempt(index: int, live: bool) -> LLMResponse:
             client, name = self._client, asked
+            sent = messages
             if index:
                 fallback, client = self._fallbacks[index - 1]
                 name = fallback.model
+                if not caching_enabled(self.settings.prompt_caching, name):
+                    sent = without_cache_control(messages)
             streamed = [False]
             shown = on_delta if live else None
             try:
-                response = await self._stream_once(client, messages, tools, name, shown, streamed)
+                response = await self._stream_once(client, sent, tools, name, shown, streamed)
             except (openai.APIConnectionError, OSError) as exc:
                 raise Transient(cause(exc), streamed=streamed[0]) from exc
             except openai.APIStatusError as exc:

@@ -146,3 +146,14 @@ async def test_when_every_endpoint_fails_the_person_gets_one_apology(
     assert len(server.requests) == 2 and len(backup.requests) == 2
     await gw.settle()
     assert gw.adapter.texts("dm-2") == [t.LLM_UNREACHABLE]
+
+
+async def test_a_fallback_whose_model_does_not_cache_gets_no_cache_markers(
+    make_gateway: GatewayFactory, chorus_home: Path, server: FakeOpenAI, backup: FakeOpenAI
+) -> None:
+    """A Claude primary's requests carry ``cache_control``; another model's need not."""
+    gw = await failing_over(make_gateway, chorus_home, backup, CHORUS_LLM__MODEL="claude-sonnet")
+    server.push(Reply.of_error(503))
+    assert (await gw.ask("capital of Peru?")).text == "from the backup"
+    assert "cache_control" in str(server.requests[0]["messages"])
+    assert "cache_control" not in str(backup.requests[0]["messages"])
