@@ -52,3 +52,15 @@ def _mark(message: ChatMessage, marker: CacheControl) -> None:
         content[-1]["cache_control"] = marker.copy()  # a part of the copy, not of the history
     else:  # e.g. an assistant message that only carries tool calls
         message["cache_control"] = marker.copy()
+
+
+def without_cache_control(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+    """A copy of ``messages`` without the breakpoints (for a model that does not cache)."""
+    result = copy.deepcopy(list(messages))
+    for message in result:
+        message.pop("cache_control", None)
+        content = message.get("content")
+        if isinstance(content, list):
+            for part in content:
+                part.pop("cache_control", None)
+    return result

@@ -1,34 +1,36 @@
-"""The one client of the LLM endpoint (the only module that imports ``openai``).
+"""The one client of the LLM endpoints (the only module that imports ``openai``).
 
 Every call streams (``stream_options.include_usage``), so the caller can show
 text as it arrives and always gets token usage. Transient failures —
 connection errors (also a connection dropped mid-answer), timeouts, 429 and
-5xx — are retried with exponential
-backoff as long as nothing has been streamed to the caller yet; after that, or
-when retries run out, ``LLMUnavailable`` is raised. A refused request (400,
-401, 404…) raises ``LLMRequestError`` at once.
+5xx — are retried with exponential backoff as long as nothing has been
+streamed to the caller yet, or, with ``llm.fallbacks``, move on to the next
+endpoint (``agent._failover``); when every attempt failed, ``LLMUnavailable``
+is raised. A refused request (400, 401, 404…) raises ``LLMRequestError`` at once.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
-import json
 import logging
-import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 import openai
 
+from agent._failover import Endpoint, Failover, Transient, cause, host_of, retry_after
+from agent.caching import caching_enabled, without_cache_control
 from agent.errors import LLMError, LLMRequestError, LLMUnavailable
+from agent.llm_answer import LLMResponse as LLMResponse
+from agent.llm_answer import ToolCallRequest as ToolCallRequest
+from agent.llm_answer import Usage as Usage
+from agent.llm_answer import add_call, usage_of
+from agent.llm_answer import parse_arguments as parse_arguments
 from agent.llm_stream import error_message, stream_chunks
-from agent.messages import AssistantMessage, ChatMessage
-from agent.settings import LLMSettings
+from agent.messages import ChatMessage
+from agent.settings import FallbackEndpoint, LLMSettings
 from agent.usage import OUTPUT_ALLOWANCE, Charge, UsageMeter, estimate_text, estimate_tokens
 from memory.embeddings import EmbeddingsError, EmbeddingsUnsupported
 
@@ -37,69 +39,15 @@ logger = logging.getLogger(__name__)
 DeltaCallback = Callable[[str], Awaitable[None] | None]
 CallObserver = Callable[[float, bool], None]
 """Told the duration of every ``complete()`` and whether it failed (for metrics)."""
+FailoverObserver = Callable[[str], None]
+"""Told the model of the endpoint a call moves on to (for metrics)."""
 Sleep = Callable[[float], Awaitable[None]]
 
 DRAIN_SECONDS = 2.0
 """How long the end of a streamed body may take after ``[DONE]`` before it is dropped."""
-BACKOFF_BASE_SECONDS = 0.5
-"""First retry waits about this long; each further retry doubles it."""
-
-BACKOFF_MAX_SECONDS = 20.0
-"""No single wait between retries is longer than this."""
 
 PLACEHOLDER_API_KEY = "not-needed"
 """Sent when no key is configured: local OpenAI-compatible servers ignore it."""
-
-
-@dataclass
-class Usage:
-    """Tokens of one or more calls."""
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cached_tokens: int = 0
-    reasoning_tokens: int = 0
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            self.prompt_tokens + other.prompt_tokens,
-            self.completion_tokens + other.completion_tokens,
-            self.cached_tokens + other.cached_tokens,
-            self.reasoning_tokens + other.reasoning_tokens,
-        )
-
-
-@dataclass(frozen=True)
-class ToolCallRequest:
-    """One function call the model asked for; ``arguments`` is raw JSON text."""
-
-    id: str
-    name: str
-    arguments: str
-
-
-@dataclass
-class LLMResponse:
-    content: str
-    tool_calls: list[ToolCallRequest] = field(default_factory=list)
-    finish_reason: str | None = None
-    usage: Usage = field(default_factory=Usage)
-    usage_estimated: bool = False
-    """The endpoint reported no usage: ``usage`` is an estimate from the texts."""
-
-    def to_message(self) -> AssistantMessage:
-        """The assistant message to append to history."""
-        message: AssistantMessage = {"role": "assistant", "content": self.content or None}
-        if self.tool_calls:
-            message["tool_calls"] = [
-                {
-                    "id": call.id,
-                    "type": "function",
-                    "function": {"name": call.name, "arguments": call.arguments},
-                }
-                for call in self.tool_calls
-            ]
-        return message
 
 
 class LLMClient:
@@ -112,19 +60,33 @@ class LLMClient:
         sleep: Sleep = asyncio.sleep,
         observers: Sequence[CallObserver] = (),
         meter: UsageMeter | None = None,
+        now: Callable[[], float] = time.monotonic,
+        failovers: Sequence[FailoverObserver] = (),
     ) -> None:
+        """``now``: the monotonic clock a rate limit's reset is measured on;
+        ``failovers``: told each time a call moves on to a fallback endpoint."""
         self.settings = settings
         self.meter = meter
         """Reserves, settles and records every charged call (the gateway's ledger and budgets)."""
-        self._sleep = sleep
         self.observers: tuple[CallObserver, ...] = tuple(observers)
         """Told the seconds and outcome of every call (the gateway's metrics)."""
-        key = settings.api_key.get_secret_value() if settings.api_key else PLACEHOLDER_API_KEY
-        self._client = openai.AsyncOpenAI(
-            api_key=key or PLACEHOLDER_API_KEY,
-            base_url=settings.base_url,
-            timeout=settings.timeout_seconds,
-            max_retries=0,  # retries are ours: they must stop once text was streamed
+        self._client = _client(settings.base_url, settings.api_key, settings.timeout_seconds)
+        self._fallbacks: list[tuple[FallbackEndpoint, openai.AsyncOpenAI]] = [
+            (f, _client(f.base_url, f.api_key, f.timeout_seconds or settings.timeout_seconds))
+            for f in settings.fallbacks
+        ]
+        endpoints = [Endpoint(host_of(settings.base_url), None)]
+        endpoints += [Endpoint(host_of(f.base_url), f.model) for f, _ in self._fallbacks]
+        if self._fallbacks and settings.timeout_seconds >= settings.turn_timeout_seconds:
+            logger.warning(
+                "llm.timeout_seconds (%g) is not shorter than llm.turn_timeout_seconds (%g): "
+                "a hung primary uses up the turn before llm.fallbacks are asked",
+                settings.timeout_seconds,
+                settings.turn_timeout_seconds,
+            )
+        self.failovers: tuple[FailoverObserver, ...] = tuple(failovers)
+        self.failover = Failover(
+            endpoints, retries=settings.max_retries, sleep=sleep, now=now, on_failover=self._moved
         )
         # openai imports its resource modules on first use: here, at start-up, not in
         # the first turn (where the import held the event loop for a few hundred ms)
@@ -142,6 +104,8 @@ class LLMClient:
 
     async def aclose(self) -> None:
         await self._client.close()
+        for _, client in self._fallbacks:
+            await client.close()
 
     async def transcribe(self, audio: bytes, *, filename: str, model: str) -> str:
         """The words spoken in ``audio`` (``/v1/audio/transcriptions``; the endpoint knows
@@ -203,6 +167,7 @@ class LLMClient:
                 await _quietly(meter.release(hold))
             raise
         self._observe(time.monotonic() - started, False)
+        name = response.model or name
         if response.usage_estimated:
             response.usage = Usage(
                 prompt_tokens=estimate_tokens(messages, tools),
@@ -222,6 +187,10 @@ class LLMClient:
             )
         return response
 
+    def _moved(self, model: str) -> None:
+        for observer in self.failovers:
+            observer(model)
+
     def _observe(self, seconds: float, failed: bool) -> None:
         for observer in self.observers:
             try:
@@ -236,38 +205,44 @@ class LLMClient:
         model: str | None,
         on_delta: DeltaCallback | None,
     ) -> LLMResponse:
-        attempts = self.settings.max_retries + 1
-        streamed = [False]
-        for attempt in range(attempts):
+        asked = model or self.model
+
+        async def attempt(index: int, live: bool) -> LLMResponse:
+            client, name = self._client, asked
+            sent = messages
+            if index:
+                fallback, client = self._fallbacks[index - 1]
+                name = fallback.model
+                if not caching_enabled(self.settings.prompt_caching, name):
+                    sent = without_cache_control(messages)
+            streamed = [False]
+            shown = on_delta if live else None
             try:
-                return await self._stream_once(
-                    messages, tools, model or self.model, on_delta, streamed
-                )
+                response = await self._stream_once(client, sent, tools, name, shown, streamed)
             except (openai.APIConnectionError, OSError) as exc:
-                reason, retry_after = _cause(exc), None
+                raise Transient(cause(exc), streamed=streamed[0]) from exc
             except openai.APIStatusError as exc:
                 if exc.status_code != 429 and exc.status_code < 500:
                     logger.error("LLM endpoint refused the request: HTTP %s", exc.status_code)
                     raise LLMRequestError(
                         f"LLM endpoint refused the request: HTTP {exc.status_code}: {exc.message}"
                     ) from exc
-                reason, retry_after = f"HTTP {exc.status_code}", _retry_after(exc.response)
+                wait = retry_after(exc.response)
+                failure = Transient(f"HTTP {exc.status_code}", wait=wait, streamed=streamed[0])
+                failure.rate_limited = exc.status_code == 429
+                raise failure from exc
             except openai.APIError as exc:  # an error event inside the stream
-                reason, retry_after = f"stream error ({type(exc).__name__})", None
-            if streamed[0] or attempt == attempts - 1:
-                logger.error("LLM call failed after %d attempt(s): %s", attempt + 1, reason)
-                raise LLMUnavailable(f"LLM endpoint unavailable: {reason}")
-            delay = retry_after if retry_after is not None else self._backoff(attempt)
-            logger.warning("LLM call failed (%s); retry %d in %.1fs", reason, attempt + 1, delay)
-            await self._sleep(delay)
-        raise AssertionError("unreachable")
+                reason = f"stream error ({type(exc).__name__})"
+                raise Transient(reason, streamed=streamed[0]) from exc
+            response.model = name
+            return response
 
-    def _backoff(self, attempt: int) -> float:
-        delay = BACKOFF_BASE_SECONDS * (2**attempt)
-        return float(min(BACKOFF_MAX_SECONDS, delay + random.uniform(0, delay / 4)))
+        response, _ = await self.failover.run(attempt, asked)
+        return response
 
     async def _stream_once(
         self,
+        client: openai.AsyncOpenAI,
         messages: Sequence[ChatMessage],
         tools: Sequence[dict[str, Any]] | None,
         model: str,
@@ -282,7 +257,7 @@ class LLMClient:
         }
         if tools:
             request["tools"] = list(tools)
-        create: Any = self._client.chat.completions.with_streaming_response.create
+        create: Any = client.chat.completions.with_streaming_response.create
         text: list[str] = []
         calls: dict[int, dict[str, str]] = {}
         response = LLMResponse(content="", usage_estimated=True)
@@ -294,7 +269,7 @@ class LLMClient:
             lines = _transport_errors(raw.iter_lines(), raw.http_request)
             async for chunk in stream_chunks(lines, failed):
                 if chunk.get("usage"):
-                    response.usage = _usage_of(chunk["usage"])
+                    response.usage = usage_of(chunk["usage"])
                     response.usage_estimated = False
                 for choice in chunk.get("choices") or ():
                     delta = choice.get("delta") or {}
@@ -307,7 +282,7 @@ class LLMClient:
                             streamed[0] = True
                             await _call(on_delta, content)
                     for tc in delta.get("tool_calls") or ():
-                        _add_call(calls, tc)
+                        add_call(calls, tc)
             await _read_to_the_end(lines)
         response.content = "".join(text)
         response.tool_calls = [
@@ -341,6 +316,14 @@ async def _read_to_the_end(lines: AsyncIterator[str]) -> None:
         logger.debug("the end of a streamed answer was not read (%s)", type(exc).__name__)
 
 
+def _client(base_url: str | None, key: Any, timeout: float) -> openai.AsyncOpenAI:
+    """A client of one endpoint; retries are ours (they must stop once text was streamed)."""
+    secret = key.get_secret_value() if key is not None else PLACEHOLDER_API_KEY
+    return openai.AsyncOpenAI(
+        api_key=secret or PLACEHOLDER_API_KEY, base_url=base_url, timeout=timeout, max_retries=0
+    )
+
+
 async def _quietly(step: Awaitable[None]) -> None:
     """Run a meter's bookkeeping; its failure is logged, never the call's."""
     try:
@@ -353,66 +336,6 @@ async def _call(callback: DeltaCallback, text: str) -> None:
     result = callback(text)
     if inspect.isawaitable(result):
         await result
-
-
-def _cause(exc: BaseException) -> str:
-    """The failure's class, with the transport's own error it came from (when one did)."""
-    name = type(exc).__name__
-    cause = exc.__cause__
-    return f"{name} ({type(cause).__name__})" if cause is not None else name
-
-
-def _add_call(calls: dict[int, dict[str, str]], tc: dict[str, Any]) -> None:
-    """Fold one streamed tool-call fragment into the call it belongs to."""
-    slot = calls.setdefault(int(tc.get("index") or 0), {"id": "", "name": "", "arguments": ""})
-    function = tc.get("function") or {}
-    if tc.get("id"):
-        slot["id"] = tc["id"]
-    if function.get("name"):
-        slot["name"] += function["name"]
-    if function.get("arguments"):
-        slot["arguments"] += function["arguments"]
-
-
-def _count(section: Any, key: str) -> int:
-    value = section.get(key) if isinstance(section, dict) else None
-    return value if isinstance(value, int) else 0
-
-
-def _usage_of(usage: dict[str, Any]) -> Usage:
-    return Usage(
-        prompt_tokens=_count(usage, "prompt_tokens"),
-        completion_tokens=_count(usage, "completion_tokens"),
-        cached_tokens=_count(usage.get("prompt_tokens_details"), "cached_tokens"),
-        reasoning_tokens=_count(usage.get("completion_tokens_details"), "reasoning_tokens"),
-    )
-
-
-def _retry_after(response: Any, now: float | None = None) -> float | None:
-    """Seconds the server asks to wait, capped; None when it does not say (or says nonsense).
-
-    ``retry-after-ms`` (OpenAI's) wins over ``Retry-After``, which may be seconds
-    or an HTTP date.
-    """
-    if response is None:
-        return None
-    headers = response.headers
-    seconds: float | None = None
-    millis = headers.get("retry-after-ms")
-    if millis is not None:
-        with contextlib.suppress(ValueError):
-            seconds = float(millis) / 1000
-    value = headers.get("retry-after")
-    if seconds is None and value is not None:
-        try:
-            seconds = float(value)
-        except ValueError:
-            with contextlib.suppress(TypeError, ValueError, IndexError):
-                when = parsedate_to_datetime(value)
-                seconds = when.timestamp() - (time.time() if now is None else now)
-    if seconds is None or seconds != seconds or seconds < 0:
-        return None
-    return min(seconds, BACKOFF_MAX_SECONDS)
 
 
 UNSUPPORTED_STATUSES = frozenset({400, 404, 405, 422, 501})
@@ -472,14 +395,3 @@ class LLMEmbeddings:
 
     def close(self) -> None:
         self._client.close()
-
-
-def parse_arguments(raw: str) -> dict[str, Any]:
-    """Tool-call arguments as a dict; raises ValueError with a model-readable reason."""
-    try:
-        value = json.loads(raw or "{}")
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"arguments are not valid JSON: {exc.msg} at position {exc.pos}") from None
-    if not isinstance(value, dict):
-        raise ValueError("arguments must be a JSON object")
-    return value

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr
 
 from memory.settings import LIVE, NEW_SESSIONS, RESTART
 
@@ -23,6 +24,38 @@ class ModelPrice(_Section):
     output: float = Field(ge=0)
 
 
+class FallbackEndpoint(_Section):
+    """One entry of ``llm.fallbacks``: another OpenAI-compatible endpoint and model.
+
+    Its key is never written in the configuration: ``api_key_env`` names the
+    environment variable (or ``CHORUS_HOME/.env`` entry) that holds it; the
+    configuration loader checks that it is set and binds it (``bind_key``).
+    """
+
+    base_url: str | None = Field(None, description="None means the OpenAI API.")
+    model: str = Field(min_length=1)
+    api_key_env: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="The variable holding this endpoint's key; None: a local server "
+        "that needs none.",
+    )
+    timeout_seconds: float | None = Field(None, gt=0, description="None: as llm.timeout_seconds.")
+    _api_key: SecretStr | None = PrivateAttr(None)
+
+    def bind_key(self, key: str | None) -> None:
+        """Keep the key read from ``api_key_env`` at load time."""
+        self._api_key = SecretStr(key) if key else None
+
+    @property
+    def api_key(self) -> SecretStr | None:
+        """The bound key, else the variable's value now (settings built without the loader)."""
+        if self._api_key is not None or self.api_key_env is None:
+            return self._api_key
+        value = os.environ.get(self.api_key_env)
+        return SecretStr(value) if value else None
+
+
 class LLMSettings(_Section):
     """The ``llm`` section: any OpenAI-compatible endpoint."""
 
@@ -39,6 +72,11 @@ class LLMSettings(_Section):
     max_retries: Annotated[int, RESTART] = Field(3, ge=0)
     turn_timeout_seconds: Annotated[float, LIVE] = Field(
         90.0, gt=0, description="One deadline for a whole answer, retries and tools included."
+    )
+    fallbacks: Annotated[list[FallbackEndpoint], RESTART] = Field(
+        default_factory=list,
+        description="Other endpoints, in order, that answer when the one before fails "
+        "before its first token (connection, timeout, 429, 5xx) or drops mid-answer.",
     )
     prompt_caching: Annotated[Literal["auto", "on", "off"], RESTART] = "auto"
     vision: Annotated[bool, RESTART] = False

@@ -245,7 +245,12 @@ async def open_stack(
         open_meter, lambda: live.current, where, is_admin=is_admin, clock=clock.time
     )
     llm = LLMClient(
-        settings.llm, sleep=llm_sleep or asyncio.sleep, observers=[observe_llm], meter=meter
+        settings.llm,
+        sleep=llm_sleep or asyncio.sleep,
+        observers=[observe_llm],
+        meter=meter,
+        now=clock.monotonic,
+        failovers=[metrics.llm_failover],
     )
     secrets = await asyncio.to_thread(open_secret_store, settings)
     tools, mcp = build_tools(settings, metrics, secrets=secrets, now=clock.monotonic)

@@ -25,6 +25,7 @@ from agent.settings import AgentSettings, CompressionSettings, LLMSettings
 from agent.tools.settings import ToolsSettings
 from gateway.adapters import PLATFORMS
 from gateway.config._budgets import BudgetSettings
+from gateway.config._fallback_keys import bind_fallback_keys
 from gateway.config._secret_files import expand_secret_files
 from gateway.config._sections import (
     AuthSettings,
@@ -208,6 +209,7 @@ def load_settings(
         settings = Settings(**merged)
     except ValidationError as exc:
         raise ConfigError(_format_validation_error(exc, origins)) from None
+    bind_fallback_keys(settings.llm, {**secrets_env, **with_secret_files(env)})
     for path in secret_paths():
         value = get_path(settings.model_dump(), path)
         if isinstance(value, SecretStr):

@@ -157,6 +157,12 @@ class Metrics:
             "chorus_messages_out", "Messages sent to users.", ["platform"], registry=reg
         )
         self._llm_errors = Counter("chorus_llm_errors", "Failed LLM calls.", registry=reg)
+        self._llm_failovers = Counter(
+            "chorus_llm_failovers",
+            "LLM calls moved on to another endpoint, by the model they moved to.",
+            ["model"],
+            registry=reg,
+        )
         self._sessions_ended = Counter(
             "chorus_sessions_ended", "Sessions ended, by reason.", ["reason"], registry=reg
         )
@@ -244,6 +250,9 @@ class Metrics:
 
     def llm_error(self) -> None:
         self._llm_errors.inc()
+
+    def llm_failover(self, model: str) -> None:
+        self._llm_failovers.labels(model=model).inc()
 
     def session_ended(self, reason: str) -> None:
         self._sessions_ended.labels(reason=reason).inc()
