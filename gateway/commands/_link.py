@@ -80,15 +80,6 @@ class LinkDesk:
                 in_groups=False,
             )
         )
-        registry.register(
-            Command(
-                "whoami",
-                "the accounts that are you",
-                self.whoami_command,
-                admin_only=False,
-                private=True,
-            )
-        )
 
     # ------------------------------------------------------------------ people
 
@@ -163,13 +154,13 @@ class LinkDesk:
             return t.NOT_LINKED
         return t.UNLINKED.format(account=target)
 
-    async def whoami_command(self, ctx: CommandContext) -> str:
-        account = str(ctx.user_key)
+    async def whoami_lines(self, account: str) -> list[str]:
+        """What ``/whoami`` adds: the person and its accounts, or how to link one."""
         person = await asyncio.to_thread(self.people.person_of, account)
         if person == account:
-            return t.WHOAMI_ALONE.format(account=account)
+            return [t.WHOAMI_ALONE]
         accounts = await self._accounts(person, account)
-        return t.WHOAMI.format(person=person, accounts=accounts)
+        return [t.WHOAMI.format(person=person, accounts=accounts)]
 
     # ------------------------------------------------------------------ admins
 

@@ -30,10 +30,10 @@ LEFT_OUT = (
 )
 ACCOUNTS_LINE = "• {account}{here}"
 HERE = " (this one)"
-WHOAMI = "You are {person}.\nYour accounts:\n{accounts}"
+WHOAMI = "One person ({person}) with the accounts:\n{accounts}"
 WHOAMI_ALONE = (
-    "You are {account}; no other account is linked to it. Send /link in a direct message "
-    "to link an account on another platform."
+    "No other account is linked to this one: send /link in a direct message to link your "
+    "account on another platform."
 )
 NOT_LINKED = "This account is not linked to another one: nothing to unlink."
 NOT_YOURS = "{account} is not one of your accounts: see /whoami."

@@ -74,6 +74,10 @@ class PeopleControl(Protocol):
 
     async def admin_unlink(self, account: str, by: str) -> AdminReply: ...
 
+    async def whoami_lines(self, account: str) -> list[str]:
+        """The person ``account`` is part of, and its accounts (for ``/whoami``)."""
+        ...
+
 
 class CommandServices(Protocol):
     """Everything commands reach; see the module docstring."""
