@@ -20,7 +20,6 @@ from tests.fakes.slack_requests import SIGNING_SECRET, event_callback, post_even
 from tests.fakes.telegram_api import FakeTelegram
 from tests.platform_support import StackHandle, chat_settings
 
-
 TG_ADMIN = 1000
 TG_ANN = 1001
 TG_BOB = 1002
