@@ -54,7 +54,9 @@ class LinkDesk:
     clock: Clock
     stores: Callable[[UserKey], MemoryStore]
     """The MemoryStore of a key (its USER.md)."""
-    sessions: SessionControl
+    sessions: SessionControl | None = None
+    """Open sessions, ended when their account is linked or unlinked (None: the command
+    line, which leaves a running gateway's sessions to end as they do)."""
 
     def register(self, registry: CommandRegistry) -> None:
         registry.register(
@@ -217,6 +219,8 @@ class LinkDesk:
     async def _end_sessions(self, keys: set[str]) -> None:
         """End the open sessions of these accounts (or persons): the next message of each
         opens a session with the profile that is theirs now."""
+        if self.sessions is None:
+            return
         for live in list(self.sessions.sessions):
             if live.user_key.chat:
                 continue
