@@ -156,6 +156,10 @@ class LinkDesk:
             return t.NOT_LINKED
         return t.UNLINKED.format(account=target)
 
+    async def person_of(self, account: str) -> str:
+        """The person key ``account`` counts under: budgets and usage follow the person."""
+        return await asyncio.to_thread(self.people.person_of, account)
+
     async def whoami_lines(self, account: str) -> list[str]:
         """What ``/whoami`` adds: the person and its accounts, or how to link one."""
         person = await asyncio.to_thread(self.people.person_of, account)

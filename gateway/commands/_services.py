@@ -74,6 +74,10 @@ class PeopleControl(Protocol):
 
     async def admin_unlink(self, account: str, by: str) -> AdminReply: ...
 
+    async def person_of(self, account: str) -> str:
+        """The person key ``account`` counts under (its own key when it is not linked)."""
+        ...
+
     async def whoami_lines(self, account: str) -> list[str]:
         """The person ``account`` is part of, and its accounts (for ``/whoami``)."""
         ...

@@ -166,3 +166,22 @@ async def test_linking_never_makes_an_account_admin(make_gateway: Factory) -> No
     commands = [(r.command, r.args, r.outcome) for r in gw.stack.gateway_db.audit_entries()]
     assert ("/admin", f"unlink telegram:{TG_ANN}", "ok") in commands
     assert any(c == "/admin" and a.startswith("link ") and o == "ok" for c, a, o in commands)
+
+
+async def test_a_linked_person_has_one_budget(make_gateway: Factory) -> None:
+    gw = await make_gateway(CHORUS_BUDGETS__USER__TOKENS_PER_DAY="1000")
+    link = f"/admin link slack:{SL_ANN} telegram:{TG_ANN}"
+    await gw.slack_dm(link, user=SL_ADMIN, channel=DM_ADMIN)
+    await gw.slack.wait_posted(DM_ADMIN, 1)
+    gw.server.reply("Sure.", usage={"prompt_tokens": 700, "completion_tokens": 100})
+    gw.telegram.message("hello", user_id=TG_ANN)
+    await gw.telegram_answer(1)
+    await gw.slack_dm("/usage")
+    assert (await gw.slack_answer(1)).startswith("Today: 800 tokens of 1,000")
+    gw.server.reply("Again.", usage={"prompt_tokens": 300, "completion_tokens": 100})
+    await gw.slack_dm("and now?")
+    await gw.slack_answer(2)
+    await gw.slack_dm("one more")  # over the person's day: refused before any LLM call
+    refused = await gw.slack_answer(3)
+    assert refused.startswith("You have used today's 1,000 tokens")
+    assert len(gw.server.requests) == 2
