@@ -50,6 +50,7 @@ from gateway.commands import (
     LinkDesk,
     SecretDesk,
     open_secret_store,
+    provider_merger,
     register_admin_commands,
     register_user_commands,
 )
@@ -328,6 +329,7 @@ async def open_stack(
         salt=functools.cache(gateway_db.install_salt),
         clock=clock,
         stores=factory.store_for,
+        merge_memories=provider_merger(background.provider, settings.home),
         sessions=sessions,
     )
     services = GatewayServices(

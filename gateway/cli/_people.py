@@ -15,12 +15,13 @@ from typing import Annotated, Any
 import typer
 
 from gateway.access import AdminReply, GatewayDB
+from gateway.app._background import provider_source
 from gateway.cli._common import out
 from gateway.cli._common import settings as _settings
 from gateway.cli._users import users_app
 from gateway.clock import SystemClock
-from gateway.commands import LinkDesk
-from gateway.config import database_location
+from gateway.commands import LinkDesk, provider_merger
+from gateway.config import LiveSettings, database_location
 from memory.paths import ChorusPaths, UserKey
 from memory.people import PeopleStore
 from memory.store import MemoryStore, memory_files_for
@@ -49,7 +50,13 @@ def _run(command: str, argument: str, act: Act) -> None:
 
     try:
         with GatewayDB(where) as db, PeopleStore(where) as people:
-            desk = LinkDesk(people, salt=db.install_salt, clock=SystemClock(), stores=store)
+            desk = LinkDesk(
+                people,
+                salt=db.install_salt,
+                clock=SystemClock(),
+                stores=store,
+                merge_memories=provider_merger(provider_source(LiveSettings(cfg)), cfg.home),
+            )
             result: AdminReply = asyncio.run(act(desk, actor))
             db.audit(actor, f"users {command}", argument, result.outcome, time.time())
     finally:

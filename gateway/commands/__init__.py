@@ -3,7 +3,7 @@
 from gateway.commands._admin import register_admin_commands
 from gateway.commands._approvals import ApprovalDesk
 from gateway.commands._flagged import flagged_command
-from gateway.commands._link import LinkDesk
+from gateway.commands._link import LinkDesk, provider_merger
 from gateway.commands._registry import Command, CommandContext, CommandRegistry, parse_command
 from gateway.commands._review import review
 from gateway.commands._secrets import SecretDesk, open_secret_store
@@ -29,6 +29,7 @@ __all__ = [
     "flagged_command",
     "open_secret_store",
     "parse_command",
+    "provider_merger",
     "register_admin_commands",
     "register_user_commands",
     "review",

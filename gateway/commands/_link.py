@@ -22,7 +22,9 @@ import re
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
+from agent.jobs import ProviderSource
 from gateway.access import CODE_ALPHABET, AdminReply, normalize_user_key
 from gateway.clock import Clock
 from gateway.commands import _link_texts as t
@@ -32,7 +34,14 @@ from memory.paths import UserKey
 from memory.people import PERSON_PLATFORM, LinkCode, LinkOutcome, PeopleStore, link_accounts
 from memory.store import MemoryStore
 
-__all__ = ["CODES_PER_HOUR", "CODE_TTL_MINUTES", "LinkDesk", "link_sub", "unlink_sub"]
+__all__ = [
+    "CODES_PER_HOUR",
+    "CODE_TTL_MINUTES",
+    "LinkDesk",
+    "link_sub",
+    "provider_merger",
+    "unlink_sub",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +63,9 @@ class LinkDesk:
     clock: Clock
     stores: Callable[[UserKey], MemoryStore]
     """The MemoryStore of a key (its USER.md)."""
+    merge_memories: Callable[[list[str], str], bool] | None = None
+    """Joins the external memory provider's memories of the joined keys into the
+    person's (``provider_merger``); None without an external provider."""
     sessions: SessionControl | None = None
     """Open sessions, ended when their account is linked or unlinked (None: the command
     line, which leaves a running gateway's sessions to end as they do)."""
@@ -211,8 +223,22 @@ class LinkDesk:
             stores=self.stores,
         )
         logger.info("%s linked %s and %s into %s", by, first, second, outcome.person)
+        if outcome.linked.joined and self.merge_memories is not None:
+            await self._merge_memories(list(outcome.linked.joined), outcome.person)
         await self._end_sessions({str(first), str(second), *outcome.linked.joined})
         return outcome
+
+    async def _merge_memories(self, sources: list[str], person: str) -> None:
+        assert self.merge_memories is not None
+        try:
+            merged = await asyncio.to_thread(self.merge_memories, sources, person)
+        except Exception as exc:  # the link stands; the provider's memories stay apart
+            logger.warning(
+                "memory provider could not join the memories of %s (%s)", person, type(exc).__name__
+            )
+            return
+        if not merged:
+            logger.info("memory provider keeps the memories made before the link apart")
 
     async def _unlink(self, account: str) -> str | None:
         left = await asyncio.to_thread(self.people.unlink, account)
@@ -267,3 +293,16 @@ async def unlink_sub(ctx: CommandContext, arg: str) -> str:
     if len(parts) != 1:
         return AdminReply(t.ADMIN_UNLINK_USAGE, ok=False, outcome="usage")
     return await desk.admin_unlink(parts[0], str(ctx.user_key))
+
+
+def provider_merger(
+    source: ProviderSource | None, home: Path
+) -> Callable[[list[str], str], bool] | None:
+    """``LinkDesk.merge_memories`` for the configured external provider (None: none)."""
+    if source is None:
+        return None
+
+    def merge(sources: list[str], target: str) -> bool:
+        return source.load().merge_users(home, sources, target)
+
+    return merge

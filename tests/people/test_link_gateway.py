@@ -185,3 +185,22 @@ async def test_a_linked_person_has_one_budget(make_gateway: Factory) -> None:
     refused = await gw.slack_answer(3)
     assert refused.startswith("You have used today's 1,000 tokens")
     assert len(gw.server.requests) == 2
+
+
+async def test_the_holographic_memories_of_both_accounts_become_the_persons(
+    make_gateway: Factory,
+) -> None:
+    gw = await make_gateway(CHORUS_MEMORY__PROVIDER="holographic")
+    llm = gw.server
+    llm.tool_call("fact_store", {"action": "add", "content": "Ann's bank pin is MANGO77"})
+    llm.reply("Saved.")
+    gw.telegram.message("keep my bank pin in your fact store", user_id=TG_ANN)
+    await gw.telegram_answer(1)
+
+    link = f"/admin link slack:{SL_ANN} telegram:{TG_ANN}"
+    await gw.slack_dm(link, user=SL_ADMIN, channel=DM_ADMIN)
+    assert "Linked" in (await gw.slack.wait_posted(DM_ADMIN, 1))[0].text
+    llm.reply("It is MANGO77.")
+    await gw.slack_dm("what is my bank pin?")
+    await gw.slack_answer(1)
+    assert "MANGO77" in json.dumps(llm.requests[-1]["messages"])
