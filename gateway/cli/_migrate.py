@@ -26,6 +26,7 @@ from gateway.clock import SystemClock
 from gateway.config import database_location
 from gateway.sessions import Inbox
 from memory.approvals import ApprovalStore
+from memory.people import PeopleStore
 from memory.database import Location, copy_sqlite_to_postgres, is_postgres, safe_location
 from memory.errors import DatabaseCopyError, MemoryLayerError
 from memory.jobs import JobState, Outbox
@@ -48,6 +49,7 @@ COMPONENTS: tuple[Callable[[Location], Tables], ...] = (
     ProviderHealth,
     lambda url: SecretStore(url, None),
     ApprovalStore,
+    PeopleStore,
 )
 """Every component with tables in ``state.db``: opened on the URL, each creates its own."""
 
