@@ -26,11 +26,11 @@ from gateway.clock import SystemClock
 from gateway.config import database_location
 from gateway.sessions import Inbox
 from memory.approvals import ApprovalStore
-from memory.people import PeopleStore
 from memory.database import Location, copy_sqlite_to_postgres, is_postgres, safe_location
 from memory.errors import DatabaseCopyError, MemoryLayerError
 from memory.jobs import JobState, Outbox
 from memory.paths import ChorusPaths
+from memory.people import PeopleStore
 from memory.providers import ProviderHealth
 from memory.secrets import SecretStore
 from memory.store import PostgresMemoryFiles, StagedWrites

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from gateway.access import AdminReply, GatewayDB
-from gateway.app._background import provider_source
+from gateway.app import provider_source
 from gateway.cli._common import out
 from gateway.cli._common import settings as _settings
 from gateway.cli._users import users_app

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from memory.database import Connection
-from memory.errors import MemoryLayerError
+from memory.errors import PeopleStoreError
 from memory.tables import Tables
 
 __all__ = [
@@ -64,10 +64,6 @@ _SCHEMA = (
     """,
 )
 _SCHEMA_PG = tuple(s.replace(" REAL", " DOUBLE PRECISION") for s in _SCHEMA)
-
-
-class PeopleStoreError(MemoryLayerError):
-    """memory.people: the table of linked accounts cannot be used."""
 
 
 @dataclass(frozen=True, slots=True)
