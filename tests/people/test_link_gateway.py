@@ -204,3 +204,19 @@ async def test_the_holographic_memories_of_both_accounts_become_the_persons(
     await gw.slack_dm("what is my bank pin?")
     await gw.slack_answer(1)
     assert "MANGO77" in json.dumps(llm.requests[-1]["messages"])
+
+
+async def test_a_person_unlinks_another_of_their_accounts_only(make_gateway: Factory) -> None:
+    gw = await make_gateway()
+    code = await _code_on_telegram(gw, 0)
+    await gw.slack_dm(f"/link {code}")
+    assert "Linked" in await gw.slack_answer(1)
+    gw.telegram.message(f"/unlink slack:{SL_BOB}", user_id=TG_ANN)
+    assert "not one of your accounts" in await gw.telegram_answer(2)
+    gw.telegram.message(f"/unlink slack:{SL_ANN}", user_id=TG_ANN)
+    assert f"slack:{SL_ANN} is its own person again" in await gw.telegram_answer(3)
+    await gw.slack_dm("/unlink")
+    assert "not linked" in await gw.slack_answer(2)
+    with PeopleStore(gw.stack.settings.home / "state.db") as people:
+        assert people.person_of(f"slack:{SL_ANN}") == f"slack:{SL_ANN}"
+        assert people.person_of(f"telegram:{TG_ANN}").startswith("person:")
