@@ -140,7 +140,7 @@ class Agent(Compaction, ToolCalls):
         """``prompt_tokens`` of the last LLM call, as the endpoint counted them."""
         self._stalled = False
         """A compression this turn found nothing to summarise: none is tried again in it."""
-        self._user_sessions = db.for_user(str(session.user_key))
+        self._user_sessions = db.for_user(str(session.user_key), also=session.search_keys)
 
     @property
     def system_prompt(self) -> str:
@@ -157,7 +157,7 @@ class Agent(Compaction, ToolCalls):
             user_key=str(s.user_key),
             chat_id=s.chat_id,
             thread_id=s.thread_id,
-            user_id=s.user_key.id,
+            user_id=s.actor.id,
             model=self.llm.model,
             started_at=self.now(),
             parent_session_id=s.parent_session_id,

@@ -42,6 +42,16 @@ class SessionContext:
     """The session of the same conversation this one follows (after /new or expiry)."""
     started_because: str | None = None
     """Why the parent session ended (``"new"``, ``"idle"``, ``"daily"``, ...)."""
+    account: UserKey | None = None
+    """The platform account the session is with, when ``user_key`` is a person several
+    accounts are linked into (``person:…``); admin rights and tool rules follow it."""
+    search_keys: tuple[str, ...] = ()
+    """Further keys whose transcripts ``session_search`` covers: the person's accounts."""
+
+    @property
+    def actor(self) -> UserKey:
+        """Who acts in the session: the account when it is known, else ``user_key``."""
+        return self.account if self.account is not None else self.user_key
 
     @property
     def platform(self) -> str:

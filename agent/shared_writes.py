@@ -105,13 +105,18 @@ class SharedWriteGate:
     speaker: UserKey | None = None
     """Who wrote the turn being answered (set by the agent; None in a flush)."""
     audit: WriteAudit | None = None
+    account: UserKey | None = None
+    """The account the session is with when ``user_key`` is a linked person's key:
+    whether a write is an admin's is asked of the account."""
     others_content: bool = False
     """The current turn carries others' content; set by the agent for each turn."""
 
     @property
     def writer(self) -> UserKey | None:
         """Who a write is by: the session's person, or in a shared session the turn's writer."""
-        return self.speaker if self.user_key.chat else self.user_key
+        if self.user_key.chat:
+            return self.speaker
+        return self.account if self.account is not None else self.user_key
 
     async def intercept(self, store: MemoryStore, call: MemoryCall) -> dict[str, Any] | None:
         """A result for a write that must not land directly, or None to let it through.

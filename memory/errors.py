@@ -18,6 +18,7 @@ Exception tree::
     │   ├── SecretKeyMissing        no ``CHORUS_SECRET_KEY``: secrets are not stored without one
     │   └── SecretKeyMismatch       a secret was sealed with another key (or its row was altered)
     ├── ApprovalStoreError          memory.approvals: the tool approvals' table cannot be used
+    ├── PeopleStoreError            memory.people: the linked accounts' table cannot be used
     ├── EmbeddingsError             the LLM endpoint gave no embeddings for this call
     │   └── EmbeddingsUnsupported   it has no /v1/embeddings at all (asked once per process)
     └── DatabaseError               the shared database (SQLite or PostgreSQL) failed a statement
@@ -95,6 +96,10 @@ class DatabaseIntegrityError(DatabaseError):
 
 class ApprovalStoreError(MemoryLayerError):
     """memory.approvals: the table of tool calls waiting for approval cannot be used."""
+
+
+class PeopleStoreError(MemoryLayerError):
+    """memory.people: the table of linked accounts (and link codes) cannot be used."""
 
 
 class SecretStoreError(MemoryLayerError):

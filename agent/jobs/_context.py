@@ -139,7 +139,9 @@ class JobContext:
             self._embedder = (self.config.llm, LLMEmbeddings(self.config.llm))
         return self._embedder[1]
 
-    def shared_write_gate(self, session_id: str, user_key: UserKey) -> SharedWriteGate:
+    def shared_write_gate(
+        self, session_id: str, user_key: UserKey, account: UserKey | None = None
+    ) -> SharedWriteGate:
         return SharedWriteGate(
             policy=lambda: self.config.memory.shared_writes,
             is_admin=lambda writer: self.is_admin(str(writer)),
@@ -147,6 +149,7 @@ class JobContext:
             session_id=session_id,
             user_key=user_key,
             audit=self.audit,
+            account=account,
         )
 
     @property

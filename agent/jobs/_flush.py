@@ -24,6 +24,7 @@ from agent.tools.memory_tool import memory_tool_schema
 from agent.tools.policy import refuse_not_offered
 from agent.usage import Charge
 from memory.paths import UserKey
+from memory.people import PERSON_PLATFORM
 from memory.providers import MemoryManager
 from memory.store import MemoryStore
 from memory.transcripts import AsyncSessionDB, SessionRecord
@@ -48,7 +49,10 @@ async def flush_session(
     store = ctx.store_for(owner)
     await asyncio.to_thread(store.load_from_disk)
     manager = ctx.manager_for(record, "flush")
-    gate = ctx.shared_write_gate(record.id, owner)
+    account = None  # a linked person's session: admin rights follow its account
+    if owner.platform == PERSON_PLATFORM and record.user_id:
+        account = UserKey(record.platform, record.user_id)
+    gate = ctx.shared_write_gate(record.id, owner, account)
     gate.others_content = history_carries_others(history)
 
     async def run_memory(arguments: dict[str, Any]) -> str:

@@ -180,6 +180,7 @@ class AgentFactory:
                 session_id=session.session_id,
                 user_key=user_key,
                 audit=self.audit,
+                account=session.account,
             ),
             tool_gate=ToolGate(
                 session, self.tool_policy, self.is_admin, self.audit, approver=self.approver

@@ -13,6 +13,7 @@ from gateway.app import _texts as t
 from gateway.app._agents import AgentFactory
 from gateway.budgets import BudgetMeter
 from gateway.clock import Clock
+from gateway.commands import PeopleControl
 from gateway.config import LiveSettings, Settings
 from gateway.errors import GatewayError
 from gateway.events import InboundMessage
@@ -43,6 +44,8 @@ class GatewayServices:
     """The MCP servers' health, for ``/admin status``."""
     budgets: BudgetMeter | None = None
     """The usage ledger and per-person budgets (``/usage``, ``/admin usage|budget``)."""
+    people: PeopleControl | None = None
+    """Linked accounts (``/admin link|unlink``)."""
 
     @property
     def settings(self) -> Settings:

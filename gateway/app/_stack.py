@@ -47,8 +47,10 @@ from gateway.clock import Clock, SystemClock
 from gateway.commands import (
     ApprovalDesk,
     CommandRegistry,
+    LinkDesk,
     SecretDesk,
     open_secret_store,
+    provider_merger,
     register_admin_commands,
     register_user_commands,
 )
@@ -60,6 +62,7 @@ from gateway.sessions import Inbox, InboxKeeper, SessionManager, SharedSessions,
 from gateway.sessions.retention import RetentionSweeper
 from memory import log_content
 from memory.approvals import ApprovalStore
+from memory.people import PeopleStore
 from memory.secrets import SecretStore
 from memory.store import StagedWrites
 from memory.tables import storage_fault
@@ -100,6 +103,8 @@ class GatewayStack:
     """Calls to ``ask`` tools waiting for a person's answer."""
     retention: RetentionSweeper | None = None
     """Purges ended sessions past ``sessions.retention_days`` (started with the stack)."""
+    people: LinkDesk | None = None
+    """Linked accounts (``/link``)."""
 
     async def start(self) -> None:
         """Take up sessions, connect the platforms, take up what a restart left pending
@@ -196,6 +201,8 @@ class GatewayStack:
             await asyncio.to_thread(self.secrets.close)
         if self.approvals is not None:
             await asyncio.to_thread(self.approvals.store.close)
+        if self.people is not None:
+            await asyncio.to_thread(self.people.people.close)
 
 
 def command_registry() -> CommandRegistry:
@@ -226,6 +233,7 @@ async def open_stack(
     db = await AsyncSessionDB.open(where)
     background = await asyncio.to_thread(start_background, live)
     gateway_db = await asyncio.to_thread(GatewayDB, where)
+    people = await asyncio.to_thread(PeopleStore, where)
     staging = await asyncio.to_thread(StagedWrites, where)
     inbox = await asyncio.to_thread(Inbox, where, clock)
     metrics = metrics or Metrics(platforms=[adapter.name for adapter in adapters])
@@ -325,8 +333,17 @@ async def open_stack(
         replies=replies,
         platform_hints={a.name: a.prompt_hint for a in adapters if a.prompt_hint},
         on_end=metrics.session_ended,
+        people=people,
     )
     live.subscribe(lambda fresh: sessions.reconfigure(fresh.sessions))
+    link_desk = LinkDesk(
+        people,
+        salt=functools.cache(gateway_db.install_salt),
+        clock=clock,
+        stores=factory.store_for,
+        merge_memories=provider_merger(background.provider, settings.home),
+        sessions=sessions,
+    )
     services = GatewayServices(
         live=live,
         clock=clock,
@@ -341,6 +358,7 @@ async def open_stack(
         load=load or (lambda: load_settings(settings.home)),
         tool_servers=mcp.health,
         budgets=meter,
+        people=link_desk,
     )
     if coordination is not None:
         shared = coordination.rate_limiter(settings.auth.rate_limit_per_minute)
@@ -354,6 +372,7 @@ async def open_stack(
     desk = SecretDesk(secrets, clock, inbox=inbox, adapters=replies.adapters)
     desk.register(commands)
     approvals.register(commands)
+    link_desk.register(commands)
     metrics.known_commands(command.name for command in commands.visible(is_admin=True))
     runner = GatewayRunner(
         live,
@@ -424,4 +443,5 @@ async def open_stack(
         secrets=secrets,
         meter=meter,
         approvals=approvals,
+        people=link_desk,
     )

@@ -18,6 +18,7 @@ from gateway import logs
 from gateway.cli._backup import backup_command, restore_command
 from gateway.cli._memory import memory_app
 from gateway.cli._migrate import migrate_command, migrate_db_command
+from gateway.cli._people import users_link  # noqa: F401  (adds ``chorus users link|unlink``)
 from gateway.cli._queue import queue_app
 from gateway.cli._run import console_command, doctor_command, gateway_command, worker_command
 from gateway.cli._secrets import secrets_app

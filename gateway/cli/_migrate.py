@@ -30,6 +30,7 @@ from memory.database import Location, copy_sqlite_to_postgres, is_postgres, safe
 from memory.errors import DatabaseCopyError, MemoryLayerError
 from memory.jobs import JobState, Outbox
 from memory.paths import ChorusPaths
+from memory.people import PeopleStore
 from memory.providers import ProviderHealth
 from memory.secrets import SecretStore
 from memory.store import PostgresMemoryFiles, StagedWrites
@@ -48,6 +49,7 @@ COMPONENTS: tuple[Callable[[Location], Tables], ...] = (
     ProviderHealth,
     lambda url: SecretStore(url, None),
     ApprovalStore,
+    PeopleStore,
 )
 """Every component with tables in ``state.db``: opened on the URL, each creates its own."""
 

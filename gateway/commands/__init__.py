@@ -3,10 +3,16 @@
 from gateway.commands._admin import register_admin_commands
 from gateway.commands._approvals import ApprovalDesk
 from gateway.commands._flagged import flagged_command
+from gateway.commands._link import LinkDesk, provider_merger
 from gateway.commands._registry import Command, CommandContext, CommandRegistry, parse_command
 from gateway.commands._review import review
 from gateway.commands._secrets import SecretDesk, open_secret_store
-from gateway.commands._services import AccessControl, CommandServices, SessionControl
+from gateway.commands._services import (
+    AccessControl,
+    CommandServices,
+    PeopleControl,
+    SessionControl,
+)
 from gateway.commands._user import register_user_commands
 
 __all__ = [
@@ -16,11 +22,14 @@ __all__ = [
     "CommandContext",
     "CommandRegistry",
     "CommandServices",
+    "LinkDesk",
+    "PeopleControl",
     "SecretDesk",
     "SessionControl",
     "flagged_command",
     "open_secret_store",
     "parse_command",
+    "provider_merger",
     "register_admin_commands",
     "register_user_commands",
     "review",

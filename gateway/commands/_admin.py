@@ -11,6 +11,7 @@ from agent.jobs import approved_write_job
 from gateway.access import AdminReply, UserAccessRow
 from gateway.commands import _texts as t
 from gateway.commands._flagged import flagged_command
+from gateway.commands._link import link_sub, unlink_sub
 from gateway.commands._registry import Command, CommandContext, CommandRegistry
 from gateway.commands._review import review
 from gateway.commands._tools import tools_sub
@@ -202,6 +203,10 @@ ADMIN_SUBCOMMANDS: tuple[AdminSubcommand, ...] = (
     AdminSubcommand("allow", "<platform:id>", allow_sub, "let someone use the bot"),
     AdminSubcommand("deny", "<platform:id>", deny_sub, "stop someone from using the bot"),
     AdminSubcommand("approve", "<code>", approve_sub, "allow whoever was given this pairing code"),
+    AdminSubcommand(
+        "link", "<platform:id> <platform:id>", link_sub, "make two accounts one person"
+    ),
+    AdminSubcommand("unlink", "<platform:id>", unlink_sub, "make an account its own person again"),
     AdminSubcommand(
         "memory",
         "[add <text>|remove <text>|pending [full]|show <id>|approve <id|all>|reject <id|all>|"

@@ -67,6 +67,22 @@ class AccessControl(Protocol):
     def approve_code(self, code: str, by: str) -> AdminReply: ...
 
 
+class PeopleControl(Protocol):
+    """Linking accounts into one person, as admins do it (``/admin link|unlink``)."""
+
+    async def admin_link(self, first: str, second: str, by: str) -> AdminReply: ...
+
+    async def admin_unlink(self, account: str, by: str) -> AdminReply: ...
+
+    async def person_of(self, account: str) -> str:
+        """The person key ``account`` counts under (its own key when it is not linked)."""
+        ...
+
+    async def whoami_lines(self, account: str) -> list[str]:
+        """The person ``account`` is part of, and its accounts (for ``/whoami``)."""
+        ...
+
+
 class CommandServices(Protocol):
     """Everything commands reach; see the module docstring."""
 
@@ -96,6 +112,11 @@ class CommandServices(Protocol):
     @property
     def budgets(self) -> BudgetMeter | None:
         """The usage ledger and per-person budgets (None where usage is not recorded)."""
+        ...
+
+    @property
+    def people(self) -> PeopleControl | None:
+        """Linked accounts (None where this process has no people store)."""
         ...
 
     def store_for(self, key: UserKey | None) -> MemoryStore:

@@ -57,7 +57,7 @@ async def usage_command(ctx: CommandContext) -> str:
     if meter is None:
         return NO_BUDGETS
     chat = f"{ctx.msg.platform}:{ctx.msg.chat_id}"
-    status = await meter.status(str(ctx.user_key), chat)
+    status = await meter.status(await _whose(ctx, str(ctx.user_key)), chat)
     return "\n".join(usage_lines(status))
 
 
@@ -69,6 +69,7 @@ async def usage_sub(ctx: CommandContext, arg: str) -> str:
         person = _person(arg)
         if person is None:
             return AdminReply(BUDGET_USAGE, ok=False, outcome="usage")
+        person = await _whose(ctx, person)
         return "\n".join([person, *usage_lines(await meter.status(person))])
     _, month = meter.windows()
     lines = await asyncio.to_thread(meter.ledger.report, month.start, month.end)
@@ -93,6 +94,7 @@ async def budget_sub(ctx: CommandContext, arg: str) -> str:
     change = change.strip()
     if person is None or not change:
         return AdminReply(BUDGET_USAGE, ok=False, outcome="usage")
+    person = await _whose(ctx, person)
     ledger = meter.ledger
     if change == "reset":
         cleared = await asyncio.to_thread(ledger.clear_override, person)
@@ -126,3 +128,9 @@ def _person(text: str) -> str | None:
         return str(UserKey.parse(text.strip()))
     except ValueError:
         return None
+
+
+async def _whose(ctx: CommandContext, key: str) -> str:
+    """The person an account's usage and budget count under (linked accounts share one)."""
+    people = ctx.services.people
+    return key if people is None else await people.person_of(key)

@@ -236,12 +236,16 @@ async def stop_command(ctx: CommandContext) -> str:
 
 
 async def whoami_command(ctx: CommandContext) -> str:
-    return t.WHOAMI.format(
+    text = t.WHOAMI.format(
         user_key=ctx.user_key,
         name=ctx.msg.user_name or "no name",
         admin=", an admin" if ctx.is_admin else "",
         scope=ctx.services.settings.sessions.scope,
     )
+    people = ctx.services.people
+    if people is None:
+        return text
+    return "\n".join([text, *await people.whoami_lines(str(ctx.user_key))])
 
 
 def profile_usage(store: MemoryStore, target: str = "user") -> str:

@@ -40,6 +40,7 @@ from gateway.sessions._live import LiveSession, live_from_record, next_turn
 from gateway.sessions._turns import TurnRunner
 from memory.errors import MemoryPathError
 from memory.paths import UserKey
+from memory.people import PERSON_PLATFORM
 from memory.transcripts import AsyncSessionDB
 
 logger = logging.getLogger(__name__)
@@ -58,6 +59,18 @@ class AgentBuilder(Protocol):
         ...
 
 
+class PersonDirectory(Protocol):
+    """Which accounts are one person (``memory.people.PeopleStore``)."""
+
+    def person_of(self, account: str) -> str:
+        """The person key of ``account`` (the account's own key when it is not linked)."""
+        ...
+
+    def accounts_of(self, person: str) -> list[str]:
+        """Every account of ``person``."""
+        ...
+
+
 class SessionManager:
     def __init__(
         self,
@@ -71,8 +84,11 @@ class SessionManager:
         replies: Replies,
         platform_hints: Mapping[str, str] | None = None,
         on_end: Callable[[str], None] | None = None,
+        people: PersonDirectory | None = None,
     ) -> None:
         self.settings = settings
+        self.people = people
+        """Linked accounts: a linked account's sessions load its person's profile."""
         self.builder = builder
         self.db = db
         self.scheduler = scheduler
@@ -111,7 +127,10 @@ class SessionManager:
         """Whose USER.md the session loads: the user's, or the chat's own in a shared session."""
         if self.settings.scope == "chat" and not msg.is_direct:
             return UserKey.for_chat(msg.platform, msg.chat_id)
-        return UserKey(msg.platform, msg.user_id)
+        account = UserKey(msg.platform, msg.user_id)
+        if self.people is None:
+            return account
+        return UserKey.parse(self.people.person_of(str(account)))
 
     def get(self, msg: InboundMessage) -> LiveSession | None:
         return self._open.get(self.key_for(msg))
@@ -232,6 +251,7 @@ class SessionManager:
     async def agent_for(self, live: LiveSession) -> Agent:
         """The session's agent, built (or rebuilt from SessionDB after eviction) on demand."""
         if live.agent is None:
+            account, search_keys = await self._accounts(live)
             context = SessionContext(
                 platform_hint=self.platform_hints.get(live.chat.platform),
                 session_id=live.session_id,
@@ -240,6 +260,8 @@ class SessionManager:
                 is_direct=live.is_direct,
                 parent_session_id=live.parent[0] if live.parent else None,
                 started_because=live.parent[1] if live.parent else None,
+                account=account,
+                search_keys=search_keys,
             )
             async with self._building:  # a burst builds agents a few at a time, in order
                 agent = await asyncio.to_thread(
@@ -252,6 +274,15 @@ class SessionManager:
         self._agents.move_to_end(live.key)
         await self._evict(keep=live.key)
         return agent
+
+    async def _accounts(self, live: LiveSession) -> tuple[UserKey | None, tuple[str, ...]]:
+        """The account of a session whose profile is a linked person's, and that person's
+        accounts (whose transcripts its session search covers too)."""
+        if self.people is None or live.user_key.platform != PERSON_PLATFORM:
+            return None, ()
+        account = UserKey(live.key.platform, live.key.user_id) if live.key.user_id else None
+        accounts = await asyncio.to_thread(self.people.accounts_of, str(live.user_key))
+        return account, tuple(accounts)
 
     async def _evict(self, keep: SessionKey) -> None:
         """Drop least recently used idle agents beyond ``max_live`` (never ``keep``'s)."""

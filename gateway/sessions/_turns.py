@@ -157,7 +157,7 @@ class TurnRunner:
         shown: list[ReplyStream],
     ) -> None:
         last = batch[-1]
-        person, chat = str(last.user_key), f"{last.platform}:{last.chat_id}"
+        person, chat = str(_person(live, last)), f"{last.platform}:{last.chat_id}"
         if self._budget is not None:  # spent: the turn is not started, no LLM call made
             await self._budget.check(person, chat)
         agent = await agent_of(live)
@@ -192,7 +192,12 @@ class TurnRunner:
         live.turn_by = frozenset(m.user_key for m in batch)
         live.turn = asyncio.create_task(
             self._write(
-                agent, merge_texts(batch), stream.push, images, speaker_of(batch), others_in(batch)
+                agent,
+                merge_texts(batch),
+                stream.push,
+                images,
+                _speaker(live, batch),
+                others_in(batch),
             )
         )
         still = asyncio.create_task(self._still_working(last, stream))
@@ -300,3 +305,16 @@ def _fence(live: LiveSession) -> Fence | None:
     """What the session's inbox writes are fenced with: its epoch on this replica (None
     in a single process, where nothing is fenced)."""
     return None if live.epoch is None else (live.session_id, live.epoch)
+
+
+def _person(live: LiveSession, last: InboundMessage) -> UserKey:
+    """Whose budget a turn counts against: the person the session is with (accounts
+    linked into one person share it), or in a shared session the message's writer."""
+    return last.user_key if live.user_key.chat else live.user_key
+
+
+def _speaker(live: LiveSession, batch: list[InboundMessage]) -> UserKey | None:
+    """Who wrote the turn: in a person's own session the person (whichever of their
+    accounts wrote), in a shared one the writer (None: several)."""
+    speaker = speaker_of(batch)
+    return speaker if live.user_key.chat or speaker is None else live.user_key

@@ -240,6 +240,17 @@ class MemoryProvider(ABC):
 
     # -- optional hooks ------------------------------------------------------
 
+    def merge_users(self, chorus_home: Path, sources: list[str], target: str) -> bool:
+        """Accounts were linked into one person: join what is kept under the user keys
+        ``sources`` into ``target``'s (the person key every later session passes as
+        ``user_key``). Called on an instance that is not initialised, in the gateway.
+
+        Returns whether the provider did; the default cannot (the memories made under
+        the old keys stay there, and sessions after the link read and write ``target``'s).
+        The sources are left as they are: unlinking goes back to them.
+        """
+        return False
+
     def on_turn_start(self, turn_number: int, message: str, **kwargs: Any) -> None:
         """A turn begins (``"primary"``); ``kwargs`` may carry ``speaker`` and ``platform``."""
         return None

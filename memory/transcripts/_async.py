@@ -134,9 +134,9 @@ class AsyncSessionDB(_Front[SessionDB]):
             self._executor.shutdown(wait=False)
             logger.debug("async session db closed")
 
-    def for_user(self, user_key: str) -> AsyncUserSessions:
-        """An async view limited to the sessions of ``user_key``."""
-        return AsyncUserSessions(self, user_key)
+    def for_user(self, user_key: str, also: tuple[str, ...] = ()) -> AsyncUserSessions:
+        """An async view limited to the sessions of ``user_key`` (and of ``also``)."""
+        return AsyncUserSessions(self, user_key, also)
 
     create_session = write(SessionDB.create_session)
     end_session = write(SessionDB.end_session)
@@ -244,8 +244,8 @@ class _Call:
 class AsyncUserSessions(_Front[UserSessions]):
     """The sessions of one user, async: every query is bound to ``user_key``."""
 
-    def __init__(self, db: AsyncSessionDB, user_key: str) -> None:
-        self._target = db.db.for_user(user_key)
+    def __init__(self, db: AsyncSessionDB, user_key: str, also: tuple[str, ...] = ()) -> None:
+        self._target = db.db.for_user(user_key, also)
         self._db = db
 
     @property

@@ -85,9 +85,10 @@ class SessionDB(Transactions):
         """The column that keeps sessions in insertion order."""
         return "seq" if self._pg is not None else "rowid"
 
-    def for_user(self, user_key: str) -> UserSessions:
-        """A view of this database limited to the sessions of ``user_key``."""
-        return UserSessions(self, user_key)
+    def for_user(self, user_key: str, also: tuple[str, ...] = ()) -> UserSessions:
+        """A view of this database limited to the sessions of ``user_key`` (and of the keys
+        ``also`` names: the accounts of a person, see ``memory.people``)."""
+        return UserSessions(self, user_key, also)
 
     def create_session(
         self,
@@ -407,11 +408,12 @@ def _encode_tool_calls(tool_calls: ToolCalls | None) -> tuple[int, str | None]:
 class UserSessions:
     """The sessions of one user: every query made through it is bound to ``user_key``."""
 
-    def __init__(self, db: SessionDB, user_key: str) -> None:
+    def __init__(self, db: SessionDB, user_key: str, also: tuple[str, ...] = ()) -> None:
         if not user_key:
             raise SessionDBError("a per-user view needs a user key")
         self._db = db
         self._user_key = user_key
+        self._keys = tuple(dict.fromkeys((user_key, *(k for k in also if k))))
 
     @property
     def user_key(self) -> str:
@@ -420,9 +422,18 @@ class UserSessions:
     def search(
         self, query: str, limit: int = 10, exclude_session_id: str | None = None
     ) -> list[SearchHit]:
-        """Search this user's past messages; see ``SessionDB.search``."""
-        return self._db.search(self._user_key, query, limit, exclude_session_id)
+        """Search this user's past messages (under each of its keys); see ``SessionDB.search``.
+
+        Hits of several keys are ranked together, best first."""
+        exclude = exclude_session_id
+        hits = [hit for key in self._keys for hit in self._db.search(key, query, limit, exclude)]
+        if len(self._keys) > 1:
+            hits.sort(key=lambda hit: hit.rank)
+        return hits[:limit]
 
     def list_sessions(self, limit: int = 50) -> list[SessionRecord]:
-        """This user's sessions, newest first."""
-        return self._db.list_sessions(user_key=self._user_key, limit=limit)
+        """This user's sessions (under each of its keys), newest first."""
+        found = [s for key in self._keys for s in self._db.list_sessions(user_key=key, limit=limit)]
+        if len(self._keys) > 1:
+            found.sort(key=lambda s: s.started_at, reverse=True)
+        return found[:limit]

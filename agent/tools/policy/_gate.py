@@ -62,8 +62,8 @@ class ToolGate:
     """Asks for approval of ``ask`` tools; without one they are treated as denied."""
 
     def person(self, speaker: UserKey | None) -> UserKey | None:
-        """Whose call it is: the session's person, or in a shared session the turn's writer."""
-        return speaker if self.session.user_key.chat else self.session.user_key
+        """Whose call it is: the session's account, or in a shared session the turn's writer."""
+        return speaker if self.session.user_key.chat else self.session.actor
 
     def decide(self, tool: str, speaker: UserKey | None) -> Decision:
         person = self.person(speaker)

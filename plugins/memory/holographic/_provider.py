@@ -161,6 +161,32 @@ class HolographicProvider(MemoryProvider):
             self._embeddings is not None,
         )
 
+    def merge_users(self, chorus_home: Path, sources: list[str], target: str) -> bool:
+        """Copy the facts of each source user's store into ``target``'s: a fact already
+        there (same normalised content) is kept once. The sources are not changed."""
+        hrr = _config.load(chorus_home).hrr and _hrr.numpy_available()
+        into = FactStore(
+            provider_dir(chorus_home, _config.PROVIDER_NAME, target) / FACTS_FILE, hrr=hrr
+        )
+        copied = 0
+        try:
+            for source in sources:
+                path = provider_dir(chorus_home, _config.PROVIDER_NAME, source) / FACTS_FILE
+                if not path.exists() or source == target:
+                    continue
+                store = FactStore(path, hrr=False)
+                try:
+                    rows = store.query("SELECT content, category FROM facts ORDER BY id")
+                finally:
+                    store.close()
+                for content, category in rows:
+                    _, new = into.add(str(content), str(category))
+                    copied += int(new)
+        finally:
+            into.close()
+        logger.info("holographic: %d facts joined into a linked person's store", copied)
+        return True
+
     def _store(self, speaker: Any = None) -> FactStore:
         """The store of ``speaker`` when given, else of the session's user key."""
         if speaker is not None and not isinstance(speaker, str):
