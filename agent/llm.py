@@ -29,6 +29,7 @@ from agent.errors import LLMError, LLMRequestError, LLMUnavailable
 from agent.llm_stream import error_message, stream_chunks
 from agent.messages import AssistantMessage, ChatMessage
 from agent.settings import LLMSettings
+from agent.tracing.spans import llm_call_done, llm_call_failed, llm_call_span
 from agent.usage import OUTPUT_ALLOWANCE, Charge, UsageMeter, estimate_text, estimate_tokens
 from memory.embeddings import EmbeddingsError, EmbeddingsUnsupported
 
@@ -119,6 +120,8 @@ class LLMClient:
         self._sleep = sleep
         self.observers: tuple[CallObserver, ...] = tuple(observers)
         """Told the seconds and outcome of every call (the gateway's metrics)."""
+        self.counters: tuple[Callable[[str, str], None], ...] = ()
+        """Told the model and outcome (``ok``, ``unavailable``, …) of every call."""
         key = settings.api_key.get_secret_value() if settings.api_key else PLACEHOLDER_API_KEY
         self._client = openai.AsyncOpenAI(
             api_key=key or PLACEHOLDER_API_KEY,
@@ -194,9 +197,11 @@ class LLMClient:
             estimate = estimate_tokens(messages, tools) + OUTPUT_ALLOWANCE
             hold = await meter.reserve(charge, name, estimate)
         started = time.monotonic()
+        span = llm_call_span(name, charge)
         try:
             response = await self._complete(messages, tools, model, on_delta)
         except BaseException as exc:
+            self._counted(name, llm_call_failed(span, exc))
             if isinstance(exc, LLMError):
                 self._observe(time.monotonic() - started, True)
             if meter is not None:
@@ -210,6 +215,14 @@ class LLMClient:
                     response.content + "".join(c.name + c.arguments for c in response.tool_calls)
                 ),
             )
+        llm_call_done(
+            span,
+            response.finish_reason,
+            response.usage.prompt_tokens,
+            response.usage.completion_tokens,
+            estimated=response.usage_estimated,
+        )
+        self._counted(name, "ok")
         if meter is not None:
             used = response.usage
             await _quietly(
@@ -221,6 +234,13 @@ class LLMClient:
                 )
             )
         return response
+
+    def _counted(self, model: str, outcome: str) -> None:
+        for count in self.counters:
+            try:
+                count(model, outcome)
+            except Exception:
+                logger.exception("LLM call counter failed")
 
     def _observe(self, seconds: float, failed: bool) -> None:
         for observer in self.observers:
