@@ -113,6 +113,7 @@ class LLMClient:
         sleep: Sleep = asyncio.sleep,
         observers: Sequence[CallObserver] = (),
         meter: UsageMeter | None = None,
+        counters: Sequence[Callable[[str, str], None]] = (),
     ) -> None:
         self.settings = settings
         self.meter = meter
@@ -120,7 +121,7 @@ class LLMClient:
         self._sleep = sleep
         self.observers: tuple[CallObserver, ...] = tuple(observers)
         """Told the seconds and outcome of every call (the gateway's metrics)."""
-        self.counters: tuple[Callable[[str, str], None], ...] = ()
+        self.counters: tuple[Callable[[str, str], None], ...] = tuple(counters)
         """Told the model and outcome (``ok``, ``unavailable``, …) of every call."""
         key = settings.api_key.get_secret_value() if settings.api_key else PLACEHOLDER_API_KEY
         self._client = openai.AsyncOpenAI(

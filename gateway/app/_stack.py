@@ -241,9 +241,12 @@ async def open_stack(
         open_meter, lambda: live.current, where, is_admin=is_admin, clock=clock.time
     )
     llm = LLMClient(
-        settings.llm, sleep=llm_sleep or asyncio.sleep, observers=[observe_llm], meter=meter
+        settings.llm,
+        sleep=llm_sleep or asyncio.sleep,
+        observers=[observe_llm],
+        meter=meter,
+        counters=[metrics.llm_call],
     )
-    llm.counters = (metrics.llm_call,)
     await asyncio.to_thread(start_tracing, settings, gateway_db)
     secrets = await asyncio.to_thread(open_secret_store, settings)
     tools, mcp = build_tools(settings, metrics, secrets=secrets, now=clock.monotonic)
