@@ -8,19 +8,15 @@ from __future__ import annotations
 
 import logging
 import socket
+import subprocess
+import sys
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
 
 import pytest
-from aiohttp import web
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceRequest,
-    ExportTraceServiceResponse,
-)
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 from tests.fakes import FakeOpenAI
+from tests.fakes.otlp_collector import Collector, attributes, running_collector
 from tests.runner.conftest import Gateway, GatewayFactory
 
 SECRET_TEXT = "my sister Priscilla moves to Reykjavik in March"
@@ -28,70 +24,7 @@ SECRET_FACT = "Priscilla lives on Laugavegur 42"
 ANSWER = "Noted, I will remember Reykjavik."
 PERSON = "testchat:2"
 CHAT = "dm-2"
-
-
-@dataclass
-class Collector:
-    """An OTLP/HTTP trace receiver: every request body kept, every span decoded."""
-
-    url: str = ""
-    bodies: list[bytes] = field(default_factory=list)
-    spans: list[Any] = field(default_factory=list)
-    services: set[str] = field(default_factory=set)
-
-    async def traces(self, request: web.Request) -> web.Response:
-        assert request.content_type == "application/x-protobuf"
-        body = await request.read()
-        self.bodies.append(body)
-        export = ExportTraceServiceRequest.FromString(body)
-        for resource_spans in export.resource_spans:
-            for attribute in resource_spans.resource.attributes:
-                if attribute.key == "service.name":
-                    self.services.add(attribute.value.string_value)
-            for scope_spans in resource_spans.scope_spans:
-                self.spans.extend(scope_spans.spans)
-        return web.Response(
-            body=ExportTraceServiceResponse().SerializeToString(),
-            content_type="application/x-protobuf",
-        )
-
-    def named(self, name: str) -> list[Any]:
-        return [s for s in self.spans if s.name == name]
-
-    def one(self, name: str) -> Any:
-        found = self.named(name)
-        assert len(found) == 1, (name, sorted(s.name for s in self.spans))
-        return found[0]
-
-    @property
-    def raw(self) -> bytes:
-        return b"".join(self.bodies)
-
-
-@pytest.fixture
-async def collector() -> AsyncIterator[Collector]:
-    received = Collector()
-    app = web.Application()
-    app.router.add_post("/v1/traces", received.traces)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    received.url = f"http://127.0.0.1:{port}"
-    yield received
-    await runner.cleanup()
-
-
-def attributes(span: Any) -> dict[str, Any]:
-    return {a.key: _value(a.value) for a in span.attributes}
-
-
-def _value(value: AnyValue) -> Any:
-    kind = value.WhichOneof("value")
-    if kind == "array_value":
-        return [_value(v) for v in value.array_value.values]
-    return getattr(value, kind) if kind else None
+ROOT = Path(__file__).resolve().parents[2]
 
 
 async def turn_with_a_tool_and_a_job(gw: Gateway, server: FakeOpenAI) -> None:
@@ -213,3 +146,56 @@ async def test_a_collector_away_costs_no_answer_and_one_warning(
     warnings = [r for r in caplog.records if r.levelno >= logging.WARNING and "trace" in r.message]
     assert len(warnings) == 1, [r.message for r in warnings]
     assert "could not be sent" in warnings[0].message
+
+
+@pytest.fixture
+async def collector() -> AsyncIterator[Collector]:
+    async with running_collector() as received:
+        yield received
+
+
+def test_without_an_endpoint_nothing_of_the_sdk_is_imported(tmp_path: Path) -> None:
+    """Off by default: a gateway process answers a turn and never loads the trace SDK,
+    the exporter or chorus's tracer."""
+    script = """
+import asyncio, sys
+from pathlib import Path
+from agent import tracing
+from gateway.adapters import TestChatAdapter
+from gateway.app import open_stack
+from gateway.config import load_settings
+from tests.fakes import FakeOpenAI
+
+async def main(home):
+    with FakeOpenAI() as server:
+        server.reply("hi")
+        env = {"CHORUS_HOME": str(home), "OPENAI_BASE_URL": server.base_url,
+               "CHORUS_AUTH__POLICY": "open"}
+        adapter = TestChatAdapter()
+        stack = await open_stack(load_settings(home, env), adapters=[adapter])
+        await stack.start()
+        await adapter.push("hello", user_id="2")
+        assert (await adapter.pop(20)).text == "hi"
+        await stack.runner.shutdown(5)
+        await stack.close()
+    assert not tracing.current().enabled
+    # (redis-py imports the OpenTelemetry API and metrics SDK itself when they are installed)
+    ours = ("agent.tracing._otel", "opentelemetry.sdk.trace", "opentelemetry.exporter")
+    loaded = sorted(m for m in sys.modules if m.startswith(ours))
+    assert loaded == [], loaded
+    print("untraced")
+
+asyncio.run(main(Path(sys.argv[1])))
+"""
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(home)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "untraced"
