@@ -38,6 +38,10 @@ logger = logging.getLogger(__name__)
 MAX_WAITING = 10_000
 """Turns started at intake and not yet taken up by their session, at most (oldest dropped)."""
 
+MAX_WAIT_NS = 15 * 60 * 10**9
+"""A turn not taken up on this process within this long (handed to another replica, or
+left for after a restart) is ended here as it is."""
+
 _PROPAGATOR = TraceContextTextMapPropagator()
 
 
@@ -131,8 +135,12 @@ class OtelTracer(NoTracer):
         now = time.time_ns()
         intake.end(end_time=now)
         self._waiting[ref] = (root, now)
-        while len(self._waiting) > MAX_WAITING:
+        while self._waiting and (
+            len(self._waiting) > MAX_WAITING
+            or next(iter(self._waiting.values()))[1] < now - MAX_WAIT_NS
+        ):
             _, (dropped, _) = self._waiting.popitem(last=False)
+            dropped.set_attribute("chorus.outcome", "not_taken_up")
             dropped.end()
 
     @contextlib.contextmanager
