@@ -15,7 +15,7 @@ __all__ = ["quiet_exporter"]
 
 logger = logging.getLogger(__name__)
 
-SDK_LOGGERS = ("opentelemetry.exporter.otlp.proto.http", "opentelemetry.sdk.trace.export")
+SDK_LOGGERS = ("opentelemetry.exporter.otlp", "opentelemetry.sdk.trace.export")
 """The SDK's own loggers, which would log every failed export and retry."""
 
 
