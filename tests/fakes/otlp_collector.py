@@ -46,6 +46,7 @@ class Collector:
         return web.Response(
             body=ExportTraceServiceResponse().SerializeToString(),
             content_type="application/x-protobuf",
+            headers={"Connection": "close"},  # no idle connection outlives the test
         )
 
     def named(self, name: str) -> list[Any]:
