@@ -31,6 +31,7 @@ from agent.llm_answer import parse_arguments as parse_arguments
 from agent.llm_stream import error_message, stream_chunks
 from agent.messages import ChatMessage
 from agent.settings import FallbackEndpoint, LLMSettings
+from agent.tracing.spans import llm_call_done, llm_call_failed, llm_call_span
 from agent.usage import OUTPUT_ALLOWANCE, Charge, UsageMeter, estimate_text, estimate_tokens
 from memory.embeddings import EmbeddingsError, EmbeddingsUnsupported
 
@@ -62,6 +63,7 @@ class LLMClient:
         meter: UsageMeter | None = None,
         now: Callable[[], float] = time.monotonic,
         failovers: Sequence[FailoverObserver] = (),
+        counters: Sequence[Callable[[str, str], None]] = (),
     ) -> None:
         """``now``: the monotonic clock a rate limit's reset is measured on;
         ``failovers``: told each time a call moves on to a fallback endpoint."""
@@ -70,6 +72,8 @@ class LLMClient:
         """Reserves, settles and records every charged call (the gateway's ledger and budgets)."""
         self.observers: tuple[CallObserver, ...] = tuple(observers)
         """Told the seconds and outcome of every call (the gateway's metrics)."""
+        self.counters: tuple[Callable[[str, str], None], ...] = tuple(counters)
+        """Told the model and outcome (``ok``, ``unavailable``, …) of every call."""
         self._client = _client(settings.base_url, settings.api_key, settings.timeout_seconds)
         self._fallbacks: list[tuple[FallbackEndpoint, openai.AsyncOpenAI]] = [
             (f, _client(f.base_url, f.api_key, f.timeout_seconds or settings.timeout_seconds))
@@ -158,9 +162,11 @@ class LLMClient:
             estimate = estimate_tokens(messages, tools) + OUTPUT_ALLOWANCE
             hold = await meter.reserve(charge, name, estimate)
         started = time.monotonic()
+        span = llm_call_span(name, charge)
         try:
             response = await self._complete(messages, tools, model, on_delta)
         except BaseException as exc:
+            self._counted(name, llm_call_failed(span, exc))
             if isinstance(exc, LLMError):
                 self._observe(time.monotonic() - started, True)
             if meter is not None:
@@ -175,6 +181,14 @@ class LLMClient:
                     response.content + "".join(c.name + c.arguments for c in response.tool_calls)
                 ),
             )
+        llm_call_done(
+            span,
+            response.finish_reason,
+            response.usage.prompt_tokens,
+            response.usage.completion_tokens,
+            estimated=response.usage_estimated,
+        )
+        self._counted(name, "ok")
         if meter is not None:
             used = response.usage
             await _quietly(
@@ -190,6 +204,13 @@ class LLMClient:
     def _moved(self, model: str) -> None:
         for observer in self.failovers:
             observer(model)
+
+    def _counted(self, model: str, outcome: str) -> None:
+        for count in self.counters:
+            try:
+                count(model, outcome)
+            except Exception:
+                logger.exception("LLM call counter failed")
 
     def _observe(self, seconds: float, failed: bool) -> None:
         for observer in self.observers:

@@ -17,6 +17,8 @@ from typing import Any
 from agent.context import SessionContext
 from agent.jobs import JobScheduler
 from agent.recall import Recall
+from agent.tracing import current
+from agent.tracing.spans import provider_span
 from memory.paths import UserKey
 from memory.providers import MemoryManager
 
@@ -61,10 +63,16 @@ class ProviderCalls:
         people share, the chat's, never the speaker's private memory.
         """
         who = _key_text(speaker)
-        await asyncio.to_thread(
-            self.memory.on_turn_start, turn, text, speaker=who, platform=self.session.platform
-        )
-        return await self.recall.for_turn(text, session_id=self.session.session_id)
+        with current().span("chorus.recall"):
+            with provider_span("on_turn_start"):
+                await asyncio.to_thread(
+                    self.memory.on_turn_start,
+                    turn,
+                    text,
+                    speaker=who,
+                    platform=self.session.platform,
+                )
+            return await self.recall.for_turn(text, session_id=self.session.session_id)
 
     def after_turn(self, position: int, text: str) -> None:
         """The turn at ``position`` to the background provider, and its cache warmed, by job."""
@@ -80,13 +88,14 @@ class ProviderCalls:
         speaker's: the result stays in the shared history and reaches every member's
         later requests. Elsewhere the session's own memory is the speaker's.
         """
-        return await asyncio.to_thread(
-            self.memory.handle_tool_call,
-            name,
-            arguments,
-            session_id=self.session.session_id,
-            speaker=None if self.shared else _key_text(speaker),
-        )
+        with provider_span("handle_tool_call"):
+            return await asyncio.to_thread(
+                self.memory.handle_tool_call,
+                name,
+                arguments,
+                session_id=self.session.session_id,
+                speaker=None if self.shared else _key_text(speaker),
+            )
 
     @property
     def shared(self) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from agent.tracing.spans import provider_span
 from memory.providers import MemoryManager, build_memory_context_block
 
 logger = logging.getLogger(__name__)
@@ -38,6 +39,14 @@ class Recall:
     async def for_turn(self, text: str, *, session_id: str) -> str:
         """The fenced block to append to the user message in this turn's requests; ``""``
         when nothing. Recalled from the session's own memory (``MemoryManager.prefetch``)."""
+        with provider_span("prefetch") as span:
+            recalled = await self._recall(text, session_id)
+            span.set("chorus.recall.found", bool(recalled))
+        carried, self._late = self._late, []
+        block = build_memory_context_block("\n\n".join(t for t in (*carried, recalled) if t))
+        return f"\n\n{block}" if block else ""
+
+    async def _recall(self, text: str, session_id: str) -> str:
         recalled = ""
         if self._running is None:
             task = asyncio.ensure_future(
@@ -53,9 +62,7 @@ class Recall:
                 )
                 self._running = task
                 task.add_done_callback(self._arrived)
-        carried, self._late = self._late, []
-        block = build_memory_context_block("\n\n".join(t for t in (*carried, recalled) if t))
-        return f"\n\n{block}" if block else ""
+        return recalled
 
     def _arrived(self, task: asyncio.Future[str]) -> None:
         self._running = None

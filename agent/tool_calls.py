@@ -20,6 +20,7 @@ from agent.shared_writes import SharedWriteGate
 from agent.tools.policy import ToolGate
 from agent.tools.registry import ToolRegistry, tool_error
 from agent.tools.session_search_tool import run_session_search
+from agent.tracing.spans import tool_outcome, tool_span
 from memory.paths import UserKey
 from memory.providers import MemoryManager
 from memory.store import MemoryStore
@@ -49,7 +50,14 @@ class ToolCalls:
         def _others(self, present: bool, *, turn: bool = False) -> None: ...
 
     async def _run_tool(self, call: ToolCallRequest) -> str:
-        """The one place a model's tool call runs: the tool policy is asked first, every time."""
+        """The one place a model's tool call runs (traced: ``execute_tool <name>``)."""
+        with tool_span(call.name, call.id, call.arguments) as span:
+            result = await self._dispatch_tool(call)
+            span.set("chorus.outcome", tool_outcome(result))
+            return result
+
+    async def _dispatch_tool(self, call: ToolCallRequest) -> str:
+        """The tool policy is asked first, every time; then the tool runs."""
         refusal = await self.tool_gate.refusal(
             call.name, self._offered, self._speaker, call.arguments
         )

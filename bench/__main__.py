@@ -181,6 +181,14 @@ def _budget_check(r: Figures) -> Verdict:
     return text or "no run", "< 1 ms a turn without Redis, < 2 ms with", met
 
 
+def _tracing(r: Figures) -> Verdict:
+    text = (
+        f"reply p50 {r['off_p50_ms']} ms off, {r['on_p50_ms']} ms on ({r['added_p50_ms']:+} ms);"
+        f" CPU {r['off_cpu_ms_per_message']} / {r['on_cpu_ms_per_message']} ms a message"
+    )
+    return text, "tracing adds ≤ 1 ms p50 a message", r["met"]
+
+
 @dataclass(frozen=True)
 class Bench:
     name: str
@@ -242,6 +250,12 @@ BENCHES = [
         ("--turns", "300", "--people", "10"),
         _budget_check,
         ("local.mean_ms", "redis.mean_ms"),
+    ),
+    Bench(
+        "tracing",
+        ("--turns", "10", "--rounds", "2"),
+        _tracing,
+        ("added_p50_ms", "added_cpu_ms_per_message"),
     ),
     Bench(
         "replicas",

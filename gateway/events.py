@@ -95,6 +95,11 @@ class InboundMessage:
         return ChatRef(self.platform, self.chat_id, self.thread_id)
 
 
+def turn_ref(message: InboundMessage) -> tuple[str, str, str]:
+    """(platform, chat id, message id): how a turn's trace finds its message."""
+    return (message.platform, message.chat_id, message.message_id)
+
+
 def message_to_json(message: InboundMessage) -> str:
     """``message`` as JSON for the durable inbox (attachment bytes are left out)."""
     attachments = tuple(replace(a, data=None, fetch=None) for a in message.attachments)

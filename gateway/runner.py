@@ -19,7 +19,9 @@ import asyncio
 import contextlib
 import logging
 import math
+import time
 
+from agent import tracing
 from gateway import _texts as t
 from gateway.access import (
     AuthDecision,
@@ -39,7 +41,7 @@ from gateway.commands import (
     parse_command,
 )
 from gateway.config import LiveSettings, Settings
-from gateway.events import InboundMessage
+from gateway.events import InboundMessage, turn_ref
 from gateway.media import MediaReader
 from gateway.ops import Activity, Metrics
 from gateway.sessions import InboxKeeper, SessionManager, images_of
@@ -154,6 +156,7 @@ class GatewayRunner:
 
     async def _handle(self, msg: InboundMessage) -> bool:
         """True when nothing is left to do for ``msg``; False when a turn will answer it."""
+        received = time.time_ns()
         self.metrics.message_in(msg.platform)
         self.activity.message()
         if self.dedupe.seen(msg.platform, msg.chat_id, msg.message_id):
@@ -181,6 +184,7 @@ class GatewayRunner:
             await self._command(msg, *command)
             return True
         if await self.sessions.submit(msg):
+            tracing.current().submitted(turn_ref(msg), received, str(msg.user_key), msg.text)
             return False
         if msg.receipts:
             return False  # shutting down: it stays in the inbox and is answered after the restart

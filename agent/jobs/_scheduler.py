@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import uuid
 
+from agent import tracing
 from memory.jobs import BackgroundQueue, JobSpec, JobState
 
 __all__ = ["JOBS_MODULE", "JOB_NAMES", "JobScheduler", "approved_write_job"]
@@ -38,6 +39,7 @@ class JobScheduler:
                 session_id=session_id,
                 job_id=job_id,
                 description=f"{what} of {session_id}",
+                trace=tracing.current().carrier(),
             )
         )
 

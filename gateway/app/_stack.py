@@ -17,6 +17,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from agent import tracing
 from agent.llm import LLMClient, Sleep
 from agent.tools.mcp import STARTUP_WAIT, McpTools
 from gateway import logs
@@ -42,6 +43,7 @@ from gateway.app._replicas import (
 )
 from gateway.app._services import GatewayServices
 from gateway.app._tools import build_tools
+from gateway.app._tracing import TRACE_FLUSH_SECONDS, start_tracing
 from gateway.budgets import BudgetMeter, open_meter
 from gateway.clock import Clock, SystemClock
 from gateway.commands import (
@@ -203,6 +205,7 @@ class GatewayStack:
             await asyncio.to_thread(self.approvals.store.close)
         if self.people is not None:
             await asyncio.to_thread(self.people.people.close)
+        await asyncio.to_thread(tracing.shutdown, min(timeout, TRACE_FLUSH_SECONDS))
 
 
 def command_registry() -> CommandRegistry:
@@ -259,7 +262,9 @@ async def open_stack(
         meter=meter,
         now=clock.monotonic,
         failovers=[metrics.llm_failover],
+        counters=[metrics.llm_call],
     )
+    await asyncio.to_thread(start_tracing, settings, gateway_db)
     secrets = await asyncio.to_thread(open_secret_store, settings)
     tools, mcp = build_tools(settings, metrics, secrets=secrets, now=clock.monotonic)
 

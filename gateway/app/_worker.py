@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import logging
 
-from agent import jobs
+from agent import jobs, tracing
 from gateway.app._background import job_context, update_job_context
+from gateway.app._tracing import TRACE_FLUSH_SECONDS, start_tracing
 from gateway.config import (
     ConfigWatcher,
     LiveSettings,
@@ -82,8 +83,10 @@ def run_worker(settings: Settings, *, burst: bool = False, concurrency: int = 1)
             ) from None
 
     watch = Watch(observer=metrics.observe, health=health, started=started)
+    start_tracing(settings, None)  # each job a span, linked to the turn that queued it
     try:
         queue.run_worker(burst=burst, concurrency=concurrency, on_stop=jobs.shutdown, watch=watch)
     finally:
         if listener is not None:
             listener.stop()
+        tracing.shutdown(TRACE_FLUSH_SECONDS)

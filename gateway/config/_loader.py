@@ -23,6 +23,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from agent.settings import AgentSettings, CompressionSettings, LLMSettings
 from agent.tools.settings import ToolsSettings
+from agent.tracing import ObservabilitySettings
 from gateway.adapters import PLATFORMS
 from gateway.config._budgets import BudgetSettings
 from gateway.config._fallback_keys import bind_fallback_keys
@@ -95,6 +96,7 @@ class _CoreSettings(BaseSettings):
     secrets: SecretsSettings = Field(default_factory=SecretsSettings)
     budgets: BudgetSettings = Field(default_factory=BudgetSettings)
     media: MediaSettings = Field(default_factory=MediaSettings)
+    observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
 
     @classmethod
     def settings_customise_sources(

@@ -163,6 +163,12 @@ class Metrics:
             ["model"],
             registry=reg,
         )
+        self._llm_calls = Counter(
+            "chorus_llm_calls",
+            "LLM calls, by model and outcome (ok, unavailable, refused, over_budget, ...).",
+            ["model", "outcome"],
+            registry=reg,
+        )
         self._sessions_ended = Counter(
             "chorus_sessions_ended", "Sessions ended, by reason.", ["reason"], registry=reg
         )
@@ -247,6 +253,9 @@ class Metrics:
 
     def message_out(self, platform: str) -> None:
         self._messages_out.labels(platform=platform).inc()
+
+    def llm_call(self, model: str, outcome: str) -> None:
+        self._llm_calls.labels(model=model, outcome=outcome).inc()
 
     def llm_error(self) -> None:
         self._llm_errors.inc()

@@ -23,6 +23,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
+from agent import tracing
 from agent.agent import Agent
 from agent.context import ImageInput
 from agent.errors import BudgetExhausted, LLMError, LLMUnavailable
@@ -31,7 +32,7 @@ from gateway import _texts as t
 from gateway.adapters import Replies, ReplyStream, platform_spec
 from gateway.config import LiveSettings
 from gateway.errors import FencedError
-from gateway.events import Attachment, InboundMessage, SessionKey
+from gateway.events import Attachment, InboundMessage, SessionKey, turn_ref
 from gateway.ops import Activity, Metrics
 from gateway.sessions._inbox_keeper import InboxKeeper
 from gateway.sessions._live import LiveSession, merge_texts, others_in, speaker_of
@@ -98,8 +99,10 @@ class TurnRunner:
     async def run(self, live: LiveSession, batch: list[InboundMessage], agent_of: AgentOf) -> None:
         """Answer ``batch`` in ``live``'s session. Never raises but for cancellation."""
         shown: list[ReplyStream] = []
+        refs, person = [turn_ref(m) for m in batch], str(batch[-1].user_key)
         try:
-            await self._answer(live, batch, agent_of, shown)
+            with tracing.current().turn(refs, live.session_id, person):
+                await self._answer(live, batch, agent_of, shown)
         except asyncio.CancelledError:
             raise
         except (FencedError, SessionFenced):  # the new owner answers and settles them

@@ -32,6 +32,7 @@ from memory.jobs._ledger import JobLedger
 from memory.jobs._outbox import Outbox, OutboxRelay
 from memory.jobs._rq_observe import OUTCOMES, JobObserver, Watch, WorkerHealth
 from memory.jobs._state import JobState
+from memory.jobs._traced import JobTracer, trace_jobs, traced
 from memory.jobs._types import (
     BackgroundQueue,
     FailedJob,
@@ -54,6 +55,7 @@ __all__ = [
     "JobObserver",
     "JobSpec",
     "JobState",
+    "JobTracer",
     "Outbox",
     "OutboxRelay",
     "QueueStatus",
@@ -63,6 +65,8 @@ __all__ = [
     "error_line",
     "import_function",
     "mask_url",
+    "trace_jobs",
+    "traced",
 ]
 
 

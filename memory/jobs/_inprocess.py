@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from memory.jobs._traced import traced
 from memory.jobs._types import (
     BackgroundQueue,
     FailedJob,
@@ -139,7 +140,8 @@ class InProcessQueue(BackgroundQueue):
     def _execute(self, job: JobSpec) -> None:
         for attempt in range(self._retries + 1):
             try:
-                self._resolve(job.func)(*job.args)
+                with traced(job.func, job.session_id, job.trace):
+                    self._resolve(job.func)(*job.args)
                 return
             except Exception as exc:
                 if attempt == self._retries:

@@ -62,11 +62,21 @@ CREATE TABLE IF NOT EXISTS queue_outbox (
 """
 
 
+_TRACES = """
+CREATE TABLE IF NOT EXISTS queue_outbox_traces (
+    outbox_id BIGINT PRIMARY KEY,
+    trace TEXT NOT NULL
+)
+"""
+"""The trace context of a row that has one (``JobSpec.trace``): a table beside
+``queue_outbox``, so rows stay readable by versions without it."""
+
+
 class Outbox(Tables):
     """A FIFO of ``JobSpec`` rows in SQLite or PostgreSQL; safe to share between threads."""
 
-    SCHEMA = (_SCHEMA,)
-    SCHEMA_PG = (_SCHEMA_PG,)
+    SCHEMA = (_SCHEMA, _TRACES)
+    SCHEMA_PG = (_SCHEMA_PG, _TRACES)
     ERROR = JobQueueError
     WHAT = "queue outbox"
 
@@ -79,13 +89,22 @@ class Outbox(Tables):
                 " VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
                 (job.job_id, job.session_id, job.func, args, job.description, time.time()),
             ).fetchone()
-        if row is None:  # pragma: no cover - an INSERT … RETURNING always returns its row
-            raise JobQueueError("outbox insert returned no row id")
+            if row is None:  # pragma: no cover - an INSERT … RETURNING always returns its row
+                raise JobQueueError("outbox insert returned no row id")
+            if job.trace:
+                conn.execute(
+                    "INSERT INTO queue_outbox_traces (outbox_id, trace) VALUES (?, ?)",
+                    (int(row[0]), job.trace),
+                )
         return int(row[0])
 
     def pending(self, limit: int | None = None) -> list[tuple[int, JobSpec]]:
         """The rows still to send, oldest first (at most ``limit`` of them)."""
-        sql = "SELECT id, func, args, session_id, job_id, description FROM queue_outbox ORDER BY id"
+        sql = (
+            "SELECT o.id, o.func, o.args, o.session_id, o.job_id, o.description, t.trace"
+            " FROM queue_outbox o LEFT JOIN queue_outbox_traces t ON t.outbox_id = o.id"
+            " ORDER BY o.id"
+        )
         params: tuple[int, ...] = ()
         if limit is not None:
             sql += " LIMIT ?"
@@ -101,15 +120,17 @@ class Outbox(Tables):
                     session_id=session_id,
                     job_id=job_id,
                     description=description,
+                    trace=trace or "",
                 ),
             )
-            for row_id, func, args, session_id, job_id, description in rows
+            for row_id, func, args, session_id, job_id, description, trace in rows
         ]
 
     def delete(self, row_id: int) -> None:
         """Forget a row once its job has been handed over; an unknown id is ignored."""
         with self._locked(write=True) as conn:
             conn.execute("DELETE FROM queue_outbox WHERE id = ?", (row_id,))
+            conn.execute("DELETE FROM queue_outbox_traces WHERE outbox_id = ?", (row_id,))
 
     def count(self) -> int:
         with self._locked() as conn:

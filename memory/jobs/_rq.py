@@ -388,7 +388,7 @@ class RQQueue(BackgroundQueue):
             failure_ttl=FAILURE_TTL,
             retry=self._retry,
             depends_on=Dependency(jobs=[prev], allow_failure=True) if prev else None,
-            meta={"session_id": job.session_id},
+            meta={"session_id": job.session_id, "trace": job.trace},
         )
         self._conn.set(last_key, job.job_id, ex=self._result_ttl)
         if prev:

@@ -43,6 +43,7 @@ from rq.scheduler import RQScheduler
 from memory.jobs._ledger import JobLedger
 from memory.jobs._rq_lease import JobGuard, LeasedJob
 from memory.jobs._rq_observe import NO_WATCH, JobObserver, Watch, WorkerHealth, job_kind
+from memory.jobs._traced import traced
 
 logger = logging.getLogger(__name__)
 
@@ -119,7 +120,11 @@ class ChorusWorker(SimpleWorker):
         self._outcome = None
         started = time.monotonic()
         try:
-            return bool(super().perform_job(job, queue))
+            meta = job.meta or {}
+            with traced(
+                job.func_name or "", str(meta.get("session_id", "")), str(meta.get("trace", ""))
+            ):
+                return bool(super().perform_job(job, queue))
         finally:
             outcome, self._outcome = self._outcome, None
             if self.observer is not None and outcome is not None:

@@ -37,6 +37,8 @@ class JobSpec:
     session_id: str
     job_id: str
     description: str = ""
+    trace: str = ""
+    """The W3C ``traceparent`` of the turn that queued it (``""``: none); see ``_traced``."""
 
     def __post_init__(self) -> None:
         if "." not in self.func:
