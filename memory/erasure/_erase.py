@@ -101,7 +101,7 @@ def erase_person(
     now: Callable[[], float] = time.time,
 ) -> Receipt:
     """Erase everything chorus holds of the person ``user_key`` is (every linked account)."""
-    accounts = accounts_of(user_key)
+    accounts = accounts_of(user_key, where)
     receipt = Receipt([a.key for a in accounts])
     with Tombstones(where) as tombstones, Sweep(where) as sweep:
         at = now()

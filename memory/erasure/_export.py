@@ -69,7 +69,7 @@ def export_person(
     now: Callable[[], float] = time.time,
 ) -> bytes:
     """The zip archive of everything chorus holds of the person ``user_key`` is."""
-    accounts = accounts_of(user_key)
+    accounts = accounts_of(user_key, where)
     store = files if files is not None else DiskMemoryFiles()
     buffer = io.BytesIO()
     manifest: dict[str, Any] = {

@@ -36,6 +36,16 @@ PERSONAL_TABLES: tuple[TableSet, ...] = (
     ),
     TableSet("secrets", (("person_secrets", "person"), ("secret_requests", "person"))),
     TableSet("pairing state", (("pairing_codes", "user_key"), ("pairing_requests", "user_key"))),
+    TableSet(
+        "linked accounts",
+        (
+            ("people", "account"),
+            ("people", "person"),
+            ("link_codes", "account"),
+            ("link_codes", "used_by"),
+            ("link_requests", "account"),
+        ),
+    ),
 )
 
 

@@ -12,6 +12,7 @@ import pytest
 from memory.database import Location
 from memory.erasure import Tombstones, erase_person
 from memory.paths import ChorusPaths, UserKey
+from memory.people import PeopleStore
 from memory.providers import MemoryProvider
 from memory.store import DiskMemoryFiles, PostgresMemoryFiles
 from memory.store._staged import StagedWrites
@@ -122,3 +123,61 @@ def test_nothing_of_the_person_remains(tmp_path: Path, engine: str, request: Any
     with Tombstones(where) as tombstones:
         assert tombstones.erased_since(ALICE, 49.0) and not tombstones.erased_since(ALICE, 51.0)
         assert tombstones.erased_at(BOB) is None
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "postgres"])
+def test_a_linked_person_is_erased_on_every_account_and_under_the_person_key(
+    tmp_path: Path, engine: str, request: Any
+) -> None:
+    home = tmp_path / "home"
+    paths = ChorusPaths(home)
+    where: Location
+    if engine == "sqlite":
+        where, files = paths.state_db, None
+        store: Any = DiskMemoryFiles()
+    else:
+        where = request.getfixturevalue("postgres_url")
+        files = store = PostgresMemoryFiles(str(where), paths.memories_dir)
+    _fill(where, home, store)
+    slack = "slack:U1"
+    with PeopleStore(where) as people:
+        person = people.link(ALICE, slack, by=ALICE, at=10.0).person
+    with SessionDB(where) as db:
+        db.create_session("s-slack", platform="slack", user_key=slack, chat_id="D1")
+        db.append_message("s-slack", "user", f"on slack: {SECRET}")
+    store.edit(paths.user_file(UserKey.parse(person)), lambda _e: [f"Person: {SECRET}"])
+    with UsageLedger(where) as ledger:
+        ledger.record([LedgerRow(2.0, person, "s-slack", "turn", "m", 10, 0, 5, False, None)])
+    linked = open_provider(home, person)
+    tool(linked, action="add", content=f"The person's hint is {SECRET}.")
+    linked.shutdown()
+
+    receipt = erase_person(
+        slack,  # asked from the other account: the whole person goes
+        where=where,
+        paths=paths,
+        files=files,
+        provider_for=_provider_for(home),
+        now=lambda: 50.0,
+    )
+
+    assert receipt.complete, receipt.text()
+    assert receipt.accounts == [slack, ALICE, person]
+    with SessionDB(where) as db:
+        for key in (ALICE, slack, person):
+            assert db.for_user(key).search(SECRET) == []
+            assert db.for_user(key).list_sessions() == []
+    for key in (ALICE, slack, person):
+        assert store.read(paths.user_file(UserKey.parse(key))) == []
+    with PeopleStore(where) as people:
+        assert people.person_of(ALICE) == ALICE and people.accounts_of(person) == [person]
+    if engine == "sqlite":
+        _check_sqlite(paths.state_db)
+        with sqlite3.connect(paths.state_db) as db:
+            for table in ("usage_ledger", "people"):
+                rows = [" ".join(map(str, r)) for r in db.execute(f"SELECT * FROM {table}")]
+                assert not [r for r in rows if person in r or slack in r], (table, rows)
+    else:
+        files.close()
+    with Tombstones(where) as tombstones:
+        assert all(tombstones.erased_since(k, 49.0) for k in (ALICE, slack, person))
