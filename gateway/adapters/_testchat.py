@@ -41,6 +41,7 @@ class Delivered:
 
 class TestChatAdapter(BaseAdapter):
     __test__ = False  # a platform for tests, not a test class
+
     def __init__(
         self,
         name: str = "testchat",
