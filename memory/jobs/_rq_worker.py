@@ -43,6 +43,7 @@ from rq.scheduler import RQScheduler
 from memory.jobs._ledger import JobLedger
 from memory.jobs._rq_lease import JobGuard, LeasedJob
 from memory.jobs._rq_observe import NO_WATCH, JobObserver, Watch, WorkerHealth, job_kind
+from memory.jobs._rq_quiet import quiet_redis_losses
 from memory.jobs._traced import traced
 
 logger = logging.getLogger(__name__)
@@ -102,6 +103,7 @@ class ChorusWorker(SimpleWorker):
     ) -> None:
         kwargs["job_class"] = LeasedJob
         super().__init__(*args, **kwargs)
+        quiet_redis_losses()  # a lost Redis ends rq's loop with one line; it is restarted
         self._cleaned: Execution | None = None
         self.guard = guard
         self.observer = observer
