@@ -131,3 +131,19 @@ async def test_a_transcription_spends_the_budget_and_over_it_a_voice_note_is_ref
     assert len(tg.in_chat(ANN)) == 2  # one refusal each
     [row] = await _rows(gw, f"telegram:{ANN}", "transcription")
     assert row.tokens == 1050
+
+
+async def test_a_transcription_without_reported_usage_is_estimated_from_the_voice_notes_length(
+    make_gateway: GatewayFactory,
+) -> None:
+    gw = await make_gateway(CHORUS_LLM__TRANSCRIPTION_MODEL="local-whisper")
+    tg, llm = gw.telegram, gw.server
+    llm.reports_usage = False  # as some OpenAI-compatible servers answer
+    tg.files["v1"] = VOICE
+    llm.transcripts[VOICE] = "see you at noon"
+    llm.reply("See you.")
+    tg.message(None, user_id=ANN, voice=voice(duration=6))
+    await tg.wait_messages(ANN, 1)
+    [row] = await _rows(gw, f"telegram:{ANN}", "transcription")
+    assert row.estimated and row.model == "local-whisper"
+    assert (row.input_tokens, row.output_tokens) == (60, 4)  # Telegram's 6 s; 15 characters
