@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 import openai
+from openai.types.audio import Transcription
 
 from agent._failover import Endpoint, Failover, Transient, cause, host_of, retry_after
 from agent.caching import caching_enabled, without_cache_control
@@ -31,7 +32,8 @@ from agent.llm_answer import parse_arguments as parse_arguments
 from agent.llm_stream import error_message, stream_chunks
 from agent.messages import ChatMessage
 from agent.settings import FallbackEndpoint, LLMSettings
-from agent.tracing.spans import llm_call_done, llm_call_failed, llm_call_span
+from agent.tracing.spans import call_outcome, llm_call_done, llm_call_failed, llm_call_span
+from agent.transcription import expected_tokens, transcription_usage
 from agent.usage import OUTPUT_ALLOWANCE, Charge, UsageMeter, estimate_text, estimate_tokens
 from memory.embeddings import EmbeddingsError, EmbeddingsUnsupported
 
@@ -111,12 +113,43 @@ class LLMClient:
         for _, client in self._fallbacks:
             await client.close()
 
-    async def transcribe(self, audio: bytes, *, filename: str, model: str) -> str:
+    async def transcribe(
+        self,
+        audio: bytes,
+        *,
+        filename: str,
+        model: str,
+        charge: Charge | None = None,
+        seconds: float | None = None,
+    ) -> str:
         """The words spoken in ``audio`` (``/v1/audio/transcriptions``; the endpoint knows
         the format by ``filename``'s extension). ``LLMUnavailable`` when the endpoint is
-        unreachable or overloaded, ``LLMRequestError`` when it refuses the file."""
+        unreachable or overloaded, ``LLMRequestError`` when it refuses the file.
+
+        With a ``charge`` and a meter, like ``complete()``: an estimate is reserved first
+        (``BudgetExhausted`` when the person's budget is spent, no request made) and the
+        usage the endpoint reported (``agent.transcription``) is settled after.
+        ``seconds``: the audio's length, when the platform said (for the estimates)."""
+        meter = self.meter if charge is not None else None
+        hold: object = None
+        if meter is not None and charge is not None:
+            hold = await meter.reserve(charge, model, expected_tokens(len(audio), seconds))
         try:
-            result = await self._client.audio.transcriptions.create(
+            result = await self._transcription(audio, filename, model)
+        except BaseException as exc:
+            self._counted(model, call_outcome(exc))
+            if meter is not None:
+                await _quietly(meter.release(hold))
+            raise
+        self._counted(model, "ok")
+        if meter is not None:
+            usage, estimated = transcription_usage(result.usage, result.text, seconds)
+            await _quietly(meter.settle(hold, model, usage, estimated=estimated))
+        return result.text
+
+    async def _transcription(self, audio: bytes, filename: str, model: str) -> Transcription:
+        try:
+            return await self._client.audio.transcriptions.create(
                 model=model, file=(filename, audio), response_format="json"
             )
         except openai.APIStatusError as exc:
@@ -125,7 +158,6 @@ class LLMClient:
             raise LLMRequestError(f"transcription: HTTP {exc.status_code}") from exc
         except openai.APIError as exc:  # connection refused or dropped, timeout
             raise LLMUnavailable(f"transcription: {type(exc).__name__}") from exc
-        return result.text
 
     async def check(self) -> str:
         """Ask the endpoint for its models once (no retries); raises LLMError when it fails."""

@@ -42,7 +42,7 @@ from gateway.commands import (
 )
 from gateway.config import LiveSettings, Settings
 from gateway.events import InboundMessage, turn_ref
-from gateway.media import MediaReader
+from gateway.media import MediaReader, transcription_charge
 from gateway.ops import Activity, Metrics
 from gateway.sessions import InboxKeeper, SessionManager, images_of
 from memory.paths import UserKey
@@ -172,11 +172,11 @@ class GatewayRunner:
         if not await self._admitted(msg, command):
             return True
         if command is None and self.media is not None:
-            reading = await self.media.read(msg)
+            reading = await self.media.read(msg, transcription_charge(msg, self.sessions))
             msg = reading.message
             if reading.problems:
                 await self.notice(msg, "\n".join(reading.problems))
-                if reading.nothing_left:
+                if reading.nothing_left or reading.refused:
                     return True
         if not await self._readable(msg):
             return True

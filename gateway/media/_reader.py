@@ -8,6 +8,11 @@ so the model is told it is machine-made and the transcript keeps the mark.
 What cannot be read (no transcription model, past a limit, a kind of file
 chorus does not read, a damaged PDF) becomes a sentence for the sender in
 ``Reading.problems``; the rest of the message is still answered.
+
+A transcription is an LLM call of the sender's: with a ``Charge`` it is held
+against their budget and written to the usage ledger (``purpose`` ``transcription``).
+A sender whose budget is spent gets the budget's refusal instead, no request
+is made, and the message is not answered (``Reading.refused``).
 """
 
 from __future__ import annotations
@@ -18,8 +23,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from agent.errors import LLMError
+from agent.errors import BudgetExhausted, LLMError
 from agent.settings import LLMSettings
+from agent.usage import Charge
 from gateway.events import READ_KINDS, Attachment, InboundMessage, Quoted
 from gateway.media import _texts as t
 from gateway.media._documents import (
@@ -53,7 +59,15 @@ _SUFFIXES = {
 class Transcriber(Protocol):
     """The endpoint's speech to text (``agent.llm.LLMClient.transcribe``)."""
 
-    async def transcribe(self, audio: bytes, *, filename: str, model: str) -> str: ...
+    async def transcribe(
+        self,
+        audio: bytes,
+        *,
+        filename: str,
+        model: str,
+        charge: Charge | None = None,
+        seconds: float | None = None,
+    ) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +76,8 @@ class Reading:
 
     message: InboundMessage
     problems: tuple[str, ...] = ()
+    refused: bool = False
+    """The sender's budget is spent: a voice note was not transcribed, nothing is answered."""
 
     @property
     def nothing_left(self) -> bool:
@@ -79,8 +95,9 @@ class MediaReader:
         self._settings = settings
         self._transcriber = transcriber
 
-    async def read(self, msg: InboundMessage) -> Reading:
-        """``msg`` with its voice notes transcribed and its documents quoted. Never raises."""
+    async def read(self, msg: InboundMessage, charge: Charge | None = None) -> Reading:
+        """``msg`` with its voice notes transcribed (charged to ``charge``) and its documents
+        quoted. Never raises."""
         if not any(a.kind in READ_KINDS for a in msg.attachments):
             return Reading(msg)
         llm, limits = self._settings()
@@ -88,10 +105,13 @@ class MediaReader:
         documents: list[Quoted] = []
         problems: list[str] = []
         kept: list[Attachment] = []
+        refused = False
         for attachment in msg.attachments:
             if attachment.kind not in READ_KINDS:
                 kept.append(attachment)
                 continue
+            if refused and attachment.kind != "document":
+                continue  # told once; no further request
             try:
                 if attachment.kind == "document":
                     found = await self._document(attachment, limits)
@@ -99,10 +119,13 @@ class MediaReader:
                         documents.append(found)
                         continue
                 else:
-                    found = await self._voice(attachment, llm, limits)
+                    found = await self._voice(attachment, llm, limits, charge)
                     if found.startswith(t.VOICE_MARK):
                         spoken.append(found)
                         continue
+            except BudgetExhausted as exc:  # the meter logged it; the sender is told why
+                refused = True
+                found = str(exc)
             except Exception:
                 logger.exception("reading a %s %s failed", msg.platform, attachment.kind)
                 found = t.NOT_DOWNLOADED.format(name=_name_of(attachment))
@@ -114,9 +137,11 @@ class MediaReader:
             attachments=tuple(kept),
             quoted=(*msg.quoted, *documents),
         )
-        return Reading(message, tuple(problems))
+        return Reading(message, tuple(problems), refused)
 
-    async def _voice(self, a: Attachment, llm: LLMSettings, limits: MediaSettings) -> str:
+    async def _voice(
+        self, a: Attachment, llm: LLMSettings, limits: MediaSettings, charge: Charge | None
+    ) -> str:
         """The transcript after ``VOICE_MARK``, or what to tell the sender."""
         model = llm.transcription_model
         if not model or self._transcriber is None:
@@ -133,7 +158,13 @@ class MediaReader:
         if len(data) > limits.max_voice_bytes:
             return too_big
         try:
-            words = await self._transcriber.transcribe(data, filename=_audio_name(a), model=model)
+            words = await self._transcriber.transcribe(
+                data,
+                filename=_audio_name(a),
+                model=model,
+                charge=charge,
+                seconds=float(a.duration) if a.duration is not None else None,
+            )
         except LLMError as exc:
             logger.warning("a voice message could not be transcribed (%s)", exc)
             return t.VOICE_FAILED

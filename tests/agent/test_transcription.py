@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import openai
 import pytest
+from openai.types.audio.transcription import UsageDuration, UsageTokens
 
 from agent.errors import LLMRequestError, LLMUnavailable
 from agent.llm import LLMClient
@@ -33,3 +35,25 @@ async def test_a_refused_file_and_a_failing_endpoint_are_told_apart(server: Fake
             await client.transcribe(b"data", filename="voice.ogg", model="whisper-1")
     finally:
         await client.aclose()
+
+
+async def test_the_usage_the_fake_reports_is_what_the_openai_client_reads(
+    server: FakeOpenAI,
+) -> None:
+    """The fake answers in the shapes of the official client's ``Transcription.usage``."""
+    server.transcription_seconds = 3.2
+    client = openai.AsyncOpenAI(api_key="k", base_url=server.base_url, max_retries=0)
+    try:
+        tokens = await client.audio.transcriptions.create(
+            model="gpt-4o-transcribe", file=("a.ogg", b"OggS a"), response_format="json"
+        )
+        duration = await client.audio.transcriptions.create(
+            model="whisper-1", file=("a.ogg", b"OggS a"), response_format="json"
+        )
+    finally:
+        await client.close()
+    assert isinstance(tokens.usage, UsageTokens)
+    assert (tokens.usage.input_tokens, tokens.usage.output_tokens) == (32, 2)
+    assert tokens.usage.input_token_details is not None
+    assert tokens.usage.input_token_details.audio_tokens == 32
+    assert isinstance(duration.usage, UsageDuration) and duration.usage.seconds == 4

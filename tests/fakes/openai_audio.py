@@ -6,12 +6,23 @@ extension) and ``model``, optionally ``language``, ``prompt``, ``response_format
 and ``temperature``. The answer is the transcript a test set for the file's bytes
 (``FakeOpenAI.transcripts``), or ``default_transcript``. Bad requests are refused as
 OpenAI does: 400 with an ``invalid_request_error``, 413 above 25 MB.
+
+A ``json`` or ``verbose_json`` answer carries ``usage`` as the API reference's
+transcription object (the openai client's ``Transcription.usage``) does: models
+billed by duration (``whisper-1``) report ``{"type": "duration", "seconds"}``,
+the others (``gpt-4o-transcribe``, ``gpt-4o-mini-transcribe``) report
+``{"type": "tokens", "input_tokens", "input_token_details": {"text_tokens",
+"audio_tokens"}, "output_tokens", "total_tokens"}``. The audio lasts
+``FakeOpenAI.transcription_seconds`` to the fake; ``FakeOpenAI.transcription_usage``
+replaces the usage; with ``FakeOpenAI.reports_usage`` False there is none (as some
+OpenAI-compatible servers answer).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import BodyPartReader, web
 
@@ -20,6 +31,26 @@ if TYPE_CHECKING:
 
 SUPPORTED_FORMATS = ("flac", "m4a", "mp3", "mp4", "mpeg", "mpga", "oga", "ogg", "wav", "webm")
 MAX_AUDIO_BYTES = 25 * 1024 * 1024
+DURATION_BILLED = ("whisper-1",)
+"""Models whose usage is their audio's length (the others report tokens)."""
+AUDIO_TOKENS_PER_SECOND = 10
+"""Audio input tokens a second of audio is billed as by the token-billed models."""
+
+
+def usage_of(model: str, text: str, seconds: float, prompt: str) -> dict[str, Any]:
+    """The ``usage`` of a transcription, in the shape the model's billing reports it."""
+    if model in DURATION_BILLED:
+        return {"type": "duration", "seconds": math.ceil(seconds)}
+    audio = math.ceil(seconds * AUDIO_TOKENS_PER_SECOND)
+    prompt_tokens = math.ceil(len(prompt) / 4)
+    output = max(1, math.ceil(len(text) / 4))
+    return {
+        "type": "tokens",
+        "input_tokens": audio + prompt_tokens,
+        "input_token_details": {"text_tokens": prompt_tokens, "audio_tokens": audio},
+        "output_tokens": output,
+        "total_tokens": audio + prompt_tokens + output,
+    }
 
 
 @dataclass(frozen=True)
@@ -79,7 +110,14 @@ async def transcriptions(server: FakeOpenAI, request: web.Request) -> web.Respon
             f"response_format {response_format!r} is not supported here",
             param="response_format",
         )
+    seconds = server.transcription_seconds
     body: dict[str, object] = {"text": text}
     if response_format == "verbose_json":
-        body |= {"task": "transcribe", "language": "english", "duration": 1.0, "segments": []}
+        body |= {"task": "transcribe", "language": "english", "duration": seconds, "segments": []}
+    if server.reports_usage:
+        model = fields["model"]
+        usage = server.transcription_usage or usage_of(
+            model, text, seconds, fields.get("prompt", "")
+        )
+        body["usage"] = usage
     return web.json_response(body, headers=server._headers())

@@ -345,7 +345,7 @@ class FakeOpenAI(LoopThread):
         self.in_flight = 0
         self.in_flight_max = 0
         #: False: no ``usage`` even when ``stream_options.include_usage`` asks for it (as
-        #: some OpenAI-compatible servers answer)
+        #: some OpenAI-compatible servers answer), and none in transcriptions
         self.reports_usage = True
         self.connections: list[tuple[str, int]] = []
         """The client address of each chat request (one per TCP connection it came on)."""
@@ -354,6 +354,10 @@ class FakeOpenAI(LoopThread):
         self.default_transcript = "hello"
         self.transcription_requests: list[TranscriptionRequest] = []
         self._transcription_failures: deque[int] = deque()
+        #: how long every audio file lasts, to ``/v1/audio/transcriptions`` (its ``usage``)
+        self.transcription_seconds = 1.0
+        #: the ``usage`` every transcription reports instead of one from the model's billing
+        self.transcription_usage: dict[str, Any] | None = None
         self.base_url = ""
         self._queue: deque[Reply] = deque()
         self._embedding_queue: deque[Reply] = deque()
@@ -494,6 +498,8 @@ class FakeOpenAI(LoopThread):
             self.embedding_requests.clear()
             self.transcription_requests.clear()
             self._transcription_failures.clear()
+            self.transcription_seconds = 1.0
+            self.transcription_usage = None
             self.in_flight_max = 0
             self.connections.clear()
             self.reports_usage = True
