@@ -96,7 +96,8 @@ def fill(url: str, home: Path) -> None:
         ledger.record(JobSpec("memory.jobs.summarise", ("s1",), "s1", "job-1", "summary"))
         ledger.take_lease("s1", "job-1", "worker-1", 60.0)
     with Outbox(url) as outbox:
-        outbox.put(JobSpec("memory.jobs.summarise", ("s2",), "s2", "job-2"))
+        trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"  # a turn's trace
+        outbox.put(JobSpec("memory.jobs.summarise", ("s2",), "s2", "job-2", trace=trace))
     with ProviderHealth(url) as health:
         health.started("holographic", "primary")
         health.failed("holographic", "prefetch", "timed out")
