@@ -570,7 +570,8 @@ class FakeTelegram(LoopThread):
         caption = str(params.get("caption") or "")
         if utf16_len(caption) > 1024:
             raise ApiError(400, "Bad Request: message caption is too long")
-        sent = Document(chat_id, next(self._bot_message_ids), str(name or "file"), document, caption)
+        number = next(self._bot_message_ids)
+        sent = Document(chat_id, number, str(name or "file"), document, caption)
         with self._lock:
             self.documents.append(sent)
         chat = {"id": chat_id, "type": "private" if chat_id > 0 else "supergroup"}
