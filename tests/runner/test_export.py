@@ -6,8 +6,11 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import sqlite3
 import zipfile
+from pathlib import Path
 
+from memory.paths import ChorusPaths
 from tests.runner.conftest import GatewayFactory
 
 ARCHIVE = "chorus-export-testchat-2.zip"
@@ -50,3 +53,15 @@ async def test_too_large_for_the_platform_says_whom_to_ask_and_counts_nothing(
     gw.adapter.capabilities = dataclasses.replace(small, max_file_size=10 * 1024 * 1024)
     assert "file above" in (await gw.ask("/export")).text
     assert [f.filename for f in gw.adapter.files] == [ARCHIVE]
+
+
+async def test_an_erasure_forgets_when_the_person_last_exported(
+    make_gateway: GatewayFactory, chorus_home: Path
+) -> None:
+    gw = await make_gateway()
+    assert "file above" in (await gw.ask("/export")).text
+    await gw.ask("/delete-me")
+    await gw.ask("/delete-me CONFIRM")
+    with sqlite3.connect(ChorusPaths(chorus_home).state_db) as db:
+        rows = db.execute("SELECT person FROM export_requests").fetchall()
+    assert rows == []
