@@ -71,7 +71,7 @@ class ExportDesk:
         at = self.clock.time()
         due = await asyncio.to_thread(_take, where, person, at, self.window)
         if due is not None:
-            logger.info("an export was refused: the last one was less than an hour ago")
+            logger.info("an export was refused: too soon after the last one")
             return TOO_SOON.format(minutes=max(1, math.ceil((due - at) / 60)))
         try:
             return await self._deliver(ctx, account)
