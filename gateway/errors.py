@@ -12,6 +12,8 @@ Exception tree::
     │   ├── RateLimited         the platform asked to wait ``retry_after`` seconds
     │   ├── ChatForbidden       the bot may not write there (blocked, kicked, no rights)
     │   ├── MessageNotFound     the message (or its chat) is gone
+    │   ├── FileRefused         a file cannot be sent there: over the platform's size
+    │   │                       limit, or the platform takes no files from the bot
     │   └── PlatformUnreachable network failure, timeout or a 5xx: worth a later retry
     ├── GatewayDBError          gateway.access: the gateway's tables cannot be used
     ├── InboxError              gateway.sessions: the durable inbox cannot be used (adapters
@@ -92,6 +94,15 @@ class ChatForbidden(AdapterError):
 
 class MessageNotFound(AdapterError):
     """The message to edit (or the chat it was in) no longer exists."""
+
+
+class FileRefused(AdapterError):
+    """A file cannot be sent: it is over the platform's size limit (``limit``, bytes), or
+    the adapter cannot send files at all (``limit`` 0)."""
+
+    def __init__(self, platform: str, detail: str, *, limit: int = 0) -> None:
+        super().__init__(platform, detail)
+        self.limit = limit
 
 
 class PlatformUnreachable(AdapterError):

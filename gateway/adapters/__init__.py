@@ -28,6 +28,7 @@ from gateway.adapters._text_split import Length, split_text, utf16_length
 from gateway.errors import (
     AdapterError,
     ChatForbidden,
+    FileRefused,
     MessageNotFound,
     PlatformUnreachable,
     RateLimited,
@@ -45,6 +46,7 @@ __all__ = [
     "CommandInfo",
     "ConsoleAdapter",
     "Delivered",
+    "FileRefused",
     "Intake",
     "Length",
     "MessageHandler",

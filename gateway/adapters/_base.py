@@ -13,7 +13,7 @@ from typing import Protocol
 from aiohttp import web
 
 from gateway.adapters._text_split import Length
-from gateway.errors import ChatForbidden, InboxError
+from gateway.errors import ChatForbidden, FileRefused, InboxError
 from gateway.events import InboundMessage, OutboundMessage, SentMessage, cleaned
 
 logger = logging.getLogger(__name__)
@@ -66,6 +66,8 @@ class AdapterCapabilities:
     quotes: bool = False
     """A reply shows the message it answers above it, in the same conversation (Telegram,
     Discord); elsewhere (Slack) a reply opens a thread."""
+    max_file_size: int = 0
+    """Bytes of the largest file ``send_file`` can send (0: it sends no files)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,6 +266,19 @@ class BaseAdapter(ABC):
     async def message_done(self, sent: SentMessage) -> None:
         """Called once a sent (and possibly edited) message holds its final text."""
         return None
+
+    async def send_file(self, chat_id: str, filename: str, data: bytes, caption: str) -> None:
+        """Send ``data`` as a file named ``filename`` into ``chat_id``, with ``caption``.
+        ``FileRefused`` when it is over ``capabilities.max_file_size`` or the platform
+        cannot take files from the bot; another ``AdapterError`` when it failed."""
+        del chat_id, filename, data, caption
+        raise FileRefused(self.name, "sending files is not supported on this platform")
+
+    def check_file_size(self, data: bytes) -> None:
+        """``FileRefused`` (with the limit) when ``data`` is over this platform's limit."""
+        limit = self.capabilities.max_file_size
+        if len(data) > limit:
+            raise FileRefused(self.name, f"the file is over {limit:,} bytes", limit=limit)
 
     async def delete_message(self, chat_id: str, message_id: str) -> bool:
         """Delete a message someone sent in ``chat_id`` (a secret they typed). False when

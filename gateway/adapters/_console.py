@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import os
 import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import TextIO
 
 from gateway.adapters._base import AdapterCapabilities, BaseAdapter
@@ -32,12 +34,26 @@ class ConsoleAdapter(BaseAdapter):
     name = PLATFORM
     prompt_hint = "You are talking in a terminal. Plain text or light Markdown works best."
     capabilities = AdapterCapabilities(
-        max_text_length=100_000, edits=True, typing=False, min_edit_interval=0.0
+        max_text_length=100_000,
+        edits=True,
+        typing=False,
+        min_edit_interval=0.0,
+        max_file_size=1 << 40,  # a file on this machine's disk
     )
 
-    def __init__(self, user_id: str, *, stdin: TextIO | None = None, out: TextIO | None = None):
+    def __init__(
+        self,
+        user_id: str,
+        *,
+        stdin: TextIO | None = None,
+        out: TextIO | None = None,
+        files_dir: Path | None = None,
+    ):
+        """``files_dir``: where ``send_file`` writes (``CHORUS_HOME/exports``); None: it
+        sends no files."""
         super().__init__()
         self.user_id = user_id
+        self.files_dir = files_dir
         self._stdin = stdin or sys.stdin
         self._out = out or sys.stdout
         self._shown: dict[str, str] = {}
@@ -63,6 +79,15 @@ class ConsoleAdapter(BaseAdapter):
         self._shown[sent.message_id] = message.text
         self.write(SPEAKER + message.text)
         return sent
+
+    async def send_file(self, chat_id: str, filename: str, data: bytes, caption: str) -> None:
+        """Written under ``files_dir`` (this user alone may read it); says where."""
+        if self.files_dir is None:
+            await super().send_file(chat_id, filename, data, caption)
+            return
+        target = self.files_dir / Path(filename).name
+        await asyncio.to_thread(_write_private, target, data)
+        self.write(f"{SPEAKER}{caption}\n  (saved as {target})\n")
 
     async def edit(self, sent: SentMessage, text: str) -> None:
         before = self._shown.get(sent.message_id, "")
@@ -131,3 +156,10 @@ class ConsoleAdapter(BaseAdapter):
             # is nothing next to a person typing.
             while not idle():  # noqa: ASYNC110
                 await asyncio.sleep(IDLE_POLL_SECONDS)
+
+
+def _write_private(target: Path, data: bytes) -> None:
+    target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)

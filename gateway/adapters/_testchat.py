@@ -39,6 +39,16 @@ class Delivered:
     done: bool = False
 
 
+@dataclass
+class SentFile:
+    """A file the bot sent into a chat."""
+
+    chat_id: str
+    filename: str
+    data: bytes
+    caption: str
+
+
 class TestChatAdapter(BaseAdapter):
     __test__ = False  # a platform for tests, not a test class
 
@@ -53,7 +63,12 @@ class TestChatAdapter(BaseAdapter):
         self.name = name
         self.prompt_hint = prompt_hint
         self.capabilities = capabilities or AdapterCapabilities(
-            max_text_length=4000, edits=True, typing=True, min_edit_interval=0.0, quotes=True
+            max_text_length=4000,
+            edits=True,
+            typing=True,
+            min_edit_interval=0.0,
+            quotes=True,
+            max_file_size=10 * 1024 * 1024,
         )
         self.sent: list[Delivered] = []
         self.typing_calls: list[str] = []
@@ -69,6 +84,8 @@ class TestChatAdapter(BaseAdapter):
         """Chats the bot may not write to (blocked, no permission): a send is ``ChatForbidden``."""
         self.refused: list[OutboundMessage] = []
         """What was sent into a walled chat (and refused)."""
+        self.files: list[SentFile] = []
+        """Files sent (``send_file``), in order."""
 
     async def connect(self) -> None:
         self.started = True
@@ -166,6 +183,12 @@ class TestChatAdapter(BaseAdapter):
             self, OutboundMessage(platform=self.name, chat_id=f"dm-{msg.user_id}", text=text)
         )
         return False
+
+    async def send_file(self, chat_id: str, filename: str, data: bytes, caption: str) -> None:
+        self.check_file_size(data)
+        if chat_id in self.walled:
+            raise ChatForbidden(self.name, "Forbidden: bot was blocked by the user")
+        self.files.append(SentFile(chat_id, filename, data, caption))
 
     async def edit(self, sent: SentMessage, text: str) -> None:
         for delivered in self.sent:

@@ -41,7 +41,9 @@ async def run_console(
     require_llm_endpoint(settings)
     require_private_home(settings.home)
     user = console_user()
-    adapter = ConsoleAdapter(user.id, stdin=stdin, out=out or sys.stdout)
+    adapter = ConsoleAdapter(
+        user.id, stdin=stdin, out=out or sys.stdout, files_dir=settings.home / "exports"
+    )
     stack = await open_stack(settings, adapters=[adapter])
     runner = stack.runner
     loop = asyncio.get_running_loop()

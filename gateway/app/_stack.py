@@ -49,6 +49,7 @@ from gateway.clock import Clock, SystemClock
 from gateway.commands import (
     ApprovalDesk,
     CommandRegistry,
+    ExportDesk,
     LinkDesk,
     SecretDesk,
     open_secret_store,
@@ -378,6 +379,7 @@ async def open_stack(
     desk.register(commands)
     approvals.register(commands)
     link_desk.register(commands)
+    ExportDesk(replies.adapters, clock).register(commands)
     metrics.known_commands(command.name for command in commands.visible(is_admin=True))
     runner = GatewayRunner(
         live,

@@ -2,6 +2,7 @@
 
 from gateway.commands._admin import register_admin_commands
 from gateway.commands._approvals import ApprovalDesk
+from gateway.commands._export import ExportDesk
 from gateway.commands._flagged import flagged_command
 from gateway.commands._link import LinkDesk, provider_merger
 from gateway.commands._registry import Command, CommandContext, CommandRegistry, parse_command
@@ -22,6 +23,7 @@ __all__ = [
     "CommandContext",
     "CommandRegistry",
     "CommandServices",
+    "ExportDesk",
     "LinkDesk",
     "PeopleControl",
     "SecretDesk",

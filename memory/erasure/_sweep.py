@@ -32,7 +32,12 @@ PERSONAL_TABLES: tuple[TableSet, ...] = (
     TableSet("tool approvals", (("tool_approvals", "person"),)),
     TableSet(
         "usage details",
-        (("usage_ledger", "person"), ("budget_notices", "person"), ("budget_overrides", "person")),
+        (
+            ("usage_ledger", "person"),
+            ("budget_notices", "person"),
+            ("budget_overrides", "person"),
+            ("export_requests", "person"),
+        ),
     ),
     TableSet("secrets", (("person_secrets", "person"), ("secret_requests", "person"))),
     TableSet("pairing state", (("pairing_codes", "user_key"), ("pairing_requests", "user_key"))),

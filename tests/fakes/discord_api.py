@@ -4,7 +4,9 @@
 own event loop (like ``FakeOpenAI``). Point ``discord.api_url`` at ``api_url``;
 ``GET /gateway/bot`` names the websocket. REST: ``GET /users/@me``,
 ``GET /gateway/bot``, ``GET /channels/{id}``, ``POST /channels/{id}/messages``
-(``enforce_nonce`` honoured), ``PATCH /channels/{id}/messages/{mid}`` and
+(``enforce_nonce`` honoured; a multipart body with ``payload_json`` and ``files[n]``
+parts posts attachments, at most 10 MB, kept in ``attachments``),
+``PATCH /channels/{id}/messages/{mid}`` and
 ``POST /channels/{id}/typing``, ``POST /users/@me/channels`` (the DM channel with a
 person: the one their DMs came in, or a new one), all checking ``Authorization: Bot
 <token>``. A person in ``closed_dms`` takes no DMs from the server's members: posting
@@ -27,12 +29,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiohttp import web
+from aiohttp import BodyPartReader, web
 
 from tests.fakes.discord_data import (
     BOT_USER,
@@ -60,6 +63,20 @@ class Call:
     body: Any = field(default_factory=dict)
 
 
+UPLOAD_LIMIT = 10 * 1024 * 1024
+"""The most a message's files may weigh in a server without boosts (10 MB)."""
+
+
+@dataclass
+class Attachment:
+    """A file the bot attached to a message it posted."""
+
+    channel_id: int
+    message_id: int
+    filename: str
+    data: bytes
+
+
 @dataclass
 class Posted:
     """A message the bot posted, as the channel shows it now (edits applied)."""
@@ -81,6 +98,8 @@ class FakeDiscord(GatewayServer, InteractionsServer, LoopThread):
         self.token = TOKEN
         self.calls: list[Call] = []
         self.posted: list[Posted] = []
+        self.attachments: list[Attachment] = []
+        """Files the bot posted (message create with a multipart ``files[n]``)."""
         self._rate_limits: list[float] = []
         self.forbidden: set[int] = set()
         """Channels the bot cannot see: posting there is 403 Missing Access."""
@@ -226,7 +245,10 @@ class FakeDiscord(GatewayServer, InteractionsServer, LoopThread):
     async def _rest(self, request: web.Request) -> web.Response:
         path, method = request.match_info["path"], request.method
         body: Any = {}
-        if request.can_read_body:
+        uploads: list[tuple[str, bytes]] = []
+        if request.content_type.startswith("multipart/"):  # a message with attachments
+            body, uploads = await _multipart(request)
+        elif request.can_read_body:
             with contextlib.suppress(ValueError):
                 body = await request.json()
         call = Call(method, "/" + path, time.monotonic(), body=body)
@@ -261,7 +283,7 @@ class FakeDiscord(GatewayServer, InteractionsServer, LoopThread):
         if parts[0] == "channels" and len(parts) == 3 and parts[2] == "typing":
             return web.Response(status=204)
         if parts[0] == "channels" and len(parts) == 3 and method == "POST":
-            return self._post_message(call, int(parts[1]), body)
+            return self._post_message(call, int(parts[1]), body, uploads)
         if parts[0] == "channels" and len(parts) == 4 and method == "PATCH":
             return self._edit_message(call, int(parts[1]), int(parts[3]), body)
         call.status = 404
@@ -288,7 +310,13 @@ class FakeDiscord(GatewayServer, InteractionsServer, LoopThread):
         dm = {"id": str(channel_id), "type": 1, "last_message_id": None, "flags": 0}
         return _json({**dm, "recipients": [recipient]})
 
-    def _post_message(self, call: Call, channel_id: int, body: dict[str, Any]) -> web.Response:
+    def _post_message(
+        self,
+        call: Call,
+        channel_id: int,
+        body: dict[str, Any],
+        uploads: list[tuple[str, bytes]] | None = None,
+    ) -> web.Response:
         if channel_id in self.forbidden:
             call.status = 403
             return _json({"message": "Missing Access", "code": 50001}, status=403)
@@ -308,6 +336,10 @@ class FakeDiscord(GatewayServer, InteractionsServer, LoopThread):
             answer = {"message": "You are being rate limited.", "retry_after": retry_after}
             headers = {"Via": "1.1 google", "Retry-After": str(retry_after)}
             return _json({**answer, "global": False}, status=429, headers=headers)
+        uploads = uploads or []
+        if sum(len(data) for _, data in uploads) > UPLOAD_LIMIT:
+            call.status = 413
+            return _json({"message": "Request entity too large", "code": 40005}, status=413)
         nonce = str(body.get("nonce") or "")
         key = (channel_id, nonce)
         if nonce and body.get("enforce_nonce") and key in self._nonces:
@@ -322,7 +354,14 @@ class FakeDiscord(GatewayServer, InteractionsServer, LoopThread):
         )
         if body.get("components"):
             data["components"] = body["components"]
+        if uploads:
+            data["attachments"] = [
+                attachment(snowflake(), name, "", content_type="application/zip", size=len(blob))
+                for name, blob in uploads
+            ]
         with self._lock:
+            for name, blob in uploads:
+                self.attachments.append(Attachment(channel_id, int(data["id"]), name, blob))
             ref = int(reference) if reference else None
             self.posted.append(Posted(channel_id, int(data["id"]), data["content"], ref, data=data))
             self.posted[-1].history.append(data["content"])
@@ -346,3 +385,19 @@ class FakeDiscord(GatewayServer, InteractionsServer, LoopThread):
             message_id=message_id, channel_id=channel_id, author=BOT_USER, content=posted.content
         )
         return _json(data)
+
+
+async def _multipart(request: web.Request) -> tuple[dict[str, Any], list[tuple[str, bytes]]]:
+    """A message create with files: the JSON body in ``payload_json``, each file in a
+    ``files[n]`` part (its filename given there or in the payload's ``attachments``)."""
+    body: dict[str, Any] = {}
+    files: list[tuple[str, bytes]] = []
+    reader = await request.multipart()
+    while (part := await reader.next()) is not None:
+        if not isinstance(part, BodyPartReader):
+            continue
+        if part.name == "payload_json":
+            body = json.loads(await part.text())
+        elif part.name and part.name.startswith("files["):
+            files.append((part.filename or "file", bytes(await part.read())))
+    return body, files

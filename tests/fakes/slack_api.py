@@ -5,7 +5,10 @@ own event loop (like ``FakeOpenAI``). Point slack_sdk at ``api_url``. It serves
 ``auth.test``, ``chat.postMessage``, ``chat.postEphemeral`` (shown to one person, never
 stored in the channel; ``user_not_in_channel`` for someone in ``away``),
 ``chat.update``, ``conversations.replies``
-(with cursor paging) over one store of channel messages, ``users.info`` for the
+(with cursor paging) over one store of channel messages, file uploads as slack_sdk's
+``files_upload_v2`` makes them (``files.getUploadURLExternal``, a POST of the bytes to
+the upload URL it names, ``files.completeUploadExternal`` sharing them into a channel:
+``shared``), ``users.info`` for the
 people a test adds, ``apps.connections.open`` and the Socket Mode websocket
 (``slack_socket``), the ``response_url`` of slash commands and private file
 downloads. It checks the bearer token (the app-level one for
@@ -62,6 +65,32 @@ class Ephemeral:
     thread_ts: str | None
 
 
+UPLOAD_LIMIT = 1024 * 1024 * 1024
+"""The largest file Slack takes (1 GB)."""
+
+
+@dataclass
+class Upload:
+    """A file announced by ``files.getUploadURLExternal``; ``data`` once uploaded."""
+
+    file_id: str
+    filename: str
+    length: int
+    data: bytes | None = None
+
+
+@dataclass
+class SharedFile:
+    """An uploaded file shared into a channel by ``files.completeUploadExternal``."""
+
+    channel: str
+    file_id: str
+    filename: str
+    title: str
+    data: bytes
+    comment: str
+
+
 @dataclass
 class Posted:
     """A message the bot posted, as the channel shows it now (edits applied)."""
@@ -89,6 +118,9 @@ class FakeSlack(SocketModeServer, LoopThread):
         self.downloads: list[tuple[str, str]] = []
         """(file id, the Authorization header it came with)."""
         self.responses: dict[str, list[dict[str, Any]]] = {}
+        self.uploads: dict[str, Upload] = {}
+        self.shared: list[SharedFile] = []
+        """Files shared into channels, in order."""
         """What was posted to each ``response_url``, by its key."""
         self._ts = itertools.count(1)
         self._keys = itertools.count(1)
@@ -116,6 +148,7 @@ class FakeSlack(SocketModeServer, LoopThread):
         app.router.add_route("*", "/api/{method}", self._api)
         app.router.add_post("/respond/{key}", self._respond)
         app.router.add_get("/files/{id}/{name}", self._file)
+        app.router.add_post("/upload/{id}", self._upload)
         self._socket_routes(app)
         await self._listen(app)
 
@@ -326,6 +359,66 @@ class FakeSlack(SocketModeServer, LoopThread):
         more = start + limit < len(thread)
         cursor = str(start + limit) if more else ""
         return {"messages": page, "has_more": more, "response_metadata": {"next_cursor": cursor}}
+
+    def _m_files_getUploadURLExternal(self, params: dict[str, Any]) -> dict[str, Any]:
+        filename = str(params.get("filename") or "")
+        try:
+            length = int(params.get("length") or 0)
+        except ValueError:
+            length = 0
+        if not filename or length <= 0:
+            return {"error": "invalid_arguments"}
+        if length > UPLOAD_LIMIT:
+            return {"error": "file_size_limit_exceeded"}
+        with self._lock:
+            file_id = f"FUP{len(self.uploads) + 1:07d}"
+            self.uploads[file_id] = Upload(file_id, filename, length)
+        return {"upload_url": f"http://127.0.0.1:{self.port}/upload/{file_id}", "file_id": file_id}
+
+    async def _upload(self, request: web.Request) -> web.Response:
+        """The upload URL: the file's bytes as the body (or a multipart ``file`` field)."""
+        file_id = request.match_info["id"]
+        if request.content_type.startswith("multipart/"):
+            form = await request.post()
+            field = form.get("file")
+            data = field.file.read() if field is not None and not isinstance(field, str) else b""
+        else:
+            data = await request.read()
+        with self._lock:
+            upload = self.uploads.get(file_id)
+            if upload is None or upload.data is not None:
+                return web.Response(status=404, text="not found")
+            if len(data) != upload.length:
+                return web.Response(status=400, text="length mismatch")
+            upload.data = data
+        return web.Response(text=f"OK - {len(data)}")
+
+    def _m_files_completeUploadExternal(self, params: dict[str, Any]) -> dict[str, Any]:
+        try:
+            files = json.loads(str(params.get("files") or ""))
+        except ValueError:
+            return {"error": "invalid_arguments"}
+        channel = str(params.get("channel_id") or "")
+        if channel in self.gone:
+            return {"error": "channel_not_found"}
+        if channel in self.outside:
+            return {"error": "not_in_channel"}
+        comment = str(params.get("initial_comment") or "")
+        done = []
+        with self._lock:
+            for item in files:
+                upload = self.uploads.get(str(item.get("id")))
+                if upload is None or upload.data is None:
+                    return {"error": "file_not_found"}
+                title = str(item.get("title") or upload.filename)
+                if channel:
+                    self.shared.append(
+                        SharedFile(
+                            channel, upload.file_id, upload.filename, title, upload.data, comment
+                        )
+                    )
+                done.append({"id": upload.file_id, "name": upload.filename, "title": title})
+        return {"files": done}
 
     def _m_users_info(self, params: dict[str, Any]) -> dict[str, Any]:
         with self._lock:

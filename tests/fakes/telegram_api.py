@@ -6,7 +6,8 @@ tests can both use it. Point python-telegram-bot at ``base_url``/``base_file_url
 
 It serves ``/bot<token>/<method>`` with JSON, form or multipart bodies as PTB sends
 them: getMe, getUpdates (long poll, ``offset`` confirms; a second poller gets 409),
-sendMessage, editMessageText, sendChatAction, setMyCommands (per scope),
+sendMessage, editMessageText, sendChatAction, sendDocument (a multipart upload, at
+most 50 MB, kept in ``documents``), setMyCommands (per scope),
 setMyDescription, setMyShortDescription, deleteWebhook,
 setWebhook (then it delivers updates to the webhook URL with the secret header,
 retrying until it gets a 200, like Telegram), getWebhookInfo, getFile and file
@@ -80,6 +81,21 @@ class Call:
 
 
 @dataclass
+class Document:
+    """A file the bot sent (``sendDocument``)."""
+
+    chat_id: int
+    message_id: int
+    filename: str
+    data: bytes
+    caption: str
+
+
+DOCUMENT_LIMIT = 50 * 1024 * 1024
+"""The largest file a bot may upload (Bot API: 50 MB)."""
+
+
+@dataclass
 class BotMessage:
     """A message the bot sent, as the chat shows it now (edits applied)."""
 
@@ -113,6 +129,8 @@ class FakeTelegram(LoopThread):
         self.short_description = ""
         """What ``setMyShortDescription`` set ("" for none)."""
         self.files: dict[str, bytes] = {}
+        self.documents: list[Document] = []
+        """Files the bot sent with ``sendDocument``."""
         self.webhook: dict[str, Any] | None = None
         self.webhook_deliveries: list[tuple[int, int]] = []
         self.webhook_targets: list[str] = []
@@ -531,6 +549,45 @@ class FakeTelegram(LoopThread):
         with self._lock:
             self.messages.append(sent)
         return self._as_message(sent)
+
+    async def _m_sendDocument(self, params: dict[str, Any]) -> Any:
+        """``document``: a new file (multipart) of at most 50 MB, or a ``file_id`` string;
+        ``caption`` 0-1024 characters."""
+        chat_id = int(params["chat_id"])
+        if chat_id in self.blocked:
+            raise ApiError(403, "Forbidden: bot was blocked by the user")
+        if chat_id > 0 and chat_id not in self.started:
+            raise ApiError(403, "Forbidden: bot can't initiate conversation with a user")
+        document = params.get("document")
+        name = (params.get("_filenames") or {}).get("document")
+        if isinstance(document, str) and document.startswith("attach://"):
+            field = document.removeprefix("attach://")
+            document, name = params.get(field), (params.get("_filenames") or {}).get(field)
+        if not isinstance(document, bytes):
+            raise ApiError(400, "Bad Request: there is no document in the request")
+        if len(document) > DOCUMENT_LIMIT:
+            raise ApiError(413, "Request Entity Too Large")
+        caption = str(params.get("caption") or "")
+        if utf16_len(caption) > 1024:
+            raise ApiError(400, "Bad Request: message caption is too long")
+        number = next(self._bot_message_ids)
+        sent = Document(chat_id, number, str(name or "file"), document, caption)
+        with self._lock:
+            self.documents.append(sent)
+        chat = {"id": chat_id, "type": "private" if chat_id > 0 else "supergroup"}
+        return {
+            "message_id": sent.message_id,
+            "date": int(time.time()),
+            "chat": chat,
+            "from": self._bot_user(),
+            "caption": caption,
+            "document": {
+                "file_id": f"doc{sent.message_id}",
+                "file_unique_id": f"doc{sent.message_id}",
+                "file_name": sent.filename,
+                "file_size": len(document),
+            },
+        }
 
     async def _m_answerCallbackQuery(self, params: dict[str, Any]) -> Any:
         query_id = str(params["callback_query_id"])

@@ -84,7 +84,11 @@ async def parse_params(request: web.Request) -> dict[str, Any]:
         else:
             form = await request.post()
             for key, value in form.items():
-                params[key] = value if isinstance(value, str) else value.file.read()
+                if isinstance(value, str):
+                    params[key] = value
+                else:  # an uploaded file: its bytes, and its name under ``_filenames``
+                    params[key] = value.file.read()
+                    params.setdefault("_filenames", {})[key] = value.filename
     for key in _JSON_FIELDS & params.keys():
         if isinstance(params[key], str):
             params[key] = json.loads(params[key])

@@ -177,3 +177,20 @@ def test_debug_logs_never_contain_the_api_key(chorus_home: Path, server: FakeOpe
     assert result.returncode == 0, result.stderr
     assert "DEBUG" in result.stderr  # debug logging really was on
     assert "sk-test-key" not in result.stderr
+
+
+def test_export_writes_the_archive_under_chorus_home(chorus_home: Path, server: FakeOpenAI) -> None:
+    import io
+    import zipfile
+
+    server.reply("Noted, the blue door.")
+    result = chat(chorus_home, server, "my studio has a blue door\n/export\n/quit\n")
+    assert result.returncode == 0, result.stderr
+    target = chorus_home / "exports" / "chorus-export-console-dana.zip"
+    assert f"saved as {target}" in result.stdout
+    assert target.stat().st_mode & 0o077 == 0
+    with zipfile.ZipFile(io.BytesIO(target.read_bytes())) as archive:
+        assert json.loads(archive.read("manifest.json"))["person"] == "console:dana"
+        names = [n for n in archive.namelist() if n.startswith("transcripts/")]
+        said = [m["content"] for n in names for m in json.loads(archive.read(n))["messages"]]
+    assert "my studio has a blue door" in said

@@ -22,6 +22,7 @@ NEEDED_SCOPES = {
     "commands",  # /chorus
     "users:read",  # names (users.info)
     "files:read",  # images for vision models
+    "files:write",  # /export's archive, uploaded into the direct chat
 }
 NEEDED_EVENTS = {"app_mention", "message.channels", "message.groups", "message.im", "message.mpim"}
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
@@ -82,6 +83,7 @@ class DiscordAdapter(BaseAdapter):
         typing=True,
         min_edit_interval=1.0,
         quotes=True,
+        max_file_size=10 * 1024 * 1024,  # a server without boosts (25 MB with them)
     )
 
     def __init__(
@@ -396,6 +398,13 @@ class DiscordAdapter(BaseAdapter):
         out = OutboundMessage(platform=self.name, chat_id=str(dm["id"]), text=text)
         await send_text(self, out)
         return False
+
+    async def send_file(self, chat_id: str, filename: str, data: bytes, caption: str) -> None:
+        """A message with the file attached (a multipart message create)."""
+        self.check_file_size(data)
+        channel = self._channel(chat_id)
+        with platform_errors():
+            await channel.send(caption or None, file=discord.File(io.BytesIO(data), filename))
 
     async def edit(self, sent: SentMessage, text: str) -> None:
         partial = self._channel(sent.chat_id).get_partial_message(int(sent.message_id))

@@ -94,6 +94,7 @@ class SlackAdapter(BaseAdapter):
         edits=True,
         typing=False,
         min_edit_interval=1.0,
+        max_file_size=1024 * 1024 * 1024,  # Slack's limit for one uploaded file
     )
 
     def __init__(
@@ -430,6 +431,19 @@ class SlackAdapter(BaseAdapter):
         spelled = native_spelling(text, self._command_names, self._settings.slash_command)
         await post_ephemeral(self._client, msg, spelled, self.capabilities.max_text_length)
         return True  # ephemeral: in the channel, for them alone
+
+    async def send_file(self, chat_id: str, filename: str, data: bytes, caption: str) -> None:
+        """slack_sdk's ``files_upload_v2``: ``files.getUploadURLExternal``, the upload, then
+        ``files.completeUploadExternal`` shares it into the channel with ``caption``."""
+        self.check_file_size(data)
+        with platform_errors():
+            await self._client.files_upload_v2(
+                channel=chat_id,
+                file=data,
+                filename=filename,
+                title=filename,
+                initial_comment=caption or None,
+            )
 
     async def edit(self, sent: SentMessage, text: str) -> None:
         mrkdwn = to_mrkdwn(text)

@@ -23,6 +23,7 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 from aiohttp import web
+from telegram import InputFile
 from telegram.error import BadRequest, Conflict, InvalidToken, NetworkError, TelegramError
 
 from gateway.adapters._base import (
@@ -87,6 +88,7 @@ class TelegramAdapter(BaseAdapter):
         paced=True,  # ChatPacer: every path draws from the chat's and the bot's budget
         length=utf16_length,
         quotes=True,
+        max_file_size=50 * 1024 * 1024,  # what the Bot API takes from a bot (sendDocument)
     )
 
     def __init__(
@@ -381,6 +383,19 @@ class TelegramAdapter(BaseAdapter):
     async def edit(self, sent: SentMessage, text: str) -> None:
         with platform_errors():
             await self._sender.edit(sent.chat_id, sent.message_id, text)
+
+    async def send_file(self, chat_id: str, filename: str, data: bytes, caption: str) -> None:
+        """``sendDocument`` (a multipart upload), in the chat's turn and budget."""
+        self.check_file_size(data)
+        document = InputFile(data, filename=filename)
+        async with self._pacer.turn(chat_id):
+            await self._pacer.acquire(chat_id)
+            with platform_errors():
+                await self._sender.request(
+                    self._app.bot.send_document(
+                        int(chat_id), document, caption=caption or None, filename=filename
+                    )
+                )
 
     async def delete_message(self, chat_id: str, message_id: str) -> bool:
         """``deleteMessage``: a bot may delete what a person sent it in a private chat."""
