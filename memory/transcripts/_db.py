@@ -47,13 +47,13 @@ _USER_NUMBER = (
 
 _MESSAGE_COLUMNS = (
     "session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp, token_count,"
-    " finish_reason, reasoning, speaker"
+    " finish_reason, reasoning, speaker, platform_message_id"
 )
 _INSERT_MESSAGE = {
     False: f"INSERT INTO messages ({_MESSAGE_COLUMNS}, user_n)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, " + _USER_NUMBER + ") RETURNING id",
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, " + _USER_NUMBER + ") RETURNING id",
     True: f"INSERT INTO messages ({_MESSAGE_COLUMNS})"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
 }
 """By backend (``True``: PostgreSQL, whose search needs no user number)."""
 
@@ -297,6 +297,7 @@ class SessionDB(Transactions):
         reasoning: str | None = None,
         speaker: str | None = None,
         epoch: int | None = None,
+        platform_message_id: str | None = None,
     ) -> int:
         """Append one message to a session's transcript and return its id.
 
@@ -331,6 +332,7 @@ class SessionDB(Transactions):
                 finish_reason,
                 reasoning,
                 speaker,
+                platform_message_id,
             )
             postgres = self._pg is not None
             row = conn.execute(
@@ -363,6 +365,45 @@ class SessionDB(Transactions):
                 "SELECT * FROM messages WHERE session_id = ? ORDER BY id", (session_id,)
             ).fetchall()
         return [StoredMessage.from_row(row) for row in rows]
+
+    def remove_platform_message(
+        self, session_id: str, platform_message_id: str
+    ) -> StoredMessage | None:
+        """Delete the user message the platform knows as ``platform_message_id`` from the
+        session's transcript (and so from its search index); the removed message, or None
+        when the session has no such message."""
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT * FROM messages WHERE session_id = ? AND platform_message_id = ?"
+                " AND role = 'user' ORDER BY id LIMIT 1",
+                (session_id, platform_message_id),
+            ).fetchone()
+            if row is None:
+                return None
+            conn.execute("DELETE FROM messages WHERE id = ?", (row["id"],))
+            conn.execute(
+                "UPDATE sessions SET message_count = message_count - 1"
+                " WHERE id = ? AND message_count > 0",
+                (session_id,),
+            )
+        return StoredMessage.from_row(row)
+
+    def edit_platform_message(
+        self, session_id: str, platform_message_id: str, content: str
+    ) -> StoredMessage | None:
+        """Replace the stored text of the user message the platform knows as
+        ``platform_message_id`` (its search index rows follow); the message as it was,
+        or None when the session has no such message."""
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT * FROM messages WHERE session_id = ? AND platform_message_id = ?"
+                " AND role = 'user' ORDER BY id LIMIT 1",
+                (session_id, platform_message_id),
+            ).fetchone()
+            if row is None:
+                return None
+            conn.execute("UPDATE messages SET content = ? WHERE id = ?", (content, row["id"]))
+        return StoredMessage.from_row(row)
 
     def search(
         self,
