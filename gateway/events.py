@@ -195,3 +195,15 @@ class SentMessage:
     chat_id: str
     message_id: str
     thread_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Retraction:
+    """A person deleted (``text`` None) or edited (``text``: the new text) a message of
+    theirs on the platform, after it may have reached a session's transcript."""
+
+    platform: str
+    chat_id: str
+    user_id: str
+    message_id: str
+    text: str | None = None

@@ -201,6 +201,7 @@ class TurnRunner:
                 images,
                 _speaker(live, batch),
                 others_in(batch),
+                batch[0].message_id if len(batch) == 1 else None,
             )
         )
         still = asyncio.create_task(self._still_working(last, stream))
@@ -243,6 +244,7 @@ class TurnRunner:
         images: list[ImageInput],
         speaker: UserKey | None,
         others: bool = False,
+        platform_message_id: str | None = None,
     ) -> str:
         """The agent's answer, written in one of ``answer_slots``; its delivery (which may
         wait for the platform's rate budget) holds none."""
@@ -256,6 +258,7 @@ class TurnRunner:
                         images=images,
                         speaker=speaker,
                         others_content=others,
+                        platform_message_id=platform_message_id,
                     )
             except TimeoutError:
                 if not deadline.expired():

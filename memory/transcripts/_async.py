@@ -158,6 +158,7 @@ class AsyncSessionDB(_Front[SessionDB]):
     previous_session = read(SessionDB.previous_session)
     latest_summary = read(SessionDB.latest_summary)
     search = read(SessionDB.search)
+    platform_message = read(SessionDB.platform_message)
 
     async def _submit(self, fn: Callable[[], _T], write: bool) -> _T:
         if self._closed:

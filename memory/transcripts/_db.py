@@ -366,26 +366,46 @@ class SessionDB(Transactions):
             ).fetchall()
         return [StoredMessage.from_row(row) for row in rows]
 
+    def platform_message(
+        self, platform: str, chat_id: str, platform_message_id: str
+    ) -> tuple[StoredMessage, int] | None:
+        """The user message the platform knows as ``platform_message_id`` in a session of
+        that chat, still holding its text, and its turn's position (1-based, over every
+        user message of its session); None when no session has it."""
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT m.* FROM messages AS m JOIN sessions AS s ON s.id = m.session_id"
+                " WHERE m.platform_message_id = ? AND m.role = 'user'"
+                " AND m.content IS NOT NULL AND s.platform = ? AND s.chat_id = ?"
+                " ORDER BY m.id DESC LIMIT 1",
+                (platform_message_id, platform, chat_id),
+            ).fetchone()
+            if row is None:
+                return None
+            found = StoredMessage.from_row(row)
+            count = conn.execute(
+                "SELECT COUNT(*) FROM messages WHERE session_id = ? AND role = 'user' AND id <= ?",
+                (found.session_id, found.id),
+            ).fetchone()
+        return found, int(count[0])
+
     def remove_platform_message(
         self, session_id: str, platform_message_id: str
     ) -> StoredMessage | None:
-        """Delete the user message the platform knows as ``platform_message_id`` from the
-        session's transcript (and so from its search index); the removed message, or None
-        when the session has no such message."""
+        """Remove the text of the user message the platform knows as
+        ``platform_message_id`` from the session's transcript and its search index. The
+        row stays without text, so later turns keep their positions, and its turn is
+        left out of any history rebuilt from the transcript. The message as it was, or
+        None when the session has no such message (or its text is gone already)."""
         with self._write() as conn:
             row = conn.execute(
                 "SELECT * FROM messages WHERE session_id = ? AND platform_message_id = ?"
-                " AND role = 'user' ORDER BY id LIMIT 1",
+                " AND role = 'user' AND content IS NOT NULL ORDER BY id LIMIT 1",
                 (session_id, platform_message_id),
             ).fetchone()
             if row is None:
                 return None
-            conn.execute("DELETE FROM messages WHERE id = ?", (row["id"],))
-            conn.execute(
-                "UPDATE sessions SET message_count = message_count - 1"
-                " WHERE id = ? AND message_count > 0",
-                (session_id,),
-            )
+            conn.execute("UPDATE messages SET content = NULL WHERE id = ?", (row["id"],))
         return StoredMessage.from_row(row)
 
     def edit_platform_message(
@@ -397,7 +417,7 @@ class SessionDB(Transactions):
         with self._write() as conn:
             row = conn.execute(
                 "SELECT * FROM messages WHERE session_id = ? AND platform_message_id = ?"
-                " AND role = 'user' ORDER BY id LIMIT 1",
+                " AND role = 'user' AND content IS NOT NULL ORDER BY id LIMIT 1",
                 (session_id, platform_message_id),
             ).fetchone()
             if row is None:

@@ -40,12 +40,20 @@ def test_a_deleted_message_leaves_the_transcript_and_the_index(db: SessionDB) ->
     removed = db.remove_platform_message("s1", "171.01")
     assert removed is not None and removed.content == "my zeppelin code is 4711"
     contents = [m.content for m in db.get_messages("s1")]
-    assert contents == ["noted", "and the weather?"]
+    assert contents == [None, "noted", "and the weather?"]  # later turns keep their place
     assert db.search(ALICE, "zeppelin") == []
-    session = db.get_session("s1")
-    assert session is not None and session.message_count == 2
     assert db.remove_platform_message("s1", "171.01") is None
     assert db.remove_platform_message("other", "171.02") is None
+
+
+def test_a_message_is_found_by_chat_and_platform_id(db: SessionDB) -> None:
+    conversation(db)
+    db.create_session("s2", platform="slack", user_key=ALICE, chat_id="C2", started_at=2.0)
+    db.append_message("s2", "user", "elsewhere", platform_message_id="171.02")
+    found = db.platform_message("slack", "C2", "171.02")
+    assert found is not None and found[0].session_id == "s2" and found[1] == 1
+    assert db.platform_message("slack", "C9", "171.02") is None
+    assert db.platform_message("discord", "C2", "171.02") is None
 
 
 def test_an_edited_message_is_stored_and_found_with_its_new_words(db: SessionDB) -> None:

@@ -1,0 +1,113 @@
+"""Messages their authors deleted or edited on the platform, applied to the transcript.
+
+A deleted message loses its text in the transcript and in the search index; its
+turn is left out of the session's history from then on and withdrawn from the
+memory providers as ``/undo`` withdraws a turn. An edited message's stored text
+becomes the new one. Only the author's own message counts: in a session several
+people share, a person retracts their messages only. A session's live agent is
+dropped so that it is rebuilt from the transcript; while a turn of the session
+runs, the change waits for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from gateway.events import Retraction
+from memory.paths import UserKey
+
+if TYPE_CHECKING:
+    from gateway.sessions._manager import SessionManager
+    from memory.transcripts import SessionRecord, StoredMessage
+
+__all__ = ["Retractions"]
+
+logger = logging.getLogger(__name__)
+
+WITHDRAW_REASON = "deleted"
+"""The reason the providers are given for a turn whose message was deleted."""
+
+
+class Retractions:
+    """Applies deletions and edits in the background, one at a time per session."""
+
+    def __init__(self, sessions: SessionManager) -> None:
+        self._sessions = sessions
+        self._tasks: set[asyncio.Task[str]] = set()
+        self._lock = asyncio.Lock()
+
+    async def take(self, retraction: Retraction) -> None:
+        """Fast, never raises: the work runs in its own task."""
+        task = asyncio.create_task(self._guarded(retraction))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def settle(self) -> None:
+        """Wait for the retractions taken so far (shutdown, tests)."""
+        while self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _guarded(self, retraction: Retraction) -> str:
+        try:
+            async with self._lock:
+                return await self.apply(retraction)
+        except Exception as exc:
+            logger.warning(
+                "a %s message %s could not be applied to its transcript (%s)",
+                retraction.platform,
+                "edit" if retraction.text is not None else "deletion",
+                type(exc).__name__,
+            )
+            return "failed"
+
+    async def apply(self, retraction: Retraction) -> str:
+        """Apply one deletion or edit; what became of it (for logs and tests)."""
+        r = retraction
+        db = self._sessions.db
+        found = await db.platform_message(r.platform, r.chat_id, r.message_id)
+        record = None if found is None else await db.get_session(found[0].session_id)
+        if found is None or record is None:
+            logger.debug("%s message %s is in no transcript; nothing to change", *_of(r))
+            return "unknown"
+        stored, position = found
+        if not _written_by(stored, record, r):
+            logger.debug("%s message %s is not the retracting person's; ignored", *_of(r))
+            return "not theirs"
+        live = self._sessions.by_id(record.id)
+        if live is not None and live.turn is not None and not live.turn.done():
+            await asyncio.wait([live.turn])  # the running turn first, then the change
+        if r.text is None:
+            return await self._delete(record.id, r, position)
+        if await db.edit_platform_message(record.id, r.message_id, r.text) is None:
+            return "unknown"
+        await self._sessions.drop_agent(record.id)
+        logger.info("a %s message was edited; its stored text follows", r.platform)
+        return "edited"
+
+    async def _delete(self, session_id: str, r: Retraction, position: int) -> str:
+        sessions = self._sessions
+        live = sessions.by_id(session_id)
+        agent = None if live is None else live.agent
+        # withdrawn while the transcript still holds the turn's text, as /undo does
+        if agent is not None and agent.providers is not None:
+            await agent.providers.rewound(position, WITHDRAW_REASON)
+        else:
+            sessions.scheduler.rewind(session_id, position, WITHDRAW_REASON)
+        if await sessions.db.remove_platform_message(session_id, r.message_id) is None:
+            return "unknown"
+        await sessions.drop_agent(session_id)
+        logger.info("a %s message was deleted; its turn is withdrawn", r.platform)
+        return "deleted"
+
+
+def _written_by(stored: StoredMessage, record: SessionRecord, r: Retraction) -> bool:
+    author = str(UserKey(r.platform, r.user_id))
+    if stored.speaker is not None and UserKey.parse(record.user_key).chat:
+        return stored.speaker == author
+    return record.user_id == r.user_id
+
+
+def _of(r: Retraction) -> tuple[str, str]:
+    return r.platform, r.message_id
