@@ -88,15 +88,16 @@ class Retractions:
 
     async def _delete(self, session_id: str, r: Retraction, position: int) -> str:
         sessions = self._sessions
+        removed = await sessions.db.remove_platform_message(session_id, r.message_id)
+        if removed is None:
+            return "unknown"
+        text = removed.content or ""  # the job withdrawing it finds no text in the transcript
         live = sessions.by_id(session_id)
         agent = None if live is None else live.agent
-        # withdrawn while the transcript still holds the turn's text, as /undo does
         if agent is not None and agent.providers is not None:
-            await agent.providers.rewound(position, WITHDRAW_REASON)
+            await agent.providers.rewound(position, WITHDRAW_REASON, text)
         else:
-            sessions.scheduler.rewind(session_id, position, WITHDRAW_REASON)
-        if await sessions.db.remove_platform_message(session_id, r.message_id) is None:
-            return "unknown"
+            sessions.scheduler.rewind(session_id, position, WITHDRAW_REASON, text)
         await sessions.drop_agent(session_id)
         logger.info("a %s message was deleted; its turn is withdrawn", r.platform)
         return "deleted"

@@ -3,11 +3,14 @@ index follow, and the deleted turn leaves the conversation the model sees."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.integration.recorder_plugin import install_recorder, read_log
 from tests.slack.conftest import ANN, BOB, DM_ANN, GatewayFactory, user_texts
 from tests.waiting import until
 
@@ -126,3 +129,39 @@ async def test_an_edited_message_is_stored_and_found_with_its_new_words(
         "what is the weather in Lisbon?",
         "and tomorrow?",
     ]
+
+
+async def test_a_deleted_turn_is_withdrawn_from_the_memory_provider(
+    make_gateway: GatewayFactory, chorus_home: Path
+) -> None:
+    install_recorder(chorus_home)
+    gw = await make_gateway(CHORUS_MEMORY__PROVIDER="recorder", CHORUS_MEMORY__FLUSH_MIN_TURNS="1")
+    secret = gw.slack.person("my zeppelin code is 4711", user=ANN, channel=DM_ANN)
+    await gw.event(secret)
+    await gw.slack.wait_posted(DM_ANN, 1)
+    await gw.event(gw.slack.person("and my name is Ann", user=ANN, channel=DM_ANN))
+    await gw.slack.wait_posted(DM_ANN, 2)
+    await gw.settle()
+    queue = gw.stack.background.queue
+    assert await asyncio.to_thread(queue.flush, 10)
+    synced = [e["user"] for e in read_log(chorus_home) if e["hook"] == "sync_turn"]
+    assert synced == ["my zeppelin code is 4711", "and my name is Ann"]
+
+    await gw.event(deleted(secret))
+
+    def withdrawn() -> list[dict[str, Any]]:
+        return [
+            e["withdrawn"]
+            for e in read_log(chorus_home)
+            if e["hook"] == "on_session_switch" and e["withdrawn"]
+        ]
+
+    async def flushed() -> bool:
+        await asyncio.to_thread(queue.flush, 1)
+        return bool(withdrawn())
+
+    await until(flushed, what="the deleted turn withdrawn from the provider")
+    [turn] = withdrawn()
+    assert turn["turn"] == 1 and turn["user_content"] == "my zeppelin code is 4711"
+    switches = [e for e in read_log(chorus_home) if e["hook"] == "on_session_switch"]
+    assert {e["reason"] for e in switches if e["rewound"]} == {"deleted"}
