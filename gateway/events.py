@@ -200,7 +200,8 @@ class SentMessage:
 @dataclass(frozen=True, slots=True)
 class Retraction:
     """A person deleted (``text`` None) or edited (``text``: the new text) a message of
-    theirs on the platform, after it may have reached a session's transcript."""
+    theirs on the platform, after it may have reached a session's transcript.
+    ``user_id`` is who wrote it; ``""`` when the platform does not say."""
 
     platform: str
     chat_id: str

@@ -104,6 +104,8 @@ class Retractions:
 
 
 def _written_by(stored: StoredMessage, record: SessionRecord, r: Retraction) -> bool:
+    if not r.user_id:  # the platform does not say who (Discord's deletions): the message's
+        return True
     author = str(UserKey(r.platform, r.user_id))
     if stored.speaker is not None and UserKey.parse(record.user_key).chat:
         return stored.speaker == author
