@@ -197,6 +197,21 @@ class SentMessage:
     thread_id: str | None = None
 
 
+EDITED = ":edited"
+"""Ends the message id of a message answered again after its author edited it."""
+
+RETRY = ":retry"
+"""Ends the message id of a message asked again by /retry."""
+
+
+def platform_message_id(message_id: str) -> str:
+    """The platform's own id of a message asked again (``EDITED``, ``RETRY``)."""
+    for suffix in (EDITED, RETRY):
+        while message_id.endswith(suffix):
+            message_id = message_id.removesuffix(suffix)
+    return message_id
+
+
 @dataclass(frozen=True, slots=True)
 class Retraction:
     """A person deleted (``text`` None) or edited (``text``: the new text) a message of

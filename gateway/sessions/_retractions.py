@@ -15,7 +15,8 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from gateway.events import Retraction
+from agent.history import UNDO_MARK
+from gateway.events import EDITED, InboundMessage, Retraction
 from memory.paths import UserKey
 
 if TYPE_CHECKING:
@@ -80,11 +81,43 @@ class Retractions:
             await asyncio.wait([live.turn])  # the running turn first, then the change
         if r.text is None:
             return await self._delete(record.id, r, position)
-        if await db.edit_platform_message(record.id, r.message_id, r.text) is None:
+        before = await db.edit_platform_message(record.id, r.message_id, r.text)
+        if before is None:
             return "unknown"
         await self._sessions.drop_agent(record.id)
         logger.info("a %s message was edited; its stored text follows", r.platform)
+        if await self._answer_again(record.id, before, position, r.text, r.user_id):
+            return "answered again"
         return "edited"
+
+    async def _answer_again(
+        self, session_id: str, before: StoredMessage, position: int, text: str, user_id: str
+    ) -> bool:
+        """Answer an edited message again, as /retry does, when the session is still on
+        its turn: the last one, nothing after it (no message waiting, no undo)."""
+        sessions = self._sessions
+        live = sessions.by_id(session_id)
+        if live is None or live.ending or live.pending or live.busy or not text:
+            return False
+        stored = await sessions.db.get_messages(session_id)
+        users = sum(1 for m in stored if m.role == "user")
+        undone = any(m.content == UNDO_MARK for m in stored if m.id > before.id)
+        if users != position or undone:
+            return False
+        agent = await sessions.agent_for(live)
+        if live.busy or live.pending or await agent.undo_last_turn(reason="retry") is None:
+            return False
+        key = live.key
+        again = InboundMessage(
+            platform=key.platform,
+            chat_id=key.chat_id,
+            user_id=user_id or (key.user_id or ""),
+            text=text,
+            message_id=before.platform_message_id + EDITED if before.platform_message_id else "",
+            thread_id=key.thread_id,
+            is_direct=bool(live.is_direct),
+        )
+        return await sessions.submit(again)
 
     async def _delete(self, session_id: str, r: Retraction, position: int) -> str:
         sessions = self._sessions

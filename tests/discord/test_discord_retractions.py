@@ -54,23 +54,35 @@ async def test_an_unknown_deleted_message_changes_nothing(
     assert await db.search(ANN_KEY, "zeppelin")
 
 
+def edit(sent: dict[str, Any], content: str) -> dict[str, Any]:
+    """The MESSAGE_UPDATE Discord sends when ``sent`` is edited to ``content``."""
+    return {**sent, "content": content, "edited_timestamp": iso_now()}
+
+
 async def test_an_edited_message_is_stored_and_found_with_its_new_words(
     make_gateway: GatewayFactory,
 ) -> None:
     gw = await make_gateway()
     fake, db = gw.discord, gw.stack.db
-    sent = fake.message("what is the weather in Oslo?", author=ANN, channel_id=DM_ANN)
+    first = fake.message("what is the weather in Oslo?", author=ANN, channel_id=DM_ANN)
     await fake.wait_posted(DM_ANN, 1)
+    later = fake.message("and tomorrow?", author=ANN, channel_id=DM_ANN)
+    await fake.wait_posted(DM_ANN, 2)
     await gw.settle()
 
-    edited = {**sent, "content": "what is the weather in Lisbon?", "edited_timestamp": iso_now()}
-    fake.dispatch("MESSAGE_UPDATE", edited)
+    fake.dispatch("MESSAGE_UPDATE", edit(first, "what is the weather in Lisbon?"))
 
     async def found() -> bool:
         return bool(await db.search(ANN_KEY, "lisbon"))
 
     await until(found, what="the edited words in the search index")
     assert await db.search(ANN_KEY, "oslo") == []
-    fake.message("and tomorrow?", author=ANN, channel_id=DM_ANN)
-    await fake.wait_posted(DM_ANN, 2)
-    assert users_in(gw.server.requests[-1]) == ["what is the weather in Lisbon?", "and tomorrow?"]
+    await gw.settle()
+    assert len(gw.server.requests) == 2  # a turn answered before: not answered again
+
+    fake.dispatch("MESSAGE_UPDATE", edit(later, "and the day after?"))
+    await fake.wait_posted(DM_ANN, 3)
+    assert users_in(gw.server.requests[-1]) == [
+        "what is the weather in Lisbon?",
+        "and the day after?",
+    ]

@@ -111,24 +111,34 @@ async def test_an_edited_message_is_stored_and_found_with_its_new_words(
 ) -> None:
     gw = await make_gateway()
     db = gw.stack.db
-    sent = gw.slack.person("what is the weather in Oslo?", user=ANN, channel=DM_ANN)
-    await gw.event(sent)
+    first = gw.slack.person("what is the weather in Oslo?", user=ANN, channel=DM_ANN)
+    await gw.event(first)
     await gw.slack.wait_posted(DM_ANN, 1)
+    later = gw.slack.person("and tomorrow?", user=ANN, channel=DM_ANN)
+    await gw.event(later)
+    await gw.slack.wait_posted(DM_ANN, 2)
     await gw.settle()
 
-    await gw.event(changed(sent, "what is the weather in Lisbon?"))
+    await gw.event(changed(first, "what is the weather in Lisbon?"))
 
     async def found() -> bool:
         return bool(await db.search(ANN_KEY, "lisbon"))
 
     await until(found, what="the edited words in the search index")
     assert await db.search(ANN_KEY, "oslo") == []
-    await gw.event(gw.slack.person("and tomorrow?", user=ANN, channel=DM_ANN))
-    await gw.slack.wait_posted(DM_ANN, 2)
+    await gw.settle()
+    assert len(gw.server.requests) == 2  # a turn answered before: not answered again
+
+    await gw.event(changed(later, "and the day after?"))  # the turn the session is on
+    await gw.slack.wait_posted(DM_ANN, 3)
     assert user_texts(gw.server.requests[-1]) == [
         "what is the weather in Lisbon?",
-        "and tomorrow?",
+        "and the day after?",
     ]
+    await gw.settle()
+    [session] = await db.list_sessions()
+    texts = [m.content for m in await db.get_messages(session.id) if m.role == "user"]
+    assert "and tomorrow?" not in texts
 
 
 async def test_a_deleted_turn_is_withdrawn_from_the_memory_provider(
