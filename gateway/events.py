@@ -200,15 +200,11 @@ class SentMessage:
 EDITED = ":edited"
 """Ends the message id of a message answered again after its author edited it."""
 
-RETRY = ":retry"
-"""Ends the message id of a message asked again by /retry."""
-
 
 def platform_message_id(message_id: str) -> str:
-    """The platform's own id of a message asked again (``EDITED``, ``RETRY``)."""
-    for suffix in (EDITED, RETRY):
-        while message_id.endswith(suffix):
-            message_id = message_id.removesuffix(suffix)
+    """The platform's own id of a message answered again after an edit (``EDITED``)."""
+    while message_id.endswith(EDITED):
+        message_id = message_id.removesuffix(EDITED)
     return message_id
 
 
