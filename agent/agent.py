@@ -227,6 +227,7 @@ class Agent(Compaction, ToolCalls):
         images: Sequence[ImageInput] = (),
         speaker: UserKey | None = None,
         others_content: bool = False,
+        platform_message_id: str | None = None,
     ) -> str:
         """Answer one user message. Raises ``LLMError`` when the model cannot be reached (the
         message stays in the transcript); re-raises cancellation.
@@ -234,7 +235,8 @@ class Agent(Compaction, ToolCalls):
         ``images`` (for models with vision) go with the text as image parts; the
         transcript records that they were there, not their bytes. ``speaker`` is
         the user key of who wrote it, in a session several people share;
-        ``others_content``: the text carries words its owner did not write.
+        ``others_content``: the text carries words its owner did not write;
+        ``platform_message_id``: the platform's id of the message, stored with it.
         """
         if self._system_prompt is None:
             await self.start()
@@ -265,7 +267,9 @@ class Agent(Compaction, ToolCalls):
         if resuming:  # asked before a restart cut the answer: answer it, don't ask it twice
             self.history[-1] = message
         else:
-            await self._append(message, stored_content=stored, speaker=speaker)
+            await self._append(
+                message, stored_content=stored, speaker=speaker, platform_id=platform_message_id
+            )
             self._positions += 1
             self._kept.append(self._positions)
             self._speakers[self._positions] = None if speaker is None else str(speaker)
@@ -370,6 +374,7 @@ class Agent(Compaction, ToolCalls):
         tool_name: str | None = None,
         finish_reason: str | None = None,
         speaker: UserKey | None = None,
+        platform_id: str | None = None,
     ) -> None:
         if self.fence is not None:  # raises once this process no longer holds the session
             await self.fence()
@@ -386,6 +391,7 @@ class Agent(Compaction, ToolCalls):
             timestamp=self.now(),
             speaker=None if speaker is None else str(speaker),
             epoch=self.epoch,
+            platform_message_id=platform_id,
         )
 
     async def _record_usage(self, response: LLMResponse) -> None:

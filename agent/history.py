@@ -138,6 +138,12 @@ def unanswered_tool_calls(history: Sequence[ChatMessage]) -> list[tuple[str, str
     return missing
 
 
+def is_retracted(message: ChatMessage) -> bool:
+    """A user message whose text its author deleted on their platform (kept without text,
+    so that later turns keep their positions); its turn is withdrawn like an undone one."""
+    return message["role"] == "user" and message.get("content") is None
+
+
 def is_undo_mark(message: ChatMessage) -> bool:
     return message.get("role") == "system" and message.get("content") == UNDO_MARK
 
@@ -154,7 +160,8 @@ def kept_turns(transcript: Sequence[ChatMessage]) -> list[int]:
     for message in transcript:
         if message["role"] == "user":
             position += 1
-            kept.append(position)
+            if not is_retracted(message):
+                kept.append(position)
         elif is_undo_mark(message) and kept:
             kept.pop()
     return kept
@@ -180,7 +187,12 @@ def turn_messages(transcript: Sequence[ChatMessage], position: int) -> list[Chat
 def replayed(transcript: Sequence[ChatMessage]) -> list[int]:
     """Indexes into ``transcript`` of the messages :func:`replay` keeps, in order."""
     kept: list[int] = []
+    retracted = False
     for index, message in enumerate(transcript):
+        if message["role"] == "user":
+            retracted = is_retracted(message)
+        if retracted and not is_undo_mark(message):  # its author deleted it: turn left out
+            continue
         if is_undo_mark(message):
             for back in range(len(kept) - 1, -1, -1):  # drop the last turn
                 if transcript[kept[back]]["role"] == "user":

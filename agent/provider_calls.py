@@ -102,8 +102,9 @@ class ProviderCalls:
         """Whether several people share this session (its memory is the chat's own)."""
         return self.session.user_key.chat
 
-    async def rewound(self, withdrawn: int | None, reason: str) -> None:
-        """The last turn was undone: drop per-turn state now, withdraw it in order by job."""
+    async def rewound(self, withdrawn: int | None, reason: str, user_text: str = "") -> None:
+        """The last turn was undone: drop per-turn state now, withdraw it in order by job
+        (``user_text``: its user message, when the transcript no longer holds it)."""
         sid = self.session.session_id
         self.recall.forget()
         await asyncio.to_thread(
@@ -111,7 +112,7 @@ class ProviderCalls:
         )
         jobs = self._jobs
         if jobs is not None and withdrawn:
-            jobs.rewind(sid, withdrawn, reason)
+            jobs.rewind(sid, withdrawn, reason, user_text)
 
     async def compressed(self) -> None:
         sid = self.session.session_id

@@ -195,3 +195,27 @@ class SentMessage:
     chat_id: str
     message_id: str
     thread_id: str | None = None
+
+
+EDITED = ":edited"
+"""Ends the message id of a message answered again after its author edited it."""
+
+
+def platform_message_id(message_id: str) -> str:
+    """The platform's own id of a message answered again after an edit (``EDITED``)."""
+    while message_id.endswith(EDITED):
+        message_id = message_id.removesuffix(EDITED)
+    return message_id
+
+
+@dataclass(frozen=True, slots=True)
+class Retraction:
+    """A person deleted (``text`` None) or edited (``text``: the new text) a message of
+    theirs on the platform, after it may have reached a session's transcript.
+    ``user_id`` is who wrote it; ``""`` when the platform does not say."""
+
+    platform: str
+    chat_id: str
+    user_id: str
+    message_id: str
+    text: str | None = None

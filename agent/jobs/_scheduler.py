@@ -51,9 +51,10 @@ class JobScheduler:
         job_id = f"chorus-prefetch-{session_id}-{uuid.uuid4().hex[:12]}"
         self._enqueue("queue_prefetch", session_id, (query,), job_id, "prefetch")
 
-    def rewind(self, session_id: str, position: int, reason: str) -> None:
+    def rewind(self, session_id: str, position: int, reason: str, user_text: str = "") -> None:
         job_id = f"chorus-rewind-{session_id}-{position}"
-        self._enqueue("rewind", session_id, (position, reason), job_id, f"withdraw turn {position}")
+        args = (position, reason, user_text) if user_text else (position, reason)
+        self._enqueue("rewind", session_id, args, job_id, f"withdraw turn {position}")
 
     def end_session(self, session_id: str, reason: str) -> None:
         self._enqueue("end_session", session_id, (reason,), f"chorus-end-{session_id}", "end")

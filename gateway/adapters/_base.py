@@ -14,7 +14,7 @@ from aiohttp import web
 
 from gateway.adapters._text_split import Length
 from gateway.errors import ChatForbidden, FileRefused, InboxError
-from gateway.events import InboundMessage, OutboundMessage, SentMessage, cleaned
+from gateway.events import InboundMessage, OutboundMessage, Retraction, SentMessage, cleaned
 
 logger = logging.getLogger(__name__)
 
@@ -124,6 +124,8 @@ class Intake:
     """Whether deliveries may be taken now; when not, the platform delivers again later."""
     budgets: SharedBudgets | None = None
     """Send budgets several replicas draw from together (Telegram's)."""
+    on_retraction: Callable[[Retraction], Awaitable[None]] | None = None
+    """A person deleted or edited a message of theirs (never raises)."""
 
 
 class BaseAdapter(ABC):
@@ -231,6 +233,12 @@ class BaseAdapter(ABC):
         if self._feed is None:
             raise RuntimeError(f"{self.name} adapter is not started")
         await self._feed.on_message(cleaned(message))
+
+    async def retracted(self, retraction: Retraction) -> None:
+        """Hand a deleted or edited message to the runner (adapters call this)."""
+        feed = self._feed
+        if feed is not None and feed.on_retraction is not None:
+            await feed.on_retraction(retraction)
 
     async def start(self, intake: Intake) -> None:
         """Connect and begin delivering messages into ``intake``."""

@@ -61,7 +61,14 @@ from gateway.config import LiveSettings, Settings, database_location, load_setti
 from gateway.media import MediaReader
 from gateway.ops import Activity, Metrics
 from gateway.runner import GatewayRunner
-from gateway.sessions import Inbox, InboxKeeper, SessionManager, SharedSessions, TurnRunner
+from gateway.sessions import (
+    Inbox,
+    InboxKeeper,
+    Retractions,
+    SessionManager,
+    SharedSessions,
+    TurnRunner,
+)
 from gateway.sessions.retention import RetentionSweeper
 from memory import log_content
 from memory.approvals import ApprovalStore
@@ -105,6 +112,8 @@ class GatewayStack:
     approvals: ApprovalDesk | None = None
     """Calls to ``ask`` tools waiting for a person's answer."""
     retention: RetentionSweeper | None = None
+    retractions: Retractions | None = None
+    """Messages deleted or edited on their platform, applied to the transcripts."""
     """Purges ended sessions past ``sessions.retention_days`` (started with the stack)."""
     people: LinkDesk | None = None
     """Linked accounts (``/link``)."""
@@ -183,6 +192,8 @@ class GatewayStack:
         timeout = self.settings.gateway.shutdown_timeout if timeout is None else timeout
         if self.retention is not None:
             await self.retention.stop()
+        if self.retractions is not None:
+            await self.retractions.settle()
         for task in self._pollers:
             task.cancel()
         await asyncio.gather(*self._pollers, return_exceptions=True)
@@ -405,7 +416,13 @@ async def open_stack(
     metrics.set_sources(queue_status=queue_numbers)
     closing = asyncio.Event()
     router: ReplicaRouter | None = None
-    intake = Intake(on_message=runner.handle, on_command=runner.answer_command, inbox=inbox)
+    retractions = Retractions(sessions)
+    intake = Intake(
+        on_message=runner.handle,
+        on_command=runner.answer_command,
+        inbox=inbox,
+        on_retraction=retractions.take,
+    )
     if coordination is not None and ownership is not None:
         assert isinstance(sessions, SharedSessions)
         router = ReplicaRouter(
@@ -451,4 +468,5 @@ async def open_stack(
         meter=meter,
         approvals=approvals,
         people=link_desk,
+        retractions=retractions,
     )

@@ -7,6 +7,7 @@ from gateway.sessions._inbox import Inbox, PendingDelivery
 from gateway.sessions._inbox_keeper import InboxKeeper
 from gateway.sessions._live import LiveSession, merge_texts, speaker_of
 from gateway.sessions._manager import AgentBuilder, SessionManager
+from gateway.sessions._retractions import Retractions
 from gateway.sessions._shared import SharedSessions
 from gateway.sessions._turns import TurnRunner, images_of
 
@@ -18,6 +19,7 @@ __all__ = [
     "LiveSession",
     "PendingDelivery",
     "Reaper",
+    "Retractions",
     "SessionManager",
     "SharedSessions",
     "TurnRunner",

@@ -275,6 +275,16 @@ class SessionManager:
         await self._evict(keep=live.key)
         return agent
 
+    async def drop_agent(self, session_id: str) -> None:
+        """Drop the session's agent (if built): the next turn rebuilds it from SessionDB."""
+        live = self.by_id(session_id)
+        if live is None or live.agent is None:
+            return
+        agent, live.agent = live.agent, None
+        self._agents.pop(live.key, None)
+        live.turns_without_agent = agent.turns
+        await agent.close()
+
     async def _accounts(self, live: LiveSession) -> tuple[UserKey | None, tuple[str, ...]]:
         """The account of a session whose profile is a linked person's, and that person's
         accounts (whose transcripts its session search covers too)."""

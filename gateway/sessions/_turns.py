@@ -32,7 +32,13 @@ from gateway import _texts as t
 from gateway.adapters import Replies, ReplyStream, platform_spec
 from gateway.config import LiveSettings
 from gateway.errors import FencedError
-from gateway.events import Attachment, InboundMessage, SessionKey, turn_ref
+from gateway.events import (
+    Attachment,
+    InboundMessage,
+    SessionKey,
+    platform_message_id,
+    turn_ref,
+)
 from gateway.ops import Activity, Metrics
 from gateway.sessions._inbox_keeper import InboxKeeper
 from gateway.sessions._live import LiveSession, merge_texts, others_in, speaker_of
@@ -201,6 +207,7 @@ class TurnRunner:
                 images,
                 _speaker(live, batch),
                 others_in(batch),
+                platform_message_id(batch[0].message_id) if len(batch) == 1 else None,
             )
         )
         still = asyncio.create_task(self._still_working(last, stream))
@@ -243,6 +250,7 @@ class TurnRunner:
         images: list[ImageInput],
         speaker: UserKey | None,
         others: bool = False,
+        platform_message_id: str | None = None,
     ) -> str:
         """The agent's answer, written in one of ``answer_slots``; its delivery (which may
         wait for the platform's rate budget) holds none."""
@@ -256,6 +264,7 @@ class TurnRunner:
                         images=images,
                         speaker=speaker,
                         others_content=others,
+                        platform_message_id=platform_message_id,
                     )
             except TimeoutError:
                 if not deadline.expired():

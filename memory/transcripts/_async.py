@@ -147,6 +147,8 @@ class AsyncSessionDB(_Front[SessionDB]):
     set_title = write(SessionDB.set_title)
     set_summary = write(SessionDB.set_summary)
     set_system_prompt = write(SessionDB.set_system_prompt)
+    remove_platform_message = write(SessionDB.remove_platform_message)
+    edit_platform_message = write(SessionDB.edit_platform_message)
 
     get_messages = read(SessionDB.get_messages)
     get_session = read(SessionDB.get_session)
@@ -156,6 +158,7 @@ class AsyncSessionDB(_Front[SessionDB]):
     previous_session = read(SessionDB.previous_session)
     latest_summary = read(SessionDB.latest_summary)
     search = read(SessionDB.search)
+    platform_message = read(SessionDB.platform_message)
 
     async def _submit(self, fn: Callable[[], _T], write: bool) -> _T:
         if self._closed:

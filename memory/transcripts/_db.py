@@ -47,13 +47,13 @@ _USER_NUMBER = (
 
 _MESSAGE_COLUMNS = (
     "session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp, token_count,"
-    " finish_reason, reasoning, speaker"
+    " finish_reason, reasoning, speaker, platform_message_id"
 )
 _INSERT_MESSAGE = {
     False: f"INSERT INTO messages ({_MESSAGE_COLUMNS}, user_n)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, " + _USER_NUMBER + ") RETURNING id",
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, " + _USER_NUMBER + ") RETURNING id",
     True: f"INSERT INTO messages ({_MESSAGE_COLUMNS})"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
 }
 """By backend (``True``: PostgreSQL, whose search needs no user number)."""
 
@@ -297,6 +297,7 @@ class SessionDB(Transactions):
         reasoning: str | None = None,
         speaker: str | None = None,
         epoch: int | None = None,
+        platform_message_id: str | None = None,
     ) -> int:
         """Append one message to a session's transcript and return its id.
 
@@ -331,6 +332,7 @@ class SessionDB(Transactions):
                 finish_reason,
                 reasoning,
                 speaker,
+                platform_message_id,
             )
             postgres = self._pg is not None
             row = conn.execute(
@@ -363,6 +365,65 @@ class SessionDB(Transactions):
                 "SELECT * FROM messages WHERE session_id = ? ORDER BY id", (session_id,)
             ).fetchall()
         return [StoredMessage.from_row(row) for row in rows]
+
+    def platform_message(
+        self, platform: str, chat_id: str, platform_message_id: str
+    ) -> tuple[StoredMessage, int] | None:
+        """The user message the platform knows as ``platform_message_id`` in a session of
+        that chat, still holding its text, and its turn's position (1-based, over every
+        user message of its session); None when no session has it."""
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT m.* FROM messages AS m JOIN sessions AS s ON s.id = m.session_id"
+                " WHERE m.platform_message_id = ? AND m.role = 'user'"
+                " AND m.content IS NOT NULL AND s.platform = ? AND s.chat_id = ?"
+                " ORDER BY m.id DESC LIMIT 1",
+                (platform_message_id, platform, chat_id),
+            ).fetchone()
+            if row is None:
+                return None
+            found = StoredMessage.from_row(row)
+            count = conn.execute(
+                "SELECT COUNT(*) FROM messages WHERE session_id = ? AND role = 'user' AND id <= ?",
+                (found.session_id, found.id),
+            ).fetchone()
+        return found, int(count[0])
+
+    def remove_platform_message(
+        self, session_id: str, platform_message_id: str
+    ) -> StoredMessage | None:
+        """Remove the text of the user message the platform knows as
+        ``platform_message_id`` from the session's transcript and its search index. The
+        row stays without text, so later turns keep their positions, and its turn is
+        left out of any history rebuilt from the transcript. The message as it was, or
+        None when the session has no such message (or its text is gone already)."""
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT * FROM messages WHERE session_id = ? AND platform_message_id = ?"
+                " AND role = 'user' AND content IS NOT NULL ORDER BY id LIMIT 1",
+                (session_id, platform_message_id),
+            ).fetchone()
+            if row is None:
+                return None
+            conn.execute("UPDATE messages SET content = NULL WHERE id = ?", (row["id"],))
+        return StoredMessage.from_row(row)
+
+    def edit_platform_message(
+        self, session_id: str, platform_message_id: str, content: str
+    ) -> StoredMessage | None:
+        """Replace the stored text of the user message the platform knows as
+        ``platform_message_id`` (its search index rows follow); the message as it was,
+        or None when the session has no such message."""
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT * FROM messages WHERE session_id = ? AND platform_message_id = ?"
+                " AND role = 'user' AND content IS NOT NULL ORDER BY id LIMIT 1",
+                (session_id, platform_message_id),
+            ).fetchone()
+            if row is None:
+                return None
+            conn.execute("UPDATE messages SET content = ? WHERE id = ?", (content, row["id"]))
+        return StoredMessage.from_row(row)
 
     def search(
         self,

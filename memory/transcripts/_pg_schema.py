@@ -88,7 +88,14 @@ _V2: tuple[str, ...] = (
     "CREATE TABLE session_epochs (session_id TEXT PRIMARY KEY, epoch BIGINT NOT NULL)",
 )
 
-PG_MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2)
+_V3: tuple[str, ...] = (
+    # the platform's id of a user message, to find it when its author deletes or edits it
+    "ALTER TABLE messages ADD COLUMN platform_message_id TEXT",
+    "CREATE INDEX idx_messages_platform ON messages(session_id, platform_message_id)"
+    " WHERE platform_message_id IS NOT NULL",
+)
+
+PG_MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3)
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)
 
 

@@ -78,6 +78,8 @@ class StoredMessage:
     reasoning: str | None
     speaker: str | None = None
     """The user key of who wrote a user message (None: not recorded)."""
+    platform_message_id: str | None = None
+    """The platform's id of a user message (None: not recorded)."""
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> StoredMessage:
@@ -94,6 +96,7 @@ class StoredMessage:
             finish_reason=row["finish_reason"],
             reasoning=row["reasoning"],
             speaker=row["speaker"],
+            platform_message_id=row["platform_message_id"],
         )
 
     def to_openai(self) -> dict[str, Any]:

@@ -245,7 +245,15 @@ _V3: tuple[str, ...] = (
     """,
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3)
+_V4: tuple[str, ...] = (
+    # the platform's id of a user message (Slack ts, Discord snowflake), so that a
+    # message its author deletes or edits on the platform can be found again
+    "ALTER TABLE messages ADD COLUMN platform_message_id TEXT",
+    "CREATE INDEX idx_messages_platform ON messages(session_id, platform_message_id)"
+    " WHERE platform_message_id IS NOT NULL",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4)
 """Statements per step; ``MIGRATIONS[i]`` upgrades version ``i`` to ``i + 1``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

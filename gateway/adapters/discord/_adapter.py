@@ -136,6 +136,7 @@ class DiscordAdapter(BaseAdapter):
             identify_delay=self._identify_delay,
             on_message=self._on_message_event,
             on_state=self._on_state,
+            on_retraction=self.retracted,
             heartbeat_timeout=self._heartbeat_timeout,
             guild_ready_timeout=self._guild_ready_timeout,
             counters=self.counters,

@@ -26,7 +26,9 @@ from discord.http import HTTPClient, Route
 from discord.state import ConnectionState
 
 from gateway.adapters._support import secret_value
+from gateway.adapters.discord._retractions import deletion_from, edit_from
 from gateway.adapters.discord._settings import DiscordSettings
+from gateway.events import Retraction
 
 logger = logging.getLogger(__name__)
 
@@ -98,9 +100,11 @@ class ChorusClient(discord.Client):
         guild_ready_timeout: float = GUILD_READY_TIMEOUT,
         identify_delay: float = IDENTIFY_DELAY,
         counters: Counter[str] | None = None,
+        on_retraction: Callable[[Retraction], Awaitable[None]] | None = None,
         **options: Any,
     ) -> None:
         self._api_url = settings.api_url
+        self._on_retraction = on_retraction
         self._identify_delay = identify_delay
         self.counters: Counter[str] = counters if counters is not None else Counter()
         """Where skipped events are counted (the adapter's ``counters``)."""
@@ -168,6 +172,18 @@ class ChorusClient(discord.Client):
 
     async def on_message(self, message: discord.Message) -> None:
         await self._message_listener(message)
+
+    async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
+        if self._on_retraction is not None and self.user is not None:
+            retraction = deletion_from(payload, self.user.id)
+            if retraction is not None:
+                await self._on_retraction(retraction)
+
+    async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
+        if self._on_retraction is not None and self.user is not None:
+            retraction = edit_from(payload, self.user.id)
+            if retraction is not None:
+                await self._on_retraction(retraction)
 
 
 class ChorusShardedClient(ChorusClient, discord.AutoShardedClient):  # type: ignore[misc]

@@ -8,7 +8,8 @@ Pure functions over the event dicts Slack sends; the adapter does the I/O.
   contains ``<@BOT>`` (removed from the text); ``app_mention`` always does. A
   top-level channel message gets its own thread: ``thread_id`` is its ``ts``, so
   the reply opens a thread under it and each thread is its own session.
-- Bot messages (ours included), edits, deletions and other subtypes are ignored.
+- Bot messages (ours included) and other subtypes are ignored; edits and deletions
+  are retractions (``_retractions``), not messages.
 - A clip recorded in Slack (file subtype ``slack_audio``) is a ``voice`` attachment.
 """
 

@@ -47,6 +47,7 @@ from gateway.adapters.slack._events import (
 from gateway.adapters.slack._files import FileFetcher, images_to_fetch
 from gateway.adapters.slack._format import from_slack
 from gateway.adapters.slack._names import UserNames
+from gateway.adapters.slack._retractions import retraction_from
 from gateway.clock import Clock
 from gateway.events import READ_KINDS, FileFetch, InboundMessage
 
@@ -111,6 +112,11 @@ class SlackInbound:
         receipts = (event_receipt(event_id),) if event_id else ()
         if event_id and not self._event_ids.add(event_id):
             logger.debug("slack: dropped a repeated delivery of event %s", event_id)
+            return
+        retraction = retraction_from(event, me)
+        if retraction is not None:
+            await self._adapter.settled(receipts)
+            await self._adapter.retracted(retraction)
             return
         message = inbound_from(event, me)
         if message is None or not self._message_ids.add((message.chat_id, message.message_id)):
