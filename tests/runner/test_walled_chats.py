@@ -29,7 +29,7 @@ async def test_a_walled_chat_is_one_warning_per_hour_and_no_apology(
     assert [m.kind for m in gw.adapter.refused] == ["reply", "reply"]
     [warning] = _walls(caplog)
     assert warning.levelno == logging.WARNING and "dm-2" in warning.getMessage()
-    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert not _errors(caplog)
     assert not [r for r in caplog.records if r.exc_info]
 
     await gw.clock.advance(WALL_LOG_INTERVAL + 1)
@@ -49,4 +49,10 @@ async def test_a_notice_into_a_walled_chat_is_not_an_error(
     await gw.settle()
     assert len(gw.adapter.refused) == 2
     assert len(_walls(caplog)) == 1
-    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert not _errors(caplog)
+
+
+def _errors(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    """chorus's ERROR lines (asyncio may note here the tasks of an earlier test's fake
+    servers, collected as garbage during this one)."""
+    return [r for r in caplog.records if r.levelno >= logging.ERROR and r.name != "asyncio"]
