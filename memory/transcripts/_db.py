@@ -27,6 +27,7 @@ from memory.transcripts._records import SESSION_COLUMNS, SearchHit, SessionRecor
 from memory.transcripts._schema import fts5_available, prepare_connection
 from memory.transcripts._search import search_messages
 from memory.transcripts._tx import Transactions
+from memory.transcripts._user_sessions import UserSessions
 
 if TYPE_CHECKING:
     from memory.database import PostgresPool
@@ -397,16 +398,7 @@ class SessionDB(Transactions):
         row stays without text, so later turns keep their positions, and its turn is
         left out of any history rebuilt from the transcript. The message as it was, or
         None when the session has no such message (or its text is gone already)."""
-        with self._write() as conn:
-            row = conn.execute(
-                "SELECT * FROM messages WHERE session_id = ? AND platform_message_id = ?"
-                " AND role = 'user' AND content IS NOT NULL ORDER BY id LIMIT 1",
-                (session_id, platform_message_id),
-            ).fetchone()
-            if row is None:
-                return None
-            conn.execute("UPDATE messages SET content = NULL WHERE id = ?", (row["id"],))
-        return StoredMessage.from_row(row)
+        return self._set_text(session_id, platform_message_id, None)
 
     def edit_platform_message(
         self, session_id: str, platform_message_id: str, content: str
@@ -414,6 +406,11 @@ class SessionDB(Transactions):
         """Replace the stored text of the user message the platform knows as
         ``platform_message_id`` (its search index rows follow); the message as it was,
         or None when the session has no such message."""
+        return self._set_text(session_id, platform_message_id, content)
+
+    def _set_text(
+        self, session_id: str, platform_message_id: str, content: str | None
+    ) -> StoredMessage | None:
         with self._write() as conn:
             row = conn.execute(
                 "SELECT * FROM messages WHERE session_id = ? AND platform_message_id = ?"
@@ -464,37 +461,3 @@ def _encode_tool_calls(tool_calls: ToolCalls | None) -> tuple[int, str | None]:
         return len(calls), json.dumps(calls, ensure_ascii=False)
     except (TypeError, ValueError) as exc:
         raise SessionDBError(f"tool_calls cannot be stored as JSON: {exc}") from exc
-
-
-class UserSessions:
-    """The sessions of one user: every query made through it is bound to ``user_key``."""
-
-    def __init__(self, db: SessionDB, user_key: str, also: tuple[str, ...] = ()) -> None:
-        if not user_key:
-            raise SessionDBError("a per-user view needs a user key")
-        self._db = db
-        self._user_key = user_key
-        self._keys = tuple(dict.fromkeys((user_key, *(k for k in also if k))))
-
-    @property
-    def user_key(self) -> str:
-        return self._user_key
-
-    def search(
-        self, query: str, limit: int = 10, exclude_session_id: str | None = None
-    ) -> list[SearchHit]:
-        """Search this user's past messages (under each of its keys); see ``SessionDB.search``.
-
-        Hits of several keys are ranked together, best first."""
-        exclude = exclude_session_id
-        hits = [hit for key in self._keys for hit in self._db.search(key, query, limit, exclude)]
-        if len(self._keys) > 1:
-            hits.sort(key=lambda hit: hit.rank)
-        return hits[:limit]
-
-    def list_sessions(self, limit: int = 50) -> list[SessionRecord]:
-        """This user's sessions (under each of its keys), newest first."""
-        found = [s for key in self._keys for s in self._db.list_sessions(user_key=key, limit=limit)]
-        if len(self._keys) > 1:
-            found.sort(key=lambda s: s.started_at, reverse=True)
-        return found[:limit]
