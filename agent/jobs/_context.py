@@ -25,6 +25,7 @@ from agent.shared_writes import SharedWriteGate, WriteAudit
 from memory.database import Location
 from memory.jobs import JobState
 from memory.paths import ChorusPaths, UserKey
+from memory.people import PeopleStore, PeopleStoreError, account_keys
 from memory.providers import MemoryManager, ProviderHealth
 from memory.store import MemoryStore, PostgresMemoryFiles, StagedWrites, memory_files_for
 from memory.transcripts import SessionDB, SessionRecord
@@ -58,6 +59,7 @@ class JobContext:
     _health: ProviderHealth | None = field(default=None, init=False, repr=False)
     _loop: JobLoop | None = field(default=None, init=False, repr=False)
     _memory_files: PostgresMemoryFiles | None = field(default=None, init=False, repr=False)
+    _people: PeopleStore | None = field(default=None, init=False, repr=False)
     _managers: OrderedDict[tuple[str, str], MemoryManager | None] = field(
         default_factory=OrderedDict, init=False, repr=False
     )
@@ -82,6 +84,7 @@ class JobContext:
             self._health = None
             self._loop = None
             self._memory_files = None
+            self._people = None
             self._managers = OrderedDict()
             self._embedder = None
 
@@ -164,6 +167,14 @@ class JobContext:
             self._memory_files = memory_files_for(self.db_path, self.paths.memories_dir)
         return self._memory_files
 
+    @property
+    def people(self) -> PeopleStore:
+        """Which accounts are one person (``/link``): a person's providers read them too."""
+        self._ensure_process()
+        if self._people is None:
+            self._people = PeopleStore(self.db_path)
+        return self._people
+
     def store_for(self, user: UserKey) -> MemoryStore:
         return MemoryStore(
             self.paths.memory_file,
@@ -194,6 +205,7 @@ class JobContext:
             is_direct=record.is_direct,
             parent_session_id=record.parent_session_id,
             embedder=self.embedder,
+            account_keys=self._account_keys(record.user_key),
         )
         self._managers[key] = manager
         while len(self._managers) > self.max_cached_managers:
@@ -201,6 +213,14 @@ class JobContext:
             if evicted is not None:
                 evicted.shutdown_all()
         return manager
+
+    def _account_keys(self, user_key: str) -> list[str]:
+        """The accounts linked into the person ``user_key`` (none when unreadable)."""
+        try:
+            return account_keys(self.people, user_key)
+        except PeopleStoreError as exc:
+            logger.warning("linked accounts unreadable, recalling the person's own: %s", exc)
+            return []
 
     def release(self, session_id: str) -> None:
         """Shut down the providers held for a session that has ended."""
@@ -225,6 +245,9 @@ class JobContext:
             self._staging.close()
         if self._health is not None:
             self._health.close()
+        if self._people is not None:
+            self._people.close()
+            self._people = None
         if self._memory_files is not None:
             self._memory_files.close()
         if self._embedder is not None:

@@ -156,6 +156,7 @@ class AgentFactory:
             is_direct=session.is_direct,
             parent_session_id=session.parent_session_id,
             embedder=self.embedder,
+            account_keys=list(session.search_keys),
         )
 
     def agent_for(self, session: SessionContext, *, handoff_summary: str | None = None) -> Agent:

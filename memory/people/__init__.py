@@ -7,6 +7,7 @@ every account linked to it. ``PeopleStore`` keeps the links and the one-time
 link codes; ``merge_profiles`` joins two profiles into the person's one.
 """
 
+from memory.people._accounts import account_keys
 from memory.people._link import LinkOutcome, link_accounts
 from memory.people._merge import MergeResult, merge_profiles
 from memory.people._store import (
@@ -27,6 +28,7 @@ __all__ = [
     "PeopleStore",
     "PeopleStoreError",
     "RedeemStatus",
+    "account_keys",
     "link_accounts",
     "merge_profiles",
 ]

@@ -137,7 +137,14 @@ class MemoryProvider(ABC):
         * ``parent_session_id`` (``str | None``): the session this one follows.
 
         and, from the gateway and its workers, ``embedder``
-        (:class:`~memory.embeddings.Embedder`): the LLM endpoint's ``/v1/embeddings``.
+        (:class:`~memory.embeddings.Embedder`): the LLM endpoint's ``/v1/embeddings``,
+        and ``account_keys`` (``list[str]``): when ``user_key`` is a linked person
+        (``person:…``, see ``/link``), the user keys of the accounts linked into it
+        (empty otherwise, and always in a session of a chat). Memories made under
+        those keys before the link stay there unless :meth:`merge_users` joined
+        them: a provider that cannot merge reads them too in its recall
+        (:meth:`prefetch`, :meth:`queue_prefetch` and its search tools), while
+        every write goes to ``user_key``.
 
         In a group session several people share (``sessions.scope: chat``),
         ``user_key`` is the chat's own key (``platform#chat:id``) and the
@@ -246,7 +253,8 @@ class MemoryProvider(ABC):
         ``user_key``). Called on an instance that is not initialised, in the gateway.
 
         Returns whether the provider did; the default cannot (the memories made under
-        the old keys stay there, and sessions after the link read and write ``target``'s).
+        the old keys stay there; sessions after the link write ``target``'s and get the
+        sources as ``account_keys``, for a provider to read from both).
         The sources are left as they are: unlinking goes back to them.
         """
         return False

@@ -33,6 +33,7 @@ async def test_provider_gets_every_hook_in_order(stack: Stack, server: FakeOpenA
     given = dict(primary[0]["kwargs"])
     assert given.pop("embedder").startswith("<agent.llm.LLMEmbeddings")  # the chat endpoint's
     assert given == {
+        "account_keys": "[]",  # a person's linked accounts; this account is linked to none
         "agent_context": "primary",
         "chat_id": "chat-telegram:1",
         "chorus_home": str(home),

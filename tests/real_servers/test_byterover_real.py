@@ -24,6 +24,7 @@ import pytest
 from plugins.memory.byterover import ByteRoverProvider
 from plugins.memory.byterover._runner import BrvFailed, BrvMissing
 from tests.fakes.openai_server import FakeOpenAI
+from tests.plugins.linked_people import link
 from tests.real_servers.byterover_cli import BrvLLM, RealBrv
 from tests.real_servers.conftest import real_server_bin
 
@@ -242,3 +243,26 @@ def test_a_missing_or_broken_brv_is_reported(brv: RealBrv, tmp_path: Path) -> No
     status = call(open_brv(home, broken, context="primary"), "brv_status")
     assert status["success"] is False and "exit code 1" in status["error"]
     assert not (workdir(home, ALICE) / "chorus-synced.txt").exists()
+
+
+def test_a_linked_person_asks_the_tree_of_its_account(brv: RealBrv, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    open_brv(home, brv.executable, ALICE).sync_turn(
+        "My sourdough starter is called Bubbles.", "Cute."
+    )
+    open_brv(home, brv.executable, BOB).sync_turn("My sourdough starter is called Blob.", "Ok.")
+    person, accounts = link(tmp_path / "state.db", ALICE, "slack:U1001")
+    after = ByteRoverProvider()
+    after.initialize(
+        "s2",
+        chorus_home=home,
+        platform="slack",
+        user_key=person,
+        agent_context="primary",
+        config={"binary": str(brv.executable), "timeout": 60.0, "prefetch_timeout": 60.0},
+        account_keys=accounts,
+    )
+    recall = after.prefetch("What is my sourdough starter called?")  # a new person: no tree
+    assert "My sourdough starter is called Bubbles." in recall and "Blob" not in recall
+    answer = call(after, "brv_query", query="What did I name my sourdough starter?")["answer"]
+    assert "Bubbles" in answer and "Blob" not in answer

@@ -36,6 +36,7 @@ from plugins.memory.hindsight import HindsightProvider
 from plugins.memory.hindsight._config import bank_id
 from plugins.memory.hindsight._guard import BackendFailed
 from tests.fakes.openai_server import FakeOpenAI
+from tests.plugins.linked_people import link
 from tests.real_servers.conftest import real_server_bin
 from tests.real_servers.hindsight_server import HindsightLLM, HindsightServer
 
@@ -354,3 +355,35 @@ def test_a_stopped_server_costs_the_turn_nothing_and_the_turns_wait_on_disk(
         "I keep bees in the garden.",
     ]
     wait_for_facts(hindsight, owner, lambda got: got == expected, "the waiting turns")
+
+
+def test_a_linked_person_recalls_the_bank_of_its_account(
+    tmp_path: Path, hindsight: HindsightServer
+) -> None:
+    ann, ann_slack, ben = "telegram:41", "slack:U41", "telegram:42"
+    home = tmp_path / "home"
+    for key, said in (
+        (ann, "My sister Anna lives in Lisbon."),
+        (ben, "My sister Maria lives in Porto."),
+    ):
+        before = open_provider(home, hindsight, key, session=f"before-{key}")
+        before.sync_turn(said, "Nice.")
+        before.on_session_end([])
+        wait_for_facts(hindsight, key, bool, f"{key}'s fact")
+    person, accounts = link(tmp_path / "state.db", ann, ann_slack)
+    after = HindsightProvider(environ={"HINDSIGHT_API_KEY": hindsight.api_key})
+    after.initialize(
+        "after",
+        chorus_home=home,
+        platform="slack",
+        user_key=person,
+        agent_context="primary",
+        config={"base_url": hindsight.base_url},
+        account_keys=accounts,
+    )
+    question = "where does my sister live"
+    recalled = after.prefetch(question)
+    assert "Lisbon" in recalled and "Porto" not in recalled
+    found = call(after, "hindsight_recall", query=question)["results"]
+    assert [r["text"].split(" | ")[0] for r in found] == ["My sister Anna lives in Lisbon."]
+    assert "Lisbon" not in open_provider(home, hindsight, ben, session="ben").prefetch(question)

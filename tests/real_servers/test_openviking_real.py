@@ -22,6 +22,7 @@ import pytest
 from plugins.memory.openviking import OpenVikingProvider
 from plugins.memory.openviking._ops import ov_user
 from tests.fakes.openai_server import FakeOpenAI
+from tests.plugins.linked_people import link
 from tests.real_servers.conftest import real_server_bin
 from tests.real_servers.openviking_server import MemoryLLM, RealOpenViking
 
@@ -449,3 +450,32 @@ def test_a_server_not_in_trusted_mode_mixes_no_one_up(ov: RealOpenViking, tmp_pa
             assert (meta["total_message_count"], meta["commit_count"]) == (0, 0), meta
     finally:
         ov.reconfigure(auth_mode="trusted")
+
+
+def test_a_linked_person_reads_the_space_of_its_account(ov: RealOpenViking, tmp_path: Path) -> None:
+    ann, ann_slack, bob = "telegram:4001", "slack:U4001", "telegram:4002"
+    home = tmp_path / "home"
+    for key, fact in ((ann, "My dog Biscuit is a beagle."), (bob, "My dog Rex is a poodle.")):
+        assert call(open_ov(home, ov, key), "viking_remember", content=fact)["success"]
+        ov.settle(ov_user(key))
+    person, accounts = link(tmp_path / "state.db", ann, ann_slack)
+    after = OpenVikingProvider(environ={"OPENVIKING_API_KEY": ov.root_key})
+    after.initialize(
+        "s2",
+        chorus_home=home,
+        platform="slack",
+        user_key=person,
+        agent_context="primary",
+        config={"base_url": ov.base_url, "timeout": 10.0},
+        account_keys=accounts,
+    )
+    recalled = after.prefetch("what breed is my dog Biscuit")
+    assert "beagle" in recalled and "poodle" not in recalled
+    found = call(after, "viking_search", query="what breed is my dog Biscuit", limit=3)
+    [uri] = [h["uri"] for h in found["results"] if "Biscuit is a beagle" in h["abstract"]][:1]
+    assert uri.startswith(f"viking://user/{ov_user(ann)}/")
+    assert "My dog Biscuit is a beagle." in call(after, "viking_read", uri=uri)["content"]
+    assert call(after, "viking_forget", uri=uri)["success"] is False  # the account's, kept
+    assert holding(ov.memory_files(ov_user(ann)), "Biscuit")
+    assert call(open_ov(home, ov, bob), "viking_read", uri=uri)["success"] is False
+    after.shutdown()

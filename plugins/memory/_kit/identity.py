@@ -16,8 +16,17 @@ import string
 from typing import Any
 
 from memory.paths import UserKey
+from memory.people import PERSON_PLATFORM
 
-__all__ = ["ALNUM", "ALNUM_DASH", "escape_id", "hashed_id", "owner_key", "unescape_id"]
+__all__ = [
+    "ALNUM",
+    "ALNUM_DASH",
+    "escape_id",
+    "hashed_id",
+    "linked_keys",
+    "owner_key",
+    "unescape_id",
+]
 
 ALNUM = frozenset(string.ascii_letters + string.digits)
 ALNUM_DASH = ALNUM | {"-"}
@@ -30,6 +39,25 @@ def owner_key(user_key: str, speaker: Any = None) -> str:
     if not isinstance(speaker, str):
         raise ValueError("speaker must be a user key")
     return UserKey.parse(speaker).key
+
+
+def linked_keys(user: UserKey, given: Any) -> tuple[str, ...]:
+    """The canonical ``account_keys`` of ``initialize`` for the session's ``user``.
+
+    Only a linked person (``person:…``) has any; a chat's shared key never reads a
+    member's store. Keys that are not user keys (or are chats') are left out.
+    """
+    if user.chat or user.platform != PERSON_PLATFORM or not isinstance(given, list | tuple):
+        return ()
+    keys: list[str] = []
+    for raw in given:
+        try:
+            key = UserKey.parse(raw) if isinstance(raw, str) else None
+        except ValueError:
+            key = None
+        if key is not None and not key.chat and key != user and key.key not in keys:
+            keys.append(key.key)
+    return tuple(keys)
 
 
 def escape_id(raw: str, safe: frozenset[str] = ALNUM_DASH) -> str:

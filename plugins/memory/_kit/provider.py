@@ -12,6 +12,7 @@ A provider built on it is its own logic plus this:
   :class:`~.guard.Guard` around every backend call (``clock``,
   ``failure_threshold`` and ``cooldown`` set its breaker);
 * :meth:`owner`: whose store a call acts on (the speaker, else the session's user);
+  :meth:`recall_keys`: whose stores a recall reads (a linked person's accounts too);
 * :meth:`turn`: what every ``sync_turn`` checks before syncing a turn (not in the
   end-of-session flush, recalled context stripped, nothing to store when both
   sides are empty, whose turn and which session);
@@ -36,7 +37,7 @@ from plugins.memory._breaker import DEFAULT_COOLDOWN, DEFAULT_THRESHOLD, Circuit
 
 from .errors import NotReady
 from .guard import Guard
-from .identity import owner_key
+from .identity import linked_keys, owner_key
 from .tool_calls import BAD_ARGUMENTS, answer_tool_call, tool_error
 
 __all__ = ["Dependency", "RemoteProvider", "Session", "Turn"]
@@ -59,16 +60,21 @@ class Session:
     session_id: str
     context: str
     platform: str
+    account_keys: tuple[str, ...] = ()
+    """The accounts linked into the person ``user_key`` is (``person:…``): recall reads
+    their memories too; none for any other key."""
 
     @classmethod
     def of(cls, session_id: str, kwargs: Mapping[str, Any]) -> Session:
         """From ``initialize``'s arguments; ValueError for a user key that is not one."""
+        user = UserKey.parse(str(kwargs["user_key"]))
         return cls(
             home=Path(kwargs["chorus_home"]),
-            user_key=UserKey.parse(str(kwargs["user_key"])).key,
+            user_key=user.key,
             session_id=session_id,
             context=str(kwargs.get("agent_context") or "primary"),
             platform=str(kwargs.get("platform") or ""),
+            account_keys=linked_keys(user, kwargs.get("account_keys")),
         )
 
 
@@ -109,6 +115,7 @@ class RemoteProvider(MemoryProvider):
         self._user_key = ""
         self._session_id = ""
         self._context = "primary"
+        self._account_keys: tuple[str, ...] = ()
         self._lock = threading.RLock()
 
     # -- who it is -----------------------------------------------------------
@@ -152,6 +159,7 @@ class RemoteProvider(MemoryProvider):
         """Serve ``session`` from now on (call it under the lock, once the client is built)."""
         self._home, self._user_key = session.home, session.user_key
         self._session_id, self._context = session.session_id, session.context
+        self._account_keys = session.account_keys
 
     def is_ready(self) -> bool:
         """Whether ``initialize`` ran (and ``shutdown`` did not undo it)."""
@@ -165,6 +173,14 @@ class RemoteProvider(MemoryProvider):
         """Whose store a call uses: ``speaker`` when given, else the session's user."""
         self.require_ready()
         return owner_key(self._user_key, speaker)
+
+    def recall_keys(self, speaker: Any = None) -> list[str]:
+        """Whose memories a recall reads: the owner's (:meth:`owner`), and when that is
+        the session's linked person, the memories its accounts made before the link."""
+        owner = self.owner(speaker)
+        if owner != self._user_key:
+            return [owner]
+        return [owner, *self._account_keys]
 
     def follow_reset(self, new_session_id: str, reset: bool) -> bool:
         """After a reset, serve the new session; whether it was one."""

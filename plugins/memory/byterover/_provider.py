@@ -24,6 +24,7 @@ brv is left alone for the cooldown. A missing binary makes
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,8 @@ logger = logging.getLogger(__name__)
 CONTEXT_TREE = Path(".brv") / "context-tree"
 """Where brv keeps its context tree, in the directory it runs in."""
 
+NO_MATCH = "**Summary**: No matching knowledge found"
+"""How brv's answer begins when nothing in the tree matched the question."""
 WARM_MAX_AGE = 900.0
 MAX_CURATE = 4000
 SYSTEM_PROMPT_BLOCK = (
@@ -131,6 +134,30 @@ class ByteRoverProvider(RemoteProvider):
         """brv's answer to ``text`` (the ``result`` of its JSON answer)."""
         return _runner.text(self._brv(user_key, ["query", text], timeout).get("result"))
 
+    def _recall(self, whose: list[str], text: str, timeout: float | None = None) -> str:
+        """brv's answers to ``text`` from the tree of each of ``whose`` (the owner's, then
+        those of a linked person's accounts that have one), within ``timeout`` in all.
+
+        A failure of the owner's run raises; an account's is left out.
+        """
+        budget = timeout or self._settings.timeout
+        deadline = time.monotonic() + budget
+        answers: list[str] = []
+        for n, key in enumerate(whose):
+            if n and not (self._dir(key) / CONTEXT_TREE).is_dir():
+                continue  # that account never had a tree: nothing to ask brv
+            left = deadline - time.monotonic() if n else budget
+            if left <= 0:
+                break
+            try:
+                answers.append(self._query(key, text, left))
+            except BrvError as exc:
+                if not n:
+                    raise
+                logger.debug("byterover: a linked account's query skipped: %s", type(exc).__name__)
+        found = [answer for answer in answers if answer and not answer.startswith(NO_MATCH)]
+        return "\n\n".join(found) if found else (answers[0] if answers else "")
+
     def _background(self, user_key: str, text: str) -> None:
         """Curate now in a job; on a live turn, on the curator thread."""
         if self._context == "background":
@@ -153,9 +180,10 @@ class ByteRoverProvider(RemoteProvider):
         text = strip_memory_context(query).strip()
         if not text:
             return ""
-        who = self.owner(speaker)
+        whose = self.recall_keys(speaker)
+        who = whose[0]
         try:
-            answer = self._query(who, text, self._settings.prefetch_timeout)
+            answer = self._recall(whose, text, self._settings.prefetch_timeout)
         except BrvError as exc:
             logger.debug("byterover prefetch: %s, using the warm recall", type(exc).__name__)
             return _state.warm(self._dir(who), WARM_MAX_AGE)
@@ -168,13 +196,13 @@ class ByteRoverProvider(RemoteProvider):
         text = strip_memory_context(query).strip()
         if not text or not self.breaker.allow():
             return
-        who = self.owner(speaker)
+        whose = self.recall_keys(speaker)
         try:
-            answer = self._query(who, text)
+            answer = self._recall(whose, text)
         except BrvError as exc:
             logger.debug("byterover queue_prefetch skipped: %s", type(exc).__name__)
             return
-        _state.store_warm(self._dir(who), answer)
+        _state.store_warm(self._dir(whose[0]), answer)
 
     # -- write ---------------------------------------------------------------
 
@@ -225,9 +253,10 @@ class ByteRoverProvider(RemoteProvider):
     def run_tool(
         self, tool_name: str, args: dict[str, Any], call: Mapping[str, Any]
     ) -> dict[str, Any]:
-        who = self.owner(call.get("speaker"))
+        whose = self.recall_keys(call.get("speaker"))
+        who = whose[0]
         if tool_name == _tools.QUERY:
-            return {"answer": self._query(who, _tools.text_arg(args, "query", _tools.MAX_QUERY))}
+            return {"answer": self._recall(whose, _tools.text_arg(args, "query", _tools.MAX_QUERY))}
         if tool_name == _tools.CURATE:
             self._curate(who, _tools.content_arg(args))
             return {"curated": True}

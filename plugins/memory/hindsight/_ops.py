@@ -59,14 +59,21 @@ def retain_sealed(
 
 
 def run_tool(
-    api: HindsightAPI, guard: Guard, settings: Settings, bank: str, name: str, args: dict[str, Any]
+    api: HindsightAPI,
+    guard: Guard,
+    settings: Settings,
+    banks: list[str],
+    name: str,
+    args: dict[str, Any],
 ) -> dict[str, Any]:
-    """One tool call on ``bank``: its result without ``success``; ToolError for bad input."""
+    """One tool call: a write on ``banks[0]`` (the owner's), a recall or reflect on each
+    of ``banks`` (a linked person's accounts' too); its result without ``success``;
+    ToolError for bad input."""
     if name == _tools.RETAIN:
         content = _tools.content_arg(args)
         retain = partial(
             api.retain,
-            bank,
+            banks[0],
             content,
             timeout=settings.timeout,
             context=_tools.context_arg(args) or TOOL_CONTEXT,
@@ -76,24 +83,29 @@ def run_tool(
         return {"stored": True, "items": guard.run("retain", retain)}
     query = _tools.query_arg(args)
     if name == _tools.RECALL:
-        recall = partial(
-            api.recall,
-            bank,
-            query,
-            timeout=settings.timeout,
-            max_tokens=_tools.max_tokens_arg(args, settings.recall_max_tokens),
-            budget=_tools.budget_arg(args, settings.recall_budget),
-        )
-        memories = guard.run("recall", recall)
+        memories = []
+        for bank in banks:
+            recall = partial(
+                api.recall,
+                bank,
+                query,
+                timeout=settings.timeout,
+                max_tokens=_tools.max_tokens_arg(args, settings.recall_max_tokens),
+                budget=_tools.budget_arg(args, settings.recall_budget),
+            )
+            memories += guard.run("recall", recall)
         return {"results": [m.public() for m in memories], "count": len(memories)}
     if name != _tools.REFLECT:
         raise _tools.ToolError(f"unknown tool '{name}'")
-    reflect = partial(
-        api.reflect,
-        bank,
-        query,
-        timeout=settings.timeout,
-        budget=_tools.budget_arg(args, settings.reflect_budget),
-        context=_tools.context_arg(args),
-    )
-    return {"answer": guard.run("reflect", reflect)}
+    answers = []
+    for bank in banks:
+        reflect = partial(
+            api.reflect,
+            bank,
+            query,
+            timeout=settings.timeout,
+            budget=_tools.budget_arg(args, settings.reflect_budget),
+            context=_tools.context_arg(args),
+        )
+        answers.append(guard.run("reflect", reflect))
+    return {"answer": "\n\n".join(answer for answer in answers if answer)}

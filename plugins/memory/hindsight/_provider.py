@@ -130,17 +130,21 @@ class HindsightProvider(RemoteProvider):
                 self._buffers[user_key] = buffer
             return buffer
 
-    def _recall(self, owner: str, query: str, timeout: float, max_tokens: int) -> str:
+    def _recall(self, owners: list[str], query: str, timeout: float, max_tokens: int) -> str:
+        """What the banks of ``owners`` recall (a linked person's accounts' banks too)."""
         api, settings = self._ready(), self._settings
-        call = partial(
-            api.recall,
-            settings.bank_id(owner),
-            query,
-            timeout=timeout,
-            max_tokens=max_tokens,
-            budget=settings.recall_budget,
-        )
-        return _render.recall_text(self.guard.run("recall", call))
+        memories = []
+        for owner in owners:
+            call = partial(
+                api.recall,
+                settings.bank_id(owner),
+                query,
+                timeout=timeout,
+                max_tokens=max_tokens,
+                budget=settings.recall_budget,
+            )
+            memories += self.guard.run("recall", call)
+        return _render.recall_text(memories)
 
     # -- recall --------------------------------------------------------------
 
@@ -151,12 +155,13 @@ class HindsightProvider(RemoteProvider):
         text = strip_memory_context(query).strip()
         if not text or not self._settings.injects:
             return ""
-        owner = self.owner(speaker)
+        owners = self.recall_keys(speaker)
+        owner = owners[0]
         settings = self._settings
         if not self.guard.paused:
             try:
                 recalled = self._recall(
-                    owner, text, settings.recall_timeout, settings.recall_max_tokens
+                    owners, text, settings.recall_timeout, settings.recall_max_tokens
                 )
                 logger.debug("hindsight prefetch for %s: %s", loggable(text), loggable(recalled))
                 return recalled
@@ -171,10 +176,10 @@ class HindsightProvider(RemoteProvider):
         text = strip_memory_context(query).strip()
         if not text or self.guard.paused or not self._settings.injects:
             return
-        owner = self.owner(speaker)
+        owners = self.recall_keys(speaker)
         settings = self._settings
-        recalled = self._recall(owner, text, settings.timeout, settings.recall_max_tokens)
-        self._buffer(owner).store_recall(settings.bank_id(owner), recalled)
+        recalled = self._recall(owners, text, settings.timeout, settings.recall_max_tokens)
+        self._buffer(owners[0]).store_recall(settings.bank_id(owners[0]), recalled)
 
     # -- write ---------------------------------------------------------------
 
@@ -245,8 +250,8 @@ class HindsightProvider(RemoteProvider):
 
     def _tool(self, name: str, args: dict[str, Any], speaker: Any) -> dict[str, Any]:
         api, settings = self._ready(), self._settings
-        bank = settings.bank_id(self.owner(speaker))
-        return _ops.run_tool(api, self.guard, settings, bank, name, args)
+        banks = [settings.bank_id(owner) for owner in self.recall_keys(speaker)]
+        return _ops.run_tool(api, self.guard, settings, banks, name, args)
 
     # -- teardown and configuration ------------------------------------------
 

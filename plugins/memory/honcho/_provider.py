@@ -56,10 +56,10 @@ from plugins.memory._kit import (
     erase_user_dir,
 )
 
-from . import _config, _deps, _tools
+from . import _config, _deps, _linked, _tools
 from ._client import HonchoClient
 from ._guard import make_guard
-from ._recall import WarmRecall, format_recall, format_recall_with
+from ._recall import WarmRecall, format_recall_with
 from ._throttle import Throttle
 
 logger = logging.getLogger(__name__)
@@ -68,7 +68,6 @@ MAX_MESSAGE_CHARS = 25_000
 """Longest message Honcho accepts; a longer text is sent in parts."""
 MAX_PARTS = 50
 """Parts kept of one text (1.25 M characters), so a turn is always one request of <= 100."""
-RECALL_CONCLUSIONS = 10
 CONTEXT_TOKENS = 2000
 
 _KNOWS = "You have a long-term memory of each person (Honcho)"
@@ -164,12 +163,10 @@ class HonchoProvider(RemoteProvider):
         home, _ = self._ready()
         return WarmRecall(provider_dir(home, _config.PROVIDER_NAME, user_key))
 
-    def _recall(self, query: str, user_key: str, *, live: bool) -> str:
+    def _recall(self, query: str, user_keys: list[str], *, live: bool) -> str:
         _, client = self._ready()
-        peer = _config.honcho_name(user_key)
-        call = partial(client.peer_context, peer, query, RECALL_CONCLUSIONS, live=live)
-        representation, card = self.guard.run("recall", call)
-        return format_recall(representation, card)
+        peers = [_config.honcho_name(key) for key in user_keys]
+        return _linked.recall(client, self.guard, peers, query, live=live)
 
     # -- recall --------------------------------------------------------------
 
@@ -193,12 +190,13 @@ class HonchoProvider(RemoteProvider):
         turn = throttle.next_turn()
         if turn is None:
             return ""
-        key = self.owner(speaker)
+        keys = self.recall_keys(speaker)
+        key = keys[0]
         text = strip_memory_context(query).strip()
         recalled = throttle.cached_context(turn)
         if recalled is None:
             try:
-                recalled = self._recall(text, key, live=True)
+                recalled = self._recall(text, keys, live=True)
             except ProviderUnavailable:
                 logger.debug("honcho prefetch: Honcho unavailable, using the warm recall")
                 recalled = self._warm(key).load()
@@ -225,13 +223,13 @@ class HonchoProvider(RemoteProvider):
     ) -> None:
         if not self._settings.injects or self._silent or not self._throttle.warm_due():
             return
-        key = self.owner(speaker)
+        keys = self.recall_keys(speaker)
         text = strip_memory_context(query).strip()
         try:
-            recalled = self._recall(text, key, live=False)
+            recalled = self._recall(text, keys, live=False)
         except ProviderUnavailable:
             return
-        self._warm(key).store(recalled)
+        self._warm(keys[0]).store(recalled)
 
     # -- write ---------------------------------------------------------------
 
@@ -304,25 +302,26 @@ class HonchoProvider(RemoteProvider):
     def run_tool(
         self, tool_name: str, args: dict[str, Any], call: Mapping[str, Any]
     ) -> dict[str, Any]:
-        peer = _config.honcho_name(self.owner(call.get("speaker")))
-        return self._run_tool(tool_name, args, peer, str(call.get("session_id") or ""))
+        peers = [_config.honcho_name(key) for key in self.recall_keys(call.get("speaker"))]
+        return self._run_tool(tool_name, args, peers, str(call.get("session_id") or ""))
 
     def _run_tool(
-        self, name: str, args: dict[str, Any], peer: str, session_id: str
+        self, name: str, args: dict[str, Any], peers: list[str], session_id: str
     ) -> dict[str, Any]:
+        """One tool on the owner's peer (``peers[0]``); reading the card and searching
+        reach the other peers too (a linked person's accounts)."""
         _, client = self._ready()
-        run = self.guard.run
+        run, peer = self.guard.run, peers[0]
         if name == _tools.HONCHO_PROFILE:
             card = _tools.card_arg(args)
             if card is None:
-                facts = run("get card", partial(client.card, peer))
+                facts = _linked.cards(client, self.guard, peers)
                 hint = "" if facts else "no card yet: Honcho writes one as it gets to know them"
                 return {"card": facts, **({"hint": hint} if hint else {})}
             return {"card": run("set card", partial(client.set_card, peer, card)), "updated": True}
         if name == _tools.HONCHO_SEARCH:
             query, limit = _tools.query_arg(args), _tools.limit_arg(args)
-            found = run("search", partial(client.search, peer, query, limit))
-            mine = [c.public() for c in found if c.observer_id == c.observed_id == peer][:limit]
+            mine = _linked.search(client, self.guard, peers, query, limit)
             return {"results": mine, "count": len(mine)}
         if name == _tools.HONCHO_REASONING:
             query = _tools.query_arg(args)

@@ -25,17 +25,37 @@ def same_text(a: str, b: str) -> bool:
 
 
 class UserOps:
-    def __init__(self, backend: Backend, guard: Guard, user_id: str, wait: float) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        guard: Guard,
+        user_id: str,
+        wait: float,
+        also: tuple[str, ...] = (),
+    ) -> None:
         self.backend = backend
         self.guard = guard
         self.user_id = user_id
         self.wait = wait
+        self.also = also
+        """Further user ids a recall reads (never writes): a linked person's accounts."""
 
-    def search(self, query: str, limit: int, *, count_busy: bool = True) -> list[MemoryRecord]:
-        call = partial(self.backend.search, self.user_id, query, limit, wait=self.wait)
+    def search(
+        self, query: str, limit: int, *, count_busy: bool = True, user_id: str | None = None
+    ) -> list[MemoryRecord]:
+        """The memories of ``user_id`` (the owner's by default) that match ``query``."""
+        user_id = user_id or self.user_id
+        call = partial(self.backend.search, user_id, query, limit, wait=self.wait)
         uncounted = () if count_busy else (StoreBusy,)
         records = self.guard.run("search", call, uncounted=uncounted)
-        return [r for r in records if r.user_id == self.user_id and r.text.strip()][:limit]
+        return [r for r in records if r.user_id == user_id and r.text.strip()][:limit]
+
+    def recall(self, query: str, limit: int, *, count_busy: bool = True) -> list[MemoryRecord]:
+        """:meth:`search` of the owner's memories, then of each of :attr:`also`."""
+        found: list[MemoryRecord] = []
+        for user_id in (self.user_id, *self.also):
+            found += self.search(query, limit, count_busy=count_busy, user_id=user_id)
+        return found
 
     def owned(self, memory_id: str) -> MemoryRecord | None:
         """The user's memory ``memory_id``; None when it is missing or someone else's."""
@@ -67,7 +87,7 @@ class UserOps:
         """One tool call's result (without ``success``); ToolError for bad input."""
         if name == _tools.MEM0_SEARCH:
             query = _tools.query_arg(args)
-            records = self.search(query, _tools.limit_arg(args, default_limit))
+            records = self.recall(query, _tools.limit_arg(args, default_limit))
             return {"results": [r.public() for r in records], "count": len(records)}
         if name == _tools.MEM0_ADD:
             content = _tools.content_arg(args)

@@ -155,8 +155,9 @@ class Mem0Provider(RemoteProvider):
     def _ops(self, speaker: Any = None, *, wait: float | None = None) -> UserOps:
         """The operations for ``speaker`` (else the session's user), waiting ``wait`` at most."""
         _, backend = self._ready()
-        user_id = self.owner(speaker)
-        return UserOps(backend, self.guard, user_id, self._wait() if wait is None else wait)
+        user_id, *also = self.recall_keys(speaker)
+        wait = self._wait() if wait is None else wait
+        return UserOps(backend, self.guard, user_id, wait, tuple(also))
 
     # -- recall --------------------------------------------------------------
 
@@ -172,7 +173,7 @@ class Mem0Provider(RemoteProvider):
             logger.debug("mem0 prefetch skipped: paused")
             return ""
         try:
-            records = ops.search(text, self._settings.search_limit, count_busy=False)
+            records = ops.recall(text, self._settings.search_limit, count_busy=False)
         except StoreBusy:
             logger.debug("mem0 prefetch: store busy, using the warm recall")
             return self._state(ops.user_id).cached_prefetch(WARM_MAX_AGE)
@@ -188,7 +189,7 @@ class Mem0Provider(RemoteProvider):
         if not text or self.guard.paused:
             return
         ops = self._ops(speaker)
-        records = ops.search(text, self._settings.search_limit)
+        records = ops.recall(text, self._settings.search_limit)
         self._state(ops.user_id).store_prefetch(format_recall(records))
 
     # -- write ---------------------------------------------------------------

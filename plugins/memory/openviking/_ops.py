@@ -112,6 +112,32 @@ def search(
     return hits(result, user, limit)
 
 
+def search_all(
+    client: Client, user_keys: list[str], query: str, limit: int, timeout: float | None = None
+) -> list[dict[str, Any]]:
+    """The hits of each space of ``user_keys`` (a linked person's accounts' too), in turn."""
+    found: list[dict[str, Any]] = []
+    for user_key in user_keys:
+        found += search(client, user_key, query, limit, timeout)
+    return found
+
+
+def _readable(
+    args: dict[str, Any], user_keys: list[str], default: str | None = None
+) -> tuple[str, str]:
+    """The ``uri`` argument in the space of one of ``user_keys`` (the owner's first), and
+    that space's user; the owner's ToolError when it lies in none."""
+    first: _tools.ToolError | None = None
+    for user_key in user_keys:
+        user = ov_user(user_key)
+        try:
+            return _tools.uri_arg(args, user, default), user
+        except _tools.ToolError as exc:
+            first = first or exc
+    assert first is not None
+    raise first
+
+
 def store_recall(directory: Path, text: str) -> None:
     tmp = directory / (RECALL_FILE + ".tmp")
     tmp.write_text(json.dumps({"text": text, "at": time.time()}), encoding="utf-8")
@@ -143,28 +169,34 @@ def _commit_or_queue(client: Client, batches: Batches, marker: Marker | None) ->
 def run_tool(
     client: Client,
     batches: Batches,
-    user_key: str,
+    user_keys: list[str],
     session_id: str,
     name: str,
     args: dict[str, Any],
 ) -> dict[str, Any]:
-    """One tool call's result (without ``success``); ToolError for bad input."""
+    """One tool call's result (without ``success``); ToolError for bad input.
+
+    Writes act on ``user_keys[0]`` (the owner); search, read and list also reach the
+    spaces of the other keys (the accounts linked into the owner, a person).
+    """
+    user_key = user_keys[0]
     user = ov_user(user_key)
     if name == _tools.VIKING_SEARCH:
-        found = search(client, user_key, _tools.query_arg(args), _tools.limit_arg(args, 5))
+        query, limit = _tools.query_arg(args), _tools.limit_arg(args, 5)
+        found = search_all(client, user_keys, query, limit)
         return {"results": found, "count": len(found)}
     if name == _tools.VIKING_READ:
-        uri = _tools.uri_arg(args, user)
+        uri, space = _readable(args, user_keys)
         try:
-            text = client.call("read", "GET", "/api/v1/content/read", user, params={"uri": uri})
+            text = client.call("read", "GET", "/api/v1/content/read", space, params={"uri": uri})
         except NotFound:
             raise _tools.ToolError(f"nothing at {uri}") from None
         content = text if isinstance(text, str) else json.dumps(text, ensure_ascii=False)
         return {"uri": uri, "content": content[: _tools.MAX_READ]}
     if name == _tools.VIKING_LIST:
-        uri = _tools.uri_arg(args, user, _tools.DEFAULT_LIST)
+        uri, space = _readable(args, user_keys, _tools.DEFAULT_LIST)
         try:
-            entries = client.call("list", "GET", "/api/v1/fs/ls", user, params={"uri": uri})
+            entries = client.call("list", "GET", "/api/v1/fs/ls", space, params={"uri": uri})
         except NotFound:
             return {"uri": uri, "entries": []}
         listed = [
@@ -201,4 +233,12 @@ def run_tool(
     raise _tools.ToolError(f"unknown tool '{name}'")
 
 
-__all__ = ["BackendFailed", "commit_marker", "ov_user", "resume", "run_tool", "search"]
+__all__ = [
+    "BackendFailed",
+    "commit_marker",
+    "ov_user",
+    "resume",
+    "run_tool",
+    "search",
+    "search_all",
+]

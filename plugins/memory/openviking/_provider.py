@@ -114,14 +114,14 @@ class OpenVikingProvider(RemoteProvider):
         if not text:
             return ""
         home, client, _ = self._ready()
-        owner = self.owner(speaker)
-        cached = _ops.cached_recall(provider_dir(home, self.name, owner), WARM_MAX_AGE)
+        owners = self.recall_keys(speaker)
+        cached = _ops.cached_recall(provider_dir(home, self.name, owners[0]), WARM_MAX_AGE)
         if not self.breaker.allow():
             return cached
         timeout = min(self.settings.timeout, PREFETCH_TIMEOUT)
         limit = _config.SEARCH_LIMIT
         try:
-            found = _ops.search(client, owner, text, limit, timeout=timeout)
+            found = _ops.search_all(client, owners, text, limit, timeout=timeout)
         except ProviderError:
             return cached
         logger.debug("openviking prefetch for %s: %d hits", loggable(text), len(found))
@@ -135,9 +135,9 @@ class OpenVikingProvider(RemoteProvider):
             return
         home, client, _ = self._ready()
         self._resume()
-        owner = self.owner(speaker)
-        found = _ops.search(client, owner, text, _config.SEARCH_LIMIT)
-        _ops.store_recall(provider_dir(home, self.name, owner), _ops.format_recall(found))
+        owners = self.recall_keys(speaker)
+        found = _ops.search_all(client, owners, text, _config.SEARCH_LIMIT)
+        _ops.store_recall(provider_dir(home, self.name, owners[0]), _ops.format_recall(found))
 
     # -- write ---------------------------------------------------------------
 
@@ -206,9 +206,9 @@ class OpenVikingProvider(RemoteProvider):
         self, tool_name: str, args: dict[str, Any], call: Mapping[str, Any]
     ) -> dict[str, Any]:
         _, client, batches = self._ready()
-        owner = self.owner(call.get("speaker"))
+        owners = self.recall_keys(call.get("speaker"))
         session = str(call.get("session_id") or self._session_id)
-        return _ops.run_tool(client, batches, owner, session, tool_name, args)
+        return _ops.run_tool(client, batches, owners, session, tool_name, args)
 
     # -- teardown and configuration ------------------------------------------
 

@@ -170,15 +170,20 @@ def format_recall(facts: list[dict[str, Any]], relevant: list[dict[str, Any]]) -
 def recall(
     client: Client,
     queue: WriteQueue,
-    user_id: str,
+    user_ids: list[str],
     query: str,
     *,
     session: str = "",
     timeout: float | None = None,
 ) -> str:
-    """What RetainDB knows for ``query``: the profile and the context query's memories."""
-    relevant = context(client, queue, user_id, query, session=session, timeout=timeout)
-    facts = profile(client, queue, user_id, timeout=timeout)
+    """What RetainDB knows for ``query``: the profile and the context query's memories
+    of each of ``user_ids`` (the owner, then a linked person's accounts)."""
+    relevant: list[dict[str, Any]] = []
+    facts: list[dict[str, Any]] = []
+    for n, user_id in enumerate(user_ids):
+        where = session if n == 0 else ""  # an account's memories are from its own sessions
+        relevant += context(client, queue, user_id, query, session=where, timeout=timeout)
+        facts += profile(client, queue, user_id, timeout=timeout)
     return format_recall(facts, relevant)
 
 

@@ -147,13 +147,14 @@ class RetainDBProvider(RemoteProvider):
         if not text:
             return ""
         client, queue = self._ready()
-        user = self.owner(speaker)
+        users = self.recall_keys(speaker)
+        user = users[0]
         if not self.breaker.allow():
             return queue.cached_recall(user, WARM_MAX_AGE)
         timeout = min(self.settings.timeout, PREFETCH_TIMEOUT)
         session = session_id or self._session_id
         try:
-            recalled = _ops.recall(client, queue, user, text, session=session, timeout=timeout)
+            recalled = _ops.recall(client, queue, users, text, session=session, timeout=timeout)
         except ProviderError:
             return queue.cached_recall(user, WARM_MAX_AGE)
         logger.debug("retaindb prefetch for %s: %d chars", loggable(text), len(recalled))
@@ -166,9 +167,9 @@ class RetainDBProvider(RemoteProvider):
         if not text or not self.breaker.allow():
             return
         client, queue = self._ready()
-        user = self.owner(speaker)
+        users = self.recall_keys(speaker)
         session = session_id or self._session_id
-        queue.store_recall(user, _ops.recall(client, queue, user, text, session=session))
+        queue.store_recall(users[0], _ops.recall(client, queue, users, text, session=session))
 
     # -- write ---------------------------------------------------------------
 
@@ -271,8 +272,8 @@ class RetainDBProvider(RemoteProvider):
         self, tool_name: str, args: dict[str, Any], call: Mapping[str, Any]
     ) -> dict[str, Any]:
         client, queue = self._ready()
-        user = self.owner(call.get("speaker"))
-        return _tools.run_tool(client, queue, user, self._session_id, tool_name, args)
+        users = self.recall_keys(call.get("speaker"))
+        return _tools.run_tool(client, queue, users, self._session_id, tool_name, args)
 
     # -- teardown and configuration ------------------------------------------
 

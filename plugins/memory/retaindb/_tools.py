@@ -161,15 +161,46 @@ def _queued(queue: WriteQueue, idem: str, sent: bool) -> dict[str, Any]:
     return {} if sent else {"queued": True}
 
 
-def run_tool(
+def _read(
     client: Client,
     queue: WriteQueue,
-    user_id: str,
+    user_ids: list[str],
     session: str,
     name: str,
     args: dict[str, Any],
 ) -> dict[str, Any]:
-    """One tool call's result (without ``success``); ToolError for bad input."""
+    """search, profile or context over the memories of each of ``user_ids`` in turn (the
+    session named for the owner's alone: an account's memories are from its own)."""
+    found: list[dict[str, Any]] = []
+    if name == PROFILE:
+        for user_id in user_ids:
+            found += _ops.profile(client, queue, user_id)[:PROFILE_ITEMS]
+        return {"memories": found, "count": len(found)}
+    query = text_arg(args, "query", MAX_QUERY, scan=False)
+    limit = limit_arg(args, 5) if name == SEARCH else 0
+    for n, user_id in enumerate(user_ids):
+        where = session if n == 0 else ""
+        if name == SEARCH:
+            found += _ops.search(client, queue, user_id, query, limit, session=where)
+        else:
+            found += _ops.context(client, queue, user_id, query, session=where)
+    return {"results" if name == SEARCH else "memories": found, "count": len(found)}
+
+
+def run_tool(
+    client: Client,
+    queue: WriteQueue,
+    user_ids: list[str],
+    session: str,
+    name: str,
+    args: dict[str, Any],
+) -> dict[str, Any]:
+    """One tool call's result (without ``success``); ToolError for bad input.
+
+    Everything acts on ``user_ids[0]`` (the owner) but search, profile and context,
+    which read the memories of the other keys too (a linked person's accounts).
+    """
+    user_id = user_ids[0]
     if name == REMEMBER:
         content = text_arg(args, "content", MAX_CONTENT)
         memory_type, importance = kind_args(args)
@@ -183,18 +214,8 @@ def run_tool(
         }
         sent = _ops.queue_and_send(client, queue, idem, user_id, "memory", payload)
         return {"remembered": content, **_queued(queue, idem, sent)}
-    if name == SEARCH:
-        query = text_arg(args, "query", MAX_QUERY, scan=False)
-        limit = limit_arg(args, 5)
-        found = _ops.search(client, queue, user_id, query, limit, session=session)
-        return {"results": found, "count": len(found)}
-    if name == PROFILE:
-        facts = _ops.profile(client, queue, user_id)[:PROFILE_ITEMS]
-        return {"memories": facts, "count": len(facts)}
-    if name == CONTEXT:
-        query = text_arg(args, "query", MAX_QUERY, scan=False)
-        found = _ops.context(client, queue, user_id, query, session=session)
-        return {"memories": found, "count": len(found)}
+    if name in (SEARCH, PROFILE, CONTEXT):
+        return _read(client, queue, user_ids, session, name, args)
     if name == FORGET:
         memory_id = id_arg(args)
         gone = ToolError(f"no memory with id {memory_id} belongs to this person")

@@ -44,7 +44,7 @@ from plugins.memory._kit import (
 
 from . import _config, _deps, _tools
 from ._buffer import Turn, UserBuffer, turn_name
-from ._client import Client, Rejected
+from ._client import Client, Hit, Profile, Rejected
 from ._ingest import format_recall, ingest_pending
 from ._tags import container_tag
 
@@ -64,6 +64,21 @@ SYSTEM_PROMPT_BLOCK = (
 )
 
 _FAILURES = (ProviderUnavailable, Rejected)
+
+
+def _profile(
+    client: Client, whose: list[str], query: str | None, timeout: float | None = None
+) -> Profile:
+    """The profiles of the tags of ``whose`` as one (a linked person's accounts' too)."""
+    static: list[str] = []
+    dynamic: list[str] = []
+    hits: list[Hit] = []
+    for who in whose:
+        profile = client.profile(container_tag(who), query, timeout=timeout)
+        static += profile.static
+        dynamic += profile.dynamic
+        hits += profile.hits
+    return Profile(static, dynamic, hits)
 
 
 class SupermemoryProvider(RemoteProvider):
@@ -120,10 +135,10 @@ class SupermemoryProvider(RemoteProvider):
         if not text:
             return ""
         _, client = self._ready()
-        who = self.owner(speaker)
-        tag = container_tag(who)
+        whose = self.recall_keys(speaker)
+        who, tag = whose[0], container_tag(whose[0])
         try:
-            profile = client.profile(tag, text[:MAX_RECALL_QUERY], timeout=PREFETCH_TIMEOUT)
+            profile = _profile(client, whose, text[:MAX_RECALL_QUERY], PREFETCH_TIMEOUT)
         except _FAILURES:
             logger.debug("supermemory prefetch: backend unavailable, using the warm recall")
             return self._buffer(who).warm(tag, WARM_MAX_AGE)
@@ -142,10 +157,10 @@ class SupermemoryProvider(RemoteProvider):
         if not text or self.guard.paused:
             return
         _, client = self._ready()
-        who = self.owner(speaker)
-        tag = container_tag(who)
+        whose = self.recall_keys(speaker)
+        who, tag = whose[0], container_tag(whose[0])
         try:
-            profile = client.profile(tag, text[:MAX_RECALL_QUERY])
+            profile = _profile(client, whose, text[:MAX_RECALL_QUERY])
         except _FAILURES as exc:
             logger.debug("supermemory queue_prefetch skipped: %s", type(exc).__name__)
             return
@@ -231,9 +246,11 @@ class SupermemoryProvider(RemoteProvider):
 
     # -- tools ---------------------------------------------------------------
 
-    def _run_tool(self, name: str, args: dict[str, Any], who: str) -> dict[str, Any]:
+    def _run_tool(self, name: str, args: dict[str, Any], whose: list[str]) -> dict[str, Any]:
+        """A write or forget in the owner's tag (``whose[0]``); a search or profile in
+        each tag of ``whose`` (a linked person's accounts' too)."""
         _, client = self._ready()
-        tag = container_tag(who)
+        tag = container_tag(whose[0])
         if name == _tools.STORE:
             content = _tools.content_arg(args)
             digest = hashlib.sha256(f"{tag}\0{content}".encode()).hexdigest()[:40]
@@ -243,7 +260,8 @@ class SupermemoryProvider(RemoteProvider):
             return {"document_id": document_id, "memory": content}
         if name == _tools.SEARCH:
             query = _tools.query_arg(args)
-            hits = client.search(tag, query, _tools.limit_arg(args, _config.SEARCH_LIMIT))
+            limit = _tools.limit_arg(args, _config.SEARCH_LIMIT)
+            hits = [hit for who in whose for hit in client.search(container_tag(who), query, limit)]
             return {"results": [h.public() for h in hits], "count": len(hits)}
         if name == _tools.FORGET:
             memory_id = _tools.memory_id_arg(args)
@@ -251,7 +269,7 @@ class SupermemoryProvider(RemoteProvider):
                 raise _tools.ToolError(f"no memory with id {memory_id} belongs to this person")
             return {"id": memory_id, "forgotten": True}
         query = _tools.query_arg(args, optional=True)
-        profile = client.profile(tag, query or None)
+        profile = _profile(client, whose, query or None)
         result: dict[str, Any] = {"static": profile.static, "dynamic": profile.dynamic}
         if query:
             result["results"] = [h.public() for h in profile.hits]
@@ -260,7 +278,7 @@ class SupermemoryProvider(RemoteProvider):
     def run_tool(
         self, tool_name: str, args: dict[str, Any], call: Mapping[str, Any]
     ) -> dict[str, Any]:
-        return self._run_tool(tool_name, args, self.owner(call.get("speaker")))
+        return self._run_tool(tool_name, args, self.recall_keys(call.get("speaker")))
 
     # -- teardown and configuration ------------------------------------------
 
