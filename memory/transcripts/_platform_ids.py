@@ -97,24 +97,30 @@ def find(conn: Any, platform: str, chat_id: str, platform_id: str) -> StoredMess
 
 def set_text(conn: Any, session_id: str, platform_id: str, content: str | None) -> Retracted | None:
     """Delete (``content`` None) or edit the message or part the platform knows as
-    ``platform_id`` in the session's transcript (in the caller's write transaction)."""
-    row = conn.execute(
+    ``platform_id`` in the session's transcript (in the caller's write transaction):
+    every stored user message that holds it (a turn answered again after an edit holds
+    it as the undone one does). The newest of them as changed; None when none is."""
+    found: list[Retracted] = []
+    for row in conn.execute(
         "SELECT * FROM messages WHERE session_id = ? AND platform_message_id = ?"
-        " AND role = 'user' AND content IS NOT NULL ORDER BY id LIMIT 1",
+        " AND role = 'user' AND content IS NOT NULL ORDER BY id",
         (session_id, platform_id),
-    ).fetchone()
-    if row is not None:
+    ).fetchall():
         conn.execute("UPDATE messages SET content = ? WHERE id = ?", (content, row["id"]))
-        return Retracted(StoredMessage.from_row(row), content, part=False)
-    row = conn.execute(
+        found.append(Retracted(StoredMessage.from_row(row), content, part=False))
+    for row in conn.execute(
         "SELECT m.*, p.part AS merged_part FROM platform_messages AS p"
         " JOIN messages AS m ON m.id = p.message_id WHERE m.session_id = ?"
         " AND p.platform_message_id = ? AND m.role = 'user' AND m.content IS NOT NULL"
-        " ORDER BY m.id LIMIT 1",
+        " ORDER BY m.id",
         (session_id, platform_id),
-    ).fetchone()
-    if row is None:
-        return None
+    ).fetchall():
+        found.append(_set_part(conn, row, content))
+    return max(found, key=lambda r: r.before.id, default=None)
+
+
+def _set_part(conn: Any, row: Any, content: str | None) -> Retracted:
+    """Delete or edit part ``row["merged_part"]`` of the merged message ``row``."""
     before = StoredMessage.from_row(row)
     number = int(row["merged_part"])
     rows = conn.execute(
