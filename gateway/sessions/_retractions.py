@@ -41,7 +41,7 @@ class Retractions:
 
     async def take(self, retraction: Retraction) -> None:
         """Fast, never raises: the work runs in its own task."""
-        task = asyncio.create_task(self._guarded(retraction))
+        task = asyncio.create_task(self.run(retraction))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -50,7 +50,8 @@ class Retractions:
         while self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
 
-    async def _guarded(self, retraction: Retraction) -> str:
+    async def run(self, retraction: Retraction) -> str:
+        """Apply one now, after those taken before it; never raises (what became of it)."""
         try:
             async with self._lock:
                 return await self.apply(retraction)
