@@ -3,12 +3,16 @@ or edits them on the platform, with the search index following (SQLite and Postg
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from memory.transcripts import PlatformPart, SessionDB
+from memory.database._postgres import _pools, acquire_pool, release_pool
+from memory.transcripts import PG_SCHEMA_VERSION, SCHEMA_VERSION, PlatformPart, SessionDB
+from memory.transcripts._pg_schema import PG_MIGRATIONS, apply_pg_schema
+from memory.transcripts._schema import MIGRATIONS, apply_schema
 
 pytest_plugins = ["tests.fakes.postgres_fixtures"]
 
@@ -131,3 +135,61 @@ def test_a_merged_text_that_lost_its_layout_is_taken_whole(db: SessionDB) -> Non
     removed = db.remove_platform_message("s1", "172.02")
     assert removed is not None and removed.text is None
     assert user_texts(db) == ["hello", None]
+
+
+def test_a_sqlite_database_of_schema_4_gets_the_parts_table_and_keeps_its_ids(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "state.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        apply_schema(conn, MIGRATIONS[:4])
+        conn.execute(
+            "INSERT INTO sessions (id, source, platform, chat_id, user_key, started_at)"
+            " VALUES ('s1', 'slack', 'slack', 'D1', ?, 1.0)",
+            (ALICE,),
+        )
+        conn.execute(
+            "INSERT INTO messages (session_id, role, content, timestamp, platform_message_id)"
+            " VALUES ('s1', 'user', 'my zeppelin code is 4711', 1.0, '171.01')"
+        )
+    finally:
+        conn.close()
+    with SessionDB(path) as db:
+        assert db.platform_message("slack", "D1", "171.01") is not None
+        db.append_message("s1", "user", MERGED, platform_message_id=PARTS)
+        assert db.platform_message("slack", "D1", "172.03") is not None
+    with sqlite3.connect(path) as check:
+        assert check.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+
+
+def test_postgresql_transcripts_of_schema_3_get_the_parts_table(postgres_url: str) -> None:
+    pool = acquire_pool(postgres_url, size=1)
+    try:
+        with pool.schema_transaction() as conn:
+            apply_pg_schema(conn, PG_MIGRATIONS[:3])
+            conn.execute(
+                "INSERT INTO sessions (id, source, platform, chat_id, user_key, started_at)"
+                " VALUES ('s1', 'slack', 'slack', 'D1', ?, 1.0)",
+                (ALICE,),
+            )
+            conn.execute(
+                "INSERT INTO messages (session_id, role, content, timestamp, platform_message_id)"
+                " VALUES ('s1', 'user', 'my zeppelin code is 4711', 1.0, '171.01')"
+            )
+    finally:
+        release_pool(pool)
+    _pools.clear()  # a process starting afresh against the old database
+    with SessionDB(postgres_url) as db:
+        db.append_message("s1", "user", MERGED, platform_message_id=PARTS)
+        assert db.remove_platform_message("s1", "171.01") is not None
+        assert db.remove_platform_message("s1", "172.02") is not None
+        assert [m.content for m in db.get_messages("s1")] == [
+            None,
+            "my zeppelin code is 4711\n\nthanks",
+        ]
+        with db._write() as conn:
+            row = conn.execute(
+                "SELECT version FROM chorus_schema WHERE component = 'transcripts'"
+            ).fetchone()
+        assert row[0] == PG_SCHEMA_VERSION == 4
