@@ -3,9 +3,12 @@ written): deleting or editing one of them in Slack changes that part of the stor
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
 from typing import Any
 
 from tests.fakes import Reply
+from tests.integration.recorder_plugin import install_recorder, read_log
 from tests.slack.conftest import ANN, DM_ANN, GatewayFactory, SlackGateway, user_texts
 from tests.slack.test_slack_retractions import changed, deleted
 from tests.waiting import until
@@ -104,3 +107,34 @@ async def test_an_edited_part_of_the_last_merged_turn_is_answered_again_in_its_p
     await until(gone, what="a part of the turn answered again deleted")
     texts = [t for t in await stored_user_texts(gw) if t]
     assert texts[-1] == "what is the weather in Lisbon?\n\nthanks"
+
+
+async def test_a_deleted_part_withdraws_its_turn_from_the_provider_as_it_was(
+    make_gateway: GatewayFactory, chorus_home: Path
+) -> None:
+    install_recorder(chorus_home)
+    gw = await make_gateway(CHORUS_MEMORY__PROVIDER="recorder", CHORUS_MEMORY__FLUSH_MIN_TURNS="1")
+    secret, _, _ = await merged_turn(gw)
+    queue = gw.stack.background.queue
+    assert await asyncio.to_thread(queue.flush, 10)
+
+    await gw.event(deleted(secret))
+
+    def withdrawn() -> list[dict[str, Any]]:
+        return [
+            e["withdrawn"]
+            for e in read_log(chorus_home)
+            if e["hook"] == "on_session_switch" and e["withdrawn"]
+        ]
+
+    async def flushed() -> bool:
+        await asyncio.to_thread(queue.flush, 1)
+        return bool(withdrawn())
+
+    await until(flushed, what="the turn withdrawn from the provider")
+    [turn] = withdrawn()
+    assert turn["turn"] == 2
+    assert turn["user_content"] == (
+        "my zeppelin code is 4711\n\nwhat is the weather in Oslo?\n\nthanks"
+    )
+    assert await stored_user_texts(gw) == ["hello there", "what is the weather in Oslo?\n\nthanks"]
