@@ -53,7 +53,7 @@ from agent.usage import Charge, Purpose
 from memory.paths import UserKey
 from memory.providers import MemoryManager, strip_memory_context
 from memory.store import MemoryStore
-from memory.transcripts import AsyncSessionDB
+from memory.transcripts import AsyncSessionDB, PlatformIds
 
 logger = logging.getLogger(__name__)
 
@@ -227,7 +227,7 @@ class Agent(Compaction, ToolCalls):
         images: Sequence[ImageInput] = (),
         speaker: UserKey | None = None,
         others_content: bool = False,
-        platform_message_id: str | None = None,
+        platform_message_id: PlatformIds = None,
     ) -> str:
         """Answer one user message. Raises ``LLMError`` when the model cannot be reached (the
         message stays in the transcript); re-raises cancellation.
@@ -236,7 +236,7 @@ class Agent(Compaction, ToolCalls):
         transcript records that they were there, not their bytes. ``speaker`` is
         the user key of who wrote it, in a session several people share;
         ``others_content``: the text carries words its owner did not write;
-        ``platform_message_id``: the platform's id of the message, stored with it.
+        ``platform_message_id``: its platform id (or its merged parts'), stored with it.
         """
         if self._system_prompt is None:
             await self.start()
@@ -374,7 +374,7 @@ class Agent(Compaction, ToolCalls):
         tool_name: str | None = None,
         finish_reason: str | None = None,
         speaker: UserKey | None = None,
-        platform_id: str | None = None,
+        platform_id: PlatformIds = None,
     ) -> None:
         if self.fence is not None:  # raises once this process no longer holds the session
             await self.fence()

@@ -78,6 +78,9 @@ class InboundMessage:
     in_reply_to: Quoted | None = None
     """The message this one replies to, when its sender or the bot wrote it (someone
     else's comes in ``quoted``): context, not others' words. Same chat only."""
+    merged_from: tuple[tuple[str, int], ...] = ()
+    """A message answered again after one part of a turn merged from several messages
+    was edited: each part's platform id and the length of its text in ``text``."""
 
     @property
     def others_content(self) -> bool:
@@ -119,8 +122,10 @@ def message_from_json(text: str) -> InboundMessage:
     receipts = tuple(str(r) for r in data.pop("receipts", []))
     quoted = tuple(Quoted(**q) for q in data.pop("quoted", []))
     replied = data.pop("in_reply_to", None)
+    merged = tuple((str(i), int(n)) for i, n in data.pop("merged_from", []))
     return InboundMessage(
         **data,
+        merged_from=merged,
         attachments=attachments,
         receipts=receipts,
         quoted=quoted,

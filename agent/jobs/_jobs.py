@@ -120,7 +120,8 @@ def rewind(session_id: str, position: int, reason: str, user_text: str = "") -> 
     """Withdraw the turn at ``position`` from the provider, if it had been synced.
 
     ``user_text``: the turn's user message as it was, for a message whose text the
-    transcript no longer holds (its author deleted it on the platform)."""
+    transcript no longer holds, in whole or in part (its author deleted it, or one of
+    the messages it was merged from, on the platform)."""
     ctx = context()
     key = f"rewind:{session_id}:{position}"
     if ctx.state.is_done(key):
@@ -132,7 +133,7 @@ def rewind(session_id: str, position: int, reason: str, user_text: str = "") -> 
     if manager is not None and ctx.state.is_done(f"sync:{session_id}:{position}"):
         stored = ctx.db.get_messages(session_id)
         user, assistant = turn_text(turn_messages(transcript_messages(stored), position))
-        user = user or user_text
+        user = user_text or user
         withdrawn: dict[str, Any] = {
             "turn": position,
             "user_content": user,

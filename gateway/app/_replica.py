@@ -18,7 +18,8 @@ is recognised there), acknowledges it, and hands the message to
    finished in the messages it had streamed (``shown``), on its own: the
    messages queued behind it are answered after it (``next_turn``). One half
    answer, or one noted answer, of several messages is finished once
-   (``HalfAnswers``).
+   (``HalfAnswers``). A deleted or edited message goes the same way to the owner
+   of the session that stored it (``RetractionRoutes``).
 3. **exactly once.** A copy of a delivery that is being served, or is settled,
    is dropped by the owner (two replicas may route the same orphan).
 4. **orphans.** A delivery recorded but never routed (its replica died in
@@ -57,11 +58,12 @@ from dataclasses import dataclass, field, replace
 from gateway.adapters import MessageHandler, Replies
 from gateway.app._half_answers import HalfAnswers
 from gateway.app._ownership import SessionOwnership, key_text
+from gateway.app._retraction_routes import RETRACTION, RetractionRoutes
 from gateway.clock import Clock
 from gateway.events import InboundMessage, message_from_json, message_to_json
 from gateway.ops import ReplicaMetrics
 from gateway.replicas import Coordination, Delivery, ReplicaError
-from gateway.sessions import Inbox, SharedSessions
+from gateway.sessions import Inbox, Retractions, SharedSessions
 
 __all__ = ["ReplicaRouter"]
 
@@ -108,6 +110,7 @@ class ReplicaRouter:
         clock: Clock,
         *,
         serve: MessageHandler,
+        retractions: Retractions,
         accepting: Callable[[], bool],
         orphan_seconds: float,
         metrics: ReplicaMetrics | None = None,
@@ -117,6 +120,8 @@ class ReplicaRouter:
         self.replica_id = coordination.replica_id
         self.ownership = ownership
         self._serve_msg = serve
+        self.retractions = RetractionRoutes(coordination, ownership, sessions, retractions)
+        """Deleted and edited messages, to their session's owner (adapters call ``take``)."""
         self._accepting = accepting
         self._sessions = sessions
         self._inbox = inbox
@@ -259,6 +264,9 @@ class ReplicaRouter:
             logger.exception("serving a message of the replica mailbox failed")
 
     async def _serve_one(self, delivery: Delivery) -> None:
+        if RETRACTION in delivery.payload:
+            await self.retractions.serve(delivery)
+            return
         mailbox = self.coordination.mailbox
         key = delivery.payload.get("key", "")
         try:

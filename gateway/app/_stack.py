@@ -433,6 +433,7 @@ async def open_stack(
             replies,
             clock,
             serve=runner.handle,
+            retractions=retractions,
             accepting=lambda: not closing.is_set(),
             orphan_seconds=settings.gateway.orphan_seconds,
             metrics=replica_metrics,
@@ -443,6 +444,7 @@ async def open_stack(
             inbox=inbox,
             accepting=router.accepting,
             budgets=TelegramBudgets(coordination),
+            on_retraction=router.retractions.take,
         )
         if replica_metrics is not None:
             replica_metrics.set_sources(

@@ -8,10 +8,10 @@ from itertools import groupby
 
 from agent.agent import Agent
 from agent.others import fence
-from gateway.events import InboundMessage, SessionKey
+from gateway.events import InboundMessage, SessionKey, platform_message_id
 from gateway.sessions._texts import QUOTED_TITLES
 from memory.paths import ChatRef, UserKey
-from memory.transcripts import SessionRecord
+from memory.transcripts import PlatformPart, SessionRecord
 
 
 @dataclass
@@ -76,6 +76,21 @@ def merge_texts(batch: list[InboundMessage]) -> str:
     """Messages that queued up while the agent was busy become one turn, in order."""
     texts = [text for m in batch if (text := model_text(m))]
     return "\n\n".join(texts)
+
+
+def platform_ids(batch: list[InboundMessage]) -> str | tuple[PlatformPart, ...]:
+    """What the turn's stored message is known as on the platform: the id of its one
+    message, or the id of each message merged into it with the length of its text there
+    (the layout ``merge_texts`` makes)."""
+    if len(batch) == 1 and not batch[0].merged_from:
+        return platform_message_id(batch[0].message_id)
+    return tuple(part for m in batch for part in _parts_of(m))
+
+
+def _parts_of(message: InboundMessage) -> list[PlatformPart]:
+    if message.merged_from:  # a merged turn answered again after an edit
+        return [PlatformPart(i, n) for i, n in message.merged_from]
+    return [PlatformPart(platform_message_id(message.message_id), len(model_text(message)))]
 
 
 def model_text(message: InboundMessage) -> str:

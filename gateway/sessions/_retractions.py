@@ -21,7 +21,7 @@ from memory.paths import UserKey
 
 if TYPE_CHECKING:
     from gateway.sessions._manager import SessionManager
-    from memory.transcripts import SessionRecord, StoredMessage
+    from memory.transcripts import Retracted, SessionRecord, StoredMessage
 
 __all__ = ["Retractions"]
 
@@ -41,7 +41,7 @@ class Retractions:
 
     async def take(self, retraction: Retraction) -> None:
         """Fast, never raises: the work runs in its own task."""
-        task = asyncio.create_task(self._guarded(retraction))
+        task = asyncio.create_task(self.run(retraction))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -50,7 +50,8 @@ class Retractions:
         while self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
 
-    async def _guarded(self, retraction: Retraction) -> str:
+    async def run(self, retraction: Retraction) -> str:
+        """Apply one now, after those taken before it; never raises (what became of it)."""
         try:
             async with self._lock:
                 return await self.apply(retraction)
@@ -81,22 +82,23 @@ class Retractions:
             await asyncio.wait([live.turn])  # the running turn first, then the change
         if r.text is None:
             return await self._delete(record.id, r, position)
-        before = await db.edit_platform_message(record.id, r.message_id, r.text)
-        if before is None:
+        edited = await db.edit_platform_message(record.id, r.message_id, r.text)
+        if edited is None:
             return "unknown"
         await self._sessions.drop_agent(record.id)
         logger.info("a %s message was edited; its stored text follows", r.platform)
-        if await self._answer_again(record.id, before, position, r.text, r.user_id):
+        if await self._answer_again(record.id, edited, position, r.user_id):
             return "answered again"
         return "edited"
 
     async def _answer_again(
-        self, session_id: str, before: StoredMessage, position: int, text: str, user_id: str
+        self, session_id: str, edited: Retracted, position: int, user_id: str
     ) -> bool:
         """Answer an edited message again, as /retry does, when the session is still on
         its turn: the last one, nothing after it (no message waiting, no undo)."""
         sessions = self._sessions
         live = sessions.by_id(session_id)
+        before, text = edited.before, edited.said
         if live is None or live.ending or live.pending or live.busy or not text:
             return False
         stored = await sessions.db.get_messages(session_id)
@@ -108,14 +110,16 @@ class Retractions:
         if live.busy or live.pending or await agent.undo_last_turn(reason="retry") is None:
             return False
         key = live.key
+        first = edited.parts[0].id if edited.parts else before.platform_message_id
         again = InboundMessage(
             platform=key.platform,
             chat_id=key.chat_id,
             user_id=user_id or (key.user_id or ""),
             text=text,
-            message_id=before.platform_message_id + EDITED if before.platform_message_id else "",
+            message_id=first + EDITED if first else "",
             thread_id=key.thread_id,
             is_direct=bool(live.is_direct),
+            merged_from=tuple((p.id, p.length) for p in edited.parts),
         )
         return await sessions.submit(again)
 
@@ -124,7 +128,10 @@ class Retractions:
         removed = await sessions.db.remove_platform_message(session_id, r.message_id)
         if removed is None:
             return "unknown"
-        text = removed.content or ""  # the job withdrawing it finds no text in the transcript
+        # the job withdrawing it finds no text in the transcript; of a turn merged from
+        # several messages, one part's deletion withdraws the whole turn from the providers
+        # (they cannot take out part of one) while the transcript keeps the other parts
+        text = removed.before.content or ""
         live = sessions.by_id(session_id)
         agent = None if live is None else live.agent
         if agent is not None and agent.providers is not None:
@@ -132,6 +139,9 @@ class Retractions:
         else:
             sessions.scheduler.rewind(session_id, position, WITHDRAW_REASON, text)
         await sessions.drop_agent(session_id)
+        if removed.part:
+            logger.info("a %s message merged into a turn was deleted; its text left", r.platform)
+            return "part deleted"
         logger.info("a %s message was deleted; its turn is withdrawn", r.platform)
         return "deleted"
 

@@ -72,7 +72,7 @@ class SharedSessions(SessionManager):
             if self._platforms is not None and record.platform not in self._platforms:
                 continue
             if record.end_reason:  # its end was asked for and may not have been enqueued
-                if record.id not in self._handed_on and await self.claim(self._key_of(record)):
+                if record.id not in self._handed_on and await self.claim(self.key_of(record)):
                     self._handed_on.add(record.id)
                     self.scheduler.end_session(record.id, record.end_reason)
                     self._ended(record.end_reason)
@@ -82,7 +82,7 @@ class SharedSessions(SessionManager):
         return taken
 
     def _take_up(self, record: SessionRecord) -> bool:
-        key = self._key_of(record)
+        key = self.key_of(record)
         if key in self._open:  # another session of the key is live here: it is the one
             return False
         live = live_from_record(key, record)
@@ -90,7 +90,8 @@ class SharedSessions(SessionManager):
         self._register(live, deadline)
         return True
 
-    def _key_of(self, record: SessionRecord) -> SessionKey:
+    def key_of(self, record: SessionRecord) -> SessionKey:
+        """The key of the session ``record`` is, as this replica routes its messages."""
         shared = _is_chat_profile(record.user_key)
         return SessionKey(
             record.platform,

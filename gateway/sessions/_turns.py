@@ -36,15 +36,14 @@ from gateway.events import (
     Attachment,
     InboundMessage,
     SessionKey,
-    platform_message_id,
     turn_ref,
 )
 from gateway.ops import Activity, Metrics
 from gateway.sessions._inbox_keeper import InboxKeeper
-from gateway.sessions._live import LiveSession, merge_texts, others_in, speaker_of
+from gateway.sessions._live import LiveSession, merge_texts, others_in, platform_ids, speaker_of
 from memory.errors import SessionFenced
 from memory.paths import UserKey
-from memory.transcripts import Fence
+from memory.transcripts import Fence, PlatformIds
 
 __all__ = ["TurnBudget", "TurnRunner", "images_of"]
 
@@ -207,7 +206,7 @@ class TurnRunner:
                 images,
                 _speaker(live, batch),
                 others_in(batch),
-                platform_message_id(batch[0].message_id) if len(batch) == 1 else None,
+                platform_ids(batch),
             )
         )
         still = asyncio.create_task(self._still_working(last, stream))
@@ -250,7 +249,7 @@ class TurnRunner:
         images: list[ImageInput],
         speaker: UserKey | None,
         others: bool = False,
-        platform_message_id: str | None = None,
+        platform_message_id: PlatformIds = None,
     ) -> str:
         """The agent's answer, written in one of ``answer_slots``; its delivery (which may
         wait for the platform's rate budget) holds none."""

@@ -20,9 +20,11 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from memory.errors import SessionDBError
+from memory.transcripts import _platform_ids as platform_ids
 from memory.transcripts._epochs import check_epoch
 from memory.transcripts._pg_schema import apply_pg_schema
 from memory.transcripts._pg_search import search_messages_pg
+from memory.transcripts._platform_ids import PlatformIds, Retracted
 from memory.transcripts._records import SESSION_COLUMNS, SearchHit, SessionRecord, StoredMessage
 from memory.transcripts._schema import fts5_available, prepare_connection
 from memory.transcripts._search import search_messages
@@ -298,14 +300,16 @@ class SessionDB(Transactions):
         reasoning: str | None = None,
         speaker: str | None = None,
         epoch: int | None = None,
-        platform_message_id: str | None = None,
+        platform_message_id: PlatformIds = None,
     ) -> int:
         """Append one message to a session's transcript and return its id.
 
         Bumps the session's message and tool-call counters and moves its
-        ``last_active_at`` forward to ``timestamp``. With ``epoch`` (PostgreSQL,
-        several replicas) the write is refused with ``SessionFenced`` unless it is the
-        session's newest (0: none was taken), checked in the same transaction.
+        ``last_active_at`` forward to ``timestamp``. ``platform_message_id``: the
+        platform's id of a user message, or the parts it was merged from. With
+        ``epoch`` (PostgreSQL, several replicas) the write is refused with
+        ``SessionFenced`` unless it is the session's newest (0: none was taken),
+        checked in the same transaction.
         """
         call_count, calls_json = _encode_tool_calls(tool_calls)
         ts = time.time() if timestamp is None else timestamp
@@ -333,14 +337,16 @@ class SessionDB(Transactions):
                 finish_reason,
                 reasoning,
                 speaker,
-                platform_message_id,
+                platform_message_id if isinstance(platform_message_id, str) else None,
             )
             postgres = self._pg is not None
             row = conn.execute(
                 _INSERT_MESSAGE[postgres], params if postgres else (*params, session_id)
             ).fetchone()
-        if row is None:  # pragma: no cover - an INSERT … RETURNING always returns the row
-            raise SessionDBError("the database did not return the new message id")
+            if row is None:  # pragma: no cover - an INSERT … RETURNING always returns it
+                raise SessionDBError("the database did not return the new message id")
+            if platform_message_id and not isinstance(platform_message_id, str):
+                platform_ids.insert_parts(conn, int(row[0]), platform_message_id)
         return int(row[0])
 
     def take_epoch(self, session_id: str) -> int:
@@ -370,20 +376,14 @@ class SessionDB(Transactions):
     def platform_message(
         self, platform: str, chat_id: str, platform_message_id: str
     ) -> tuple[StoredMessage, int] | None:
-        """The user message the platform knows as ``platform_message_id`` in a session of
-        that chat, still holding its text, and its turn's position (1-based, over every
-        user message of its session); None when no session has it."""
+        """The user message the platform knows as ``platform_message_id`` (its own, or one
+        of the parts it was merged from) in a session of that chat, still holding its text,
+        and its turn's position (1-based, over every user message of its session); None
+        when no session has it."""
         with self._read() as conn:
-            row = conn.execute(
-                "SELECT m.* FROM messages AS m JOIN sessions AS s ON s.id = m.session_id"
-                " WHERE m.platform_message_id = ? AND m.role = 'user'"
-                " AND m.content IS NOT NULL AND s.platform = ? AND s.chat_id = ?"
-                " ORDER BY m.id DESC LIMIT 1",
-                (platform_message_id, platform, chat_id),
-            ).fetchone()
-            if row is None:
+            found = platform_ids.find(conn, platform, chat_id, platform_message_id)
+            if found is None:
                 return None
-            found = StoredMessage.from_row(row)
             count = conn.execute(
                 "SELECT COUNT(*) FROM messages WHERE session_id = ? AND role = 'user' AND id <= ?",
                 (found.session_id, found.id),
@@ -392,35 +392,24 @@ class SessionDB(Transactions):
 
     def remove_platform_message(
         self, session_id: str, platform_message_id: str
-    ) -> StoredMessage | None:
+    ) -> Retracted | None:
         """Remove the text of the user message the platform knows as
-        ``platform_message_id`` from the session's transcript and its search index. The
-        row stays without text, so later turns keep their positions, and its turn is
-        left out of any history rebuilt from the transcript. The message as it was, or
-        None when the session has no such message (or its text is gone already)."""
-        return self._set_text(session_id, platform_message_id, None)
+        ``platform_message_id`` from the session's transcript and its search index (of a
+        message merged from several: that part's text; all of it once no part with text
+        is left). The row stays, so later turns keep their positions; one left without
+        text is left out of any history rebuilt from the transcript. None when the
+        session has no such message (or its text is gone already)."""
+        with self._write() as conn:
+            return platform_ids.set_text(conn, session_id, platform_message_id, None)
 
     def edit_platform_message(
         self, session_id: str, platform_message_id: str, content: str
-    ) -> StoredMessage | None:
-        """Replace the stored text of the user message the platform knows as
-        ``platform_message_id`` (its search index rows follow); the message as it was,
-        or None when the session has no such message."""
-        return self._set_text(session_id, platform_message_id, content)
-
-    def _set_text(
-        self, session_id: str, platform_message_id: str, content: str | None
-    ) -> StoredMessage | None:
+    ) -> Retracted | None:
+        """Replace the stored text of the user message (or the part of one) the platform
+        knows as ``platform_message_id``; its search index rows follow. None when the
+        session has no such message."""
         with self._write() as conn:
-            row = conn.execute(
-                "SELECT * FROM messages WHERE session_id = ? AND platform_message_id = ?"
-                " AND role = 'user' AND content IS NOT NULL ORDER BY id LIMIT 1",
-                (session_id, platform_message_id),
-            ).fetchone()
-            if row is None:
-                return None
-            conn.execute("UPDATE messages SET content = ? WHERE id = ?", (content, row["id"]))
-        return StoredMessage.from_row(row)
+            return platform_ids.set_text(conn, session_id, platform_message_id, content)
 
     def search(
         self,

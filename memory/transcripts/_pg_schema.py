@@ -95,7 +95,22 @@ _V3: tuple[str, ...] = (
     " WHERE platform_message_id IS NOT NULL",
 )
 
-PG_MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3)
+_V4: tuple[str, ...] = (
+    # the platform's ids of the messages one stored user message was merged from, each
+    # with the length of its text in it (a part deleted or edited on the platform)
+    """
+    CREATE TABLE platform_messages (
+        message_id BIGINT NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+        part INTEGER NOT NULL,
+        platform_message_id TEXT NOT NULL,
+        length INTEGER NOT NULL,
+        PRIMARY KEY (message_id, part)
+    )
+    """,
+    "CREATE INDEX idx_platform_messages_id ON platform_messages(platform_message_id)",
+)
+
+PG_MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4)
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)
 
 

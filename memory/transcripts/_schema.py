@@ -253,7 +253,23 @@ _V4: tuple[str, ...] = (
     " WHERE platform_message_id IS NOT NULL",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4)
+_V5: tuple[str, ...] = (
+    # the platform's ids of the messages one stored user message was merged from (several
+    # quick messages answered as one turn), each with the length of its text in it, so a
+    # part its author deletes or edits can be taken out of the stored text or changed
+    """
+    CREATE TABLE platform_messages (
+        message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+        part INTEGER NOT NULL,
+        platform_message_id TEXT NOT NULL,
+        length INTEGER NOT NULL,
+        PRIMARY KEY (message_id, part)
+    )
+    """,
+    "CREATE INDEX idx_platform_messages_id ON platform_messages(platform_message_id)",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5)
 """Statements per step; ``MIGRATIONS[i]`` upgrades version ``i`` to ``i + 1``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from tests.discord.conftest import ANN, ANN_ID, DM_ANN, GatewayFactory
+from tests.fakes import Reply
 from tests.fakes.discord_data import iso_now
 from tests.waiting import until
 
@@ -85,4 +86,39 @@ async def test_an_edited_message_is_stored_and_found_with_its_new_words(
     assert users_in(gw.server.requests[-1]) == [
         "what is the weather in Lisbon?",
         "and the day after?",
+    ]
+
+
+async def test_a_deleted_message_of_a_merged_turn_leaves_only_its_words(
+    make_gateway: GatewayFactory,
+) -> None:
+    gw = await make_gateway()
+    fake, db = gw.discord, gw.stack.db
+
+    def slow_first(body: dict[str, Any]) -> Reply:
+        return Reply.of_text("noted", delay=3.0 if len(users_in(body)) == 1 else 0.0)
+
+    gw.server.responder(slow_first)
+    fake.message("hello there", author=ANN, channel_id=DM_ANN)
+    await until(lambda: gw.server.in_flight == 1, what="the first answer being written")
+    secret = fake.message("my zeppelin code is 4711", author=ANN, channel_id=DM_ANN)
+    fake.message("what is the weather in Oslo?", author=ANN, channel_id=DM_ANN)
+    await fake.wait_posted(DM_ANN, 2)
+    await gw.settle()
+    merged = "my zeppelin code is 4711\n\nwhat is the weather in Oslo?"
+    assert users_in(gw.server.requests[-1]) == ["hello there", merged]
+
+    fake.dispatch("MESSAGE_DELETE", {"id": secret["id"], "channel_id": secret["channel_id"]})
+
+    async def gone() -> bool:
+        return not await db.search(ANN_KEY, "zeppelin")
+
+    await until(gone, what="the deleted part out of the search index")
+    assert await db.search(ANN_KEY, "oslo")
+    fake.message("what did I tell you?", author=ANN, channel_id=DM_ANN)
+    await fake.wait_posted(DM_ANN, 3)
+    assert users_in(gw.server.requests[-1]) == [
+        "hello there",
+        "what is the weather in Oslo?",
+        "what did I tell you?",
     ]

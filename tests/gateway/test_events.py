@@ -44,3 +44,16 @@ def test_the_replied_to_message_survives_and_a_download_is_left_behind() -> None
     assert not again.others_content
     [attachment] = again.attachments
     assert attachment.fetch is None and attachment.duration == 3.0
+
+
+def test_the_parts_of_a_merged_turn_answered_again_survive_the_handover() -> None:
+    message = InboundMessage(
+        platform="slack",
+        chat_id="D1",
+        user_id="U1",
+        text="my code\n\nwhat is the weather in Lisbon?",
+        message_id="1.0:edited",
+        merged_from=(("1.0", 7), ("2.0", 30)),
+    )
+    again = message_from_json(message_to_json(message))
+    assert again == message

@@ -37,7 +37,7 @@ from memory.paths import ChorusPaths
 from memory.providers import ProviderHealth
 from memory.secrets import SecretKey, SecretStore
 from memory.store import PostgresMemoryFiles, StagedWrites
-from memory.transcripts import PG_SCHEMA_VERSION, SessionDB
+from memory.transcripts import PG_SCHEMA_VERSION, PlatformPart, SessionDB
 from tests.fakes.postgres_server import PostgresServer
 
 pytest_plugins = ["tests.fakes.postgres_fixtures"]
@@ -70,6 +70,8 @@ def fill(url: str, home: Path) -> None:
         db.append_message("s1", "user", "Where do the bees swarm?", epoch=epoch)
         db.append_message("s1", "assistant", "The bees swarm in May. " + SPECIAL, epoch=epoch)
         db.append_message("s1", "tool", None, tool_call_id="c1", tool_name="memory", token_count=7)
+        merged = (PlatformPart("171.1", 5), PlatformPart("171.2", 10))  # two messages, one turn
+        db.append_message("s1", "user", "Bees?\n\nAnd wasps?", platform_message_id=merged)
         db.end_session("s1", "idle")
         db.create_session("s2", platform="slack", user_key="slack:U1", parent_session_id="s1")
     with GatewayDB(url) as access:

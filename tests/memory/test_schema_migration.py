@@ -260,7 +260,7 @@ def test_a_version_2_database_migrates_and_finds_the_same_hits(tmp_path: Path) -
 
     with SessionDB(path) as db:
         conn = db._connection()
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
         assert [row[:12] for row in conn.execute("SELECT * FROM messages ORDER BY id")] == [
             tuple(row) for row in messages
         ]
