@@ -12,6 +12,7 @@ from typing import Protocol
 
 from aiohttp import web
 
+from agent.tracing import steps
 from gateway.adapters._text_split import Length
 from gateway.errors import ChatForbidden, FileRefused, InboxError
 from gateway.events import InboundMessage, OutboundMessage, Retraction, SentMessage, cleaned
@@ -187,10 +188,13 @@ class BaseAdapter(ABC):
 
     async def record_many(self, deliveries: Sequence[tuple[str, str]]) -> list[bool]:
         """``record`` for a batch of ``(receipt, payload)``: one commit, one answer each."""
+        steps.step("update read")
         inbox = self._feed.inbox if self._feed is not None else None
         if inbox is None or not deliveries:
             return [True] * len(deliveries)
-        return await asyncio.to_thread(inbox.take_many, self.name, deliveries)
+        taken = await asyncio.to_thread(inbox.take_many, self.name, deliveries)
+        steps.step("inbox record")
+        return taken
 
     def not_recorded(self, exc: InboxError, count: int = 1) -> None:
         """``count`` deliveries could not be recorded and are left to the platform to send
