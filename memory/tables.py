@@ -130,7 +130,10 @@ class Tables:
     ``SCHEMA_PG`` replaces ``SCHEMA`` on PostgreSQL where the two differ.
     ``SYNCHRONOUS`` is the SQLite ``PRAGMA synchronous`` of this component's
     writes: FULL (each commit reaches the disk) unless a subclass can afford
-    NORMAL. (PostgreSQL commits are durable as the server is configured.)
+    NORMAL. In WAL mode a FULL write commits at NORMAL under the lock and syncs
+    the WAL file after letting it go, before it returns: the caller has the same
+    guarantee, and the other writers of the process do not wait for its disk.
+    (PostgreSQL commits are durable as the server is configured.)
     """
 
     SCHEMA: tuple[str, ...] = ()
@@ -217,11 +220,15 @@ class Tables:
     ) -> None:
         self.close()
 
-    def _begin(self, conn: sqlite3.Connection) -> None:
-        """Start a write transaction at this component's ``SYNCHRONOUS`` level."""
+    def _begin(self, conn: sqlite3.Connection) -> bool:
+        """Start a write transaction at this component's ``SYNCHRONOUS`` level; True when
+        its WAL is to be synced after the lock is let go (``SharedConnection.sync_wal``)."""
+        later = False
         if self._shared is not None:
-            self._shared.set_synchronous(self.SYNCHRONOUS)
+            later = self.SYNCHRONOUS == "FULL" and self._shared.wal
+            self._shared.set_synchronous("NORMAL" if later else self.SYNCHRONOUS)
         conn.execute("BEGIN IMMEDIATE")
+        return later
 
     @contextmanager
     def _locked(self, *, write: bool = False) -> Iterator[Connection]:
@@ -242,14 +249,14 @@ class Tables:
         with self._lock:
             if self._conn is None:
                 raise self.ERROR(f"the {self.WHAT} is closed")
-            conn = self._conn
+            conn, shared = self._conn, self._shared
             try:
                 with sqlite_errors():
                     if not write:
                         yield conn
                         return
                     changes = conn.total_changes
-                    self._begin(conn)
+                    sync_later = self._begin(conn)
                     try:
                         yield conn
                     except BaseException:
@@ -257,10 +264,21 @@ class Tables:
                             conn.execute("ROLLBACK")
                         raise
                     conn.execute("COMMIT")
+                    written = conn.total_changes != changes
             except DatabaseError as exc:
                 raise self._failed(str(self._path), exc) from exc
-            if conn.total_changes != changes:  # written for real: the disk took it
-                _recovered(str(self._path), self.WHAT)
+        if written and sync_later and shared is not None:
+            self._sync(shared)
+        if written:  # written for real: the disk took it
+            _recovered(str(self._path), self.WHAT)
+
+    def _sync(self, shared: SharedConnection) -> None:
+        """The WAL synced, outside the lock (the durability of a FULL commit)."""
+        try:
+            shared.sync_wal()
+        except OSError as exc:
+            failure = DatabaseUnavailable(f"syncing the WAL failed: {exc}")
+            raise self._failed(str(self._path), failure) from exc
 
     def _failed(self, where: str, exc: DatabaseError) -> Exception:
         """The component's error for ``exc``, logged: a full disk or an unreachable
