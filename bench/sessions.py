@@ -6,7 +6,8 @@ All in one process through the real runner (the in-memory platform adapter, the
 fake OpenAI server, the in-process job queue):
 
 - overhead: one person writing at a human pace (the next message 1.1 s after each
-  reply) to an instant LLM: time from the message to its reply, p50/p90/max, and
+  reply) to an instant LLM: time from the message to its reply (its first words in
+  the chat), p50/p90/max, to its final text delivered (p50), and
   the process CPU per message (its settle and background work included; the fake
   LLM runs in this process too); with the per-step trace of each message
   (``agent.tracing.steps``): the p50 of each step, from the message to the update
@@ -141,6 +142,7 @@ async def overhead(turns: int, pause: float = 1.1) -> dict[str, Any]:
     marks: Marks = []
     times: list[float] = []
     cpu: list[float] = []
+    delivered: list[float] = []
     by_step: dict[str, list[float]] = {name: [] for name in steps.STEPS}
     with FakeOpenAI() as server:
         server.responder(lambda body: "ok")
@@ -156,14 +158,18 @@ async def overhead(turns: int, pause: float = 1.1) -> dict[str, Any]:
                     times.append((time.perf_counter_ns() - start) / 1e9)
                     await asyncio.sleep(pause)  # its settle and background work are done
                     cpu.append(time.process_time() - used)
-                    for name, seconds in step_times(start, marks).items():
+                    spent = step_times(start, marks)
+                    for name, seconds in spent.items():
                         by_step[name].append(seconds)
+                    if "delivery" in spent:  # the answer's final text is in the chat
+                        delivered.append(sum(v for k, v in spent.items() if k != "settle"))
             finally:
                 steps.watch(None)
     return {
         "p50_ms": ms(times, 0.5),
         "p90_ms": ms(times, 0.9),
         "max_ms": ms(times, 1.0),
+        "delivered_p50_ms": ms(delivered, 0.5) if delivered else None,
         "cpu_ms_per_message": ms(cpu, 0.5),
         "steps_p50_ms": {name: ms(spent, 0.5) for name, spent in by_step.items() if spent},
     }

@@ -230,11 +230,22 @@ class Tables:
         conn.execute("BEGIN IMMEDIATE")
         return later
 
+    def sync(self) -> None:
+        """Make every commit made so far to this database survive a power cut (what a
+        ``durable=False`` write leaves to be done; a crash of the process keeps it
+        already). Nothing to do on PostgreSQL, whose commits are durable."""
+        with self._lock:
+            shared = self._shared
+        if shared is not None and shared.wal:
+            self._sync(shared)
+
     @contextmanager
-    def _locked(self, *, write: bool = False) -> Iterator[Connection]:
+    def _locked(self, *, write: bool = False, durable: bool = True) -> Iterator[Connection]:
         """The connection under the lock; ``write`` wraps the block in one transaction.
 
         On PostgreSQL every block is one transaction on a pooled connection.
+        ``durable=False``: a FULL component's commit in WAL mode is not synced yet; the
+        caller calls ``sync()`` before it relies on it surviving a power cut.
         """
         if self._pg is not None:
             where = safe_location(self._where)
@@ -267,7 +278,7 @@ class Tables:
                     written = conn.total_changes != changes
             except DatabaseError as exc:
                 raise self._failed(str(self._path), exc) from exc
-        if written and sync_later and shared is not None:
+        if written and sync_later and durable and shared is not None:
             self._sync(shared)
         if written:  # written for real: the disk took it
             _recovered(str(self._path), self.WHAT)

@@ -20,6 +20,7 @@ import hmac
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
+from functools import partial
 from typing import Any, TypeVar
 
 from aiohttp import web
@@ -108,7 +109,9 @@ class TelegramAdapter(BaseAdapter):
         self._vision = vision
         self._poll_timeout = poll_timeout
         self._clock = clock or SystemClock()
-        self._app = build_application(settings, on_poll=self._note_poll, screen=self._screen)
+        self._app = build_application(
+            settings, on_poll=self._note_poll, screen=self._screen, before_poll=self.durable
+        )
         self._consumer: asyncio.Task[None] | None = None
         self._pacer = ChatPacer(now=self._clock.time, sleep=self._clock.sleep)
         self._sender = TelegramSender(
@@ -122,8 +125,9 @@ class TelegramAdapter(BaseAdapter):
             bot=self._app.bot,
             sender=self._sender,
             intake=self._intake,
-            record=self.record,
-            record_many=self.record_many,
+            # handed on once committed; confirmed to Telegram once on the disk (``durable``)
+            record=partial(self.record, durable=False),
+            record_many=partial(self.record_many, durable=False),
             settled=self.settled,
             not_recorded=self.not_recorded,
             counters=self.counters,
@@ -329,6 +333,7 @@ class TelegramAdapter(BaseAdapter):
             return self.refuse_unrecorded()
         if update is not None:
             await self._app.update_queue.put(update)
+        await self.durable()  # answered (confirmed) once the record is on the disk
         return web.json_response({"ok": True})  # (an unreadable one too: it must not come again)
 
     # ------------------------------------------------------------------- outbound
