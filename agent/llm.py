@@ -29,10 +29,10 @@ from agent.llm_answer import ToolCallRequest as ToolCallRequest
 from agent.llm_answer import Usage as Usage
 from agent.llm_answer import add_call, usage_of
 from agent.llm_answer import parse_arguments as parse_arguments
+from agent.llm_request import chat_request
 from agent.llm_stream import error_message, stream_chunks
 from agent.messages import ChatMessage
 from agent.settings import FallbackEndpoint, LLMSettings
-from agent.tracing import steps
 from agent.tracing.spans import call_outcome, llm_call_done, llm_call_failed, llm_call_span
 from agent.transcription import expected_tokens, transcription_usage
 from agent.usage import OUTPUT_ALLOWANCE, Charge, UsageMeter, estimate_text, estimate_tokens
@@ -303,26 +303,11 @@ class LLMClient:
         on_delta: DeltaCallback | None,
         streamed: list[bool],
     ) -> LLMResponse:
-        # The SDK walks each message and tool of a request in Python to transform it (its
-        # aliases and formats), some 20 ms on the event loop for a history of 20 messages;
-        # chat messages and tool schemas have nothing to transform, so they go in
-        # ``extra_body``, which is sent as it is (it replaces the empty ``messages``).
-        body: dict[str, Any] = {"messages": list(messages)}
-        if tools:
-            body["tools"] = list(tools)
-        request: dict[str, Any] = {
-            "model": model,
-            "messages": [],
-            "stream": True,
-            "stream_options": {"include_usage": True},
-            "extra_body": body,
-        }
+        request = chat_request(model, messages, tools)
         create: Any = client.chat.completions.with_streaming_response.create
         text: list[str] = []
         calls: dict[int, dict[str, str]] = {}
         response = LLMResponse(content="", usage_estimated=True)
-        steps.step("request built")
-        first = True
         async with create(**request) as raw:
 
             def failed(error: Any) -> Exception:
@@ -330,9 +315,6 @@ class LLMClient:
 
             lines = _transport_errors(raw.iter_lines(), raw.http_request)
             async for chunk in stream_chunks(lines, failed):
-                if first:
-                    steps.step("first byte")
-                    first = False
                 if chunk.get("usage"):
                     response.usage = usage_of(chunk["usage"])
                     response.usage_estimated = False

@@ -20,7 +20,6 @@ import hmac
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
-from functools import partial
 from typing import Any, TypeVar
 
 from aiohttp import web
@@ -125,9 +124,8 @@ class TelegramAdapter(BaseAdapter):
             bot=self._app.bot,
             sender=self._sender,
             intake=self._intake,
-            # handed on once committed; confirmed to Telegram once on the disk (``durable``)
-            record=partial(self.record, durable=False),
-            record_many=partial(self.record_many, durable=False),
+            record=self.record,
+            record_many=self.record_many,
             settled=self.settled,
             not_recorded=self.not_recorded,
             counters=self.counters,
