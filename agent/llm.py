@@ -29,6 +29,7 @@ from agent.llm_answer import ToolCallRequest as ToolCallRequest
 from agent.llm_answer import Usage as Usage
 from agent.llm_answer import add_call, usage_of
 from agent.llm_answer import parse_arguments as parse_arguments
+from agent.llm_request import chat_request
 from agent.llm_stream import error_message, stream_chunks
 from agent.messages import ChatMessage
 from agent.settings import FallbackEndpoint, LLMSettings
@@ -302,14 +303,7 @@ class LLMClient:
         on_delta: DeltaCallback | None,
         streamed: list[bool],
     ) -> LLMResponse:
-        request: dict[str, Any] = {
-            "model": model,
-            "messages": list(messages),
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
-        if tools:
-            request["tools"] = list(tools)
+        request = chat_request(model, messages, tools)
         create: Any = client.chat.completions.with_streaming_response.create
         text: list[str] = []
         calls: dict[int, dict[str, str]] = {}

@@ -15,6 +15,8 @@ import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from agent.tracing import steps
+
 __all__ = ["error_message", "stream_chunks"]
 
 ErrorFactory = Callable[[Any], Exception]
@@ -31,7 +33,11 @@ async def stream_chunks(
 ) -> AsyncIterator[dict[str, Any]]:
     """Every JSON chunk of the event stream ``lines``, until ``[DONE]`` or its end."""
     data: list[str] = []
+    first = True
     async for line in lines:
+        if first:
+            steps.step("first byte")  # of the answer (the per-step trace)
+            first = False
         if line.startswith("data:"):
             data.append(line[5:].removeprefix(" "))
             continue

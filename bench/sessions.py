@@ -6,7 +6,12 @@ All in one process through the real runner (the in-memory platform adapter, the
 fake OpenAI server, the in-process job queue):
 
 - overhead: one person writing at a human pace (the next message 1.1 s after each
-  reply) to an instant LLM: time from the message to its reply, p50/p90/max;
+  reply) to an instant LLM: time from the message to its reply (its first words in
+  the chat), p50/p90/max, to its final text delivered (p50), and
+  the process CPU per message (its settle and background work included; the fake
+  LLM runs in this process too); with the per-step trace of each message
+  (``agent.tracing.steps``): the p50 of each step, from the message to the update
+  read, its inbox record, … to the delivery of the answer, and its settle after it;
 - memory: RSS growth per live session after N people each had one turn;
 - prefix: over 30 turns with a memory write every third, the share of LLM requests
   whose system prompt is byte-identical to the one before (what prompt caching needs);
@@ -35,6 +40,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from agent.tracing import steps  # noqa: E402
 from gateway.adapters import TestChatAdapter  # noqa: E402
 from gateway.app import open_stack  # noqa: E402
 from gateway.config import load_settings  # noqa: E402
@@ -113,13 +119,60 @@ def ms(values: list[float], q: float) -> float:
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000, 2)
 
 
-async def overhead(turns: int) -> dict[str, float]:
+Marks = list[tuple[str, int]]
+
+
+def step_times(start_ns: int, marks: Marks) -> dict[str, float]:
+    """Seconds each step of one message took: from the step marked before it (the
+    message itself for the first) to its own mark; a step marked twice counts once."""
+    first: dict[str, int] = {}
+    for name, at in marks:
+        first.setdefault(name, at)
+    spent: dict[str, float] = {}
+    before = start_ns
+    for name in steps.STEPS:
+        if name in first:
+            spent[name] = (first[name] - before) / 1e9
+            before = first[name]
+    return spent
+
+
+async def overhead(turns: int, pause: float = 1.1) -> dict[str, Any]:
+    """Reply times at a human pace, the CPU per message and the p50 of each step."""
+    marks: Marks = []
+    times: list[float] = []
+    cpu: list[float] = []
+    delivered: list[float] = []
+    by_step: dict[str, list[float]] = {name: [] for name in steps.STEPS}
     with FakeOpenAI() as server:
         server.responder(lambda body: "ok")
         async with stack_of(server) as (_, adapter):
             await reply_times(adapter, "warm", 2, 0)
-            times = await reply_times(adapter, "1", turns, 1.1)
-    return {"p50_ms": ms(times, 0.5), "p90_ms": ms(times, 0.9), "max_ms": ms(times, 1.0)}
+            steps.watch(lambda name, at: marks.append((name, at)))
+            try:
+                for n in range(turns):
+                    marks.clear()
+                    used, start = time.process_time(), time.perf_counter_ns()
+                    await adapter.push(f"message {n}", user_id="1")
+                    await replied(adapter, "dm-1", n)
+                    times.append((time.perf_counter_ns() - start) / 1e9)
+                    await asyncio.sleep(pause)  # its settle and background work are done
+                    cpu.append(time.process_time() - used)
+                    spent = step_times(start, marks)
+                    for name, seconds in spent.items():
+                        by_step[name].append(seconds)
+                    if "delivery" in spent:  # the answer's final text is in the chat
+                        delivered.append(sum(v for k, v in spent.items() if k != "settle"))
+            finally:
+                steps.watch(None)
+    return {
+        "p50_ms": ms(times, 0.5),
+        "p90_ms": ms(times, 0.9),
+        "max_ms": ms(times, 1.0),
+        "delivered_p50_ms": ms(delivered, 0.5) if delivered else None,
+        "cpu_ms_per_message": ms(cpu, 0.5),
+        "steps_p50_ms": {name: ms(spent, 0.5) for name, spent in by_step.items() if spent},
+    }
 
 
 def rss_kb() -> int:
@@ -179,10 +232,12 @@ async def slow_provider(turns: int) -> dict[str, float]:
     return results
 
 
-async def run(turns: int, sizes: list[int]) -> dict[str, Any]:
+async def run(turns: int, sizes: list[int], only_overhead: bool = False) -> dict[str, Any]:
     report: dict[str, Any] = {}
     print("overhead…", file=sys.stderr)
     report["overhead"] = await overhead(turns)
+    if only_overhead:
+        return report
     print("prefix…", file=sys.stderr)
     report["prefix"] = await prefix()
     print("slow provider…", file=sys.stderr)
@@ -198,12 +253,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--sessions", default="200,2000")
+    parser.add_argument(
+        "--overhead-only",
+        action="store_true",
+        help="only the reply overhead and its per-step trace (written to sessions-overhead.json)",
+    )
     args = parser.parse_args()
-    report = asyncio.run(run(args.turns, [int(n) for n in args.sessions.split(",")]))
+    sizes = [int(n) for n in args.sessions.split(",")]
+    report = asyncio.run(run(args.turns, sizes, args.overhead_only))
     for section, figures in report.items():
         for entry in figures if isinstance(figures, list) else [figures]:
-            print(f"{section:<14} " + "  ".join(f"{k}={v}" for k, v in entry.items()))
-    out = Path(os.environ.get("BENCH_RESULTS_DIR", ROOT / "bench" / "results")) / "sessions.json"
+            flat = {k: v for k, v in entry.items() if not isinstance(v, dict)}
+            print(f"{section:<14} " + "  ".join(f"{k}={v}" for k, v in flat.items()))
+    print("one message, p50 of each step (ms):")
+    for name, spent in report["overhead"]["steps_p50_ms"].items():
+        print(f"  {name:<14} {spent:>7.2f}")
+    name = "sessions-overhead.json" if args.overhead_only else "sessions.json"
+    out = Path(os.environ.get("BENCH_RESULTS_DIR", ROOT / "bench" / "results")) / name
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")
 

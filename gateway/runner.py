@@ -22,6 +22,7 @@ import math
 import time
 
 from agent import tracing
+from agent.tracing import steps
 from gateway import _texts as t
 from gateway.access import (
     AuthDecision,
@@ -171,6 +172,7 @@ class GatewayRunner:
             return True
         if not await self._admitted(msg, command):
             return True
+        steps.step("access")
         if command is None and self.media is not None:
             reading = await self.media.read(msg, transcription_charge(msg, self.sessions))
             msg = reading.message
@@ -184,6 +186,7 @@ class GatewayRunner:
             await self._command(msg, *command)
             return True
         if await self.sessions.submit(msg):
+            steps.step("session")
             tracing.current().submitted(turn_ref(msg), received, str(msg.user_key), msg.text)
             return False
         if msg.receipts:

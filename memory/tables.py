@@ -130,7 +130,10 @@ class Tables:
     ``SCHEMA_PG`` replaces ``SCHEMA`` on PostgreSQL where the two differ.
     ``SYNCHRONOUS`` is the SQLite ``PRAGMA synchronous`` of this component's
     writes: FULL (each commit reaches the disk) unless a subclass can afford
-    NORMAL. (PostgreSQL commits are durable as the server is configured.)
+    NORMAL. In WAL mode a FULL write commits at NORMAL under the lock and syncs
+    the WAL file after letting it go, before it returns: the caller has the same
+    guarantee, and the other writers of the process do not wait for its disk.
+    (PostgreSQL commits are durable as the server is configured.)
     """
 
     SCHEMA: tuple[str, ...] = ()
@@ -217,17 +220,32 @@ class Tables:
     ) -> None:
         self.close()
 
-    def _begin(self, conn: sqlite3.Connection) -> None:
-        """Start a write transaction at this component's ``SYNCHRONOUS`` level."""
+    def _begin(self, conn: sqlite3.Connection) -> bool:
+        """Start a write transaction at this component's ``SYNCHRONOUS`` level; True when
+        its WAL is to be synced after the lock is let go (``SharedConnection.sync_wal``)."""
+        later = False
         if self._shared is not None:
-            self._shared.set_synchronous(self.SYNCHRONOUS)
+            later = self.SYNCHRONOUS == "FULL" and self._shared.wal
+            self._shared.set_synchronous("NORMAL" if later else self.SYNCHRONOUS)
         conn.execute("BEGIN IMMEDIATE")
+        return later
+
+    def sync(self) -> None:
+        """Make every commit made so far to this database survive a power cut (what a
+        ``durable=False`` write leaves to be done; a crash of the process keeps it
+        already). Nothing to do on PostgreSQL, whose commits are durable."""
+        with self._lock:
+            shared = self._shared
+        if shared is not None and shared.wal:
+            self._sync(shared)
 
     @contextmanager
-    def _locked(self, *, write: bool = False) -> Iterator[Connection]:
+    def _locked(self, *, write: bool = False, durable: bool = True) -> Iterator[Connection]:
         """The connection under the lock; ``write`` wraps the block in one transaction.
 
         On PostgreSQL every block is one transaction on a pooled connection.
+        ``durable=False``: a FULL component's commit in WAL mode is not synced yet; the
+        caller calls ``sync()`` before it relies on it surviving a power cut.
         """
         if self._pg is not None:
             where = safe_location(self._where)
@@ -242,14 +260,14 @@ class Tables:
         with self._lock:
             if self._conn is None:
                 raise self.ERROR(f"the {self.WHAT} is closed")
-            conn = self._conn
+            conn, shared = self._conn, self._shared
             try:
                 with sqlite_errors():
                     if not write:
                         yield conn
                         return
                     changes = conn.total_changes
-                    self._begin(conn)
+                    sync_later = self._begin(conn)
                     try:
                         yield conn
                     except BaseException:
@@ -257,10 +275,21 @@ class Tables:
                             conn.execute("ROLLBACK")
                         raise
                     conn.execute("COMMIT")
+                    written = conn.total_changes != changes
             except DatabaseError as exc:
                 raise self._failed(str(self._path), exc) from exc
-            if conn.total_changes != changes:  # written for real: the disk took it
-                _recovered(str(self._path), self.WHAT)
+        if written and sync_later and durable and shared is not None:
+            self._sync(shared)
+        if written:  # written for real: the disk took it
+            _recovered(str(self._path), self.WHAT)
+
+    def _sync(self, shared: SharedConnection) -> None:
+        """The WAL synced, outside the lock (the durability of a FULL commit)."""
+        try:
+            shared.sync_wal()
+        except OSError as exc:
+            failure = DatabaseUnavailable(f"syncing the WAL failed: {exc}")
+            raise self._failed(str(self._path), failure) from exc
 
     def _failed(self, where: str, exc: DatabaseError) -> Exception:
         """The component's error for ``exc``, logged: a full disk or an unreachable

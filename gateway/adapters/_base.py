@@ -12,6 +12,7 @@ from typing import Protocol
 
 from aiohttp import web
 
+from agent.tracing import steps
 from gateway.adapters._text_split import Length
 from gateway.errors import ChatForbidden, FileRefused, InboxError
 from gateway.events import InboundMessage, OutboundMessage, Retraction, SentMessage, cleaned
@@ -30,9 +31,16 @@ class Inbox(Protocol):
         """Record a delivery before the platform is told it arrived; False if known already."""
         ...
 
-    def take_many(self, platform: str, deliveries: Sequence[tuple[str, str]]) -> list[bool]:
+    def take_many(
+        self, platform: str, deliveries: Sequence[tuple[str, str]], *, durable: bool = True
+    ) -> list[bool]:
         """``take`` for several ``(receipt, payload)`` deliveries, in one commit; raises
-        ``InboxError`` when they cannot be recorded (the platform must deliver them again)."""
+        ``InboxError`` when they cannot be recorded (the platform must deliver them again).
+        ``durable=False``: committed, not yet on the disk (``sync`` puts it there)."""
+        ...
+
+    def sync(self) -> None:
+        """Every record taken so far survives a power cut once this returns."""
         ...
 
     def done(self, platform: str, receipts: Sequence[str]) -> None:
@@ -138,6 +146,8 @@ class BaseAdapter(ABC):
 
     def __init__(self) -> None:
         self._feed: Intake | None = None
+        self._syncing: asyncio.Task[None] | None = None
+        """The disk sync of the deliveries recorded with ``durable=False`` (``durable``)."""
         self.counters: Counter[str] = Counter()
         """Events of note (``skipped_updates``, …), exported as ``chorus_adapter_events_total``."""
 
@@ -180,17 +190,44 @@ class BaseAdapter(ABC):
         ``getUpdates``); None when this adapter does not poll that way."""
         return None
 
-    async def record(self, receipt: str, payload: str) -> bool:
+    async def record(self, receipt: str, payload: str, *, durable: bool = True) -> bool:
         """Record a delivery (sync storage, off the loop); False when it was seen before,
-        so a redelivery is acknowledged but not handled again."""
-        return (await self.record_many([(receipt, payload)]))[0]
+        so a redelivery is acknowledged but not handled again (``durable``: see
+        ``record_many``)."""
+        return (await self.record_many([(receipt, payload)], durable=durable))[0]
 
-    async def record_many(self, deliveries: Sequence[tuple[str, str]]) -> list[bool]:
-        """``record`` for a batch of ``(receipt, payload)``: one commit, one answer each."""
+    async def record_many(
+        self, deliveries: Sequence[tuple[str, str]], *, durable: bool = True
+    ) -> list[bool]:
+        """``record`` for a batch of ``(receipt, payload)``: one commit, one answer each.
+
+        ``durable=False``: it returns once they are committed (a crash of the process
+        keeps them), and the disk takes them meanwhile, so the turn need not wait for
+        it; the platform must not be told they arrived before ``durable()`` returned."""
+        steps.step("update read")
         inbox = self._feed.inbox if self._feed is not None else None
         if inbox is None or not deliveries:
             return [True] * len(deliveries)
-        return await asyncio.to_thread(inbox.take_many, self.name, deliveries)
+        taken = await asyncio.to_thread(inbox.take_many, self.name, deliveries, durable=durable)
+        steps.step("inbox record")
+        if not durable:
+            self._syncing = asyncio.create_task(self._sync(inbox, self._syncing))
+        return taken
+
+    async def _sync(self, inbox: Inbox, before: asyncio.Task[None] | None) -> None:
+        if before is not None:  # one sync at a time; a later one covers what came since
+            await before
+        try:
+            await asyncio.to_thread(inbox.sync)
+        except Exception as exc:  # logged as a storage fault where it happened
+            logger.debug("%s: the inbox could not be synced (%s)", self.name, exc)
+
+    async def durable(self) -> None:
+        """Wait until what ``record_many(durable=False)`` recorded so far survives a power
+        cut: call it before the platform is told those deliveries arrived."""
+        syncing = self._syncing
+        if syncing is not None:
+            await asyncio.shield(syncing)
 
     def not_recorded(self, exc: InboxError, count: int = 1) -> None:
         """``count`` deliveries could not be recorded and are left to the platform to send

@@ -127,10 +127,14 @@ class TestChatAdapter(BaseAdapter):
             quoted=quoted,
         )
         receipt = f"{chat}/{message.message_id}"
-        if not await self.record(receipt, message_to_json(message)):
+        # handed on once committed; the platform's acknowledgement (this call's return)
+        # waits for the disk
+        if not await self.record(receipt, message_to_json(message), durable=False):
+            await self.durable()
             return message  # delivered before: a platform's redelivery
         message = replace(message, receipts=(receipt,))
         await self.deliver(message)
+        await self.durable()
         return message
 
     async def command(

@@ -91,6 +91,8 @@ class SecretDesk:
         if command is not None and registry is not None and registry.get(command[0]) is not None:
             return None  # a command of ours: it runs, the request keeps waiting
         person, now = str(msg.user_key), self._clock.time()
+        if self.store.nothing_waiting(now):  # the usual case: no look-up, no thread
+            return None
         try:
             request = await asyncio.to_thread(self.store.pending_in, person, msg.chat_id, now)
         except SecretStoreError as exc:

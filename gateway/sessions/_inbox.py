@@ -12,6 +12,9 @@ The messages of an answer being streamed are noted too, so an answer cut short
 by a crash is finished in the same messages; and a finished answer is noted
 before it is delivered (written ahead), so a restart between its delivery and
 the settle delivers that same text into those messages instead of answering again.
+A record is on the disk before the platform is told it arrived (``take_many``
+with ``durable=False`` hands it on first and syncs meanwhile); the notes reach
+the disk with the settle, so no disk wait stands between the model and the chat.
 Under several replicas a turn's notes and its settle carry the session's epoch
 (``Fence``) and are refused once another replica took the session over.
 """
@@ -117,12 +120,18 @@ class Inbox(Tables):
     def take(self, platform: str, receipt: str, payload: str) -> bool:
         return self.take_many(platform, [(receipt, payload)])[0]
 
-    def take_many(self, platform: str, deliveries: Sequence[tuple[str, str]]) -> list[bool]:
+    def take_many(
+        self, platform: str, deliveries: Sequence[tuple[str, str]], *, durable: bool = True
+    ) -> list[bool]:
         """Record ``(receipt, payload)`` deliveries in one commit; for each, False when it
-        was known already (a redelivery, or a repeat within ``deliveries``)."""
+        was known already (a redelivery, or a repeat within ``deliveries``).
+
+        ``durable=False``: it returns once the record is committed (a crash of the
+        process keeps it), before the disk has it; ``sync()`` then makes it survive a
+        power cut, before the platform is told the deliveries arrived."""
         now = self._clock.time()
         new: list[bool] = []
-        with self._locked(write=True) as conn:
+        with self._locked(write=True, durable=durable) as conn:
             for receipt, payload in deliveries:
                 cursor = conn.execute(
                     "INSERT INTO inbox (platform, receipt, payload, received_at)"
@@ -189,8 +198,13 @@ class Inbox(Tables):
         answer: str | None = None,
         fence: Fence | None = None,
     ) -> None:
-        """Change the ids or the answer noted for these deliveries, keeping the other."""
-        with self._locked(write=True) as conn:
+        """Change the ids or the answer noted for these deliveries, keeping the other.
+
+        Committed without waiting for the disk (a crash of the process keeps it; the
+        settle's sync, moments after the delivery, puts it on the disk): a note on the
+        answer's way out costs no disk wait. A power cut before that sync can only
+        have the message answered once more after the restart, never left unanswered."""
+        with self._locked(write=True, durable=False) as conn:
             self._check(conn, fence)
             for receipt in receipts:
                 row = conn.execute(

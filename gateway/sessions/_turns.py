@@ -28,6 +28,7 @@ from agent.agent import Agent
 from agent.context import ImageInput
 from agent.errors import BudgetExhausted, LLMError, LLMUnavailable
 from agent.llm import Usage
+from agent.tracing import steps
 from gateway import _texts as t
 from gateway.adapters import Replies, ReplyStream, platform_spec
 from gateway.config import LiveSettings
@@ -151,6 +152,7 @@ class TurnRunner:
         """Nothing more is owed for these messages."""
         if self._keeper is not None:
             await self._keeper.settle(batch, fence)
+            steps.step("settle")
 
     async def drain(self, timeout: float) -> None:
         """Wait (at most ``timeout`` seconds) for the settling of finished turns."""
@@ -169,6 +171,7 @@ class TurnRunner:
         if self._budget is not None:  # spent: the turn is not started, no LLM call made
             await self._budget.check(person, chat)
         agent = await agent_of(live)
+        steps.step("agent")
         agent.fence = fence = self._fence_of(live.key) if self._fence_of else None
         agent.epoch = live.epoch if live.epoch is not None or fence is None else 0
         receipts = [r for m in batch for r in m.receipts]
@@ -222,9 +225,11 @@ class TurnRunner:
             still.cancel()
             typing.cancel()
             live.turn = None
+        steps.step("answer")
         if self._keeper is not None:  # written ahead: a restart delivers it, not asks again
             await self._keeper.answering(batch, answer, _fence(live))
         await stream.finish(answer)
+        steps.step("delivery")
         self._replies.counted(last.platform)
         self._metrics.observe_turn(time.monotonic() - started)
         self._count(before, agent.usage)

@@ -18,6 +18,7 @@ does not open with the key is ``SecretKeyMismatch``, never a crash.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -92,6 +93,16 @@ class SecretStore(Tables):
     def __init__(self, where: Location, key: SecretKey | None) -> None:
         super().__init__(where)
         self._key = key
+        self._waiting_until: float | None = None
+        """SQLite: the latest expiry of any request in the file (None: not read yet). Only
+        the process that serves a chat makes its requests, so this process's chats can
+        have none waiting after it; PostgreSQL (replicas) is always asked."""
+
+    def nothing_waiting(self, now: float) -> bool:
+        """True when no request can be waiting at ``now``, known without reading the
+        database (so a message needs no look-up); False when one may be."""
+        until = self._waiting_until
+        return not self.is_postgres and until is not None and until < now
 
     @property
     def has_key(self) -> bool:
@@ -155,11 +166,16 @@ class SecretStore(Tables):
                 " expires_at = excluded.expires_at",
                 (person, chat_id, name, expires_at),
             )
+            if self._waiting_until is not None:
+                self._waiting_until = max(self._waiting_until, expires_at)
 
     def pending_in(self, person: str, chat_id: str, now: float) -> SecretRequest | None:
         """The request waiting for ``person``'s next message in ``chat_id``, if any and not
         expired (nothing is taken)."""
         with self._locked() as conn:
+            if self._waiting_until is None and not self.is_postgres:
+                latest = conn.execute("SELECT MAX(expires_at) FROM secret_requests").fetchone()
+                self._waiting_until = -math.inf if latest[0] is None else float(latest[0])
             row = conn.execute(
                 "SELECT name, chat_id, expires_at FROM secret_requests"
                 " WHERE person = ? AND chat_id = ?",

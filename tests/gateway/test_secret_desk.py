@@ -60,3 +60,37 @@ async def test_a_failing_database_means_the_message_is_not_read(tmp_path: Path) 
     store.close()  # every statement now fails
     answer = await desk.capture(_dm("maybe-a-secret"))
     assert answer is not None and "did not read it" in answer
+
+
+async def test_no_look_up_while_no_request_waits(tmp_path: Path) -> None:
+    """A direct message reads the requests once; after that, while no ``/secret set`` waits
+    in this process, none is read. A request made (here, or before a restart) is seen."""
+    clock = FakeClock()
+    path = tmp_path / "state.db"
+    looked: list[str] = []
+    with SecretStore(path, KEY) as store:
+        assert store._conn is not None
+        store._conn.set_trace_callback(
+            lambda sql: looked.append(sql) if "FROM secret_requests" in sql else None
+        )
+        desk, registry = SecretDesk(store, clock), CommandRegistry()
+        desk.register(registry)
+        assert await desk.capture(_dm("hello", "m1")) is None
+        first = len(looked)
+        assert first > 0  # learnt that nothing waits
+        for n in range(5):
+            assert await desk.capture(_dm(f"chat {n}", f"m{n + 2}")) is None
+        assert len(looked) == first  # no look-up at all
+
+        await _ask(desk, registry, "TOKEN")
+        answer = await desk.capture(_dm("the-value", "m9"))
+        assert answer is not None and answer.startswith("Saved TOKEN.")
+        await _ask(desk, registry, "OTHER")  # left waiting across a restart
+        store._conn.set_trace_callback(None)
+
+    with SecretStore(path, KEY) as again:
+        desk = SecretDesk(again, clock)
+        answer = await desk.capture(_dm("other-value", "m10"))
+        assert answer is not None and answer.startswith("Saved OTHER.")
+        clock._now += REQUEST_TTL + 1  # every request has expired: no look-up from now on
+        assert again.nothing_waiting(clock.time())

@@ -58,18 +58,40 @@ def test_closing_one_component_leaves_the_others_working(tmp_path: Path) -> None
         db.get_session("s1")
 
 
-def test_each_component_commits_at_its_own_synchronous_level(tmp_path: Path) -> None:
+def test_each_component_commits_at_its_own_synchronous_level(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A transcript write commits at NORMAL; an inbox record (FULL) commits, then syncs the
+    WAL file before it returns — after letting the lock go, so the other components of
+    the process write on while the disk takes it."""
     path = tmp_path / "state.db"
     db, inbox = SessionDB(path), Inbox(path)
+    syncing, synced = threading.Event(), threading.Event()
+    real_fsync = os.fsync
+
+    def slow_disk(fd: int) -> None:  # the disk: the WAL's sync waits until told
+        if os.readlink(f"/proc/self/fd/{fd}") == str(path.resolve()) + "-wal":
+            syncing.set()
+            assert synced.wait(10)
+        real_fsync(fd)
+
     try:
         db.create_session("s1", platform="telegram", user_key="telegram:1")
         assert db._conn is not None
         assert db._conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
-        inbox.take("telegram", "r1", "{}")  # a message that reached chorus: FULL
-        assert db._conn.execute("PRAGMA synchronous").fetchone()[0] == 2
-        db.append_message("s1", "user", "hello")
-        assert db._conn.execute("PRAGMA synchronous").fetchone()[0] == 1
+        monkeypatch.setattr(os, "fsync", slow_disk)
+        record = threading.Thread(target=inbox.take, args=("telegram", "r1", "{}"))
+        record.start()
+        assert syncing.wait(10), "the inbox record never synced the WAL"
+        db.append_message("s1", "user", "hello")  # meanwhile: the lock is free
+        assert [m.content for m in db.get_messages("s1")] == ["hello"]
+        assert record.is_alive()  # the record has not returned before the disk took it
+        synced.set()
+        record.join(10)
+        assert not record.is_alive()
+        assert [row.receipt for row in inbox.pending("telegram")] == ["r1"]
     finally:
+        synced.set()
         inbox.close()
         db.close()
 

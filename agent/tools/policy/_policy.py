@@ -66,10 +66,17 @@ class Decision:
 
 
 class ToolPolicy:
-    """The ordered rules of ``tools.policy``; ``decide`` is pure and cheap."""
+    """The ordered rules of ``tools.policy``; ``decide`` is pure and cheap.
+
+    The rules never change (a reload builds a new policy), so each decision is kept:
+    every request of a turn asks again for every tool of the session, and the rules
+    are walked once per person, chat and tool (at most ``REMEMBERED`` at a time)."""
+
+    REMEMBERED = 10_000
 
     def __init__(self, rules: Sequence[ToolRule] = ()) -> None:
         self.rules = tuple(rules)
+        self._decided: dict[tuple[str | None, str, str, ChatPlace, str], Decision] = {}
 
     def decide(
         self, person: str | None, role: Role, platform: str, chat: ChatPlace, tool: str
@@ -77,6 +84,17 @@ class ToolPolicy:
         """``allow``, ``ask`` or ``deny`` for ``person`` (``platform:id``; None: nobody in
         particular, as in a turn several people wrote) as ``role``, calling ``tool`` in
         ``chat``."""
+        key = (person, role, platform, chat, tool)
+        decision = self._decided.get(key)
+        if decision is None:
+            if len(self._decided) >= self.REMEMBERED:
+                self._decided.clear()
+            decision = self._decided[key] = self._decide(person, role, platform, chat, tool)
+        return decision
+
+    def _decide(
+        self, person: str | None, role: Role, platform: str, chat: ChatPlace, tool: str
+    ) -> Decision:
         if tool in CORE_TOOL_NAMES:
             return Decision(tool, "allow", None)
         for number, rule in enumerate(self.rules, 1):

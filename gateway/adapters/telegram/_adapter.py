@@ -108,7 +108,9 @@ class TelegramAdapter(BaseAdapter):
         self._vision = vision
         self._poll_timeout = poll_timeout
         self._clock = clock or SystemClock()
-        self._app = build_application(settings, on_poll=self._note_poll, screen=self._screen)
+        self._app = build_application(
+            settings, on_poll=self._note_poll, screen=self._screen, before_poll=self.durable
+        )
         self._consumer: asyncio.Task[None] | None = None
         self._pacer = ChatPacer(now=self._clock.time, sleep=self._clock.sleep)
         self._sender = TelegramSender(
@@ -329,6 +331,7 @@ class TelegramAdapter(BaseAdapter):
             return self.refuse_unrecorded()
         if update is not None:
             await self._app.update_queue.put(update)
+        await self.durable()  # answered (confirmed) once the record is on the disk
         return web.json_response({"ok": True})  # (an unreadable one too: it must not come again)
 
     # ------------------------------------------------------------------- outbound

@@ -48,13 +48,16 @@ class PollRequest(HTTPXRequest):
     """The long-poll connection; reports each ``getUpdates`` outcome to ``on_result``.
 
     Each answer goes through ``screen`` before the library parses it (unreadable
-    updates are dropped there and the others recorded: see ``_inbound``).
+    updates are dropped there and the others recorded: see ``_inbound``). Each call
+    first waits for ``before`` (the records of the last batch on the disk): the next
+    ``getUpdates`` confirms that batch to Telegram.
     """
 
     def __init__(
         self,
         on_result: Callable[[bool], None],
         screen: Callable[[bytes], Awaitable[bytes]],
+        before: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         super().__init__(
             connection_pool_size=2,
@@ -65,8 +68,11 @@ class PollRequest(HTTPXRequest):
         )
         self._on_result = on_result
         self._screen = screen
+        self._before = before
 
     async def do_request(self, *args: Any, **kwargs: Any) -> tuple[int, bytes]:
+        if self._before is not None:
+            await self._before()
         try:
             status, payload = await super().do_request(*args, **kwargs)
         except Exception:
@@ -87,6 +93,7 @@ def build_application(
     *,
     on_poll: Callable[[bool], None],
     screen: Callable[[bytes], Awaitable[bytes]],
+    before_poll: Callable[[], Awaitable[None]] | None = None,
 ) -> Application_:
     """An Application for this token, polling (``on_poll`` hears each poll) or webhook-fed."""
     builder: ApplicationBuilder[Any, Any, Any, Any, Any, Any] = (
@@ -109,7 +116,7 @@ def build_application(
     if settings.webhook_url:
         builder = builder.updater(None)
     else:
-        builder = builder.get_updates_request(PollRequest(on_poll, screen))
+        builder = builder.get_updates_request(PollRequest(on_poll, screen, before_poll))
     return builder.build()
 
 

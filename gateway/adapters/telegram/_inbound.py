@@ -3,7 +3,9 @@
 The poller confirms a batch of updates with its next ``getUpdates`` call, right
 after handing the batch over. So each batch is screened (``_guard``) and every
 update recorded in the durable inbox *before* the library sees it: a process
-killed after that still has the update, and answers it after the restart. An
+killed after that still has the update, and answers it after the restart. The
+update is handed on once its record is committed; the next ``getUpdates`` (a
+webhook's answer) waits until the record is on the disk too. An
 update the inbox knows already (Telegram resending one that was not confirmed)
 is confirmed and not handled again. Webhook updates are recorded before the
 request is answered.
@@ -43,8 +45,10 @@ logger = logging.getLogger(__name__)
 SKIP_LOG_INTERVAL = 60.0
 """Seconds between two log lines about skipped updates, however many there are."""
 
-Record = Callable[[str, str], Awaitable[bool]]
-RecordMany = Callable[[Sequence[tuple[str, str]]], Awaitable[list[bool]]]
+Record = Callable[..., Awaitable[bool]]
+"""``BaseAdapter.record``: (receipt, payload, durable=…)."""
+RecordMany = Callable[..., Awaitable[list[bool]]]
+"""``BaseAdapter.record_many``: (deliveries, durable=…)."""
 Settled = Callable[[Sequence[str]], Awaitable[None]]
 NotRecorded = Callable[[InboxError, int], None]
 
@@ -104,8 +108,9 @@ class Inbound:
             if isinstance(update, dict) and len(update) > 1  # a bare id: nothing to keep
         ]
         try:
-            fresh = await self._record_many(
-                [(str(updates[i]["update_id"]), json.dumps(updates[i])) for i in kept]
+            fresh = await self._record_many(  # confirmed by the next poll, once on the disk
+                [(str(updates[i]["update_id"]), json.dumps(updates[i])) for i in kept],
+                durable=False,
             )
         except InboxError as exc:  # unconfirmed: Telegram hands the batch out again
             await self._storage_failed(exc, [updates[i] for i in kept])
@@ -153,7 +158,8 @@ class Inbound:
             return None
         assert isinstance(data, dict)
         try:
-            fresh = await self._record(str(data["update_id"]), json.dumps(data))
+            # answered (confirmed) once on the disk: ``TelegramAdapter._webhook``
+            fresh = await self._record(str(data["update_id"]), json.dumps(data), durable=False)
         except InboxError as exc:  # the request is refused: Telegram sends it again
             await self._storage_failed(exc, [data])
             raise
