@@ -28,6 +28,7 @@ from agent.agent import Agent
 from agent.context import ImageInput
 from agent.errors import BudgetExhausted, LLMError, LLMUnavailable
 from agent.llm import Usage
+from agent.usage import Charge
 from gateway import _texts as t
 from gateway.adapters import Replies, ReplyStream, platform_spec
 from gateway.config import LiveSettings
@@ -39,6 +40,7 @@ from gateway.events import (
     platform_message_id,
     turn_ref,
 )
+from gateway.media import SpokenReplies
 from gateway.ops import Activity, Metrics
 from gateway.sessions._inbox_keeper import InboxKeeper
 from gateway.sessions._live import LiveSession, merge_texts, others_in, speaker_of
@@ -91,8 +93,11 @@ class TurnRunner:
         activity: Activity,
         fence_of: FenceOf | None = None,
         budget: TurnBudget | None = None,
+        spoken: SpokenReplies | None = None,
     ) -> None:
+        """``spoken``: reads a finished answer out for the people who asked (``/voice on``)."""
         self._live = live
+        self._spoken = spoken
         self._budget = budget
         self._fence_of = fence_of
         self._replies = replies
@@ -117,9 +122,7 @@ class TurnRunner:
         except Exception as exc:
             await self._apologise(live.session_id, batch[-1], exc, shown)
         # off the turn's path: the session counts as active from the answer, not the bookkeeping
-        task = asyncio.create_task(self.settle(batch, _fence(live)))
-        self._settling.add(task)
-        task.add_done_callback(self._settling.discard)
+        self._track(self.settle(batch, _fence(live)))
 
     async def _apologise(
         self, session_id: str, last: InboundMessage, exc: Exception, shown: list[ReplyStream]
@@ -147,6 +150,16 @@ class TurnRunner:
                 await self._replies.notice(last, text, kind="error")
         except Exception as failed:
             logger.warning("the apology could not be delivered (%s)", type(failed).__name__)
+
+    def _track(self, work: Awaitable[object]) -> None:
+        """Run ``work`` after the turn; ``drain`` waits for it at shutdown."""
+
+        async def run() -> None:
+            await work
+
+        task = asyncio.create_task(run())
+        self._settling.add(task)
+        task.add_done_callback(self._settling.discard)
 
     async def settle(self, batch: list[InboundMessage], fence: Fence | None = None) -> None:
         """Nothing more is owed for these messages."""
@@ -227,6 +240,10 @@ class TurnRunner:
             await self._keeper.answering(batch, answer, _fence(live))
         await stream.finish(answer)
         self._replies.counted(last.platform)
+        if self._spoken is not None:  # off the turn's path, like the settling
+            self._track(
+                self._spoken.deliver(last, answer, Charge(person, live.session_id, "speech", chat))
+            )
         self._metrics.observe_turn(time.monotonic() - started)
         self._count(before, agent.usage)
         await self._heads_up(last, person, chat)
