@@ -1,0 +1,45 @@
+"""``PreferenceStore`` on SQLite and PostgreSQL: a person's own settings, and linked accounts."""
+
+from __future__ import annotations
+
+from memory.database import Location
+from memory.people import PeopleStore
+from memory.preferences import PreferenceStore
+from gateway.media import StoredVoiceChoice
+
+pytest_plugins = ["tests.fakes.tables_backends"]
+
+
+def test_a_setting_is_kept_per_person_and_replaced_when_set_again(where: Location) -> None:
+    with PreferenceStore(where) as store:
+        assert store.get(["telegram:1"], "voice_replies") is None
+        store.set("telegram:1", "voice_replies", "on", 1.0)
+        store.set("telegram:2", "voice_replies", "off", 1.0)
+        store.set("telegram:1", "voice_replies", "off", 2.0)
+        assert store.get(["telegram:1"], "voice_replies") == "off"
+        assert store.get(["telegram:2"], "voice_replies") == "off"
+        assert store.get(["telegram:1"], "other") is None
+    with PreferenceStore(where) as again:  # kept in the database, not the process
+        assert again.get(["telegram:1"], "voice_replies") == "off"
+
+
+def test_the_first_of_several_keys_that_set_it_wins(where: Location) -> None:
+    with PreferenceStore(where) as store:
+        store.set("telegram:1", "voice_replies", "on", 1.0)
+        assert store.get(["person:a", "telegram:1"], "voice_replies") == "on"
+        store.set("person:a", "voice_replies", "off", 2.0)
+        assert store.get(["person:a", "telegram:1"], "voice_replies") == "off"
+        assert store.get([], "voice_replies") is None
+
+
+def test_voice_follows_the_person_an_account_is_linked_into(where: Location) -> None:
+    with PreferenceStore(where) as store, PeopleStore(where) as people:
+        choice = StoredVoiceChoice(store, people)
+        assert not choice.voice_on("telegram:1")
+        choice.set_voice("telegram:1", True, 1.0)  # before linking: the account's own
+        people.link("telegram:1", "slack:U1", by="telegram:1", at=2.0)
+        assert choice.voice_on("telegram:1") and not choice.voice_on("slack:U1")
+        choice.set_voice("slack:U1", True, 3.0)  # now the person's, for both accounts
+        assert choice.voice_on("slack:U1") and choice.voice_on("telegram:1")
+        choice.set_voice("telegram:1", False, 4.0)
+        assert not choice.voice_on("slack:U1") and not choice.voice_on("telegram:1")
