@@ -75,7 +75,9 @@ def _page(packets: list[bytes], *, kind: int, granule: int, sequence: int) -> by
     lacing = b""
     for packet in packets:
         lacing += b"\xff" * (len(packet) // 255) + bytes([len(packet) % 255])
-    head = struct.pack("<4sBBqIIIB", b"OggS", 0, kind, granule, 0x43484F52, sequence, 0, len(lacing))
+    head = struct.pack(
+        "<4sBBqIIIB", b"OggS", 0, kind, granule, 0x43484F52, sequence, 0, len(lacing)
+    )
     page = head + lacing + b"".join(packets)
     return page[:22] + struct.pack("<I", ogg_crc(page)) + page[26:]
 
@@ -145,7 +147,8 @@ async def speech(server: FakeOpenAI, request: web.Request) -> web.Response:
         )
     if fmt not in FORMATS:
         return server._json_error(
-            400, f"Invalid value: '{fmt}'. Supported values are: {', '.join(FORMATS)}.",
+            400,
+            f"Invalid value: '{fmt}'. Supported values are: {', '.join(FORMATS)}.",
             param="response_format",
         )
     speed = body.get("speed", 1.0)

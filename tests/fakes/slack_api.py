@@ -7,8 +7,8 @@ stored in the channel; ``user_not_in_channel`` for someone in ``away``),
 ``chat.update``, ``conversations.replies``
 (with cursor paging) over one store of channel messages, file uploads as slack_sdk's
 ``files_upload_v2`` makes them (``files.getUploadURLExternal``, a POST of the bytes to
-the upload URL it names, ``files.completeUploadExternal`` sharing them into a channel, or a thread of it
-with ``thread_ts``: ``shared``), ``users.info`` for the
+the upload URL it names, ``files.completeUploadExternal`` sharing them into a channel,
+or a thread of it with ``thread_ts``: ``shared``), ``users.info`` for the
 people a test adds, ``apps.connections.open`` and the Socket Mode websocket
 (``slack_socket``), the ``response_url`` of slash commands and private file
 downloads. It checks the bearer token (the app-level one for

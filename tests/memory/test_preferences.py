@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from gateway.media import StoredVoiceChoice
 from memory.database import Location
 from memory.people import PeopleStore
 from memory.preferences import PreferenceStore
-from gateway.media import StoredVoiceChoice
 
 pytest_plugins = ["tests.fakes.tables_backends"]
 
