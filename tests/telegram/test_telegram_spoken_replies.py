@@ -70,6 +70,7 @@ async def test_voice_on_sends_each_answer_as_a_voice_message_too_charged_to_the_
     assert row.session_id == turn.session_id
     assert (row.input_tokens, row.output_tokens) == (8, 42)  # 31 characters: 2.07 s of speech
     assert row.cost is not None and abs(row.cost - (8 * 0.6 + 42 * 12.0) / 1e6) < 1e-12
+    assert gw.stack.meter is not None
     status = await gw.stack.meter.status(f"telegram:{ANN}")
     assert status.spent_day.tokens == turn.tokens + row.tokens
 
