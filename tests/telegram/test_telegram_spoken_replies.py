@@ -163,7 +163,7 @@ async def test_a_person_whose_budget_is_spent_gets_no_voice_but_the_text(
 ) -> None:
     gw = await make_gateway(**SPEECH, CHORUS_BUDGETS__USER__TOKENS_PER_DAY="100000")
     tg, llm = gw.telegram, gw.server
-    await _say(gw, "/voice on", ANN, 1)
+    assert "voice message" in await _say(gw, "/voice on", ANN, 1)
     # the turn itself spends the day's tokens: the speech call is refused, not the answer
     llm.reply("Costly.", usage={"prompt_tokens": 99_990, "completion_tokens": 10})
     assert (await _say(gw, "hi", ANN, 2)).startswith("Costly.")
