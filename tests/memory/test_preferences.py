@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 from gateway.media import StoredVoiceChoice
 from memory.database import Location
+from memory.paths import ChorusPaths
 from memory.people import PeopleStore
 from memory.preferences import PreferenceStore
 
 pytest_plugins = ["tests.fakes.tables_backends"]
+
+CHORUS = Path(sys.executable).with_name("chorus")
 
 
 def test_a_setting_is_kept_per_person_and_replaced_when_set_again(where: Location) -> None:
@@ -43,3 +51,22 @@ def test_voice_follows_the_person_an_account_is_linked_into(where: Location) -> 
         assert choice.voice_on("slack:U1") and choice.voice_on("telegram:1")
         choice.set_voice("telegram:1", False, 4.0)
         assert not choice.voice_on("slack:U1") and not choice.voice_on("telegram:1")
+
+
+def test_migrate_db_takes_the_preferences_along(chorus_home: Path, postgres_url: str) -> None:
+    chorus_home.mkdir(mode=0o700)
+    with PreferenceStore(ChorusPaths(chorus_home).state_db) as store:
+        store.set("telegram:42", "voice_replies", "on", 1.0)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CHORUS_", "OPENAI_"))}
+    env.update({"CHORUS_HOME": str(chorus_home), "COLUMNS": "200"})
+    moved = subprocess.run(
+        [str(CHORUS), "migrate-db", "--to", postgres_url],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert moved.returncode == 0, moved.stderr
+    assert "person_preferences: 1 rows" in moved.stdout
+    with PreferenceStore(postgres_url) as store:
+        assert store.get(["telegram:42"], "voice_replies") == "on"
