@@ -90,7 +90,8 @@ def spoken_text(markdown: str) -> str:
     text = _FENCED.sub(" ", markdown)
     text = _LINK.sub(r"\1", text)
     text = _MARKS.sub("", text)
-    return re.sub(r"[ \t]+", " ", text).strip()
+    lines = (re.sub(r"[ \t]+", " ", line).strip() for line in text.splitlines())
+    return "\n".join(line for line in lines if line)
 
 
 class SpokenReplies:
