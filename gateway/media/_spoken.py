@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Literal, Protocol
 
@@ -107,6 +108,8 @@ class SpokenReplies:
         self._choice = choice
         self._platforms = platforms
         self._told: set[str] = set()
+        self.outcomes: Counter[Outcome] = Counter()
+        """How each answer's spoken reply went (``sent``, ``not_wanted``, ``failed``…)."""
 
     def enabled(self) -> bool:
         """Whether spoken replies can be had at all (``llm.speech_model`` is set)."""
@@ -120,11 +123,13 @@ class SpokenReplies:
     async def deliver(self, msg: InboundMessage, answer: str, charge: Charge) -> Outcome:
         """Read ``answer`` to ``msg`` out and send it, when its sender wants that. Never
         raises; what happened, for logs and tests."""
+        outcome: Outcome = "failed"
         try:
-            return await self._deliver(msg, answer, charge)
+            outcome = await self._deliver(msg, answer, charge)
         except Exception:
             logger.exception("a spoken reply on %s failed", msg.platform)
-            return "failed"
+        self.outcomes[outcome] += 1
+        return outcome
 
     async def _deliver(self, msg: InboundMessage, answer: str, charge: Charge) -> Outcome:
         llm, limits = self._settings()

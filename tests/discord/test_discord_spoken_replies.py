@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tests.discord.conftest import ANN, BOB, GatewayFactory
 from tests.fakes.discord_data import BOT_ID, CHANNEL_ID, GUILD_ID
+from tests.waiting import spoken_replies
 
 SPEECH = {"CHORUS_LLM__SPEECH_MODEL": "gpt-4o-mini-tts"}
 
@@ -51,6 +52,5 @@ async def test_voice_on_attaches_the_answer_read_out_where_it_was_asked(
         mentions_bot=True,
     )
     await fake.wait_posted(CHANNEL_ID, 4)
-    await gw.settle()
-    await gw.stack.runner.sessions.turns.drain(10)
+    await spoken_replies(gw.stack, 2)
     assert len(fake.attachments) == 1 and len(llm.speech_requests) == 1

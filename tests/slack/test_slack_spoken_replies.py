@@ -5,6 +5,7 @@ from __future__ import annotations
 from memory.usage_ledger import UsageLedger
 from tests.fakes.slack_requests import BOT_USER_ID
 from tests.slack.conftest import ANN, BOB, CHANNEL, DM_ANN, GatewayFactory
+from tests.waiting import spoken_replies
 
 SPEECH = {"CHORUS_LLM__SPEECH_MODEL": "tts-1"}
 
@@ -29,8 +30,7 @@ async def test_voice_on_uploads_the_answer_read_out_into_the_direct_chat(
     assert [(r.input, r.model, r.response_format) for r in llm.speech_requests] == [
         ("Tea at four.", "tts-1", "opus")
     ]
-    await gw.settle()
-    await gw.stack.runner.sessions.turns.drain(10)
+    await spoken_replies(gw.stack, 1)
     with UsageLedger(gw.stack.settings.home / "state.db") as ledger:
         [row] = [r for r in ledger.rows(f"slack:{ANN}") if r.purpose == "speech"]
     assert row.model == "tts-1" and row.estimated
@@ -61,6 +61,5 @@ async def test_in_a_channel_the_voice_goes_into_the_answers_thread_and_only_for_
     )
     await gw.event(bobs)
     await slack.wait_posted(CHANNEL, 2)
-    await gw.settle()
-    await gw.stack.runner.sessions.turns.drain(10)
+    await spoken_replies(gw.stack, 2)
     assert len(slack.shared) == 1 and len(llm.speech_requests) == 1

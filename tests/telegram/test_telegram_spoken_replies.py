@@ -12,14 +12,13 @@ import pytest
 from memory.usage_ledger import LedgerRow, UsageLedger
 from tests.fakes.openai_speech import ogg_seconds
 from tests.telegram.conftest import ANN, BOB, GROUP, GatewayFactory, TelegramGateway
+from tests.waiting import spoken_replies
 
 SPEECH = {"CHORUS_LLM__SPEECH_MODEL": "gpt-4o-mini-tts"}
 
 
-async def _done(gw: TelegramGateway) -> None:
-    """Every turn answered and what follows an answer (its spoken reply) finished."""
-    await gw.settle()
-    await gw.stack.runner.sessions.turns.drain(10)
+async def _done(gw: TelegramGateway, answers: int) -> None:
+    await spoken_replies(gw.stack, answers)
 
 
 async def _rows(gw: TelegramGateway, person: str, purpose: str) -> list[LedgerRow]:
@@ -63,6 +62,7 @@ async def test_voice_on_sends_each_answer_as_a_voice_message_too_charged_to_the_
     assert (asked.model, asked.voice, asked.response_format) == ("gpt-4o-mini-tts", "coral", "opus")
     assert voice.data.startswith(b"OggS") and b"OpusHead" in voice.data
     assert ogg_seconds(voice.data) > 1.0  # the audio the endpoint made, as it was sent
+    assert voice.duration == round(ogg_seconds(voice.data)) == 2  # the length it shows
 
     [row] = await _rows(gw, f"telegram:{ANN}", "speech")
     [turn] = await _rows(gw, f"telegram:{ANN}", "turn")
@@ -79,7 +79,7 @@ async def test_voice_on_sends_each_answer_as_a_voice_message_too_charged_to_the_
     assert "Spoken replies are off" in await _say(gw, "/voice off", ANN, 5)
     llm.reply("Text only now.")
     assert await _say(gw, "and now?", ANN, 6) == "Text only now."
-    await _done(gw)
+    await _done(gw, 3)
     assert len(llm.speech_requests) == 1 and len(tg.voices) == 1
 
 
@@ -107,7 +107,7 @@ async def test_without_a_speech_model_voice_says_spoken_replies_are_off_here(
         assert said == "Spoken replies are off on this chorus (no speech model is configured)."
     llm.reply("Plain.")
     assert await _say(gw, "hi", ANN, 3) == "Plain."
-    await _done(gw)
+    await _done(gw, 1)
     assert not llm.speech_requests and not gw.telegram.voices
 
 
@@ -132,14 +132,14 @@ async def test_speech_failures_never_lose_the_text_answer(
     llm.speech_error(500)  # the endpoint fails
     llm.reply("First answer.")
     assert await _say(gw, "one", ANN, 2) == "First answer."
-    await _done(gw)
+    await _done(gw, 1)
     assert len(llm.speech_requests) == 1 and not tg.voices
     assert "an answer could not be read out (speech: HTTP 500)" in caplog.text
 
     tg.voice_forbidden.add(ANN)  # Telegram refuses the voice message
     llm.reply("Second answer.")
     assert await _say(gw, "two", ANN, 3) == "Second answer."
-    await _done(gw)
+    await _done(gw, 2)
     assert len(llm.speech_requests) == 2 and not tg.voices
     assert "voice_messages_forbidden" in caplog.text.lower()
     tg.voice_forbidden.clear()
@@ -147,7 +147,7 @@ async def test_speech_failures_never_lose_the_text_answer(
     long = "This answer is far too long to be read out here."
     llm.reply(long)  # over media.max_spoken_chars: not even asked for
     assert await _say(gw, "three", ANN, 4) == long
-    await _done(gw)
+    await _done(gw, 3)
     assert len(llm.speech_requests) == 2
     assert "over media.max_spoken_chars (40)" in caplog.text
 
@@ -167,5 +167,5 @@ async def test_a_person_whose_budget_is_spent_gets_no_voice_but_the_text(
     # the turn itself spends the day's tokens: the speech call is refused, not the answer
     llm.reply("Costly.", usage={"prompt_tokens": 99_990, "completion_tokens": 10})
     assert (await _say(gw, "hi", ANN, 2)).startswith("Costly.")
-    await _done(gw)
+    await _done(gw, 1)
     assert not llm.speech_requests and not tg.voices

@@ -32,6 +32,7 @@ from telegram.error import (
 )
 from telegram.warnings import PTBDeprecationWarning
 
+from gateway.adapters._ogg import opus_seconds
 from gateway.adapters._support import Backoff
 from gateway.adapters.telegram._format import (
     Rendered,
@@ -155,13 +156,16 @@ class TelegramSender:
     async def voice(
         self, chat_id: str, audio: bytes, *, thread_id: str | None, reply_to: str | None
     ) -> Message:
-        """``sendVoice``: ``audio`` (OGG/Opus) as a voice message, a reply to ``reply_to``."""
+        """``sendVoice``: ``audio`` (OGG/Opus) as a voice message, a reply to ``reply_to``, with
+        its length in whole seconds (what the voice message shows)."""
+        seconds = opus_seconds(audio)
         replied = _message_number(reply_to)
         reply = ReplyParameters(replied, allow_sending_without_reply=True) if replied else None
         return await self.request(
             self._bot.send_voice(
                 int(chat_id),
                 InputFile(audio, filename=VOICE_FILENAME),
+                duration=max(1, round(seconds)) if seconds is not None else None,
                 message_thread_id=int(thread_id) if thread_id else None,
                 reply_parameters=reply,
             )
