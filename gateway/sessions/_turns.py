@@ -122,7 +122,9 @@ class TurnRunner:
         except Exception as exc:
             await self._apologise(live.session_id, batch[-1], exc, shown)
         # off the turn's path: the session counts as active from the answer, not the bookkeeping
-        self._track(self.settle(batch, _fence(live)))
+        task = asyncio.create_task(self.settle(batch, _fence(live)))
+        self._settling.add(task)
+        task.add_done_callback(self._settling.discard)
 
     async def _apologise(
         self, session_id: str, last: InboundMessage, exc: Exception, shown: list[ReplyStream]
