@@ -33,6 +33,7 @@ from agent.llm_request import chat_request
 from agent.llm_stream import error_message, stream_chunks
 from agent.messages import ChatMessage
 from agent.settings import FallbackEndpoint, LLMSettings
+from agent.speech import SPEECH_FORMAT, speech_usage
 from agent.tracing.spans import call_outcome, llm_call_done, llm_call_failed, llm_call_span
 from agent.transcription import expected_tokens, transcription_usage
 from agent.usage import OUTPUT_ALLOWANCE, Charge, UsageMeter, estimate_text, estimate_tokens
@@ -159,6 +160,42 @@ class LLMClient:
             raise LLMRequestError(f"transcription: HTTP {exc.status_code}") from exc
         except openai.APIError as exc:  # connection refused or dropped, timeout
             raise LLMUnavailable(f"transcription: {type(exc).__name__}") from exc
+
+    async def speak(
+        self, text: str, *, model: str, voice: str, charge: Charge | None = None
+    ) -> bytes:
+        """``text`` read out (``/v1/audio/speech``) as OGG/Opus audio. Errors as
+        ``transcribe``'s; with a ``charge`` and a meter it is reserved and settled like it,
+        with the estimate of ``agent.speech`` (the endpoint reports no usage)."""
+        meter = self.meter if charge is not None else None
+        hold: object = None
+        usage = speech_usage(text)
+        if meter is not None and charge is not None:
+            hold = await meter.reserve(charge, model, usage[0] + usage[2])
+        try:
+            audio = await self._speech(text, model, voice)
+        except BaseException as exc:
+            self._counted(model, call_outcome(exc))
+            if meter is not None:
+                await _quietly(meter.release(hold))
+            raise
+        self._counted(model, "ok")
+        if meter is not None:
+            await _quietly(meter.settle(hold, model, usage, estimated=True))
+        return audio
+
+    async def _speech(self, text: str, model: str, voice: str) -> bytes:
+        try:
+            response = await self._client.audio.speech.create(
+                model=model, voice=voice, input=text, response_format=SPEECH_FORMAT
+            )
+            return response.content
+        except openai.APIStatusError as exc:
+            if exc.status_code == 429 or exc.status_code >= 500:
+                raise LLMUnavailable(f"speech: HTTP {exc.status_code}") from exc
+            raise LLMRequestError(f"speech: HTTP {exc.status_code}") from exc
+        except openai.APIError as exc:  # connection refused or dropped, timeout
+            raise LLMUnavailable(f"speech: {type(exc).__name__}") from exc
 
     async def check(self) -> str:
         """Ask the endpoint for its models once (no retries); raises LLMError when it fails."""

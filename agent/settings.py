@@ -90,6 +90,14 @@ class LLMSettings(_Section):
         description="Model of the endpoint's /v1/audio/transcriptions for voice messages "
         "(whisper-1, gpt-4o-mini-transcribe…); unset: voice messages are not listened to.",
     )
+    speech_model: Annotated[str | None, LIVE] = Field(
+        None,
+        description="Model of the endpoint's /v1/audio/speech for spoken replies (tts-1, "
+        "gpt-4o-mini-tts…); unset: answers are text only and /voice says so.",
+    )
+    speech_voice: Annotated[str, LIVE] = Field(
+        "alloy", min_length=1, description="The voice spoken replies are read in."
+    )
 
 
 class AgentSettings(_Section):

@@ -1,9 +1,10 @@
 """Who pays for an LLM call, and the small protocol the gateway's budgets implement.
 
-Every ``LLMClient.complete()`` of a session — and every ``LLMClient.transcribe()``
-of a voice note — carries a ``Charge``: the person whose session caused it, the
-session and what the call is for (``turn``, ``compression``, ``flush``,
-``summary``, ``transcription``). When the client has a ``UsageMeter``
+Every ``LLMClient.complete()`` of a session — every ``LLMClient.transcribe()``
+of a voice note, every ``LLMClient.speak()`` of a spoken reply — carries a
+``Charge``: the person whose session caused it, the session and what the call
+is for (``turn``, ``compression``, ``flush``, ``summary``, ``transcription``,
+``speech``). When the client has a ``UsageMeter``
 (the gateway wires one from the ledger, the budgets and Redis), the client asks
 it to ``reserve`` an estimate before the call — a turn's call is refused there
 with ``BudgetExhausted`` when the person's budget is spent; background calls are
@@ -27,7 +28,7 @@ __all__ = [
     "estimate_tokens",
 ]
 
-Purpose = Literal["turn", "compression", "flush", "summary", "transcription"]
+Purpose = Literal["turn", "compression", "flush", "summary", "transcription", "speech"]
 
 CHARS_PER_TOKEN = 4
 """The rough size of a token in characters, for estimates."""

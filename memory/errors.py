@@ -19,6 +19,7 @@ Exception tree::
     │   └── SecretKeyMismatch       a secret was sealed with another key (or its row was altered)
     ├── ApprovalStoreError          memory.approvals: the tool approvals' table cannot be used
     ├── PeopleStoreError            memory.people: the linked accounts' table cannot be used
+    ├── PreferenceStoreError        memory.preferences: people's own settings cannot be used
     ├── EmbeddingsError             the LLM endpoint gave no embeddings for this call
     │   └── EmbeddingsUnsupported   it has no /v1/embeddings at all (asked once per process)
     └── DatabaseError               the shared database (SQLite or PostgreSQL) failed a statement
@@ -100,6 +101,10 @@ class ApprovalStoreError(MemoryLayerError):
 
 class PeopleStoreError(MemoryLayerError):
     """memory.people: the table of linked accounts (and link codes) cannot be used."""
+
+
+class PreferenceStoreError(MemoryLayerError):
+    """memory.preferences: the table of what people chose for themselves cannot be used."""
 
 
 class SecretStoreError(MemoryLayerError):

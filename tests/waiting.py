@@ -11,6 +11,7 @@ import asyncio
 import inspect
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 DEFAULT_TIMEOUT = 20.0
 _POLL = 0.005
@@ -60,3 +61,11 @@ def until_sync(
                 f"timed out after {timeout:g}s waiting for {_describe(condition, what)}"
             )
         time.sleep(poll)
+
+
+async def spoken_replies(stack: Any, answers: int) -> None:
+    """Wait until the spoken replies of ``answers`` answers of a gateway ``stack`` have been
+    made or passed over (``SpokenReplies.outcomes``), and no more than that."""
+    outcomes = stack.voice.spoken.outcomes
+    await until(lambda: outcomes.total() >= answers, what=f"{answers} spoken replies settled")
+    assert outcomes.total() == answers, dict(outcomes)

@@ -76,6 +76,8 @@ class AdapterCapabilities:
     Discord); elsewhere (Slack) a reply opens a thread."""
     max_file_size: int = 0
     """Bytes of the largest file ``send_file`` can send (0: it sends no files)."""
+    voice: bool = False
+    """``send_voice`` sends a spoken reply (a voice message or an audio file)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,6 +320,20 @@ class BaseAdapter(ABC):
         cannot take files from the bot; another ``AdapterError`` when it failed."""
         del chat_id, filename, data, caption
         raise FileRefused(self.name, "sending files is not supported on this platform")
+
+    async def send_voice(
+        self,
+        chat_id: str,
+        audio: bytes,
+        *,
+        thread_id: str | None = None,
+        reply_to: str | None = None,
+    ) -> None:
+        """Send ``audio`` (OGG/Opus) as a spoken reply into ``chat_id`` (and ``thread_id``), a
+        reply to ``reply_to`` where the platform quotes (only when ``capabilities.voice``).
+        ``FileRefused`` where it cannot; another ``AdapterError`` when it failed."""
+        del chat_id, audio, thread_id, reply_to
+        raise FileRefused(self.name, "voice messages are not supported on this platform")
 
     def check_file_size(self, data: bytes) -> None:
         """``FileRefused`` (with the limit) when ``data`` is over this platform's limit."""

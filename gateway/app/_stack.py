@@ -44,6 +44,7 @@ from gateway.app._replicas import (
 from gateway.app._services import GatewayServices
 from gateway.app._tools import build_tools
 from gateway.app._tracing import TRACE_FLUSH_SECONDS, start_tracing
+from gateway.app._voice import open_voice
 from gateway.budgets import BudgetMeter, open_meter
 from gateway.clock import Clock, SystemClock
 from gateway.commands import (
@@ -52,6 +53,7 @@ from gateway.commands import (
     ExportDesk,
     LinkDesk,
     SecretDesk,
+    VoiceDesk,
     open_secret_store,
     provider_merger,
     register_admin_commands,
@@ -117,6 +119,8 @@ class GatewayStack:
     """Purges ended sessions past ``sessions.retention_days`` (started with the stack)."""
     people: LinkDesk | None = None
     """Linked accounts (``/link``)."""
+    voice: VoiceDesk | None = None
+    """Spoken replies (``/voice``) and the people's preferences they are kept in."""
 
     async def start(self) -> None:
         """Take up sessions, connect the platforms, take up what a restart left pending
@@ -217,6 +221,8 @@ class GatewayStack:
             await asyncio.to_thread(self.approvals.store.close)
         if self.people is not None:
             await asyncio.to_thread(self.people.people.close)
+        if self.voice is not None:
+            await asyncio.to_thread(self.voice.choice.preferences.close)
         await asyncio.to_thread(tracing.shutdown, min(timeout, TRACE_FLUSH_SECONDS))
 
 
@@ -322,6 +328,7 @@ async def open_stack(
         else None
     )
     replies = Replies(adapters, clock, counted=metrics.message_out)
+    voice = await open_voice(live, where, llm, replies, people, clock)
     keeper = InboxKeeper(
         inbox,
         clock,
@@ -336,6 +343,7 @@ async def open_stack(
         activity=activity,
         fence_of=ownership.fence if ownership is not None else None,
         budget=meter,
+        spoken=voice.spoken,
     )
     kind: Callable[..., SessionManager] = SessionManager
     if ownership is not None:  # ending a session needs its lease
@@ -391,6 +399,7 @@ async def open_stack(
     approvals.register(commands)
     link_desk.register(commands)
     ExportDesk(replies.adapters, clock).register(commands)
+    voice.register(commands)
     metrics.known_commands(command.name for command in commands.visible(is_admin=True))
     runner = GatewayRunner(
         live,
@@ -471,4 +480,5 @@ async def open_stack(
         approvals=approvals,
         people=link_desk,
         retractions=retractions,
+        voice=voice,
     )

@@ -31,6 +31,7 @@ from memory.errors import DatabaseCopyError, MemoryLayerError
 from memory.jobs import JobState, Outbox
 from memory.paths import ChorusPaths
 from memory.people import PeopleStore
+from memory.preferences import PreferenceStore
 from memory.providers import ProviderHealth
 from memory.secrets import SecretStore
 from memory.store import PostgresMemoryFiles, StagedWrites
@@ -50,6 +51,7 @@ COMPONENTS: tuple[Callable[[Location], Tables], ...] = (
     lambda url: SecretStore(url, None),
     ApprovalStore,
     PeopleStore,
+    PreferenceStore,
 )
 """Every component with tables in ``state.db``: opened on the URL, each creates its own."""
 

@@ -15,6 +15,7 @@ from gateway.commands._services import (
     SessionControl,
 )
 from gateway.commands._user import register_user_commands
+from gateway.commands._voice import VoiceDesk
 
 __all__ = [
     "AccessControl",
@@ -28,6 +29,7 @@ __all__ = [
     "PeopleControl",
     "SecretDesk",
     "SessionControl",
+    "VoiceDesk",
     "flagged_command",
     "open_secret_store",
     "parse_command",

@@ -1,4 +1,5 @@
-"""The ``media`` section: how large a voice note or a document chorus reads may be."""
+"""The ``media`` section: how large a voice note or a document chorus reads may be, and how
+long an answer it reads out."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent.speech import MAX_SPEECH_CHARS
 from memory.settings import LIVE
 
 MAX_FILE_BYTES = 20 * 1024 * 1024
@@ -31,4 +33,11 @@ class MediaSettings(BaseModel):
         gt=0,
         description="Characters of a document's text given to the model; "
         "the rest is cut off with a note.",
+    )
+    max_spoken_chars: Annotated[int, LIVE] = Field(
+        1500,
+        gt=0,
+        le=MAX_SPEECH_CHARS,
+        description="Longest answer also sent as a spoken reply (llm.speech_model, "
+        "/voice on); a longer one is sent as text only.",
     )

@@ -29,6 +29,7 @@ from agent.context import ImageInput
 from agent.errors import BudgetExhausted, LLMError, LLMUnavailable
 from agent.llm import Usage
 from agent.tracing import steps
+from agent.usage import Charge
 from gateway import _texts as t
 from gateway.adapters import Replies, ReplyStream, platform_spec
 from gateway.config import LiveSettings
@@ -39,6 +40,7 @@ from gateway.events import (
     SessionKey,
     turn_ref,
 )
+from gateway.media import SpokenReplies
 from gateway.ops import Activity, Metrics
 from gateway.sessions._inbox_keeper import InboxKeeper
 from gateway.sessions._live import LiveSession, merge_texts, others_in, platform_ids, speaker_of
@@ -91,8 +93,11 @@ class TurnRunner:
         activity: Activity,
         fence_of: FenceOf | None = None,
         budget: TurnBudget | None = None,
+        spoken: SpokenReplies | None = None,
     ) -> None:
+        """``spoken``: reads a finished answer out for the people who asked (``/voice on``)."""
         self._live = live
+        self._spoken = spoken
         self._budget = budget
         self._fence_of = fence_of
         self._replies = replies
@@ -147,6 +152,16 @@ class TurnRunner:
                 await self._replies.notice(last, text, kind="error")
         except Exception as failed:
             logger.warning("the apology could not be delivered (%s)", type(failed).__name__)
+
+    def _track(self, work: Awaitable[object]) -> None:
+        """Run ``work`` after the turn; ``drain`` waits for it at shutdown."""
+
+        async def run() -> None:
+            await work
+
+        task = asyncio.create_task(run())
+        self._settling.add(task)
+        task.add_done_callback(self._settling.discard)
 
     async def settle(self, batch: list[InboundMessage], fence: Fence | None = None) -> None:
         """Nothing more is owed for these messages."""
@@ -231,6 +246,10 @@ class TurnRunner:
         await stream.finish(answer)
         steps.step("delivery")
         self._replies.counted(last.platform)
+        if self._spoken is not None:  # off the turn's path, like the settling
+            self._track(
+                self._spoken.deliver(last, answer, Charge(person, live.session_id, "speech", chat))
+            )
         self._metrics.observe_turn(time.monotonic() - started)
         self._count(before, agent.usage)
         await self._heads_up(last, person, chat)

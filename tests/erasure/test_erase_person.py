@@ -13,6 +13,7 @@ from memory.database import Location
 from memory.erasure import Tombstones, erase_person
 from memory.paths import ChorusPaths, UserKey
 from memory.people import PeopleStore
+from memory.preferences import PreferenceStore
 from memory.providers import MemoryProvider
 from memory.store import DiskMemoryFiles, PostgresMemoryFiles
 from memory.store._staged import StagedWrites
@@ -43,6 +44,9 @@ def _fill(where: Location, home: Path, files: Any) -> None:
         staged.stage(user_key=ALICE, session_id="s-a", action="add", content=f"fact {SECRET}")
     with UsageLedger(where) as ledger:
         ledger.record([LedgerRow(1.0, ALICE, "s-a", "turn", "m", 10, 0, 5, False, None)])
+    with PreferenceStore(where) as preferences:
+        for user in (ALICE, BOB):
+            preferences.set(user, "voice_replies", "on", 1.0)
     provider = open_provider(home, ALICE)
     tool(provider, action="add", content=f"The PIN hint is {SECRET}.")
     tool(provider, action="add", content="Bob keeps bees.", speaker=BOB)
@@ -114,6 +118,9 @@ def test_nothing_of_the_person_remains(tmp_path: Path, engine: str, request: Any
     assert store.read(paths.user_file(UserKey.parse(ALICE))) == []
     assert store.read(paths.user_file(UserKey.parse(BOB))) == ["Bob: bees"]
     assert not (home / "providers" / "holographic" / "users" / "telegram" / "1").exists()
+    with PreferenceStore(where) as preferences:  # /voice on: gone with the person
+        assert preferences.get([ALICE], "voice_replies") is None
+        assert preferences.get([BOB], "voice_replies") == "on"
     if engine == "sqlite":
         _check_sqlite(paths.state_db)
         assert not paths.user_dir(UserKey.parse(ALICE)).exists()

@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import mimetypes
 import threading
 import time
 from dataclasses import dataclass, field
@@ -356,7 +357,7 @@ class FakeDiscord(GatewayServer, InteractionsServer, LoopThread):
             data["components"] = body["components"]
         if uploads:
             data["attachments"] = [
-                attachment(snowflake(), name, "", content_type="application/zip", size=len(blob))
+                attachment(snowflake(), name, "", content_type=_type_of(name), size=len(blob))
                 for name, blob in uploads
             ]
         with self._lock:
@@ -385,6 +386,11 @@ class FakeDiscord(GatewayServer, InteractionsServer, LoopThread):
             message_id=message_id, channel_id=channel_id, author=BOT_USER, content=posted.content
         )
         return _json(data)
+
+
+def _type_of(name: str) -> str:
+    """The ``content_type`` Discord gives an attachment: known by its file name."""
+    return mimetypes.guess_type(name)[0] or "application/octet-stream"
 
 
 async def _multipart(request: web.Request) -> tuple[dict[str, Any], list[tuple[str, bytes]]]:

@@ -47,6 +47,7 @@ from aiohttp import web
 
 from .loop_thread import LoopThread
 from .openai_audio import TranscriptionRequest, transcriptions
+from .openai_speech import SpeechRequest, speech
 
 ReplyKind = Literal["text", "tool_calls", "error", "hang"]
 
@@ -358,6 +359,9 @@ class FakeOpenAI(LoopThread):
         self.transcription_seconds = 1.0
         #: the ``usage`` every transcription reports instead of one from the model's billing
         self.transcription_usage: dict[str, Any] | None = None
+        #: ``/v1/audio/speech`` requests, answered or not (see ``openai_speech``)
+        self.speech_requests: list[SpeechRequest] = []
+        self._speech_failures: deque[int] = deque()
         self.base_url = ""
         self._queue: deque[Reply] = deque()
         self._embedding_queue: deque[Reply] = deque()
@@ -375,6 +379,7 @@ class FakeOpenAI(LoopThread):
         app.router.add_post("/v1/embeddings", self._embeddings)
         app.router.add_get("/v1/models", self._models)
         app.router.add_post("/v1/audio/transcriptions", self._transcriptions)
+        app.router.add_post("/v1/audio/speech", self._speech)
         app.router.add_route("*", "/{tail:.*}", self._not_found)
         await self._listen(app)
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
@@ -478,6 +483,11 @@ class FakeOpenAI(LoopThread):
         with self._lock:
             self._transcription_failures.extend([status] * times)
 
+    def speech_error(self, status: int, *, times: int = 1) -> None:
+        """The next ``times`` speech requests get HTTP ``status``."""
+        with self._lock:
+            self._speech_failures.extend([status] * times)
+
     def responder(self, fn: Callable[[dict[str, Any]], Reply | str] | None) -> None:
         """Compute replies from the request body when the queue is empty (str = text)."""
         self._responder = fn
@@ -500,6 +510,8 @@ class FakeOpenAI(LoopThread):
             self._transcription_failures.clear()
             self.transcription_seconds = 1.0
             self.transcription_usage = None
+            self.speech_requests.clear()
+            self._speech_failures.clear()
             self.in_flight_max = 0
             self.connections.clear()
             self.reports_usage = True
@@ -619,6 +631,9 @@ class FakeOpenAI(LoopThread):
 
     async def _transcriptions(self, request: web.Request) -> web.Response:
         return await transcriptions(self, request)
+
+    async def _speech(self, request: web.Request) -> web.Response:
+        return await speech(self, request)
 
     async def _not_found(self, request: web.Request) -> web.Response:
         return self._json_error(

@@ -7,8 +7,8 @@ stored in the channel; ``user_not_in_channel`` for someone in ``away``),
 ``chat.update``, ``conversations.replies``
 (with cursor paging) over one store of channel messages, file uploads as slack_sdk's
 ``files_upload_v2`` makes them (``files.getUploadURLExternal``, a POST of the bytes to
-the upload URL it names, ``files.completeUploadExternal`` sharing them into a channel:
-``shared``), ``users.info`` for the
+the upload URL it names, ``files.completeUploadExternal`` sharing them into a channel,
+or a thread of it with ``thread_ts``: ``shared``), ``users.info`` for the
 people a test adds, ``apps.connections.open`` and the Socket Mode websocket
 (``slack_socket``), the ``response_url`` of slash commands and private file
 downloads. It checks the bearer token (the app-level one for
@@ -89,6 +89,8 @@ class SharedFile:
     title: str
     data: bytes
     comment: str
+    thread_ts: str | None = None
+    """The thread it was shared into (``completeUploadExternal``'s ``thread_ts``)."""
 
 
 @dataclass
@@ -404,6 +406,7 @@ class FakeSlack(SocketModeServer, LoopThread):
         if channel in self.outside:
             return {"error": "not_in_channel"}
         comment = str(params.get("initial_comment") or "")
+        thread = str(params["thread_ts"]) if params.get("thread_ts") else None
         done = []
         with self._lock:
             for item in files:
@@ -414,7 +417,13 @@ class FakeSlack(SocketModeServer, LoopThread):
                 if channel:
                     self.shared.append(
                         SharedFile(
-                            channel, upload.file_id, upload.filename, title, upload.data, comment
+                            channel,
+                            upload.file_id,
+                            upload.filename,
+                            title,
+                            upload.data,
+                            comment,
+                            thread,
                         )
                     )
                 done.append({"id": upload.file_id, "name": upload.filename, "title": title})

@@ -7,7 +7,8 @@ tests can both use it. Point python-telegram-bot at ``base_url``/``base_file_url
 It serves ``/bot<token>/<method>`` with JSON, form or multipart bodies as PTB sends
 them: getMe, getUpdates (long poll, ``offset`` confirms; a second poller gets 409),
 sendMessage, editMessageText, sendChatAction, sendDocument (a multipart upload, at
-most 50 MB, kept in ``documents``), setMyCommands (per scope),
+most 50 MB, kept in ``documents``), sendVoice (kept in ``voices``; see
+``telegram_voice``), setMyCommands (per scope),
 setMyDescription, setMyShortDescription, deleteWebhook,
 setWebhook (then it delivers updates to the webhook URL with the secret header,
 retrying until it gets a 200, like Telegram), getWebhookInfo, getFile and file
@@ -49,6 +50,7 @@ from tests.fakes.telegram_data import (
 )
 
 from .loop_thread import LoopThread
+from .telegram_voice import VoiceNote, send_voice
 
 _FORMATTED_METHODS = ("sendMessage", "editMessageText")
 _COMMAND_SCOPES = (
@@ -131,6 +133,10 @@ class FakeTelegram(LoopThread):
         self.files: dict[str, bytes] = {}
         self.documents: list[Document] = []
         """Files the bot sent with ``sendDocument``."""
+        self.voices: list[VoiceNote] = []
+        """Voice messages the bot sent with ``sendVoice``."""
+        self.voice_forbidden: set[int] = set()
+        """Private chats whose person takes no voice messages (400 VOICE_MESSAGES_FORBIDDEN)."""
         self.webhook: dict[str, Any] | None = None
         self.webhook_deliveries: list[tuple[int, int]] = []
         self.webhook_targets: list[str] = []
@@ -588,6 +594,9 @@ class FakeTelegram(LoopThread):
                 "file_size": len(document),
             },
         }
+
+    async def _m_sendVoice(self, params: dict[str, Any]) -> Any:
+        return await send_voice(self, params)
 
     async def _m_answerCallbackQuery(self, params: dict[str, Any]) -> Any:
         query_id = str(params["callback_query_id"])

@@ -61,6 +61,8 @@ from gateway.events import (
 
 logger = logging.getLogger(__name__)
 
+VOICE_FILENAME = "answer.ogg"
+
 START_WAIT = 10.0
 """Seconds ``start()`` waits for READY before it lets the gateway go on without it."""
 FIRST = asyncio.FIRST_COMPLETED
@@ -84,6 +86,7 @@ class DiscordAdapter(BaseAdapter):
         min_edit_interval=1.0,
         quotes=True,
         max_file_size=10 * 1024 * 1024,  # a server without boosts (25 MB with them)
+        voice=True,
     )
 
     def __init__(
@@ -406,6 +409,18 @@ class DiscordAdapter(BaseAdapter):
         channel = self._channel(chat_id)
         with platform_errors():
             await channel.send(caption or None, file=discord.File(io.BytesIO(data), filename))
+
+    async def send_voice(
+        self,
+        chat_id: str,
+        audio: bytes,
+        *,
+        thread_id: str | None = None,
+        reply_to: str | None = None,
+    ) -> None:
+        """An OGG/Opus audio attachment (played in place) in the answer's channel or thread."""
+        del thread_id, reply_to  # a thread is a channel of its own
+        await self.send_file(chat_id, VOICE_FILENAME, audio, "")
 
     async def edit(self, sent: SentMessage, text: str) -> None:
         partial = self._channel(sent.chat_id).get_partial_message(int(sent.message_id))

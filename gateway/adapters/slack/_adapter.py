@@ -72,6 +72,7 @@ from gateway.adapters.slack._names import UserNames
 from gateway.adapters.slack._settings import SlackSettings
 from gateway.adapters.slack._signing import RequestSigning
 from gateway.adapters.slack._socket import SocketConnection
+from gateway.adapters.slack._voice import upload_voice
 from gateway.clock import Clock, SystemClock
 from gateway.errors import ConfigError, InboxError
 from gateway.events import InboundMessage, OutboundMessage, SentMessage
@@ -95,6 +96,7 @@ class SlackAdapter(BaseAdapter):
         typing=False,
         min_edit_interval=1.0,
         max_file_size=1024 * 1024 * 1024,  # Slack's limit for one uploaded file
+        voice=True,
     )
 
     def __init__(
@@ -444,6 +446,18 @@ class SlackAdapter(BaseAdapter):
                 title=filename,
                 initial_comment=caption or None,
             )
+
+    async def send_voice(
+        self,
+        chat_id: str,
+        audio: bytes,
+        *,
+        thread_id: str | None = None,
+        reply_to: str | None = None,
+    ) -> None:
+        """An audio file in the thread the text answer went to."""
+        self.check_file_size(audio)
+        await upload_voice(self._client, chat_id, audio, thread_id or reply_to)
 
     async def edit(self, sent: SentMessage, text: str) -> None:
         mrkdwn = to_mrkdwn(text)

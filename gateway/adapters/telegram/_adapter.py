@@ -89,6 +89,7 @@ class TelegramAdapter(BaseAdapter):
         length=utf16_length,
         quotes=True,
         max_file_size=50 * 1024 * 1024,  # what the Bot API takes from a bot (sendDocument)
+        voice=True,
     )
 
     def __init__(
@@ -399,6 +400,21 @@ class TelegramAdapter(BaseAdapter):
                         int(chat_id), document, caption=caption or None, filename=filename
                     )
                 )
+
+    async def send_voice(
+        self,
+        chat_id: str,
+        audio: bytes,
+        *,
+        thread_id: str | None = None,
+        reply_to: str | None = None,
+    ) -> None:
+        """``sendVoice`` (a multipart upload), in the chat's turn and budget."""
+        self.check_file_size(audio)
+        async with self._pacer.turn(chat_id):
+            await self._pacer.acquire(chat_id)
+            with platform_errors():
+                await self._sender.voice(chat_id, audio, thread_id=thread_id, reply_to=reply_to)
 
     async def delete_message(self, chat_id: str, message_id: str) -> bool:
         """``deleteMessage``: a bot may delete what a person sent it in a private chat."""

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from telegram import Bot, Message, ReplyParameters
+from telegram import Bot, InputFile, Message, ReplyParameters
 from telegram.constants import ChatAction
 from telegram.error import (
     BadRequest,
@@ -32,6 +32,7 @@ from telegram.error import (
 )
 from telegram.warnings import PTBDeprecationWarning
 
+from gateway.adapters._ogg import opus_seconds
 from gateway.adapters._support import Backoff
 from gateway.adapters.telegram._format import (
     Rendered,
@@ -46,6 +47,8 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+VOICE_FILENAME = "answer.ogg"
+"""The name a spoken reply is uploaded under (OGG/Opus, what ``sendVoice`` plays)."""
 STUCK_AFTER = 90.0
 """Seconds a Bot API request may be in flight before the send path counts as stuck."""
 POOL_FAILURES = 3
@@ -149,6 +152,24 @@ class TelegramSender:
             )
 
         return await self._deliver(chat_id, markdown, call, spare=spare)
+
+    async def voice(
+        self, chat_id: str, audio: bytes, *, thread_id: str | None, reply_to: str | None
+    ) -> Message:
+        """``sendVoice``: ``audio`` (OGG/Opus) as a voice message, a reply to ``reply_to``, with
+        its length in whole seconds (what the voice message shows)."""
+        seconds = opus_seconds(audio)
+        replied = _message_number(reply_to)
+        reply = ReplyParameters(replied, allow_sending_without_reply=True) if replied else None
+        return await self.request(
+            self._bot.send_voice(
+                int(chat_id),
+                InputFile(audio, filename=VOICE_FILENAME),
+                duration=max(1, round(seconds)) if seconds is not None else None,
+                message_thread_id=int(thread_id) if thread_id else None,
+                reply_parameters=reply,
+            )
+        )
 
     async def edit(self, chat_id: str, message_id: str, markdown: str) -> None:
         """Replace a sent message's text; an edit to the same text is a success."""
