@@ -5,8 +5,8 @@ with ``assistant_thread_started``, remembered a while) the thread's status says
 "is thinking…" (``assistant.threads.setStatus``); anywhere else the person's message
 gets a reaction (:hourglass_flowing_sand:, ``reactions.add``). The sign goes when the
 answer starts (the bot's first post in that thread: Slack clears a thread status by
-itself then, the reaction is removed) and when the turn ends without one (a failure,
-a stop: ``reactions.remove``, or an empty status).
+itself then, the reaction is removed) or, when the turn ends without one (a failure,
+a stop), ``GRACE`` seconds after it (``reactions.remove``, or an empty status).
 
 Each call runs in the background, so a slow Slack never delays an answer, and a
 removal waits for its own ``reactions.add``. Without ``reactions:write`` there is one
@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from aiohttp import ClientError
@@ -37,6 +37,8 @@ STATUS = "is thinking…"
 ASSISTANT_THREADS = 10_000
 ASSISTANT_TTL = 7 * 86400.0
 """Assistant threads remembered (most recent first), each for a week."""
+GRACE = 2.0
+"""Seconds a sign stays after its turn ended, for the answer posted right after it."""
 ALREADY = frozenset({"already_reacted"})
 NO_SCOPE = frozenset({"missing_scope", "not_allowed_token_type", "no_permission"})
 
@@ -51,6 +53,7 @@ class _Sign:
     kind: Kind
     shown: asyncio.Task[bool]
     cleared: bool = False
+    answer: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 def _thread_of(msg: InboundMessage) -> str | None:
@@ -97,15 +100,26 @@ class BusyIndicator:
             if sign.cleared or sign.chat_id != chat_id or sign.thread != thread:
                 continue
             sign.cleared = True
+            sign.answer.set()
             if sign.kind == "reaction":  # Slack clears a thread status when the app posts
                 self._spawn(self._clear(sign))
 
     def hide(self, msg: InboundMessage) -> None:
-        """The turn ended: the sign goes if the answer did not take it already."""
-        sign = self._signs.pop((msg.chat_id, msg.message_id), None)
-        if sign is not None and not sign.cleared:
-            sign.cleared = True
-            self._spawn(self._clear(sign))
+        """The turn ended: the sign goes with the answer posted right after, or after
+        ``GRACE`` seconds without one (a failure, a stop)."""
+        sign = self._signs.get((msg.chat_id, msg.message_id))
+        if sign is not None:
+            self._spawn(self._expire(sign))
+
+    async def _expire(self, sign: _Sign) -> None:
+        try:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(sign.answer.wait(), GRACE)
+            if not sign.cleared:
+                sign.cleared = True
+                await self._clear(sign)
+        finally:
+            self._signs.pop((sign.chat_id, sign.message_id), None)
 
     async def close(self, timeout: float) -> None:
         """Let the calls under way finish (a removal most of all), then stop them."""

@@ -34,12 +34,13 @@ def new_card() -> str:
 
 
 def block_id(staged_id: str, card: str) -> str:
-    return f"chorus_review_{staged_id}.{card}" if card else f"chorus_review_{staged_id}"
+    return f"chorus_review_{card}_{staged_id}" if card else f"chorus_review_{staged_id}"
 
 
 def card_of(action: Mapping[str, Any]) -> str:
     """The card key in a clicked button's ``block_id`` ("" for none)."""
-    return str(action.get("block_id") or "").partition(".")[2]
+    rest = str(action.get("block_id") or "").removeprefix("chorus_review_")
+    return rest.rpartition("_")[0]
 
 
 def decision(answer: str, staged_id: str) -> tuple[str, str] | None:
