@@ -81,8 +81,10 @@ def action_payload(
     user: str,
     channel: str,
     response_url: str,
+    block_id: str | None = None,
 ) -> dict[str, Any]:
-    """A ``block_actions`` payload: someone clicked a button on an (ephemeral) message."""
+    """A ``block_actions`` payload: someone clicked a button on an (ephemeral) message
+    (which Slack does not send along), in the actions block ``block_id``."""
     return {
         "type": "block_actions",
         "team": {"id": TEAM_ID, "domain": "fake"},
@@ -101,7 +103,7 @@ def action_payload(
         "actions": [
             {
                 "action_id": action_id,
-                "block_id": "chorus_review_" + value,
+                "block_id": block_id or "chorus_review_" + value,
                 "text": {"type": "plain_text", "text": action_id},
                 "value": value,
                 "type": "button",
