@@ -38,7 +38,8 @@ async def test_commands_typed_in_a_thread_act_on_that_threads_session(
     assert "already a fresh session" in posted[-1].text
     await gw.settle()
     said = [text for request in gw.server.requests for text in user_texts(request)]
-    assert not [text for text in said if "status" in text or "new" in text]  # no command did
+    commands = {"/chorus status", "/status", "new", "/new"}
+    assert not [text for text in said if text.strip() in commands]  # no command reached it
 
     # a sentence that starts with a command's name, or a name without a mention: messages
     gw.server.responder(lambda _: "from the model")
