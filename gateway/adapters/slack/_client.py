@@ -22,7 +22,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from gateway.adapters._support import Backoff, secret_value
 from gateway.adapters.slack._events import BotIdentity
-from gateway.adapters.slack._settings import SlackSettings, problem
+from gateway.adapters.slack._settings import SlackSettings, has_signing_secret, problem
 
 logger = logging.getLogger(__name__)
 
@@ -140,6 +140,8 @@ async def describe_bot(settings: SlackSettings) -> tuple[bool, str]:
         except (ClientError, TimeoutError, OSError) as exc:
             return False, f"cannot open a Socket Mode connection ({type(exc).__name__})"
         mode = "Socket Mode"
+        if has_signing_secret(settings):
+            mode += " (SLACK_SIGNING_SECRET is set too, and unused)"
     return True, f"connected as @{me.name} ({me.user_id}) in team {me.team_id}; {mode}"
 
 
