@@ -7,6 +7,7 @@ import logging
 
 import pytest
 
+from gateway.adapters.slack import _busy as busy_module
 from gateway.adapters.slack._busy import REACTION, STATUS
 from tests.fakes.slack_requests import BOT_USER_ID
 from tests.slack.conftest import ANN, CHANNEL, DM_ANN, GatewayFactory
@@ -112,3 +113,20 @@ async def test_without_the_reactions_scope_one_warning_and_answers_go_on(
     assert len(slack.calls_of("reactions.add", status=None)) == 1  # not asked again
     warnings = [r.getMessage() for r in caplog.records if "reactions:write" in r.getMessage()]
     assert len(warnings) == 1 and "busy indicator" in warnings[0]
+
+
+async def test_a_long_turn_sets_the_status_again_and_none_after_the_answer(
+    make_gateway: GatewayFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(busy_module, "STATUS_RENEW", 0.3)  # Slack drops a status after 2 min
+    gw = await make_gateway()
+    slack = gw.slack
+    thread = slack.next_ts()
+    await gw.event(slack.assistant_thread_started(ANN, DM_ANN, thread))
+    gw.server.reply("That took a while.", delay=1.5)
+    await gw.event(slack.person("a long one", user=ANN, channel=DM_ANN, thread_ts=thread))
+    await slack.wait_posted(DM_ANN, 1)
+    await gw.settle()
+    log = [status for channel, ts, status in slack.status_log if (channel, ts) == (DM_ANN, thread)]
+    assert log.count(STATUS) >= 2
+    assert log[-1] == "" and slack.statuses.get((DM_ANN, thread)) is None

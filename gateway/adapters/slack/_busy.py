@@ -2,7 +2,8 @@
 
 Slack shows apps no typing indicator. In an assistant thread (one Slack announced
 with ``assistant_thread_started``, remembered a while) the thread's status says
-"is thinking…" (``assistant.threads.setStatus``); anywhere else the person's message
+"is thinking…" (``assistant.threads.setStatus``, set again every ``STATUS_RENEW``
+seconds: Slack drops it after two minutes); anywhere else the person's message
 gets a reaction (:hourglass_flowing_sand:, ``reactions.add``). The sign goes when the
 answer starts (the bot's first post in that thread: Slack clears a thread status by
 itself then, the reaction is removed) or, when the turn ends without one (a failure,
@@ -37,6 +38,8 @@ STATUS = "is thinking…"
 ASSISTANT_THREADS = 10_000
 ASSISTANT_TTL = 7 * 86400.0
 """Assistant threads remembered (most recent first), each for a week."""
+STATUS_RENEW = 60.0
+"""Seconds between settings of one status (Slack drops it after two minutes)."""
 GRACE = 2.0
 """Seconds a sign stays after its turn ended, for the answer posted right after it."""
 ALREADY = frozenset({"already_reacted"})
@@ -53,6 +56,7 @@ class _Sign:
     kind: Kind
     shown: asyncio.Task[bool]
     cleared: bool = False
+    ending: bool = False
     answer: asyncio.Event = field(default_factory=asyncio.Event)
 
 
@@ -91,7 +95,10 @@ class BusyIndicator:
             return False
         kind: Kind = "status" if status else "reaction"
         shown = self._spawn(self._show(msg, kind))
-        self._signs[key] = _Sign(msg.chat_id, thread, msg.message_id, kind, shown)
+        sign = _Sign(msg.chat_id, thread, msg.message_id, kind, shown)
+        self._signs[key] = sign
+        if kind == "status":
+            self._spawn(self._keep_status(sign))
         return True
 
     def answered(self, chat_id: str, thread: str | None) -> None:
@@ -109,6 +116,7 @@ class BusyIndicator:
         ``GRACE`` seconds without one (a failure, a stop)."""
         sign = self._signs.get((msg.chat_id, msg.message_id))
         if sign is not None:
+            sign.ending = True
             self._spawn(self._expire(sign))
 
     async def _expire(self, sign: _Sign) -> None:
@@ -156,6 +164,30 @@ class BusyIndicator:
                 channel=msg.chat_id, timestamp=msg.message_id, name=REACTION
             ),
         )
+
+    async def _keep_status(self, sign: _Sign) -> None:
+        """Set the status again while the turn goes on: Slack drops it after two minutes."""
+        if not await sign.shown:
+            return
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(sign.answer.wait(), STATUS_RENEW)
+            if sign.kind != "status" or sign.cleared or sign.ending or sign.thread is None:
+                return
+            await self._call(
+                "assistant.threads.setStatus",
+                self._client.assistant_threads_setStatus(
+                    channel_id=sign.chat_id, thread_ts=sign.thread, status=STATUS
+                ),
+            )
+            if sign.cleared or sign.ending:  # the answer came meanwhile: no status after it
+                await self._call(
+                    "assistant.threads.setStatus",
+                    self._client.assistant_threads_setStatus(
+                        channel_id=sign.chat_id, thread_ts=sign.thread, status=""
+                    ),
+                )
+                return
 
     async def _clear(self, sign: _Sign) -> None:
         with contextlib.suppress(asyncio.CancelledError):
