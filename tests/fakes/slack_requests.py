@@ -82,10 +82,12 @@ def action_payload(
     channel: str,
     response_url: str,
     block_id: str | None = None,
+    message: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A ``block_actions`` payload: someone clicked a button on an (ephemeral) message
-    (which Slack does not send along), in the actions block ``block_id``."""
-    return {
+    """A ``block_actions`` payload: someone clicked a button, in the actions block
+    ``block_id``, on an ephemeral message (which Slack does not send along) or on
+    ``message``, a message in the channel (sent along, its ``ts`` in the container)."""
+    payload = {
         "type": "block_actions",
         "team": {"id": TEAM_ID, "domain": "fake"},
         "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": TEAM_ID},
@@ -95,7 +97,7 @@ def action_payload(
             "type": "message",
             "message_ts": "1.000001",
             "channel_id": channel,
-            "is_ephemeral": True,
+            "is_ephemeral": message is None,
         },
         "trigger_id": f"{next(_triggers)}.{int(time.time())}.fake",
         "channel": {"id": channel, "name": "general"},
@@ -111,6 +113,10 @@ def action_payload(
             }
         ],
     }
+    if message is not None:
+        payload["message"] = message
+        payload["container"]["message_ts"] = message["ts"]
+    return payload
 
 
 async def _post(

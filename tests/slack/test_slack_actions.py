@@ -227,3 +227,28 @@ async def test_a_refused_click_leaves_the_card_as_it_is(make_gateway: GatewayFac
     assert again["replace_original"] is True and f"#{staged} rejected" in decisions(again)[0]
     gone = await click(gw, "approve", staged, user=ADMIN, card=listing["blocks"])
     assert "not a pending write" in gone["text"] and gone.get("replace_original") is False
+
+
+async def test_a_card_slack_sends_along_is_the_one_replaced(make_gateway: GatewayFactory) -> None:
+    """A click on a card this process never sent (another replica's, or from before a
+    restart) still replaces it when Slack sends the message along with the click."""
+    gw = await make_gateway()
+    staged = stage(gw, "The wifi password is on the fridge")
+    listing = await slash(gw, "admin memory pending", user=ADMIN, channel=DM_ANN)
+    elsewhere = [
+        {**b, "block_id": f"chorus_review_0badcafe_{staged}"} if b["type"] == "actions" else b
+        for b in listing["blocks"]
+    ]
+    message = {"type": "message", "ts": "1700000099.000099", "blocks": elsewhere}
+    url = await gw.click(
+        "chorus_review_approve",
+        str(staged),
+        user=ADMIN,
+        channel=DM_ANN,
+        block_id=f"chorus_review_0badcafe_{staged}",
+        message=message,
+    )
+    replaced = await gw.slack.wait_response(url)
+    assert replaced["replace_original"] is True and buttons(replaced) == []
+    assert f"#{staged} approved" in decisions(replaced)[0]
+    assert "The wifi password is on the fridge" in str(replaced["blocks"])
