@@ -365,6 +365,16 @@ class BaseAdapter(ABC):
         """Show that a reply is being written (no-op where unsupported)."""
         return None
 
+    async def busy(self, msg: InboundMessage) -> bool:
+        """Start a lasting sign that an answer to ``msg`` is being written (Slack's thread
+        status or a reaction), for ``not_busy`` to clear; True when there is one. Returns
+        at once (the platform is asked in the background) and never raises."""
+        return False
+
+    async def not_busy(self, msg: InboundMessage) -> None:
+        """Clear ``busy``'s sign, unless the answer already did; never raises."""
+        return None
+
     async def ready(self, chat_id: str) -> None:
         """Wait until a send or edit to ``chat_id`` would go out without waiting for the
         platform's rate budget (nothing is spent). Streaming waits here before it

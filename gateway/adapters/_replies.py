@@ -151,14 +151,24 @@ class Replies:
         )
 
     async def keep_typing(self, msg: InboundMessage) -> None:
-        """Show the typing indicator in ``msg``'s chat until cancelled (where there is one)."""
+        """Show that an answer to ``msg`` is being written until cancelled: the typing
+        indicator renewed where there is one, the adapter's lasting sign (``busy``) where
+        there is one, cleared at the end (``not_busy``)."""
         adapter = self.adapters.get(msg.platform)
-        if adapter is None or not adapter.capabilities.typing:
+        if adapter is None:
             return
-        with contextlib.suppress(Exception):
-            while True:
-                await adapter.typing(msg.chat_id, msg.thread_id)
-                await self._clock.sleep(TYPING_INTERVAL)
+        shown = await adapter.busy(msg)
+        if not shown and not adapter.capabilities.typing:
+            return
+        try:
+            with contextlib.suppress(Exception):
+                while adapter.capabilities.typing:
+                    await adapter.typing(msg.chat_id, msg.thread_id)
+                    await self._clock.sleep(TYPING_INTERVAL)
+            await asyncio.Event().wait()  # until cancelled
+        finally:
+            if shown:
+                await adapter.not_busy(msg)
 
     def typing(self, msg: InboundMessage) -> asyncio.Task[None]:
         """``keep_typing`` as a task; cancel it when the answer starts to be delivered."""

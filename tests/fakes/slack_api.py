@@ -8,7 +8,8 @@ stored in the channel; ``user_not_in_channel`` for someone in ``away``),
 (with cursor paging) over one store of channel messages, file uploads as slack_sdk's
 ``files_upload_v2`` makes them (``files.getUploadURLExternal``, a POST of the bytes to
 the upload URL it names, ``files.completeUploadExternal`` sharing them into a channel,
-or a thread of it with ``thread_ts``: ``shared``), ``users.info`` for the
+or a thread of it with ``thread_ts``: ``shared``), reactions, assistant thread statuses
+and Home tabs (``slack_surfaces``), ``users.info`` for the
 people a test adds, ``apps.connections.open`` and the Socket Mode websocket
 (``slack_socket``), the ``response_url`` of slash commands and private file
 downloads. It checks the bearer token (the app-level one for
@@ -39,6 +40,7 @@ from aiohttp import web
 from .loop_thread import LoopThread
 from .slack_requests import BOT_USER_ID, SIGNING_SECRET, TEAM_ID
 from .slack_socket import APP_TOKEN, SocketModeServer
+from .slack_surfaces import SlackSurfaces, valid_blocks
 
 __all__ = ["APP_TOKEN", "BOT_USER_ID", "SIGNING_SECRET", "TEAM_ID", "TOKEN", "FakeSlack"]
 
@@ -106,7 +108,7 @@ class Posted:
     """Block Kit blocks posted with the message (``blocks``), as given."""
 
 
-class FakeSlack(SocketModeServer, LoopThread):
+class FakeSlack(SocketModeServer, SlackSurfaces, LoopThread):
     thread_name = "fake-slack"
 
     def __init__(self) -> None:
@@ -138,6 +140,7 @@ class FakeSlack(SocketModeServer, LoopThread):
         self._scripted: list[tuple[str, int, str, int]] = []
         self._lock = threading.Lock()
         self._init_socket()
+        self._init_surfaces()
 
     @property
     def api_url(self) -> str:
@@ -303,7 +306,7 @@ class FakeSlack(SocketModeServer, LoopThread):
         blocks = params.get("blocks")
         if isinstance(blocks, str):  # form-encoded: a JSON string
             blocks = json.loads(blocks)
-        if blocks is not None and not _valid_blocks(blocks):
+        if blocks is not None and not valid_blocks(blocks):
             return {"error": "invalid_blocks"}
         ts = self.next_ts()
         message = {"type": "message", "user": BOT_USER_ID, "bot_id": BOT_ID, "text": text}
@@ -312,6 +315,7 @@ class FakeSlack(SocketModeServer, LoopThread):
             message["thread_ts"] = str(thread)
         with self._lock:
             self.store.append(message)
+            self._posted_in_thread(channel, str(thread) if thread else None)
             self.posted.append(
                 Posted(channel, ts, text, str(thread) if thread else None, [text], blocks)
             )
@@ -456,21 +460,3 @@ class FakeSlack(SocketModeServer, LoopThread):
             return web.Response(text="<html>sign in</html>", content_type="text/html")
         data, mimetype = found
         return web.Response(body=data, content_type=mimetype)
-
-
-def _valid_blocks(blocks: Any) -> bool:
-    """Blocks as ``chat.postMessage`` takes them: at most 50; a section's text at most 3000
-    characters; an action's button with a text, an ``action_id`` and a value of at most
-    2000 characters."""
-    if not isinstance(blocks, list) or len(blocks) > 50:
-        return False
-    for block in blocks:
-        if block.get("type") == "section" and len(block["text"]["text"]) > 3000:
-            return False
-        if block.get("type") == "actions":
-            for element in block.get("elements", []):
-                if not element.get("action_id") or not element.get("text"):
-                    return False
-                if len(str(element.get("value", ""))) > 2000:
-                    return False
-    return True

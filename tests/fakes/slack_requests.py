@@ -81,9 +81,13 @@ def action_payload(
     user: str,
     channel: str,
     response_url: str,
+    block_id: str | None = None,
+    message: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A ``block_actions`` payload: someone clicked a button on an (ephemeral) message."""
-    return {
+    """A ``block_actions`` payload: someone clicked a button, in the actions block
+    ``block_id``, on an ephemeral message (which Slack does not send along) or on
+    ``message``, a message in the channel (sent along, its ``ts`` in the container)."""
+    payload = {
         "type": "block_actions",
         "team": {"id": TEAM_ID, "domain": "fake"},
         "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": TEAM_ID},
@@ -93,7 +97,7 @@ def action_payload(
             "type": "message",
             "message_ts": "1.000001",
             "channel_id": channel,
-            "is_ephemeral": True,
+            "is_ephemeral": message is None,
         },
         "trigger_id": f"{next(_triggers)}.{int(time.time())}.fake",
         "channel": {"id": channel, "name": "general"},
@@ -101,7 +105,7 @@ def action_payload(
         "actions": [
             {
                 "action_id": action_id,
-                "block_id": "chorus_review_" + value,
+                "block_id": block_id or "chorus_review_" + value,
                 "text": {"type": "plain_text", "text": action_id},
                 "value": value,
                 "type": "button",
@@ -109,6 +113,10 @@ def action_payload(
             }
         ],
     }
+    if message is not None:
+        payload["message"] = message
+        payload["container"]["message_ts"] = message["ts"]
+    return payload
 
 
 async def _post(

@@ -133,11 +133,18 @@ class SocketModeServer:
         payload = command_payload(text, user=user, channel=channel, response_url=response_url)
         return self.send_envelope("slash_commands", {**payload, **extra})
 
-    def socket_action(self, action_id: str, value: str, *, user: str, channel: str) -> Envelope:
+    def socket_action(
+        self, action_id: str, value: str, *, user: str, channel: str, block_id: str | None = None
+    ) -> Envelope:
         """A button click as Socket Mode delivers it (an ``interactive`` envelope)."""
         response_url = self.response_url()
         payload = action_payload(
-            action_id, value, user=user, channel=channel, response_url=response_url
+            action_id,
+            value,
+            user=user,
+            channel=channel,
+            response_url=response_url,
+            block_id=block_id,
         )
         return self.send_envelope("interactive", payload)
 

@@ -96,10 +96,27 @@ class SlackGateway(StackHandle):
         status, _ = await post_command(self.commands_url, form, secret=secret)
         return status, url
 
-    async def click(self, action_id: str, value: str, *, user: str, channel: str) -> str:
+    async def click(
+        self,
+        action_id: str,
+        value: str,
+        *,
+        user: str,
+        channel: str,
+        block_id: str | None = None,
+        message: dict[str, Any] | None = None,
+    ) -> str:
         """A button click as Slack posts it over HTTP (to the events path); its response_url."""
         url = self.slack.response_url()
-        payload = action_payload(action_id, value, user=user, channel=channel, response_url=url)
+        payload = action_payload(
+            action_id,
+            value,
+            user=user,
+            channel=channel,
+            response_url=url,
+            block_id=block_id,
+            message=message,
+        )
         status, _ = await post_action(self.events_url, payload)
         assert status == 200
         return url

@@ -21,15 +21,28 @@ def stage(gw: SlackGateway, content: str, user: str = f"slack:{ANN}") -> int:
     return staging.stage(user_key=user, session_id="s", action="add", content=content)
 
 
-async def click(gw: SlackGateway, verb: str, staged_id: int, *, user: str) -> dict[str, Any]:
-    """A click on a review button, the way the mode delivers it; the answer posted back."""
+async def click(
+    gw: SlackGateway, verb: str, staged_id: int, *, user: str, card: list[Any] | None = None
+) -> dict[str, Any]:
+    """A click on a review button (of ``card``, a listing's blocks), the way the mode
+    delivers it; the answer posted back."""
     action_id = f"chorus_review_{verb}"
+    block = next(
+        (
+            b["block_id"]
+            for b in card or ()
+            if b["type"] == "actions" and b["block_id"].endswith(f"_{staged_id}")
+        ),
+        None,
+    )
     if gw.adapter.socket_mode:
-        envelope = gw.slack.socket_action(action_id, str(staged_id), user=user, channel=DM_ANN)
+        envelope = gw.slack.socket_action(
+            action_id, str(staged_id), user=user, channel=DM_ANN, block_id=block
+        )
         await gw.slack.wait_acked(envelope)
         url = envelope.payload["response_url"]
     else:
-        url = await gw.click(action_id, str(staged_id), user=user, channel=DM_ANN)
+        url = await gw.click(action_id, str(staged_id), user=user, channel=DM_ANN, block_id=block)
     return await gw.slack.wait_response(url)
 
 
@@ -165,3 +178,77 @@ async def test_a_write_to_a_groups_shared_profile_has_buttons_and_lands_there(
     profile = gw.stack.factory.store_for(GROUP)
     profile.load_from_disk()
     assert profile.user_entries == ["Channel: deploys on Friday"]
+
+
+def decisions(answer: dict[str, Any]) -> list[str]:
+    return [
+        element["text"]
+        for block in answer.get("blocks") or []
+        if block["type"] == "context"
+        for element in block["elements"]
+    ]
+
+
+@pytest.mark.parametrize("socket", MODES)
+async def test_a_decision_replaces_that_writes_buttons_on_the_card(
+    make_gateway: GatewayFactory, socket: bool
+) -> None:
+    gw = await make_gateway(socket=socket)
+    first = stage(gw, "The printer is on floor 2")
+    second = stage(gw, "Lunch is at noon")
+    listing = await slash(gw, "admin memory pending", user=ADMIN, channel=DM_ANN)
+    card = listing["blocks"]
+
+    approved = await click(gw, "approve", first, user=ADMIN, card=card)
+    assert approved["replace_original"] is True  # the card itself, not a new message
+    assert buttons(approved) == [
+        ("chorus_review_approve", str(second)),
+        ("chorus_review_reject", str(second)),
+    ]
+    [decided] = decisions(approved)
+    assert f"#{first} approved" in decided and f"<@{ADMIN}>" in decided
+    assert "The printer is on floor 2" in str(approved["blocks"])  # what was decided stays
+
+    rejected = await click(gw, "reject", second, user=ADMIN, card=card)
+    assert rejected["replace_original"] is True and buttons(rejected) == []
+    both = decisions(rejected)
+    assert len(both) == 2 and f"#{second} rejected" in both[1] and f"#{first} approved" in both[0]
+    assert gw.slack.calls_of("chat.postMessage") == []
+
+
+async def test_a_refused_click_leaves_the_card_as_it_is(make_gateway: GatewayFactory) -> None:
+    gw = await make_gateway()
+    staged = stage(gw, "Ann wants this shared")
+    listing = await slash(gw, "admin memory pending", user=ADMIN, channel=DM_ANN)
+    refused = await click(gw, "approve", staged, user=ANN, card=listing["blocks"])
+    assert "admins only" in refused["text"]
+    assert refused.get("replace_original") is False and "blocks" not in refused
+    again = await click(gw, "reject", staged, user=ADMIN, card=listing["blocks"])
+    assert again["replace_original"] is True and f"#{staged} rejected" in decisions(again)[0]
+    gone = await click(gw, "approve", staged, user=ADMIN, card=listing["blocks"])
+    assert "not a pending write" in gone["text"] and gone.get("replace_original") is False
+
+
+async def test_a_card_slack_sends_along_is_the_one_replaced(make_gateway: GatewayFactory) -> None:
+    """A click on a card this process never sent (another replica's, or from before a
+    restart) still replaces it when Slack sends the message along with the click."""
+    gw = await make_gateway()
+    staged = stage(gw, "The wifi password is on the fridge")
+    listing = await slash(gw, "admin memory pending", user=ADMIN, channel=DM_ANN)
+    elsewhere = [
+        {**b, "block_id": f"chorus_review_0badcafe_{staged}"} if b["type"] == "actions" else b
+        for b in listing["blocks"]
+    ]
+    message = {"type": "message", "ts": "1700000099.000099", "blocks": elsewhere}
+    url = await gw.click(
+        "chorus_review_approve",
+        str(staged),
+        user=ADMIN,
+        channel=DM_ANN,
+        block_id=f"chorus_review_0badcafe_{staged}",
+        message=message,
+    )
+    replaced = await gw.slack.wait_response(url)
+    assert replaced["replace_original"] is True and buttons(replaced) == []
+    assert f"#{staged} approved" in decisions(replaced)[0]
+    assert "The wifi password is on the fridge" in str(replaced["blocks"])

@@ -23,8 +23,16 @@ NEEDED_SCOPES = {
     "users:read",  # names (users.info)
     "files:read",  # images for vision models
     "files:write",  # /export's archive, uploaded into the direct chat
+    "reactions:write",  # the busy indicator outside assistant threads
 }
-NEEDED_EVENTS = {"app_mention", "message.channels", "message.groups", "message.im", "message.mpim"}
+NEEDED_EVENTS = {
+    "app_home_opened",  # the Home tab: /status and /help
+    "app_mention",
+    "message.channels",
+    "message.groups",
+    "message.im",
+    "message.mpim",
+}
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -48,6 +56,7 @@ def test_manifest_matches_the_adapter(path: Path) -> None:
     events = manifest["settings"]["event_subscriptions"]
     assert set(events["bot_events"]) == NEEDED_EVENTS
     assert manifest["features"]["app_home"]["messages_tab_enabled"] is True
+    assert manifest["features"]["app_home"]["home_tab_enabled"] is True
     assert manifest["settings"]["interactivity"]["is_enabled"] is True  # review buttons
     if not manifest["settings"]["socket_mode_enabled"]:
         assert events["request_url"].endswith(defaults.events_path)

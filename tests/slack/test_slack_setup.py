@@ -160,3 +160,16 @@ def test_doctor_checks_the_app_level_token_in_socket_mode(
     wrong = slack_settings(chorus_home, server, slack, SLACK_APP_TOKEN="xapp-1-wrong-one")
     result = check_slack(wrong)
     assert not result.ok and "SLACK_APP_TOKEN" in result.detail and "rejected" in result.detail
+
+
+def test_doctor_says_a_signing_secret_goes_unused_in_socket_mode(
+    chorus_home: Path, server: FakeOpenAI, slack: FakeSlack
+) -> None:
+    both = slack_settings(chorus_home, server, slack, SLACK_APP_TOKEN=APP_TOKEN)
+    result = check_slack(both)
+    assert result.ok and "Socket Mode (SLACK_SIGNING_SECRET is set too" in result.detail
+    alone = slack_settings(
+        chorus_home, server, slack, SLACK_APP_TOKEN=APP_TOKEN, SLACK_SIGNING_SECRET=""
+    )
+    result = check_slack(alone)
+    assert result.ok and "SLACK_SIGNING_SECRET" not in result.detail, result.detail

@@ -22,6 +22,13 @@ from slack_bolt.context.respond.async_respond import AsyncRespond
 from gateway.adapters.slack._events import PLATFORM
 from gateway.adapters.slack._format import to_mrkdwn
 from gateway.adapters.slack._names import UserNames
+from gateway.adapters.slack._review_cards import (
+    ReviewCards,
+    block_id,
+    card_of,
+    decision,
+    with_decision,
+)
 from gateway.events import InboundMessage
 
 logger = logging.getLogger(__name__)
@@ -47,7 +54,7 @@ def is_review_listing(command_text: str) -> bool:
 
 
 def review_blocks(
-    text: str, spell: Callable[[str], str] = lambda line: line
+    text: str, spell: Callable[[str], str] = lambda line: line, *, card: str = ""
 ) -> list[dict[str, Any]] | None:
     """The listing as Block Kit; None if it lists no staged write.
 
@@ -56,7 +63,7 @@ def review_blocks(
     value is the id from the header. A write whose text the listing cut gets only
     **Reject**: it is approved after ``show <id>``, whose answer has the buttons.
     Other lines are the listing's own, in mrkdwn (``spell`` gives commands the
-    workspace's spelling).
+    workspace's spelling). ``card`` goes into each actions block's id (``_review_cards``).
     """
     blocks: list[dict[str, Any]] = []
     staged = 0
@@ -87,7 +94,7 @@ def review_blocks(
         if found.group("cut") is None:
             elements.insert(0, _button("Approve", "approve", staged_id, style="primary"))
         blocks.append(
-            {"type": "actions", "block_id": f"chorus_review_{staged_id}", "elements": elements}
+            {"type": "actions", "block_id": block_id(staged_id, card), "elements": elements}
         )
     if not staged or len(blocks) > MAX_BLOCKS:
         return None
@@ -173,8 +180,10 @@ async def answer_action(
     *,
     answer: Callable[[InboundMessage], Awaitable[str]],
     names: UserNames,
+    cards: ReviewCards | None = None,
 ) -> None:
-    """Run the button's command and post its outcome, ephemeral, to its ``response_url``."""
+    """Run the button's command and post its outcome, ephemeral, to its ``response_url``;
+    a review card's decided write shows the decision in place of its buttons."""
     user = body.get("user")
     user_id = user.get("id") if isinstance(user, dict) else None
     name = await names.name(user_id) if isinstance(user_id, str) and user_id else ""
@@ -183,6 +192,34 @@ async def answer_action(
         logger.warning("slack: a button click chorus does not know was ignored")
         return
     text = await answer(message)
+    if cards is not None and await _card_decided(body, respond, text, message.user_id, cards):
+        return
     reply = await respond(text=to_mrkdwn(text), response_type="ephemeral", replace_original=False)
     if reply.status_code != 200:
         logger.warning("slack: answering a button failed (HTTP %s)", reply.status_code)
+
+
+async def _card_decided(
+    body: Mapping[str, Any], respond: AsyncRespond, text: str, user: str, cards: ReviewCards
+) -> bool:
+    """Replace the clicked review card's buttons with the decision ``text`` reports; False
+    when it reports none or the card is not known (the outcome is then posted alone)."""
+    action = body["actions"][0]
+    staged_id = str(action.get("value") or "")
+    if REVIEW_ACTION.match(str(action.get("action_id") or "")) is None:
+        return False
+    decided = decision(text, staged_id)
+    card = card_of(action)
+    blocks = cards.blocks(body, card)
+    if decided is None or blocks is None:
+        return False
+    verb, line = decided
+    updated = with_decision(blocks, str(action.get("block_id") or ""), verb, line, user)
+    if not updated:
+        return False
+    reply = await respond(text=to_mrkdwn(text), blocks=updated, replace_original=True)
+    if reply.status_code != 200:
+        logger.warning("slack: replacing a review card failed (HTTP %s)", reply.status_code)
+        return False
+    cards.decided(card, updated)
+    return True

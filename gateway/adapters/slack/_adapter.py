@@ -8,10 +8,9 @@ before anything reads them (401 when it is missing or wrong, one log line a
 minute at most) and bolt answers ``url_verification``. Until ``auth.test`` has told the
 adapter who the bot is, HTTP requests get 503 and the socket is not opened.
 
-Either way a bolt middleware records each event in the durable inbox before it
-is acknowledged (a delivery seen before is acked and not handled again); while
-the gateway shuts down, events are refused (503, or no ack on the socket) so
-Slack sends them again later. ``_inbound`` turns events into messages.
+Either way a bolt middleware records each event in the durable inbox before it is
+acknowledged (``_recording``); ``_inbound`` turns events into messages, ``_surfaces``
+takes the others (the Home tab, assistant threads).
 
 ``/chorus …`` (``slack.slash_command``) is acked at once and answered through
 the command's ``response_url``, ephemeral: only the caller sees it.
@@ -25,21 +24,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
-from aiohttp import ClientError, web
+from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
 from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_bolt.response import BoltResponse
-from slack_sdk.errors import SlackApiError
 
-from gateway import _texts as gateway_texts
 from gateway.adapters._base import AdapterCapabilities, BaseAdapter, CommandInfo, RouteHandler
 from gateway.adapters._support import Backoff
 from gateway.adapters.slack._actions import (
@@ -49,32 +46,36 @@ from gateway.adapters.slack._actions import (
     choice_blocks,
 )
 from gateway.adapters.slack._bolt_log import bolt_logger
+from gateway.adapters.slack._busy import BusyIndicator
 from gateway.adapters.slack._client import (
-    BAD_TOKEN_ERRORS,
     api_url,
     app_token_of,
     authorization,
     build_client,
-    error_code,
+    identify,
     signing_secret_of,
     token_of,
     usable,
-    who_am_i,
 )
-from gateway.adapters.slack._commands import answer_slash, native_spelling
+from gateway.adapters.slack._commands import answer_slash, native_spelling, typed_command
 from gateway.adapters.slack._ephemeral import post_ephemeral
 from gateway.adapters.slack._errors import platform_errors
 from gateway.adapters.slack._events import BotIdentity, well_formed
 from gateway.adapters.slack._files import FileFetcher
 from gateway.adapters.slack._format import to_mrkdwn
-from gateway.adapters.slack._inbound import THREAD_CONTEXT_MESSAGES, SlackInbound, event_receipt
+from gateway.adapters.slack._home import AppHome
+from gateway.adapters.slack._inbound import THREAD_CONTEXT_MESSAGES, SlackInbound
+from gateway.adapters.slack._modes import both_configured, both_notice, not_over_http
 from gateway.adapters.slack._names import UserNames
+from gateway.adapters.slack._recording import record_first
+from gateway.adapters.slack._review_cards import ReviewCards
 from gateway.adapters.slack._settings import SlackSettings
 from gateway.adapters.slack._signing import RequestSigning
 from gateway.adapters.slack._socket import SocketConnection
 from gateway.adapters.slack._voice import upload_voice
+from gateway.adapters.slack._surfaces import listen_to_surfaces
 from gateway.clock import Clock, SystemClock
-from gateway.errors import ConfigError, InboxError
+from gateway.errors import ConfigError
 from gateway.events import InboundMessage, OutboundMessage, SentMessage
 
 logger = logging.getLogger(__name__)
@@ -126,6 +127,8 @@ class SlackAdapter(BaseAdapter):
         self._clock = clock or SystemClock()
         self._command_names: list[str] = []
         self._answering: set[asyncio.Task[None]] = set()
+        self._cards = ReviewCards()
+        self._busy = BusyIndicator(self._client)
 
         # Bolt authorizes each request from the identity found at start-up (no
         # auth.test of its own on the request path), so its client has no token.
@@ -133,10 +136,10 @@ class SlackAdapter(BaseAdapter):
         async def authorize(enterprise_id: str | None, team_id: str | None) -> AuthorizeResult:
             return authorization(self._inbound.me, self._token, enterprise_id, team_id)
 
-        async def record_first(
+        async def recording(
             body: dict[str, Any], next: Callable[[], Awaitable[None]]
         ) -> BoltResponse | None:
-            return await self._record_first(body, next)
+            return await record_first(self, body, next, paused=self._paused)
 
         async def on_event(body: dict[str, Any], event: dict[str, Any]) -> None:
             try:
@@ -154,7 +157,9 @@ class SlackAdapter(BaseAdapter):
             ack: Callable[[], Awaitable[None]], body: dict[str, Any], respond: AsyncRespond
         ) -> None:
             await ack()
-            work = answer_action(body, respond, answer=self.answer_command, names=self._names)
+            work = answer_action(
+                body, respond, answer=self.answer_command, names=self._names, cards=self._cards
+            )
             self._spawn(work, "button click")
 
         self._signing = RequestSigning(secret, self._clock)
@@ -165,12 +170,16 @@ class SlackAdapter(BaseAdapter):
             authorize=authorize,
             logger=bolt_logger(),
         )
-        self._app.middleware(record_first)
+        self._app.middleware(recording)
         self._app.event("message")(on_event)
         self._app.event("app_mention")(on_event)
         self._app.command(settings.slash_command)(on_command)
         self._app.action(REVIEW_ACTION)(on_action)
         self._app.action(CHOICE_ACTION)(on_action)
+        home = AppHome(
+            self._client, answer=self.answer_command, spell=self._spelled, clock=self._clock
+        )
+        listen_to_surfaces(self._app, self, home=home, busy=self._busy)
         self._socket = (
             SocketConnection(
                 self._app,
@@ -225,32 +234,19 @@ class SlackAdapter(BaseAdapter):
         if self._socket is None:
             logger.info("slack ready as %s (events on %s)", me.user_id, self.events_path)
             return
+        if both_configured(self._settings):
+            logger.warning(both_notice(self._settings))
         if await self._socket.open():
             logger.info("slack ready as %s over Socket Mode", me.user_id)
 
     async def _who_am_i(self) -> bool:
         backoff = Backoff(first=self._start_backoff, cap=MAX_BACKOFF, sleep=self._clock.sleep)
-        while True:
-            try:
-                me = await who_am_i(self._client)
-            except SlackApiError as exc:
-                code = error_code(exc)
-                if code in BAD_TOKEN_ERRORS:  # the gateway reports it (``failure``)
-                    self._failure = f"Slack rejected the bot token ({code}); check SLACK_BOT_TOKEN"
-                    return False
-                logger.warning(
-                    "slack: auth.test failed (%s); retrying in %.1fs", code, backoff.delay
-                )
-            except (ClientError, TimeoutError, OSError) as exc:
-                name = type(exc).__name__
-                logger.warning(
-                    "slack: auth.test failed (%s); retrying in %.1fs", name, backoff.delay
-                )
-            else:
-                self._inbound.me = me
-                logger.info("slack connected as @%s (%s)", me.name, me.user_id)
-                return True
-            await backoff.wait()
+        found = await identify(self._client, backoff)
+        if isinstance(found, str):  # the gateway reports it (``failure``)
+            self._failure = found
+            return False
+        self._inbound.me = found
+        return True
 
     async def pause(self) -> None:
         """Refuse new events from now on (Slack sends them again later)."""
@@ -269,6 +265,7 @@ class SlackAdapter(BaseAdapter):
             await asyncio.wait(set(self._answering), timeout=COMMANDS_AT_STOP)
             for task in self._answering:
                 task.cancel()
+        await self._busy.close(COMMANDS_AT_STOP)
         if self._socket is not None:
             with contextlib.suppress(Exception):
                 await self._socket.close()
@@ -307,9 +304,12 @@ class SlackAdapter(BaseAdapter):
     # -------------------------------------------------------------------- inbound
 
     def http_routes(self) -> list[tuple[str, str, RouteHandler]]:
-        if self._socket is not None:
-            return []
+        """The events and commands paths; in Socket Mode none, or 404 with a hint when a
+        signing secret is set too (``_modes``)."""
         paths = dict.fromkeys((self.events_path, self.commands_path))
+        if self._socket is not None:
+            both = both_configured(self._settings)
+            return [("POST", path, not_over_http) for path in paths] if both else []
         return [("POST", path, self._request) for path in paths]
 
     async def _request(self, request: web.Request) -> web.StreamResponse:
@@ -330,35 +330,22 @@ class SlackAdapter(BaseAdapter):
         response = await self._app.async_dispatch(await to_bolt_request(request))
         return await to_aiohttp_response(response)
 
-    async def _record_first(
-        self, body: dict[str, Any], next: Callable[[], Awaitable[None]]
-    ) -> BoltResponse | None:
-        """Bolt middleware (both modes): record an event before it is acknowledged."""
-        if "command" in body:
-            if self._paused:
-                answer = {"response_type": "ephemeral", "text": gateway_texts.SHUTTING_DOWN}
-                return BoltResponse(status=200, body=answer)
-            await next()
-            return None
-        if self._paused or not self.accepting():
-            return BoltResponse(status=503, body={"error": "shutting down"})
-        event_id = body.get("event_id") if body.get("type") == "event_callback" else None
-        if isinstance(event_id, str) and event_id:
-            try:  # the body as ASCII JSON: a lone surrogate in an event stays storable
-                fresh = await self.record(event_receipt(event_id), json.dumps(body))
-            except InboxError as exc:  # refused: Slack sends it again
-                self.not_recorded(exc)
-                later = dict[str, str | Sequence[str]](self.retry_later())
-                return BoltResponse(status=503, body={"error": "unavailable"}, headers=later)
-            if not fresh:
-                logger.debug("slack: event %s is known; acknowledged, not handled again", event_id)
-                return BoltResponse(status=200, body="")
-        await next()
-        return None
-
     async def read_again(self, payload: str) -> InboundMessage | None:
         """A recorded event, read as if it had just arrived (for a restart)."""
-        return await self._inbound.read_again(payload)
+        message = await self._inbound.read_again(payload)
+        return self._as_command(message) if message is not None else None
+
+    async def deliver(self, message: InboundMessage) -> None:
+        await super().deliver(self._as_command(message))
+
+    def _as_command(self, message: InboundMessage) -> InboundMessage:
+        """``@chorus /chorus new`` or ``@chorus new``: the command of the message's thread."""
+        if not (message.is_direct or message.mentions_bot or message.reply_to_bot):
+            return message
+        slash = self._settings.slash_command
+        names = self._command_names
+        command = typed_command(message.text, slash, names, mentioned=message.mentions_bot)
+        return replace(message, text=command) if command is not None else message
 
     # ------------------------------------------------------------- slash commands
 
@@ -391,7 +378,11 @@ class SlackAdapter(BaseAdapter):
             command_names=self._command_names,
             slash_command=self._settings.slash_command,
             limit=self.capabilities.max_text_length,
+            cards=self._cards,
         )
+
+    def _spelled(self, text: str) -> str:
+        return native_spelling(text, self._command_names, self._settings.slash_command)
 
     # ------------------------------------------------------------------- outbound
 
@@ -399,15 +390,23 @@ class SlackAdapter(BaseAdapter):
         thread = message.thread_id or message.reply_to_message_id
         text = message.text
         if message.kind != "reply":  # chorus's own words (/help, notices): Slack's spelling
-            text = native_spelling(text, self._command_names, self._settings.slash_command)
+            text = self._spelled(text)
         with platform_errors():
             answer = await self._client.chat_postMessage(
                 channel=message.chat_id, text=to_mrkdwn(text), thread_ts=thread
             )
         channel = str(answer.get("channel") or message.chat_id)
+        self._busy.answered(channel, str(thread) if thread else None)
         if thread:
             self._inbound.answered_in(channel, str(thread))
         return SentMessage(channel, str(answer["ts"]), message.thread_id)
+
+    async def busy(self, msg: InboundMessage) -> bool:
+        """The thread's status in an assistant thread, else a reaction (``_busy``)."""
+        return self._busy.show(msg)
+
+    async def not_busy(self, msg: InboundMessage) -> None:
+        self._busy.hide(msg)
 
     async def send_choice(
         self, message: OutboundMessage, choices: Sequence[tuple[str, str]]
@@ -430,8 +429,9 @@ class SlackAdapter(BaseAdapter):
         await self.send_choice(OutboundMessage(self.name, user_id, text), choices)
 
     async def send_private(self, msg: InboundMessage, text: str) -> bool:
-        spelled = native_spelling(text, self._command_names, self._settings.slash_command)
-        await post_ephemeral(self._client, msg, spelled, self.capabilities.max_text_length)
+        await post_ephemeral(
+            self._client, msg, self._spelled(text), self.capabilities.max_text_length
+        )
         return True  # ephemeral: in the channel, for them alone
 
     async def send_file(self, chat_id: str, filename: str, data: bytes, caption: str) -> None:

@@ -20,9 +20,9 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
-from gateway.adapters._support import secret_value
+from gateway.adapters._support import Backoff, secret_value
 from gateway.adapters.slack._events import BotIdentity
-from gateway.adapters.slack._settings import SlackSettings, problem
+from gateway.adapters.slack._settings import SlackSettings, has_signing_secret, problem
 
 logger = logging.getLogger(__name__)
 
@@ -93,6 +93,25 @@ async def who_am_i(client: AsyncWebClient) -> BotIdentity:
     )
 
 
+async def identify(client: AsyncWebClient, backoff: Backoff) -> BotIdentity | str:
+    """``auth.test`` until it works: who the bot is, or why the token will never work."""
+    while True:
+        try:
+            me = await who_am_i(client)
+        except SlackApiError as exc:
+            code = error_code(exc)
+            if code in BAD_TOKEN_ERRORS:
+                return f"Slack rejected the bot token ({code}); check SLACK_BOT_TOKEN"
+            logger.warning("slack: auth.test failed (%s); retrying in %.1fs", code, backoff.delay)
+        except (ClientError, TimeoutError, OSError) as exc:
+            name = type(exc).__name__
+            logger.warning("slack: auth.test failed (%s); retrying in %.1fs", name, backoff.delay)
+        else:
+            logger.info("slack connected as @%s (%s)", me.name, me.user_id)
+            return me
+        await backoff.wait()
+
+
 async def describe_bot(settings: SlackSettings) -> tuple[bool, str]:
     """For ``chorus doctor``: (ok, which bot the token belongs to, or what is wrong)."""
     try:
@@ -121,6 +140,8 @@ async def describe_bot(settings: SlackSettings) -> tuple[bool, str]:
         except (ClientError, TimeoutError, OSError) as exc:
             return False, f"cannot open a Socket Mode connection ({type(exc).__name__})"
         mode = "Socket Mode"
+        if has_signing_secret(settings):
+            mode += " (SLACK_SIGNING_SECRET is set too, and unused)"
     return True, f"connected as @{me.name} ({me.user_id}) in team {me.team_id}; {mode}"
 
 

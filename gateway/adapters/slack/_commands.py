@@ -3,7 +3,9 @@
 ``/chorus whoami`` reaches the runner as ``/whoami``, ``/chorus admin sessions``
 as ``/admin sessions``; ``/chorus`` alone is ``/help``. It acts on the caller's
 session in the channel it was typed in (a DM or a channel: Slack does not say
-which thread). The answer is for the caller only, so the text the commands
+which thread: Slack takes no slash command typed in a thread). In a thread,
+``@chorus /chorus new``, ``@chorus /new`` or ``@chorus new`` is that thread's command
+(``typed_command``). The answer is for the caller only, so the text the commands
 write ("send /help") is spelled the way Slack users type it ("/chorus help").
 """
 
@@ -21,6 +23,7 @@ from gateway.adapters.slack._actions import is_review_listing, review_blocks
 from gateway.adapters.slack._events import PLATFORM
 from gateway.adapters.slack._format import to_mrkdwn
 from gateway.adapters.slack._names import UserNames
+from gateway.adapters.slack._review_cards import ReviewCards, new_card
 from gateway.events import InboundMessage
 
 logger = logging.getLogger(__name__)
@@ -53,6 +56,26 @@ def command_message(body: Mapping[str, Any], *, user_name: str = "") -> InboundM
     )
 
 
+def typed_command(
+    text: str, slash_command: str, names: Iterable[str], *, mentioned: bool
+) -> str | None:
+    """A command typed in a message to the bot (``@chorus …``, where Slack takes no slash
+    command: in threads) as chorus reads it, or None when the text is no command.
+
+    ``/chorus new`` reads as ``/new`` (``/chorus`` alone as ``/help``), and a message that
+    ``mentioned`` the bot with one command name alone (``@chorus new``) as that command;
+    ``/new`` stays as it is. Anything longer without a slash is a message to the model.
+    """
+    stripped = text.strip()
+    head, _, rest = stripped.partition(" ")
+    if head.lower() == slash_command:
+        return "/" + (rest.strip().removeprefix("/").strip() or "help")
+    known = {n.lower() for n in names}
+    if mentioned and stripped and " " not in stripped and stripped.lower() in known:
+        return "/" + stripped.lower()
+    return None
+
+
 def native_spelling(text: str, names: Iterable[str], slash_command: str) -> str:
     """``text`` with each ``/name`` of a chorus command written ``/chorus name``."""
     known = sorted({n for n in names if n}, key=len, reverse=True)
@@ -71,6 +94,7 @@ async def answer_slash(
     command_names: Iterable[str],
     slash_command: str,
     limit: int,
+    cards: ReviewCards | None = None,
 ) -> None:
     """Run the command in ``body`` and post its answer, ephemeral, to its ``response_url``."""
     user = body.get("user_id")
@@ -84,9 +108,13 @@ async def answer_slash(
     known = tuple(command_names)
     spelled = native_spelling(text, known, slash_command)
     blocks = None
+    card = new_card() if cards is not None else ""
     if message and is_review_listing(message.text):
-        blocks = review_blocks(text, lambda line: native_spelling(line, known, slash_command))
+        spell = lambda line: native_spelling(line, known, slash_command)  # noqa: E731
+        blocks = review_blocks(text, spell, card=card)
     if blocks is not None:  # each staged write with its Approve / Reject buttons
+        if cards is not None:
+            cards.sent(card, blocks)
         fallback = split_text(to_mrkdwn(spelled), limit)[0]
         reply = await respond(text=fallback, blocks=blocks, response_type="ephemeral")
         if reply.status_code != 200:

@@ -59,6 +59,10 @@ def _set(value: SecretStr | None) -> bool:
     return value is not None and bool(value.get_secret_value().strip())
 
 
+def has_signing_secret(settings: SlackSettings) -> bool:
+    return _set(settings.signing_secret)
+
+
 def is_configured(settings: SlackSettings) -> bool:
     """Whether the operator set Slack up at all (either token)."""
     return _set(settings.bot_token) or _set(settings.app_token)
