@@ -26,6 +26,7 @@ from gateway.access import (
     Deduplicator,
     GatewayDB,
     LocalRateCheck,
+    PairingRequests,
     RateLimiter,
     admin_checker,
 )
@@ -51,6 +52,7 @@ from gateway.commands import (
     CommandRegistry,
     ExportDesk,
     LinkDesk,
+    PairingDesk,
     SecretDesk,
     open_secret_store,
     provider_merger,
@@ -217,6 +219,8 @@ class GatewayStack:
             await asyncio.to_thread(self.approvals.store.close)
         if self.people is not None:
             await asyncio.to_thread(self.people.people.close)
+        if self.runner.pairing is not None:
+            await asyncio.to_thread(self.runner.pairing.requests.close)
         await asyncio.to_thread(tracing.shutdown, min(timeout, TRACE_FLUSH_SECONDS))
 
 
@@ -361,6 +365,13 @@ async def open_stack(
         merge_memories=provider_merger(background.provider, settings.home),
         sessions=sessions,
     )
+    pairing = PairingDesk(
+        await asyncio.to_thread(PairingRequests, where),
+        auth,
+        lambda: live.current,
+        clock,
+        replies.adapters,
+    )
     services = GatewayServices(
         live=live,
         clock=clock,
@@ -376,6 +387,7 @@ async def open_stack(
         tool_servers=mcp.health,
         budgets=meter,
         people=link_desk,
+        pairing=pairing,
     )
     if coordination is not None:
         shared = coordination.rate_limiter(settings.auth.rate_limit_per_minute)
@@ -407,6 +419,7 @@ async def open_stack(
         keeper=keeper,
         secrets=desk,
         media=MediaReader(lambda: (live.current.llm, live.current.media), llm),
+        pairing=pairing,
     )
 
     def queue_numbers() -> tuple[int, int, int]:

@@ -378,7 +378,7 @@ class DiscordAdapter(BaseAdapter):
 
     async def send_choice_privately(
         self, user_id: str, text: str, choices: Sequence[tuple[str, str]]
-    ) -> None:
+    ) -> SentMessage:
         """In a DM with the person (opened as ``send_private`` opens it), with buttons."""
         if self._client is None:
             raise RuntimeError("discord adapter is not started")
@@ -386,7 +386,12 @@ class DiscordAdapter(BaseAdapter):
             raise ChatForbidden(self.name, "not a Discord user id")
         with platform_errors():
             dm = await self._client.http.start_private_message(int(user_id))
-        await self.send_choice(OutboundMessage(self.name, str(dm["id"]), text), choices)
+        return await self.send_choice(OutboundMessage(self.name, str(dm["id"]), text), choices)
+
+    async def close_choice(self, sent: SentMessage, text: str) -> None:
+        partial = self._channel(sent.chat_id).get_partial_message(int(sent.message_id))
+        with platform_errors():
+            await partial.edit(content=text, view=None)  # the buttons go
 
     async def send_private(self, msg: InboundMessage, text: str) -> bool:
         """In a DM with the sender (``POST /users/@me/channels``, then the messages): a typed

@@ -18,11 +18,12 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from slack_bolt.context.respond.async_respond import AsyncRespond
+from slack_sdk.web.async_client import AsyncWebClient
 
 from gateway.adapters.slack._events import PLATFORM
 from gateway.adapters.slack._format import to_mrkdwn
 from gateway.adapters.slack._names import UserNames
-from gateway.events import InboundMessage
+from gateway.events import InboundMessage, SentMessage
 
 logger = logging.getLogger(__name__)
 
@@ -186,3 +187,10 @@ async def answer_action(
     reply = await respond(text=to_mrkdwn(text), response_type="ephemeral", replace_original=False)
     if reply.status_code != 200:
         logger.warning("slack: answering a button failed (HTTP %s)", reply.status_code)
+
+
+async def close_card(client: AsyncWebClient, sent: SentMessage, text: str) -> None:
+    """``chat.update``: the text as plain-text blocks, the buttons gone (it was decided)."""
+    await client.chat_update(
+        channel=sent.chat_id, ts=sent.message_id, text=text, blocks=choice_blocks(text, [])
+    )
