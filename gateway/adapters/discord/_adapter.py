@@ -33,7 +33,7 @@ from gateway import _texts as t
 from gateway.adapters._base import AdapterCapabilities, BaseAdapter, CommandInfo
 from gateway.adapters._delivery import send_text
 from gateway.adapters._support import Backoff, ChatLanes, retrying
-from gateway.adapters.discord._buttons import ChoiceView
+from gateway.adapters.discord._buttons import ChoiceView, listen_for_presses
 from gateway.adapters.discord._client import (
     GUILD_READY_TIMEOUT,
     HEARTBEAT_TIMEOUT,
@@ -141,6 +141,7 @@ class DiscordAdapter(BaseAdapter):
             guild_ready_timeout=self._guild_ready_timeout,
             counters=self.counters,
         )
+        listen_for_presses(self._client, self._pressed)
         self._commands = NativeCommands(
             self._client,
             answer=self.answer_command,
@@ -366,7 +367,7 @@ class DiscordAdapter(BaseAdapter):
         channel = self._channel(message.chat_id)
         with platform_errors():
             if choices:
-                sent = await channel.send(message.text, view=ChoiceView(choices, self._pressed))
+                sent = await channel.send(message.text, view=ChoiceView(choices))
             else:
                 sent = await channel.send(message.text)
         return SentMessage(message.chat_id, str(sent.id), message.thread_id)
