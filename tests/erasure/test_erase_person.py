@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from gateway.access import PairingRequests
 from memory.database import Location
 from memory.erasure import Tombstones, erase_person
 from memory.paths import ChorusPaths, UserKey
@@ -43,6 +44,8 @@ def _fill(where: Location, home: Path, files: Any) -> None:
         staged.stage(user_key=ALICE, session_id="s-a", action="add", content=f"fact {SECRET}")
     with UsageLedger(where) as ledger:
         ledger.record([LedgerRow(1.0, ALICE, "s-a", "turn", "m", 10, 0, 5, False, None)])
+    with PairingRequests(where) as asks:  # what admins were shown of her asking to pair
+        asks.open(ALICE, f"Alice {SECRET}", "telegram", "1", 1.0, 3600.0)
     provider = open_provider(home, ALICE)
     tool(provider, action="add", content=f"The PIN hint is {SECRET}.")
     tool(provider, action="add", content="Bob keeps bees.", speaker=BOB)
