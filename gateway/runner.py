@@ -38,6 +38,7 @@ from gateway.commands import (
     CommandContext,
     CommandRegistry,
     CommandServices,
+    PairingDesk,
     SecretDesk,
     parse_command,
 )
@@ -77,12 +78,15 @@ class GatewayRunner:
         keeper: InboxKeeper | None = None,
         secrets: SecretDesk | None = None,
         media: MediaReader | None = None,
+        pairing: PairingDesk | None = None,
     ) -> None:
         self.live = live
         self.secrets = secrets
         """Takes the value a ``/secret set`` waits for before anything else sees it."""
         self.keeper = keeper
         self.media = media
+        self.pairing = pairing
+        """Tells the admins of a pairing code just issued."""
         self.replies = replies
         self._open = asyncio.Event()
         self._checking = asyncio.Semaphore(INTAKE_AT_ONCE)
@@ -221,6 +225,8 @@ class GatewayRunner:
                 await self.commands.audit_refused(ctx, decision.reason)
             if decision.reply:
                 await self.notice(msg, self._refusal(decision, command), kind="stranger")
+            if decision.code is not None and self.pairing is not None:
+                await self.pairing.announce(msg, decision.code)
             return False
         rate = await self.rate.check(msg.user_key)
         if not rate.allowed:
@@ -286,6 +292,8 @@ class GatewayRunner:
             if self._refusals.add((msg.user_key, name)):
                 ctx = CommandContext(msg, name, args, self.services, False)
                 await self.commands.audit_refused(ctx, decision.reason)
+            if decision.code is not None and self.pairing is not None:
+                await self.pairing.announce(msg, decision.code)
             return decision.reply or t.NOT_ALLOWED.format(user_key=msg.user_key)
         rate = await self.rate.check(msg.user_key)
         if not rate.allowed:

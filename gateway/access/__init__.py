@@ -4,6 +4,7 @@
 - ``RateLimiter`` / ``NoticeThrottle``: per-user message and notice budgets.
 - ``Deduplicator``: drops repeated deliveries of one platform message.
 - ``GatewayDB``: the access, pairing and audit tables in ``state.db``.
+- ``PairingRequests``: strangers' pairing requests as admins were shown them.
 """
 
 from gateway.access._auth import (
@@ -24,6 +25,12 @@ from gateway.access._ratelimit import (
     RateDecision,
     RateLimiter,
 )
+from gateway.access._requests import (
+    PairingCard,
+    PairingRequest,
+    PairingRequests,
+    RequestStatus,
+)
 from gateway.access._tables import AccessRecord, AuditEntry, GatewayDB, GatewayDBError, PairingCode
 
 __all__ = [
@@ -39,10 +46,14 @@ __all__ = [
     "GatewayDBError",
     "LocalRateCheck",
     "NoticeThrottle",
+    "PairingCard",
     "PairingCode",
+    "PairingRequest",
+    "PairingRequests",
     "RateCheck",
     "RateDecision",
     "RateLimiter",
+    "RequestStatus",
     "UserAccessRow",
     "admin_checker",
     "normalize_user_key",

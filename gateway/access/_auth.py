@@ -75,6 +75,8 @@ class AuthDecision:
     allowed: bool
     reply: str | None
     reason: str
+    code: str | None = None
+    """The pairing code just issued to the sender (the admins are shown it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,7 +265,8 @@ class Authorizer:
             )
         )
         logger.info("pairing code issued to %s", key)
-        return AuthDecision(False, t.CODE.format(code=code, minutes=ttl), "pairing_code_issued")
+        text = t.CODE.format(code=code, minutes=ttl)
+        return AuthDecision(False, text, "pairing_code_issued", code)
 
     def _hash(self, code: str) -> str:
         with self._salt_lock:
@@ -277,7 +280,23 @@ class Authorizer:
         normalized = re.sub(r"[\s-]", "", code).upper()
         if len(normalized) != CODE_LENGTH or set(normalized) - set(CODE_ALPHABET):
             return AdminReply(t.NOT_A_CODE.format(length=CODE_LENGTH), ok=False, outcome="invalid")
-        status, found = self._db.redeem_pairing_code(self._hash(normalized), by, self._clock.time())
+        return self._redeem(self._hash(normalized), by)
+
+    def approve_pending(self, user_key: str, by: str) -> AdminReply:
+        """Allow ``user_key`` by their newest pairing code still valid: what ``approve_code``
+        does with that code (a request's **Approve** button)."""
+        key = normalize_user_key(user_key)
+        if key is None:
+            return AdminReply(t.USER_KEY_HELP, ok=False, outcome="invalid")
+        pending = self._db.pending_code(key, self._clock.time())
+        if pending is None:
+            return AdminReply(
+                t.NO_VALID_CODE.format(key=key), ok=False, subject=key, outcome="expired"
+            )
+        return self._redeem(pending.code_hash, by)
+
+    def _redeem(self, code_hash: str, by: str) -> AdminReply:
+        status, found = self._db.redeem_pairing_code(code_hash, by, self._clock.time())
         if status == "ok" and found is not None:
             logger.info("%s approved the pairing of %s", by, found.user_key)
             return AdminReply(

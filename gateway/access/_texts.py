@@ -24,6 +24,10 @@ CODE_EXPIRED = (
     f"ask the user for a new one (they can send {NEW_CODE_COMMAND})."
 )
 CODE_USED = "That pairing code was already used."
+NO_VALID_CODE = (
+    "{key} has no valid pairing code any more; they can send "
+    f"{NEW_CODE_COMMAND} for a new one, or you can /admin allow {{key}}."
+)
 ALREADY_ADMIN = "{key} is an admin already."
 ALLOWED = "Allowed {key}."
 CONSOLE_NOT_DENIED = "{key} is the local console user and cannot be denied."

@@ -164,12 +164,20 @@ class BaseAdapter(ABC):
 
     async def send_choice_privately(
         self, user_id: str, text: str, choices: Sequence[tuple[str, str]]
-    ) -> None:
-        """``send_choice`` into ``user_id``'s direct chat with the bot; a platform without
-        buttons there sends the text alone (``send_private``), which names the commands."""
+    ) -> SentMessage | None:
+        """``send_choice`` into ``user_id``'s direct chat with the bot, and the message sent; a
+        platform without buttons there sends the text alone (``send_private``), which names
+        the commands, and returns None."""
         del choices
         message = InboundMessage(self.name, f"dm-{user_id}", user_id, "", "private")
         await self.send_private(message, text)
+        return None
+
+    async def close_choice(self, sent: SentMessage, text: str) -> None:
+        """Replace the text of a ``send_choice`` message and take its buttons away (the
+        choice was made); where messages cannot be edited, nothing."""
+        if self.capabilities.edits:
+            await self.edit(sent, text)
 
     async def answer_command(self, message: InboundMessage) -> str:
         """The private answer to a native command; ``message.text`` is ``/name args``."""

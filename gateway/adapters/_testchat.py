@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from gateway.adapters._base import AdapterCapabilities, BaseAdapter
@@ -187,6 +188,16 @@ class TestChatAdapter(BaseAdapter):
             self, OutboundMessage(platform=self.name, chat_id=f"dm-{msg.user_id}", text=text)
         )
         return False
+
+    async def send_choice_privately(
+        self, user_id: str, text: str, choices: Sequence[tuple[str, str]]
+    ) -> SentMessage:
+        """Into their direct chat, text alone (it names the commands), kept for editing."""
+        if user_id in self.unreachable:
+            raise ChatForbidden(self.name, "no direct chat with this user")
+        sent = await self.send(OutboundMessage(self.name, f"dm-{user_id}", text))
+        await self.message_done(sent)
+        return sent
 
     async def send_file(self, chat_id: str, filename: str, data: bytes, caption: str) -> None:
         self.check_file_size(data)

@@ -13,7 +13,7 @@ from gateway.app import _texts as t
 from gateway.app._agents import AgentFactory
 from gateway.budgets import BudgetMeter
 from gateway.clock import Clock
-from gateway.commands import PeopleControl
+from gateway.commands import PairingControl, PeopleControl
 from gateway.config import LiveSettings, Settings
 from gateway.errors import GatewayError
 from gateway.events import InboundMessage
@@ -46,6 +46,8 @@ class GatewayServices:
     """The usage ledger and per-person budgets (``/usage``, ``/admin usage|budget``)."""
     people: PeopleControl | None = None
     """Linked accounts (``/admin link|unlink``)."""
+    pairing: PairingControl | None = None
+    """Strangers' pairing requests (``/admin approve|deny #ID``)."""
 
     @property
     def settings(self) -> Settings:

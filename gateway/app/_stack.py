@@ -26,6 +26,7 @@ from gateway.access import (
     Deduplicator,
     GatewayDB,
     LocalRateCheck,
+    PairingRequests,
     RateLimiter,
     admin_checker,
 )
@@ -52,6 +53,7 @@ from gateway.commands import (
     CommandRegistry,
     ExportDesk,
     LinkDesk,
+    PairingDesk,
     SecretDesk,
     VoiceDesk,
     open_secret_store,
@@ -223,6 +225,8 @@ class GatewayStack:
             await asyncio.to_thread(self.people.people.close)
         if self.voice is not None:
             await asyncio.to_thread(self.voice.choice.preferences.close)
+        if self.runner.pairing is not None:
+            await asyncio.to_thread(self.runner.pairing.requests.close)
         await asyncio.to_thread(tracing.shutdown, min(timeout, TRACE_FLUSH_SECONDS))
 
 
@@ -369,6 +373,13 @@ async def open_stack(
         merge_memories=provider_merger(background.provider, settings.home),
         sessions=sessions,
     )
+    pairing = PairingDesk(
+        await asyncio.to_thread(PairingRequests, where),
+        auth,
+        lambda: live.current,
+        clock,
+        replies.adapters,
+    )
     services = GatewayServices(
         live=live,
         clock=clock,
@@ -384,6 +395,7 @@ async def open_stack(
         tool_servers=mcp.health,
         budgets=meter,
         people=link_desk,
+        pairing=pairing,
     )
     if coordination is not None:
         shared = coordination.rate_limiter(settings.auth.rate_limit_per_minute)
@@ -416,6 +428,7 @@ async def open_stack(
         keeper=keeper,
         secrets=desk,
         media=MediaReader(lambda: (live.current.llm, live.current.media), llm),
+        pairing=pairing,
     )
 
     def queue_numbers() -> tuple[int, int, int]:

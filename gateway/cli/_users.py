@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from gateway.access import Authorizer, GatewayDB
+from gateway.access import Authorizer, GatewayDB, PairingRequests, RequestStatus
 from gateway.cli._common import out
 from gateway.cli._common import settings as _settings
 from gateway.clock import SystemClock
@@ -24,11 +24,17 @@ users_app = typer.Typer(help="Who may talk to the bot.", no_args_is_help=True)
 def _authorize(command: str, argument: str, act: Callable[[Authorizer, str], str]) -> None:
     cfg = _settings()
     actor = f"cli:{getpass.getuser()}"
-    with GatewayDB(database_location(cfg)) as db:
+    where = database_location(cfg)
+    with GatewayDB(where) as db:
         auth = Authorizer(cfg.auth, db, SystemClock())
         result = act(auth, actor)
         outcome = getattr(result, "outcome", "ok")
         db.audit(actor, f"users {command}", argument, outcome, time.time())
+    subject = getattr(result, "subject", None)
+    if outcome == "ok" and subject:  # their pairing request is decided: a later press says so
+        with PairingRequests(where) as requests:
+            status: RequestStatus = "denied" if command == "deny" else "approved"
+            requests.settle_user(subject, status, actor, time.time())
     out.print(result, markup=False)
     if outcome != "ok":
         raise typer.Exit(1)

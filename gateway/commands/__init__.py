@@ -5,12 +5,14 @@ from gateway.commands._approvals import ApprovalDesk
 from gateway.commands._export import ExportDesk
 from gateway.commands._flagged import flagged_command
 from gateway.commands._link import LinkDesk, provider_merger
+from gateway.commands._pairing import PairingDesk
 from gateway.commands._registry import Command, CommandContext, CommandRegistry, parse_command
 from gateway.commands._review import review
 from gateway.commands._secrets import SecretDesk, open_secret_store
 from gateway.commands._services import (
     AccessControl,
     CommandServices,
+    PairingControl,
     PeopleControl,
     SessionControl,
 )
@@ -26,6 +28,8 @@ __all__ = [
     "CommandServices",
     "ExportDesk",
     "LinkDesk",
+    "PairingControl",
+    "PairingDesk",
     "PeopleControl",
     "SecretDesk",
     "SessionControl",

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from agent.jobs import approved_write_job
-from gateway.access import AdminReply, UserAccessRow
+from gateway.access import AdminReply, RequestStatus, UserAccessRow
 from gateway.commands import _texts as t
 from gateway.commands._flagged import flagged_command
 from gateway.commands._link import link_sub, unlink_sub
@@ -74,17 +74,34 @@ def _user_line(row: UserAccessRow) -> str:
 
 
 async def allow_sub(ctx: CommandContext, arg: str) -> str:
-    return await asyncio.to_thread(ctx.services.access.allow, arg.strip(), str(ctx.user_key))
+    reply = await asyncio.to_thread(ctx.services.access.allow, arg.strip(), str(ctx.user_key))
+    return await _settle_requests(ctx, reply, "approved")
 
 
 async def deny_sub(ctx: CommandContext, arg: str) -> str:
-    return await asyncio.to_thread(ctx.services.access.deny, arg.strip(), str(ctx.user_key))
+    pairing = ctx.services.pairing
+    if arg.startswith("#") and pairing is not None:  # a pairing request's Deny
+        return await pairing.deny(arg, str(ctx.user_key))
+    reply = await asyncio.to_thread(ctx.services.access.deny, arg.strip(), str(ctx.user_key))
+    return await _settle_requests(ctx, reply, "denied")
 
 
 async def approve_sub(ctx: CommandContext, arg: str) -> str:
     if not arg:
         return usage_of("approve")
-    return await asyncio.to_thread(ctx.services.access.approve_code, arg, str(ctx.user_key))
+    pairing = ctx.services.pairing
+    if arg.startswith("#") and pairing is not None:  # a pairing request's Approve
+        return await pairing.approve(arg, str(ctx.user_key))
+    reply = await asyncio.to_thread(ctx.services.access.approve_code, arg, str(ctx.user_key))
+    return await _settle_requests(ctx, reply, "approved")
+
+
+async def _settle_requests(ctx: CommandContext, reply: AdminReply, status: RequestStatus) -> str:
+    """The person's pending pairing requests are decided too: they and the admins are told."""
+    pairing = ctx.services.pairing
+    if reply.ok and reply.subject and pairing is not None:
+        await pairing.settled(reply.subject, status, str(ctx.user_key))
+    return reply
 
 
 def _shared_store(ctx: CommandContext) -> MemoryStore:
@@ -201,8 +218,13 @@ ADMIN_SUBCOMMANDS: tuple[AdminSubcommand, ...] = (
     ),
     AdminSubcommand("users", "", users_sub, "who may use the bot, and who allowed them"),
     AdminSubcommand("allow", "<platform:id>", allow_sub, "let someone use the bot"),
-    AdminSubcommand("deny", "<platform:id>", deny_sub, "stop someone from using the bot"),
-    AdminSubcommand("approve", "<code>", approve_sub, "allow whoever was given this pairing code"),
+    AdminSubcommand("deny", "<platform:id|#request>", deny_sub, "stop someone from using the bot"),
+    AdminSubcommand(
+        "approve",
+        "<code|#request>",
+        approve_sub,
+        "allow whoever was given this pairing code, or who made this pairing request",
+    ),
     AdminSubcommand(
         "link", "<platform:id> <platform:id>", link_sub, "make two accounts one person"
     ),
@@ -278,7 +300,8 @@ async def admin_command(ctx: CommandContext) -> str:
 
 def _audit_args(args: str) -> str:
     """Pairing codes never reach the audit table in clear."""
-    return "approve <code>" if args.lower().startswith("approve") else args
+    secret = args.lower().startswith("approve") and "#" not in args
+    return "approve <code>" if secret else args
 
 
 def register_admin_commands(registry: CommandRegistry) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from agent.agent import Agent
-from gateway.access import AdminReply, UserAccessRow
+from gateway.access import AdminReply, RequestStatus, UserAccessRow
 from gateway.budgets import BudgetMeter
 from gateway.clock import Clock
 from gateway.config import Settings
@@ -67,6 +67,18 @@ class AccessControl(Protocol):
     def approve_code(self, code: str, by: str) -> AdminReply: ...
 
 
+class PairingControl(Protocol):
+    """Strangers' pairing requests as admins decide them (``gateway.commands.PairingDesk``)."""
+
+    async def approve(self, ref: str, by: str) -> AdminReply: ...
+
+    async def deny(self, ref: str, by: str) -> AdminReply: ...
+
+    async def settled(self, user_key: str, status: RequestStatus, by: str) -> None:
+        """``user_key`` was approved or denied some other way: settle their requests."""
+        ...
+
+
 class PeopleControl(Protocol):
     """Linking accounts into one person, as admins do it (``/admin link|unlink``)."""
 
@@ -117,6 +129,11 @@ class CommandServices(Protocol):
     @property
     def people(self) -> PeopleControl | None:
         """Linked accounts (None where this process has no people store)."""
+        ...
+
+    @property
+    def pairing(self) -> PairingControl | None:
+        """Strangers' pairing requests (None where admins are not told of them)."""
         ...
 
     def store_for(self, key: UserKey | None) -> MemoryStore:

@@ -41,7 +41,14 @@ PERSONAL_TABLES: tuple[TableSet, ...] = (
     ),
     TableSet("secrets", (("person_secrets", "person"), ("secret_requests", "person"))),
     TableSet("preferences", (("person_preferences", "person"),)),
-    TableSet("pairing state", (("pairing_codes", "user_key"), ("pairing_requests", "user_key"))),
+    TableSet(
+        "pairing state",
+        (
+            ("pairing_codes", "user_key"),
+            ("pairing_requests", "user_key"),
+            ("pairing_asks", "user_key"),
+        ),
+    ),
     TableSet(
         "linked accounts",
         (

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from gateway.access import PairingRequests
 from memory.database import Location
 from memory.erasure import Tombstones, erase_person
 from memory.paths import ChorusPaths, UserKey
@@ -47,6 +48,8 @@ def _fill(where: Location, home: Path, files: Any) -> None:
     with PreferenceStore(where) as preferences:
         for user in (ALICE, BOB):
             preferences.set(user, "voice_replies", "on", 1.0)
+    with PairingRequests(where) as asks:  # what admins were shown of her asking to pair
+        asks.open(ALICE, f"Alice {SECRET}", "telegram", "1", 1.0, 3600.0)
     provider = open_provider(home, ALICE)
     tool(provider, action="add", content=f"The PIN hint is {SECRET}.")
     tool(provider, action="add", content="Bob keeps bees.", speaker=BOB)

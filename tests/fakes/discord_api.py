@@ -382,9 +382,17 @@ class FakeDiscord(GatewayServer, InteractionsServer, LoopThread):
             posted = found[0]
             posted.content = str(body.get("content") or "")
             posted.history.append(posted.content)
+            if "components" in body:  # given: they replace the message's ones ([]: none)
+                if body["components"]:
+                    posted.data["components"] = body["components"]
+                else:
+                    posted.data.pop("components", None)
+            posted.data["content"] = posted.content
         data = message(
             message_id=message_id, channel_id=channel_id, author=BOT_USER, content=posted.content
         )
+        if posted.data.get("components"):
+            data["components"] = posted.data["components"]
         return _json(data)
 
 

@@ -339,11 +339,18 @@ class FakeSlack(SocketModeServer, SlackSurfaces, LoopThread):
 
     def _m_chat_update(self, params: dict[str, Any]) -> dict[str, Any]:
         channel, ts, text = str(params["channel"]), str(params["ts"]), str(params.get("text"))
+        blocks = params.get("blocks")  # absent: the message keeps its blocks
+        if isinstance(blocks, str):  # form-encoded: a JSON string
+            blocks = json.loads(blocks)
+        if blocks is not None and not _valid_blocks(blocks):
+            return {"error": "invalid_blocks"}
         with self._lock:
             found = [p for p in self.posted if (p.channel, p.ts) == (channel, ts)]
             if not found:
                 return {"error": "message_not_found"}
             found[0].text = text
+            if blocks is not None:
+                found[0].blocks = blocks
             found[0].history.append(text)
             for stored in self.store:
                 if (stored.get("channel"), stored["ts"]) == (channel, ts):

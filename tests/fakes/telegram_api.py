@@ -625,14 +625,19 @@ class FakeTelegram(LoopThread):
         entities = params.get("entities") or []
         self._check_text(text, entities)
         chat_id, message_id = int(params["chat_id"]), int(params["message_id"])
+        markup = params.get("reply_markup")  # absent: the message's inline keyboard is removed
+        if markup is not None:
+            _check_inline_keyboard(markup)
         with self._lock:
             found = [m for m in self.messages if (m.chat_id, m.message_id) == (chat_id, message_id)]
             if not found:
                 raise ApiError(400, "Bad Request: message to edit not found")
             message = found[0]
-            if message.text == text and message.entities == entities:
+            same = message.text == text and message.entities == entities
+            if same and message.reply_markup == markup:
                 raise ApiError(400, "Bad Request: message is not modified")
             message.text, message.entities = text, entities
+            message.reply_markup = markup
             message.history.append(text)
             message.edited_at.append(time.monotonic())
         return self._as_message(message)

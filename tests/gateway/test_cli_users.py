@@ -6,9 +6,10 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
-from gateway.access import Authorizer, GatewayDB
+from gateway.access import Authorizer, GatewayDB, PairingRequests
 from gateway.clock import SystemClock
 from gateway.config import AuthSettings
 from gateway.events import InboundMessage
@@ -35,10 +36,17 @@ def test_pairing_code_approved_from_the_cli(chorus_home: Path) -> None:
     assert decision.reply is not None
     code = re.search(r"\b([A-HJ-NP-Z2-9]{8})\b", decision.reply)
     assert code is not None
+    with PairingRequests(db_path) as requests:  # what the admins were shown
+        asked = requests.open("telegram:9", "", "telegram", "dm-9", time.time(), 3600.0)
+    assert asked is not None
 
     approved = run(chorus_home, "approve", code.group(1).lower())
     assert approved.returncode == 0, approved.stderr
     assert "telegram:9" in approved.stdout
+    with PairingRequests(db_path) as requests:
+        decided = requests.get(asked.id)
+    assert decided is not None and decided.status == "approved"
+    assert (decided.decided_by or "").startswith("cli:")
     again = run(chorus_home, "approve", code.group(1))
     assert again.returncode == 1
 

@@ -115,6 +115,8 @@ async def test_pairing_flow(make_gateway: GatewayFactory) -> None:
     first = await gw.ask("let me in", user="50")
     code = re.search(r"\b([A-HJ-NP-Z2-9]{8})\b", first.text)
     assert code is not None, first.text
+    card = await gw.adapter.pop(20)  # the admin is told, in their direct chat
+    assert card.chat_id == "dm-1" and "testchat:50" in card.text and code.group(1) in card.text
     await gw.clock.advance(61 * 60)  # the code expired
     expired = await gw.ask(f"/admin approve {code.group(1)}", user="1")
     assert "expired" in expired.text.lower() or "unknown" in expired.text.lower()
@@ -122,8 +124,10 @@ async def test_pairing_flow(make_gateway: GatewayFactory) -> None:
     second = await gw.ask("let me in again", user="50")
     fresh = re.search(r"\b([A-HJ-NP-Z2-9]{8})\b", second.text)
     assert fresh is not None
+    assert "Pairing request" in (await gw.adapter.pop(20)).text  # an hour on: told again
     approved = await gw.ask(f"/admin approve {fresh.group(1)}", user="1")
     assert "testchat:50" in approved.text
+    assert any("You're in" in text for text in gw.adapter.texts("dm-50"))
     answer = await gw.ask("now?", user="50")
     assert answer.text == "ok"
 

@@ -120,6 +120,7 @@ async def test_pairing_codes_per_hour_and_their_ttl(
     await reload(gw)
     first = (await gw.ask("hello", user="60")).text
     assert "pairing code" in first and "7 minutes" in first
+    assert "Pairing request" in (await gw.adapter.pop(20)).text  # the admin is told
     assert "too many pairing codes" in (await gw.ask("/pair", user="60")).text
 
 

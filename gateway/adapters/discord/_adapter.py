@@ -33,7 +33,7 @@ from gateway import _texts as t
 from gateway.adapters._base import AdapterCapabilities, BaseAdapter, CommandInfo
 from gateway.adapters._delivery import send_text
 from gateway.adapters._support import Backoff, ChatLanes, retrying
-from gateway.adapters.discord._buttons import ChoiceView
+from gateway.adapters.discord._buttons import ChoiceView, listen_for_presses
 from gateway.adapters.discord._client import (
     GUILD_READY_TIMEOUT,
     HEARTBEAT_TIMEOUT,
@@ -144,6 +144,7 @@ class DiscordAdapter(BaseAdapter):
             guild_ready_timeout=self._guild_ready_timeout,
             counters=self.counters,
         )
+        listen_for_presses(self._client, self._pressed)
         self._commands = NativeCommands(
             self._client,
             answer=self.answer_command,
@@ -369,7 +370,7 @@ class DiscordAdapter(BaseAdapter):
         channel = self._channel(message.chat_id)
         with platform_errors():
             if choices:
-                sent = await channel.send(message.text, view=ChoiceView(choices, self._pressed))
+                sent = await channel.send(message.text, view=ChoiceView(choices))
             else:
                 sent = await channel.send(message.text)
         return SentMessage(message.chat_id, str(sent.id), message.thread_id)
@@ -381,7 +382,7 @@ class DiscordAdapter(BaseAdapter):
 
     async def send_choice_privately(
         self, user_id: str, text: str, choices: Sequence[tuple[str, str]]
-    ) -> None:
+    ) -> SentMessage:
         """In a DM with the person (opened as ``send_private`` opens it), with buttons."""
         if self._client is None:
             raise RuntimeError("discord adapter is not started")
@@ -389,7 +390,12 @@ class DiscordAdapter(BaseAdapter):
             raise ChatForbidden(self.name, "not a Discord user id")
         with platform_errors():
             dm = await self._client.http.start_private_message(int(user_id))
-        await self.send_choice(OutboundMessage(self.name, str(dm["id"]), text), choices)
+        return await self.send_choice(OutboundMessage(self.name, str(dm["id"]), text), choices)
+
+    async def close_choice(self, sent: SentMessage, text: str) -> None:
+        partial = self._channel(sent.chat_id).get_partial_message(int(sent.message_id))
+        with platform_errors():
+            await partial.edit(content=text, view=None)  # the buttons go
 
     async def send_private(self, msg: InboundMessage, text: str) -> bool:
         """In a DM with the sender (``POST /users/@me/channels``, then the messages): a typed

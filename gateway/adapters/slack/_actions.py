@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from slack_bolt.context.respond.async_respond import AsyncRespond
+from slack_sdk.web.async_client import AsyncWebClient
 
 from gateway.adapters.slack._events import PLATFORM
 from gateway.adapters.slack._format import to_mrkdwn
@@ -29,7 +30,7 @@ from gateway.adapters.slack._review_cards import (
     decision,
     with_decision,
 )
-from gateway.events import InboundMessage
+from gateway.events import InboundMessage, SentMessage
 
 logger = logging.getLogger(__name__)
 
@@ -223,3 +224,8 @@ async def _card_decided(
         return False
     cards.decided(card, updated)
     return True
+async def close_card(client: AsyncWebClient, sent: SentMessage, text: str) -> None:
+    """``chat.update``: the text as plain-text blocks, the buttons gone (it was decided)."""
+    await client.chat_update(
+        channel=sent.chat_id, ts=sent.message_id, text=text, blocks=choice_blocks(text, [])
+    )

@@ -44,6 +44,7 @@ from gateway.adapters.slack._actions import (
     REVIEW_ACTION,
     answer_action,
     choice_blocks,
+    close_card,
 )
 from gateway.adapters.slack._bolt_log import bolt_logger
 from gateway.adapters.slack._busy import BusyIndicator
@@ -424,9 +425,13 @@ class SlackAdapter(BaseAdapter):
 
     async def send_choice_privately(
         self, user_id: str, text: str, choices: Sequence[tuple[str, str]]
-    ) -> None:
+    ) -> SentMessage:
         """Posted to the person's id: their direct chat with the app."""
-        await self.send_choice(OutboundMessage(self.name, user_id, text), choices)
+        return await self.send_choice(OutboundMessage(self.name, user_id, text), choices)
+
+    async def close_choice(self, sent: SentMessage, text: str) -> None:
+        with platform_errors():
+            await close_card(self._client, sent, text)
 
     async def send_private(self, msg: InboundMessage, text: str) -> bool:
         await post_ephemeral(

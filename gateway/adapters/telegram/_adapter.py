@@ -37,7 +37,7 @@ from gateway.adapters._delivery import send_text
 from gateway.adapters._support import Backoff, Sometimes, retrying
 from gateway.adapters._text_split import utf16_length
 from gateway.adapters.telegram._bot import build_application, token_of
-from gateway.adapters.telegram._buttons import answer_press, keyboard
+from gateway.adapters.telegram._buttons import answer_press, close_keyboard, keyboard
 from gateway.adapters.telegram._errors import platform_errors
 from gateway.adapters.telegram._inbound import SKIP_LOG_INTERVAL, Inbound
 from gateway.adapters.telegram._intake import Intake
@@ -364,11 +364,15 @@ class TelegramAdapter(BaseAdapter):
 
     async def send_choice_privately(
         self, user_id: str, text: str, choices: Sequence[tuple[str, str]]
-    ) -> None:
+    ) -> SentMessage:
         """A person's private chat with the bot has their id."""
         if not user_id.isdigit():
             raise ChatForbidden(self.name, "no private chat with this person")
-        await self.send_choice(OutboundMessage(self.name, user_id, text), choices)
+        return await self.send_choice(OutboundMessage(self.name, user_id, text), choices)
+
+    async def close_choice(self, sent: SentMessage, text: str) -> None:
+        with platform_errors():
+            await self._sender.request(close_keyboard(self._app.bot, sent, text))
 
     async def send_private(self, msg: InboundMessage, text: str) -> bool:
         """Into the sender's private chat (its id is theirs). Telegram answers 403 "bot

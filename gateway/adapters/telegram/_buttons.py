@@ -12,14 +12,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
-from telegram import Bot, CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup
+from telegram import Bot, CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup, Message
 from telegram.constants import ChatType
 from telegram.error import TelegramError
 
 from gateway.adapters.telegram._updates import PLATFORM
-from gateway.events import InboundMessage
+from gateway.events import InboundMessage, SentMessage
 
-__all__ = ["ANSWER_CHARS", "answer_press", "keyboard", "press_message"]
+__all__ = ["ANSWER_CHARS", "answer_press", "close_keyboard", "keyboard", "press_message"]
 
 logger = logging.getLogger(__name__)
 
@@ -69,3 +69,10 @@ async def answer_press(
         await bot.answer_callback_query(query.id, text=text[:ANSWER_CHARS] or None)
     except TelegramError as exc:
         logger.info("telegram: a button press was not answered (%s)", type(exc).__name__)
+
+
+async def close_keyboard(bot: Bot, sent: SentMessage, text: str) -> Message | bool:
+    """``editMessageText`` as plain text without ``reply_markup``: the keyboard goes."""
+    return await bot.edit_message_text(
+        text, chat_id=int(sent.chat_id), message_id=int(sent.message_id)
+    )
