@@ -13,6 +13,7 @@ from typing import Protocol
 from aiohttp import web
 
 from gateway.adapters._text_split import Length
+from gateway.command_menu import MenuSubcommand
 from gateway.errors import ChatForbidden, FileRefused, InboxError
 from gateway.events import InboundMessage, OutboundMessage, Retraction, SentMessage, cleaned
 
@@ -83,6 +84,8 @@ class CommandInfo:
     """Other names it answers to (``/reset`` for ``/new``)."""
     in_groups: bool = True
     """Whether group chats' command menus list it."""
+    subcommands: tuple[MenuSubcommand, ...] = ()
+    """Its subcommands with their options, where a platform can offer them (``/admin``)."""
 
 
 class SharedBudgets(Protocol):

@@ -27,6 +27,8 @@ from tests.fakes.discord_data import json_response as _json
 
 _command_ids = itertools.count(1)
 EPHEMERAL = 64
+SUB_COMMAND = 1
+"""The option type of a subcommand (application command option types)."""
 
 
 @dataclass
@@ -85,16 +87,21 @@ class InteractionsServer:
         channel_id: int,
         guild_id: int | None = None,
         args: str | None = None,
+        sub: str | None = None,
+        values: dict[str, str] | None = None,
     ) -> FakeInteraction:
-        """Someone runs ``/name`` (with ``args`` as its option) from Discord's command picker."""
+        """Someone runs ``/name`` (with ``args`` as its option, or the subcommand ``sub``
+        with its option ``values``) from Discord's command picker."""
         with self._lock:
             registered = self.commands.get(guild_id, []) + self.commands.get(None, [])
-        found = [c for c in registered if c["name"] == name]
+        found = [c for c in registered if c["name"] == name and c.get("type", 1) == 1]
         if not found:
             raise AssertionError(f"/{name} is not registered")
         command = found[0]
         options: list[dict[str, Any]] = []
-        if args is not None:
+        if sub is not None:
+            options = [_subcommand_option(command, sub, values or {})]
+        elif args is not None:
             names = [o["name"] for o in command.get("options", [])]
             assert names == ["args"], f"/{name} takes no text option (it has {names})"
             options = [{"name": "args", "type": 3, "value": args}]
@@ -223,6 +230,24 @@ class InteractionsServer:
 
     def dispatch(self, event: str, data: Any) -> None:
         raise NotImplementedError
+
+
+def _subcommand_option(command: dict[str, Any], sub: str, values: dict[str, str]) -> dict[str, Any]:
+    """The SUB_COMMAND option (type 1) Discord's client sends for ``sub``: only options
+    it registered, every required one, and a value of its ``choices`` where it has them."""
+    subs = {o["name"]: o for o in command.get("options", []) if o.get("type") == SUB_COMMAND}
+    if sub not in subs:
+        raise AssertionError(f"/{command['name']} has no subcommand {sub!r} ({sorted(subs)})")
+    declared = {o["name"]: o for o in subs[sub].get("options", [])}
+    unknown = set(values) - set(declared)
+    assert not unknown, f"/{command['name']} {sub} has no option {sorted(unknown)}"
+    missing = [n for n, o in declared.items() if o.get("required") and n not in values]
+    assert not missing, f"the picker does not send /{command['name']} {sub} without {missing}"
+    for option_name, value in values.items():
+        choices = [c["value"] for c in declared[option_name].get("choices") or []]
+        assert not choices or value in choices, f"{value!r} is not one of {choices}"
+    given = [{"name": n, "type": 3, "value": v} for n, v in values.items()]
+    return {"name": sub, "type": SUB_COMMAND, "options": given}
 
 
 def _envelope(
