@@ -45,6 +45,7 @@ from gateway.adapters.discord._client import (
 from gateway.adapters.discord._commands import DEFER_AFTER, NativeCommands, route_webhooks
 from gateway.adapters.discord._errors import NETWORK_ERRORS, platform_errors
 from gateway.adapters.discord._events import inbound_from
+from gateway.adapters.discord._following import FollowedThreads
 from gateway.adapters.discord._held import HeldMessages
 from gateway.adapters.discord._history import ThreadContext
 from gateway.adapters.discord._images import with_fetching, with_images
@@ -121,6 +122,7 @@ class DiscordAdapter(BaseAdapter):
         self._live = asyncio.Event()
         self._lanes = ChatLanes("discord")
         self._threads = ThreadContext()
+        self._following = FollowedThreads(settings.follow_threads, self._clock)
         self._held = HeldMessages(self.record, self._hand_on, self._tell_waiting, self._clock)
         self._started = False
         self._failure: str | None = None
@@ -211,18 +213,8 @@ class DiscordAdapter(BaseAdapter):
                 await self._sync_commands()
 
     async def _sync_commands(self) -> None:
-        if self._commands is None:
-            return
-        try:
-            with platform_errors():
-                await self._commands.sync()
-        except ChatForbidden:
-            logger.error(
-                "discord: registering slash commands was refused; invite the bot with the "
-                "applications.commands scope (and check discord.command_guilds)"
-            )
-        except Exception as exc:
-            logger.warning("discord: registering slash commands failed (%s)", type(exc).__name__)
+        if self._commands is not None:
+            await self._commands.sync_logged()
 
     def _on_state(self, state: str) -> None:
         if state == "disconnect":
@@ -319,6 +311,7 @@ class DiscordAdapter(BaseAdapter):
         """In the chat's lane (order kept): thread context and images added, then on."""
         client = self._client
         if client is not None and client.user is not None:
+            inbound = await self._following.complete(inbound, source, client.user.id)
             inbound = await self._threads.complete(inbound, source, client.user)
         if self._vision and source.attachments:
             inbound = await with_images(inbound, source, self._settings.api_url)
@@ -357,6 +350,7 @@ class DiscordAdapter(BaseAdapter):
             sent = await self._retrying("send", attempt)
         if message.thread_id:
             self._threads.saw(message.thread_id)
+            self._following.answered(message.thread_id)
         return SentMessage(message.chat_id, str(sent.id), message.thread_id)
 
     async def send_choice(

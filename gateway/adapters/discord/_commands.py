@@ -35,8 +35,10 @@ from discord.webhook.async_ import AsyncWebhookAdapter, async_context
 
 from gateway.adapters._base import CommandInfo
 from gateway.adapters._text_split import split_text
+from gateway.adapters.discord._errors import platform_errors
 from gateway.adapters.discord._events import PLATFORM
 from gateway.adapters.discord._subcommands import fits, group_of
+from gateway.errors import ChatForbidden
 from gateway.events import InboundMessage
 
 logger = logging.getLogger(__name__)
@@ -142,6 +144,19 @@ class NativeCommands:
             self.tree.copy_global_to(guild=guild)
             synced = await self.tree.sync(guild=guild)
             logger.info("discord: %d application commands in guild %s", len(synced), guild.id)
+
+    async def sync_logged(self) -> None:
+        """``sync``; a refusal or a failure is logged, not raised."""
+        try:
+            with platform_errors():
+                await self.sync()
+        except ChatForbidden:
+            logger.error(
+                "discord: registering slash commands was refused; invite the bot with the "
+                "applications.commands scope (and check discord.command_guilds)"
+            )
+        except Exception as exc:
+            logger.warning("discord: registering slash commands failed (%s)", type(exc).__name__)
 
     def _command(
         self, info: CommandInfo
