@@ -26,8 +26,7 @@ class DiscordSettings(BaseModel):
     follow_threads: Annotated[bool, RESTART] = Field(
         True,
         description=(
-            "After the bot answers in a thread, later messages there reach it without a "
-            "mention."
+            "After the bot answers in a thread, later messages there reach it without a mention."
         ),
     )
     shards: Annotated[int | None, RESTART] = Field(
