@@ -49,6 +49,7 @@ from gateway.adapters.discord._following import FollowedThreads
 from gateway.adapters.discord._held import HeldMessages
 from gateway.adapters.discord._history import ThreadContext
 from gateway.adapters.discord._images import with_fetching, with_images
+from gateway.adapters.discord._permissions import PermissionReport
 from gateway.adapters.discord._settings import DiscordSettings
 from gateway.clock import Clock, SystemClock
 from gateway.errors import AdapterError, ChatForbidden, ConfigError, InboxError
@@ -123,6 +124,7 @@ class DiscordAdapter(BaseAdapter):
         self._lanes = ChatLanes("discord")
         self._threads = ThreadContext()
         self._following = FollowedThreads(settings.follow_threads, self._clock)
+        self._report = PermissionReport()
         self._held = HeldMessages(self.record, self._hand_on, self._tell_waiting, self._clock)
         self._started = False
         self._failure: str | None = None
@@ -143,6 +145,7 @@ class DiscordAdapter(BaseAdapter):
             guild_ready_timeout=self._guild_ready_timeout,
             counters=self.counters,
         )
+        self._report.client = self._client
         self._commands = NativeCommands(
             self._client,
             answer=self.answer_command,
@@ -207,6 +210,7 @@ class DiscordAdapter(BaseAdapter):
     ) -> None:
         """Every command as an application command; registered once the bot is logged in."""
         self._command_infos = list(commands)
+        self._report.admins = list(admin_ids)
         if self._commands is not None:
             self._commands.define(self._command_infos)
             if self._logged_in:
@@ -346,7 +350,8 @@ class DiscordAdapter(BaseAdapter):
                 return await channel.send(message.text, nonce=nonce)
             return await channel.send(message.text, reference=reference, nonce=nonce)
 
-        with platform_errors():
+        watch = self._report.watching(message.chat_id, reply=reference is not None)
+        with watch, platform_errors():
             sent = await self._retrying("send", attempt)
         if message.thread_id:
             self._threads.saw(message.thread_id)
@@ -358,7 +363,7 @@ class DiscordAdapter(BaseAdapter):
     ) -> SentMessage:
         """The text with buttons; a press runs as its command (``_buttons.ChoiceView``)."""
         channel = self._channel(message.chat_id)
-        with platform_errors():
+        with self._report.watching(message.chat_id), platform_errors():
             if choices:
                 sent = await channel.send(message.text, view=ChoiceView(choices, self._pressed))
             else:
@@ -398,7 +403,7 @@ class DiscordAdapter(BaseAdapter):
         """A message with the file attached (a multipart message create)."""
         self.check_file_size(data)
         channel = self._channel(chat_id)
-        with platform_errors():
+        with self._report.watching(chat_id, files=True), platform_errors():
             await channel.send(caption or None, file=discord.File(io.BytesIO(data), filename))
 
     async def edit(self, sent: SentMessage, text: str) -> None:
