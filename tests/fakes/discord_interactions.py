@@ -28,6 +28,8 @@ from tests.fakes.discord_data import json_response as _json
 _command_ids = itertools.count(1)
 EPHEMERAL = 64
 SUB_COMMAND = 1
+MESSAGE_MENU = 3
+"""The command type of a message context menu."""
 """The option type of a subcommand (application command option types)."""
 
 
@@ -113,6 +115,36 @@ class InteractionsServer:
         self.dispatch("INTERACTION_CREATE", data)
         return record
 
+    def ask(
+        self,
+        target: dict[str, Any],
+        *,
+        user: dict[str, Any],
+        guild_id: int | None = None,
+        name: str = "Ask chorus",
+    ) -> FakeInteraction:
+        """Someone picks the message context menu ``name`` (a command of type 3) on the
+        message ``target``: the interaction names it (``target_id``) and carries it in
+        ``resolved.messages``, as Discord's client sends it."""
+        with self._lock:
+            registered = self.commands.get(guild_id, []) + self.commands.get(None, [])
+        found = [c for c in registered if c["name"] == name and c.get("type") == MESSAGE_MENU]
+        if not found:
+            raise AssertionError(f"no message context menu {name!r} is registered")
+        record = FakeInteraction(snowflake(), f"itoken-{uuid.uuid4().hex}", name)
+        data = _envelope(record, 2, user, int(target["channel_id"]), guild_id)
+        data["data"] = {
+            "id": found[0]["id"],
+            "name": name,
+            "type": MESSAGE_MENU,
+            "target_id": target["id"],
+            "resolved": {"messages": {target["id"]: target}},
+        }
+        with self._lock:
+            self.interactions[record.token] = record
+        self.dispatch("INTERACTION_CREATE", data)
+        return record
+
     def press(
         self,
         sent: dict[str, Any],
@@ -169,6 +201,7 @@ class InteractionsServer:
                 "application_id": str(APP_ID),
                 "version": "1",
                 "type": command.get("type", 1),
+                "description": command.get("description", ""),  # "" for context menus
             }
             if guild is not None:
                 entry["guild_id"] = str(guild)

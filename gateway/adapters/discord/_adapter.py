@@ -23,7 +23,7 @@ import contextlib
 import io
 import logging
 import secrets
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -32,7 +32,8 @@ import discord
 from gateway import _texts as t
 from gateway.adapters._base import AdapterCapabilities, BaseAdapter, CommandInfo
 from gateway.adapters._delivery import send_text
-from gateway.adapters._support import Backoff, ChatLanes, retrying
+from gateway.adapters._support import Backoff, ChatLanes
+from gateway.adapters.discord._ask import AskedInteractions
 from gateway.adapters.discord._buttons import ChoiceView
 from gateway.adapters.discord._client import (
     GUILD_READY_TIMEOUT,
@@ -43,7 +44,7 @@ from gateway.adapters.discord._client import (
     token_of,
 )
 from gateway.adapters.discord._commands import DEFER_AFTER, NativeCommands, route_webhooks
-from gateway.adapters.discord._errors import NETWORK_ERRORS, platform_errors
+from gateway.adapters.discord._errors import platform_errors, retried
 from gateway.adapters.discord._events import inbound_from
 from gateway.adapters.discord._following import FollowedThreads
 from gateway.adapters.discord._held import HeldMessages
@@ -71,8 +72,6 @@ AUTHENTICATION_FAILED = 4004
 REJECTED = "Discord rejected the bot token ({answer}); check DISCORD_BOT_TOKEN"
 LOGIN_BACKOFF = 1.0
 MAX_BACKOFF = 60.0
-SEND_ATTEMPTS = 3
-"""Tries of one send or edit when the connection to Discord drops."""
 RETRY_DELAY = 0.5
 
 
@@ -125,6 +124,7 @@ class DiscordAdapter(BaseAdapter):
         self._threads = ThreadContext()
         self._following = FollowedThreads(settings.follow_threads, self._clock)
         self._report = PermissionReport()
+        self._asks = AskedInteractions(self.deliver)
         self._held = HeldMessages(self.record, self._hand_on, self._tell_waiting, self._clock)
         self._started = False
         self._failure: str | None = None
@@ -152,6 +152,7 @@ class DiscordAdapter(BaseAdapter):
             guilds=self._settings.command_guilds,
             defer_after=self._defer_after,
             limit=self.capabilities.max_text_length,
+            menus=[self._asks.menu()],
         )
         if self._command_infos is not None:
             self._commands.define(self._command_infos)
@@ -335,6 +336,8 @@ class DiscordAdapter(BaseAdapter):
         return self._client.get_partial_messageable(int(chat_id))
 
     async def send(self, message: OutboundMessage) -> SentMessage:
+        if (asked := await self._asks.send(message)) is not None:
+            return asked  # the answer to an "Ask chorus": the interaction's response
         channel = self._channel(message.chat_id)
         reference = None
         if message.reply_to_message_id:
@@ -352,7 +355,7 @@ class DiscordAdapter(BaseAdapter):
 
         watch = self._report.watching(message.chat_id, reply=reference is not None)
         with watch, platform_errors():
-            sent = await self._retrying("send", attempt)
+            sent = await retried("send", attempt, self._retry_delay, self._clock.sleep)
         if message.thread_id:
             self._threads.saw(message.thread_id)
             self._following.answered(message.thread_id)
@@ -407,24 +410,15 @@ class DiscordAdapter(BaseAdapter):
             await channel.send(caption or None, file=discord.File(io.BytesIO(data), filename))
 
     async def edit(self, sent: SentMessage, text: str) -> None:
+        if await self._asks.edit(sent, text):
+            return
         partial = self._channel(sent.chat_id).get_partial_message(int(sent.message_id))
 
         async def attempt() -> discord.Message:
             return await partial.edit(content=text)
 
         with platform_errors():
-            await self._retrying("edit", attempt)
-
-    async def _retrying(
-        self, what: str, call: Callable[[], Awaitable[discord.Message]]
-    ) -> discord.Message:
-        def note(exc: BaseException, delay: float) -> None:
-            logger.warning("discord: %s failed (%s); trying again", what, type(exc).__name__)
-
-        backoff = Backoff(first=self._retry_delay, factor=2.0, cap=30.0, sleep=self._clock.sleep)
-        return await retrying(
-            call, attempts=SEND_ATTEMPTS, retry_on=NETWORK_ERRORS, backoff=backoff, on_retry=note
-        )
+            await retried("edit", attempt, self._retry_delay, self._clock.sleep)
 
     async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
         try:
