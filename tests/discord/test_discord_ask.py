@@ -72,6 +72,11 @@ async def test_an_ask_in_a_dm_and_in_a_thread_is_answered_there(
     await gw.settle()
     assert asked.text == "Bob asks whether to ship tonight."
     assert fake.posted_in(THREAD_ID) == []
+    # having answered in the thread, the bot follows it (discord.follow_threads)
+    llm.reply("Following now.")
+    fake.message("so?", author=ANN, channel_id=THREAD_ID, guild_id=GUILD_ID)
+    [followed] = await fake.wait_posted(THREAD_ID, 1)
+    assert followed.content == "Following now."
 
 
 async def test_a_message_without_text_gets_a_private_note_and_no_turn(

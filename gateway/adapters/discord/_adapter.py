@@ -336,8 +336,10 @@ class DiscordAdapter(BaseAdapter):
         return self._client.get_partial_messageable(int(chat_id))
 
     async def send(self, message: OutboundMessage) -> SentMessage:
-        if (asked := await self._asks.send(message)) is not None:
-            return asked  # the answer to an "Ask chorus": the interaction's response
+        if (asked := await self._asks.send(message)) is not None:  # "Ask chorus"'s answer
+            if message.thread_id:
+                self._following.answered(message.thread_id)
+            return asked
         channel = self._channel(message.chat_id)
         reference = None
         if message.reply_to_message_id:
