@@ -8,8 +8,12 @@ import logging
 import pytest
 
 from tests.discord.conftest import ADMIN_ID, ANN, GatewayFactory
-from tests.fakes.discord_channels import READ_MESSAGE_HISTORY, SEND_MESSAGES
-from tests.fakes.discord_data import BOT_ID, CHANNEL_ID, GUILD_ID
+from tests.fakes.discord_channels import (
+    READ_MESSAGE_HISTORY,
+    SEND_MESSAGES,
+    SEND_MESSAGES_IN_THREADS,
+)
+from tests.fakes.discord_data import BOT_ID, CHANNEL_ID, GUILD_ID, THREAD_ID
 
 
 async def test_a_missing_send_permission_is_told_to_an_admin_once(
@@ -64,3 +68,17 @@ async def test_every_permission_a_reply_lacks_is_named(
     [note] = [r for r in caplog.records if "no admin could be told" in r.getMessage()]
     assert note.levelno == logging.WARNING
     assert "Send Messages and Read Message History" in note.getMessage()
+
+
+async def test_in_a_thread_the_thread_permission_is_named(make_gateway: GatewayFactory) -> None:
+    gw = await make_gateway()
+    fake, llm = gw.discord, gw.server
+    fake.withhold(CHANNEL_ID, SEND_MESSAGES_IN_THREADS, threads=(THREAD_ID,))
+    llm.reply("An answer that cannot arrive.")
+    fake.message(
+        f"<@{BOT_ID}> hi", author=ANN, channel_id=THREAD_ID, guild_id=GUILD_ID, mentions_bot=True
+    )
+    await fake.wait_for(lambda: ADMIN_ID in fake.dm_channels, what="the admin's DM")
+    [told] = await fake.wait_posted(fake.dm_channels[ADMIN_ID], 1)
+    assert "lack the Send Messages in Threads permission" in told.content
+    assert "a thread" in told.content and "#general" in told.content

@@ -28,9 +28,16 @@ class ChannelsServer:
     no_send: set[int]
 
     def withhold(
-        self, channel_id: int, permission: int, *, name: str = "general", guild_id: int = GUILD_ID
+        self,
+        channel_id: int,
+        permission: int,
+        *,
+        name: str = "general",
+        guild_id: int = GUILD_ID,
+        threads: tuple[int, ...] = (),
     ) -> None:
-        """A server admin denies the bot's role ``permission`` in the text channel."""
+        """A server admin denies the bot's role ``permission`` in the text channel (and
+        so in its ``threads``, which take their permissions from it)."""
         overwrite = {"id": str(guild_id), "type": 0, "allow": "0", "deny": str(permission)}
         channel: dict[str, Any] = {
             "id": str(channel_id),
@@ -40,7 +47,7 @@ class ChannelsServer:
             "permission_overwrites": [overwrite],
             "guild_id": str(guild_id),
         }
-        self.no_send.add(channel_id)
+        self.no_send.update({channel_id, *threads})
         self.dispatch("CHANNEL_UPDATE", channel)
 
     def dispatch(self, event: str, data: Any) -> None:
