@@ -125,7 +125,7 @@ class GatewayRunner:
     async def publish_commands(self, adapter: BaseAdapter) -> None:
         """Give the platform's command menu every command; admin ones for admins only."""
         commands = [
-            CommandInfo(c.name, c.help, c.admin_only, c.args, c.aliases, c.in_groups)
+            CommandInfo(c.name, c.help, c.admin_only, c.args, c.aliases, c.in_groups, c.subcommands)
             for c in self.commands.visible(True, adapter.name)
         ]
         texts = (normalize_user_key(entry) for entry in self.settings.auth.admins)

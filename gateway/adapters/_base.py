@@ -14,6 +14,7 @@ from aiohttp import web
 
 from agent.tracing import steps
 from gateway.adapters._text_split import Length
+from gateway.command_menu import MenuSubcommand
 from gateway.errors import ChatForbidden, FileRefused, InboxError
 from gateway.events import InboundMessage, OutboundMessage, Retraction, SentMessage, cleaned
 
@@ -93,6 +94,8 @@ class CommandInfo:
     """Other names it answers to (``/reset`` for ``/new``)."""
     in_groups: bool = True
     """Whether group chats' command menus list it."""
+    subcommands: tuple[MenuSubcommand, ...] = ()
+    """Its subcommands with their options, where a platform can offer them (``/admin``)."""
 
 
 class SharedBudgets(Protocol):

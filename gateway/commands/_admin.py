@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 
 from agent.jobs import approved_write_job
 from gateway.access import AdminReply, RequestStatus, UserAccessRow
+from gateway.command_menu import MenuOption, MenuSubcommand
 from gateway.commands import _texts as t
 from gateway.commands._flagged import flagged_command
 from gateway.commands._link import link_sub, unlink_sub
@@ -209,26 +210,49 @@ class AdminSubcommand:
     handler: SubHandler
     help: str
     """One line for ``/admin help``."""
+    options: tuple[MenuOption, ...] = ()
+    """Its arguments as a command picker offers them (``usage`` typed out)."""
 
 
+PERSON = MenuOption("person", "platform:id, e.g. discord:1234")
 ADMIN_SUBCOMMANDS: tuple[AdminSubcommand, ...] = (
     AdminSubcommand("sessions", "", sessions_sub, "the open sessions, most recent first"),
     AdminSubcommand(
-        "end", "<platform:id|session id>", end_sub, "end a person's sessions or one session"
+        "end",
+        "<platform:id|session id>",
+        end_sub,
+        "end a person's sessions or one session",
+        (MenuOption("target", "platform:id or a session id"),),
     ),
     AdminSubcommand("users", "", users_sub, "who may use the bot, and who allowed them"),
-    AdminSubcommand("allow", "<platform:id>", allow_sub, "let someone use the bot"),
-    AdminSubcommand("deny", "<platform:id|#request>", deny_sub, "stop someone from using the bot"),
+    AdminSubcommand("allow", "<platform:id>", allow_sub, "let someone use the bot", (PERSON,)),
+    AdminSubcommand(
+        "deny",
+        "<platform:id|#request>",
+        deny_sub,
+        "stop someone from using the bot",
+        (MenuOption("person", "platform:id, or #request of a pairing request"),),
+    ),
     AdminSubcommand(
         "approve",
         "<code|#request>",
         approve_sub,
         "allow whoever was given this pairing code, or who made this pairing request",
+        (MenuOption("code", "the pairing code, or #request"),),
     ),
     AdminSubcommand(
-        "link", "<platform:id> <platform:id>", link_sub, "make two accounts one person"
+        "link",
+        "<platform:id> <platform:id>",
+        link_sub,
+        "make two accounts one person",
+        (
+            MenuOption("first", "one account, platform:id"),
+            MenuOption("second", "the other account, platform:id"),
+        ),
     ),
-    AdminSubcommand("unlink", "<platform:id>", unlink_sub, "make an account its own person again"),
+    AdminSubcommand(
+        "unlink", "<platform:id>", unlink_sub, "make an account its own person again", (PERSON,)
+    ),
     AdminSubcommand(
         "memory",
         "[add <text>|remove <text>|pending [full]|show <id>|approve <id|all>|reject <id|all>|"
@@ -238,17 +262,38 @@ ADMIN_SUBCOMMANDS: tuple[AdminSubcommand, ...] = (
         "shared profiles (show <id> gives a "
         "staged text whole; approve all takes only those shown whole) and the entries withheld "
         "from the prompt because they fail the threat scan",
+        (
+            MenuOption(
+                "action",
+                "what to do (nothing: show MEMORY.md)",
+                required=False,
+                choices=("add", "remove", "pending", "show", "approve", "reject", "flagged"),
+            ),
+            MenuOption(
+                "text",
+                "the entry text, an id, all, full, or keep/remove <id>",
+                required=False,
+            ),
+        ),
     ),
     AdminSubcommand(
         "status", "", status_sub, "the review queue, sessions, jobs and each tool server"
     ),
     AdminSubcommand("stats", "", stats_sub, "recent activity and the counters since start"),
     AdminSubcommand(
-        "queue", "[retry-failed]", queue_sub, "background jobs; requeue the failed ones"
+        "queue",
+        "[retry-failed]",
+        queue_sub,
+        "background jobs; requeue the failed ones",
+        (MenuOption("action", "nothing: the state", required=False, choices=("retry-failed",)),),
     ),
     AdminSubcommand("provider", "", provider_sub, "the external memory provider and its state"),
     AdminSubcommand(
-        "tools", "[platform:id]", tools_sub, "the tool policy, or what it comes to for a person"
+        "tools",
+        "[platform:id]",
+        tools_sub,
+        "the tool policy, or what it comes to for a person",
+        (MenuOption("person", "platform:id (nothing: the whole policy)", required=False),),
     ),
     AdminSubcommand(
         "reload", "", reload_sub, "re-read config.yaml and .env; names what needs a restart"
@@ -258,12 +303,22 @@ ADMIN_SUBCOMMANDS: tuple[AdminSubcommand, ...] = (
         "[<platform:id>]",
         usage_sub,
         "a person's usage against limits, or everyone's this month",
+        (MenuOption("person", "platform:id (nothing: everyone)", required=False),),
     ),
     AdminSubcommand(
         "budget",
         "<platform:id> tokens_per_day=N|cost_per_month=X|reset",
         budget_sub,
         "set a person's limits, or go back to the configured ones",
+        (
+            PERSON,
+            MenuOption(
+                "limit",
+                "which limit, or reset",
+                choices=("tokens_per_day", "cost_per_month", "reset"),
+            ),
+            MenuOption("value", "the new limit (not with reset)", required=False, glue="="),
+        ),
     ),
     AdminSubcommand("help", "", help_sub, "this list"),
 )
@@ -304,6 +359,11 @@ def _audit_args(args: str) -> str:
     return "approve <code>" if secret else args
 
 
+def admin_menu() -> tuple[MenuSubcommand, ...]:
+    """Every subcommand with its arguments, for structured command pickers."""
+    return tuple(MenuSubcommand(s.name, s.help, s.options) for s in ADMIN_SUBCOMMANDS)
+
+
 def register_admin_commands(registry: CommandRegistry) -> None:
     registry.register(
         Command(
@@ -313,5 +373,6 @@ def register_admin_commands(registry: CommandRegistry) -> None:
             audit_args=_audit_args,
             args=admin_hint(),
             private=True,
+            subcommands=admin_menu(),
         )
     )

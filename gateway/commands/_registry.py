@@ -12,6 +12,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from gateway.command_menu import MenuSubcommand
 from gateway.commands._services import CommandServices
 from gateway.commands._texts import COMMAND_FAILED, REFUSED, UNKNOWN_COMMAND
 from gateway.events import InboundMessage
@@ -67,6 +68,8 @@ class Command:
     is shown to them privately, never to the group."""
     in_groups: bool = True
     """Whether it has a use in a group chat, so group command menus list it."""
+    subcommands: tuple[MenuSubcommand, ...] = ()
+    """Its subcommands and their arguments, for structured pickers (``/admin``)."""
 
 
 def parse_command(text: str, bot_username: str | None = None) -> tuple[str, str] | None:

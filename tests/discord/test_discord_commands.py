@@ -4,6 +4,7 @@ channel that does not address the bot is not for chorus."""
 
 from __future__ import annotations
 
+from gateway.commands._admin import ADMIN_SUBCOMMANDS
 from tests.discord.conftest import (
     ADMIN,
     ADMIN_ID,
@@ -27,16 +28,17 @@ async def run(fake: FakeDiscord, record: FakeInteraction) -> FakeInteraction:
     return record
 
 
-async def test_every_command_is_registered_with_an_args_option_where_it_takes_arguments(
+async def test_every_command_is_registered_with_its_subcommands_or_an_args_option(
     make_gateway: GatewayFactory,
 ) -> None:
     gw = await make_gateway()
     fake = gw.discord
     await fake.wait_for(lambda: bool(fake.command_names()), what="the commands sync")
-    registered = {c["name"]: c for c in fake.commands[None]}
+    registered = {c["name"]: c for c in fake.commands[None] if c["type"] == 1}  # slash ones
     assert set(registered) >= EXPECTED
-    assert [o["name"] for o in registered["admin"]["options"]] == ["args"]
-    assert registered["admin"]["options"][0]["required"] is False
+    admin = registered["admin"]["options"]
+    assert {o["type"] for o in admin} == {1}  # SUB_COMMAND, one per admin subcommand
+    assert [o["name"] for o in admin] == [sub.name for sub in ADMIN_SUBCOMMANDS]
     assert [o["name"] for o in registered["forget"]["options"]] == ["args"]
     assert registered["whoami"].get("options", []) == []
     assert registered["new"].get("options", []) == []
@@ -83,7 +85,7 @@ async def test_admin_sessions_for_the_admin_refused_and_audited_for_others(
     ok = await run(
         fake,
         fake.interaction(
-            "admin", user=ADMIN, channel_id=CHANNEL_ID, guild_id=GUILD_ID, args="sessions"
+            "admin", user=ADMIN, channel_id=CHANNEL_ID, guild_id=GUILD_ID, sub="sessions"
         ),
     )
     assert ok.ephemeral
@@ -91,14 +93,14 @@ async def test_admin_sessions_for_the_admin_refused_and_audited_for_others(
     refused = await run(
         fake,
         fake.interaction(
-            "admin", user=ANN, channel_id=CHANNEL_ID, guild_id=GUILD_ID, args="sessions"
+            "admin", user=ANN, channel_id=CHANNEL_ID, guild_id=GUILD_ID, sub="sessions"
         ),
     )
     assert refused.ephemeral
     assert "admins only" in refused.text and "open session" not in refused.text
     stranger = await run(
         fake,
-        fake.interaction("admin", user=STRANGER, channel_id=DM_ANN, args="users"),
+        fake.interaction("admin", user=STRANGER, channel_id=DM_ANN, sub="users"),
     )
     assert f"discord:{STRANGER_ID}" in stranger.text and "open session" not in stranger.text
 
@@ -131,7 +133,7 @@ async def test_a_long_answer_goes_on_in_ephemeral_followups(make_gateway: Gatewa
     for n in range(40):  # forty users make /admin users longer than one Discord message
         key = f"discord:{700_000_000_000_000_000 + n}"
         gw.stack.gateway_db.set_access(key, "allowed", f"discord:{ADMIN_ID}", 0.0)
-    record = await run(fake, fake.interaction("admin", user=ADMIN, channel_id=DM_ANN, args="users"))
+    record = await run(fake, fake.interaction("admin", user=ADMIN, channel_id=DM_ANN, sub="users"))
     await fake.wait_for(lambda: bool(record.followups), what="a follow-up")
     assert record.ephemeral
     assert all(len(c["data"]["content"]) <= 2000 for c in record.callbacks)
@@ -161,3 +163,66 @@ async def test_unaddressed_slash_text_in_a_server_channel_is_not_for_chorus(
     fake.message("/whoami", author=ANN, channel_id=DM_ANN)
     dm = await fake.wait_posted(DM_ANN, 1)
     assert f"discord:{ANN_ID}" in dm[0].content
+
+
+async def test_admin_subcommands_carry_their_options_and_choices(
+    make_gateway: GatewayFactory,
+) -> None:
+    gw = await make_gateway()
+    fake = gw.discord
+    await fake.wait_for(lambda: bool(fake.command_names()), what="the commands sync")
+    [admin] = [c for c in fake.commands[None] if c["name"] == "admin"]
+    subs = {o["name"]: o for o in admin["options"]}
+    assert subs["sessions"].get("options", []) == []
+    [target] = subs["end"]["options"]
+    assert (target["name"], target["type"], target["required"]) == ("target", 3, True)
+    budget = subs["budget"]["options"]
+    assert [o["name"] for o in budget] == ["person", "limit", "value"]
+    limits = [c["value"] for c in budget[1]["choices"]]
+    assert limits == ["tokens_per_day", "cost_per_month", "reset"]
+    assert budget[2].get("required", False) is False
+    queue = subs["queue"]["options"]
+    assert [c["value"] for c in queue[0]["choices"]] == ["retry-failed"]
+    memory = {o["name"]: o for o in subs["memory"]["options"]}
+    assert "approve" in [c["value"] for c in memory["action"]["choices"]]
+    assert all(1 <= len(o["description"]) <= 100 for o in admin["options"])
+
+
+async def test_an_admin_subcommand_with_options_runs_the_typed_command(
+    make_gateway: GatewayFactory,
+) -> None:
+    gw = await make_gateway()
+    fake = gw.discord
+    await fake.wait_for(lambda: bool(fake.command_names()), what="the commands sync")
+    newcomer = f"discord:{STRANGER_ID}"
+    allowed = await run(
+        fake,
+        fake.interaction(
+            "admin", user=ADMIN, channel_id=DM_ANN, sub="allow", values={"person": newcomer}
+        ),
+    )
+    assert newcomer in allowed.text and allowed.ephemeral
+    record = gw.stack.gateway_db.get_access(newcomer)
+    assert record is not None and record.state == "allowed"
+    budget = await run(
+        fake,
+        fake.interaction(
+            "admin",
+            user=ADMIN,
+            channel_id=DM_ANN,
+            sub="budget",
+            values={"person": newcomer, "limit": "tokens_per_day", "value": "5000"},
+        ),
+    )
+    assert "5,000 tokens a day" in budget.text
+    requeued = await run(
+        fake,
+        fake.interaction(
+            "admin", user=ADMIN, channel_id=DM_ANN, sub="queue", values={"action": "retry-failed"}
+        ),
+    )
+    assert "Requeued 0 failed job(s)." in requeued.text
+    audit = [(e.args, e.outcome) for e in gw.stack.gateway_db.audit_entries()]
+    assert (f"allow {newcomer}", "ok") in audit
+    assert any(a.startswith(f"budget {newcomer} tokens_per_day=5000") for a, _ in audit)
+    assert ("queue retry-failed", "ok") in audit

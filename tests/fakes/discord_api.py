@@ -19,10 +19,9 @@ dispatches + RESUMED; application commands and interactions are in
 ``message()`` dispatches a MESSAGE_CREATE (kept for replay), ``drop()`` cuts the
 connection, ``hold()``/``release()`` refuse new connections meanwhile,
 ``replay_everything`` makes the next RESUME replay already-delivered events too,
-``rate_limit()`` answers the next message POSTs with 429 + ``retry_after``, a
-channel in ``forbidden`` answers message POSTs with 403 "Missing Access" (50001), one
-in ``no_send`` (the bot sees it but lacks Send Messages) with 403 "Missing Permissions"
-(50013).
+``rate_limit()`` answers the next message POSTs with 429 + ``retry_after``, a channel
+in ``forbidden`` answers message POSTs with 403 "Missing Access" (50001), one in
+``no_send`` (``withhold``: the bot lacks a permission) 403 "Missing Permissions" (50013).
 """
 
 from __future__ import annotations
@@ -38,6 +37,7 @@ from typing import Any
 
 from aiohttp import BodyPartReader, web
 
+from tests.fakes.discord_channels import ChannelsServer
 from tests.fakes.discord_data import (
     BOT_USER,
     GUILD_ID,
@@ -91,7 +91,7 @@ class Posted:
     """The message as Discord gives it (with its ``components``)."""
 
 
-class FakeDiscord(GatewayServer, InteractionsServer, LoopThread):
+class FakeDiscord(GatewayServer, InteractionsServer, ChannelsServer, LoopThread):
     thread_name = "fake-discord"
 
     def __init__(self) -> None:

@@ -83,14 +83,23 @@ def guild(
         "features": [],
         "emojis": [],
         "stickers": [],
-        "members": [],
+        "members": [  # without the members intent: the bot's own member only
+            {
+                "user": BOT_USER,
+                "roles": [],
+                "joined_at": iso_now(),
+                "deaf": False,
+                "mute": False,
+                "flags": 0,
+            }
+        ],
         "presences": [],
         "voice_states": [],
         "roles": [
             {
                 "id": str(guild_id),
                 "name": "@everyone",
-                "permissions": "68608",
+                "permissions": "274877975552",  # view, send (in threads too), history
                 "position": 0,
                 "color": 0,
                 "hoist": False,

@@ -27,6 +27,10 @@ from tests.fakes.discord_data import json_response as _json
 
 _command_ids = itertools.count(1)
 EPHEMERAL = 64
+SUB_COMMAND = 1
+MESSAGE_MENU = 3
+"""The command type of a message context menu."""
+"""The option type of a subcommand (application command option types)."""
 
 
 @dataclass
@@ -85,22 +89,57 @@ class InteractionsServer:
         channel_id: int,
         guild_id: int | None = None,
         args: str | None = None,
+        sub: str | None = None,
+        values: dict[str, str] | None = None,
     ) -> FakeInteraction:
-        """Someone runs ``/name`` (with ``args`` as its option) from Discord's command picker."""
+        """Someone runs ``/name`` (with ``args`` as its option, or the subcommand ``sub``
+        with its option ``values``) from Discord's command picker."""
         with self._lock:
             registered = self.commands.get(guild_id, []) + self.commands.get(None, [])
-        found = [c for c in registered if c["name"] == name]
+        found = [c for c in registered if c["name"] == name and c.get("type", 1) == 1]
         if not found:
             raise AssertionError(f"/{name} is not registered")
         command = found[0]
         options: list[dict[str, Any]] = []
-        if args is not None:
+        if sub is not None:
+            options = [_subcommand_option(command, sub, values or {})]
+        elif args is not None:
             names = [o["name"] for o in command.get("options", [])]
             assert names == ["args"], f"/{name} takes no text option (it has {names})"
             options = [{"name": "args", "type": 3, "value": args}]
         record = FakeInteraction(snowflake(), f"itoken-{uuid.uuid4().hex}", name)
         data = _envelope(record, 2, user, channel_id, guild_id)
         data["data"] = {"id": command["id"], "name": name, "type": 1, "options": options}
+        with self._lock:
+            self.interactions[record.token] = record
+        self.dispatch("INTERACTION_CREATE", data)
+        return record
+
+    def ask(
+        self,
+        target: dict[str, Any],
+        *,
+        user: dict[str, Any],
+        guild_id: int | None = None,
+        name: str = "Ask chorus",
+    ) -> FakeInteraction:
+        """Someone picks the message context menu ``name`` (a command of type 3) on the
+        message ``target``: the interaction names it (``target_id``) and carries it in
+        ``resolved.messages``, as Discord's client sends it."""
+        with self._lock:
+            registered = self.commands.get(guild_id, []) + self.commands.get(None, [])
+        found = [c for c in registered if c["name"] == name and c.get("type") == MESSAGE_MENU]
+        if not found:
+            raise AssertionError(f"no message context menu {name!r} is registered")
+        record = FakeInteraction(snowflake(), f"itoken-{uuid.uuid4().hex}", name)
+        data = _envelope(record, 2, user, int(target["channel_id"]), guild_id)
+        data["data"] = {
+            "id": found[0]["id"],
+            "name": name,
+            "type": MESSAGE_MENU,
+            "target_id": target["id"],
+            "resolved": {"messages": {target["id"]: target}},
+        }
         with self._lock:
             self.interactions[record.token] = record
         self.dispatch("INTERACTION_CREATE", data)
@@ -162,6 +201,7 @@ class InteractionsServer:
                 "application_id": str(APP_ID),
                 "version": "1",
                 "type": command.get("type", 1),
+                "description": command.get("description", ""),  # "" for context menus
             }
             if guild is not None:
                 entry["guild_id"] = str(guild)
@@ -223,6 +263,24 @@ class InteractionsServer:
 
     def dispatch(self, event: str, data: Any) -> None:
         raise NotImplementedError
+
+
+def _subcommand_option(command: dict[str, Any], sub: str, values: dict[str, str]) -> dict[str, Any]:
+    """The SUB_COMMAND option (type 1) Discord's client sends for ``sub``: only options
+    it registered, every required one, and a value of its ``choices`` where it has them."""
+    subs = {o["name"]: o for o in command.get("options", []) if o.get("type") == SUB_COMMAND}
+    if sub not in subs:
+        raise AssertionError(f"/{command['name']} has no subcommand {sub!r} ({sorted(subs)})")
+    declared = {o["name"]: o for o in subs[sub].get("options", [])}
+    unknown = set(values) - set(declared)
+    assert not unknown, f"/{command['name']} {sub} has no option {sorted(unknown)}"
+    missing = [n for n, o in declared.items() if o.get("required") and n not in values]
+    assert not missing, f"the picker does not send /{command['name']} {sub} without {missing}"
+    for option_name, value in values.items():
+        choices = [c["value"] for c in declared[option_name].get("choices") or []]
+        assert not choices or value in choices, f"{value!r} is not one of {choices}"
+    given = [{"name": n, "type": 3, "value": v} for n, v in values.items()]
+    return {"name": sub, "type": SUB_COMMAND, "options": given}
 
 
 def _envelope(

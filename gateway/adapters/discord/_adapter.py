@@ -23,7 +23,7 @@ import contextlib
 import io
 import logging
 import secrets
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -33,6 +33,7 @@ from gateway import _texts as t
 from gateway.adapters._base import AdapterCapabilities, BaseAdapter, CommandInfo
 from gateway.adapters._delivery import send_text
 from gateway.adapters._support import Backoff, ChatLanes, retrying
+from gateway.adapters.discord._ask import AskedInteractions
 from gateway.adapters.discord._buttons import ChoiceView, listen_for_presses
 from gateway.adapters.discord._client import (
     GUILD_READY_TIMEOUT,
@@ -43,11 +44,13 @@ from gateway.adapters.discord._client import (
     token_of,
 )
 from gateway.adapters.discord._commands import DEFER_AFTER, NativeCommands, route_webhooks
-from gateway.adapters.discord._errors import NETWORK_ERRORS, platform_errors
+from gateway.adapters.discord._errors import platform_errors, retried
 from gateway.adapters.discord._events import inbound_from
+from gateway.adapters.discord._following import FollowedThreads
 from gateway.adapters.discord._held import HeldMessages
 from gateway.adapters.discord._history import ThreadContext
 from gateway.adapters.discord._images import with_fetching, with_images
+from gateway.adapters.discord._permissions import PermissionReport
 from gateway.adapters.discord._settings import DiscordSettings
 from gateway.clock import Clock, SystemClock
 from gateway.errors import AdapterError, ChatForbidden, ConfigError, InboxError
@@ -71,8 +74,6 @@ AUTHENTICATION_FAILED = 4004
 REJECTED = "Discord rejected the bot token ({answer}); check DISCORD_BOT_TOKEN"
 LOGIN_BACKOFF = 1.0
 MAX_BACKOFF = 60.0
-SEND_ATTEMPTS = 3
-"""Tries of one send or edit when the connection to Discord drops."""
 RETRY_DELAY = 0.5
 
 
@@ -124,6 +125,9 @@ class DiscordAdapter(BaseAdapter):
         self._live = asyncio.Event()
         self._lanes = ChatLanes("discord")
         self._threads = ThreadContext()
+        self._following = FollowedThreads(settings.follow_threads, self._clock)
+        self._report = PermissionReport()
+        self._asks = AskedInteractions(self.deliver)
         self._held = HeldMessages(self.record, self._hand_on, self._tell_waiting, self._clock)
         self._started = False
         self._failure: str | None = None
@@ -145,12 +149,14 @@ class DiscordAdapter(BaseAdapter):
             counters=self.counters,
         )
         listen_for_presses(self._client, self._pressed)
+        self._report.client = self._client
         self._commands = NativeCommands(
             self._client,
             answer=self.answer_command,
             guilds=self._settings.command_guilds,
             defer_after=self._defer_after,
             limit=self.capabilities.max_text_length,
+            menus=[self._asks.menu()],
         )
         if self._command_infos is not None:
             self._commands.define(self._command_infos)
@@ -209,24 +215,15 @@ class DiscordAdapter(BaseAdapter):
     ) -> None:
         """Every command as an application command; registered once the bot is logged in."""
         self._command_infos = list(commands)
+        self._report.admins = list(admin_ids)
         if self._commands is not None:
             self._commands.define(self._command_infos)
             if self._logged_in:
                 await self._sync_commands()
 
     async def _sync_commands(self) -> None:
-        if self._commands is None:
-            return
-        try:
-            with platform_errors():
-                await self._commands.sync()
-        except ChatForbidden:
-            logger.error(
-                "discord: registering slash commands was refused; invite the bot with the "
-                "applications.commands scope (and check discord.command_guilds)"
-            )
-        except Exception as exc:
-            logger.warning("discord: registering slash commands failed (%s)", type(exc).__name__)
+        if self._commands is not None:
+            await self._commands.sync_logged()
 
     def _on_state(self, state: str) -> None:
         if state == "disconnect":
@@ -323,6 +320,7 @@ class DiscordAdapter(BaseAdapter):
         """In the chat's lane (order kept): thread context and images added, then on."""
         client = self._client
         if client is not None and client.user is not None:
+            inbound = await self._following.complete(inbound, source, client.user.id)
             inbound = await self._threads.complete(inbound, source, client.user)
         if self._vision and source.attachments:
             inbound = await with_images(inbound, source, self._settings.api_url)
@@ -342,6 +340,10 @@ class DiscordAdapter(BaseAdapter):
         return self._client.get_partial_messageable(int(chat_id))
 
     async def send(self, message: OutboundMessage) -> SentMessage:
+        if (asked := await self._asks.send(message)) is not None:  # "Ask chorus"'s answer
+            if message.thread_id:
+                self._following.answered(message.thread_id)
+            return asked
         channel = self._channel(message.chat_id)
         reference = None
         if message.reply_to_message_id:
@@ -357,10 +359,12 @@ class DiscordAdapter(BaseAdapter):
                 return await channel.send(message.text, nonce=nonce)
             return await channel.send(message.text, reference=reference, nonce=nonce)
 
-        with platform_errors():
-            sent = await self._retrying("send", attempt)
+        watch = self._report.watching(message.chat_id, reply=reference is not None)
+        with watch, platform_errors():
+            sent = await retried("send", attempt, self._retry_delay, self._clock.sleep)
         if message.thread_id:
             self._threads.saw(message.thread_id)
+            self._following.answered(message.thread_id)
         return SentMessage(message.chat_id, str(sent.id), message.thread_id)
 
     async def send_choice(
@@ -368,7 +372,7 @@ class DiscordAdapter(BaseAdapter):
     ) -> SentMessage:
         """The text with buttons; a press runs as its command (``_buttons.ChoiceView``)."""
         channel = self._channel(message.chat_id)
-        with platform_errors():
+        with self._report.watching(message.chat_id), platform_errors():
             if choices:
                 sent = await channel.send(message.text, view=ChoiceView(choices))
             else:
@@ -413,7 +417,7 @@ class DiscordAdapter(BaseAdapter):
         """A message with the file attached (a multipart message create)."""
         self.check_file_size(data)
         channel = self._channel(chat_id)
-        with platform_errors():
+        with self._report.watching(chat_id, files=True), platform_errors():
             await channel.send(caption or None, file=discord.File(io.BytesIO(data), filename))
 
     async def send_voice(
@@ -429,24 +433,15 @@ class DiscordAdapter(BaseAdapter):
         await self.send_file(chat_id, VOICE_FILENAME, audio, "")
 
     async def edit(self, sent: SentMessage, text: str) -> None:
+        if await self._asks.edit(sent, text):
+            return
         partial = self._channel(sent.chat_id).get_partial_message(int(sent.message_id))
 
         async def attempt() -> discord.Message:
             return await partial.edit(content=text)
 
         with platform_errors():
-            await self._retrying("edit", attempt)
-
-    async def _retrying(
-        self, what: str, call: Callable[[], Awaitable[discord.Message]]
-    ) -> discord.Message:
-        def note(exc: BaseException, delay: float) -> None:
-            logger.warning("discord: %s failed (%s); trying again", what, type(exc).__name__)
-
-        backoff = Backoff(first=self._retry_delay, factor=2.0, cap=30.0, sleep=self._clock.sleep)
-        return await retrying(
-            call, attempts=SEND_ATTEMPTS, retry_on=NETWORK_ERRORS, backoff=backoff, on_retry=note
-        )
+            await retried("edit", attempt, self._retry_delay, self._clock.sleep)
 
     async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
         try:

@@ -1,8 +1,10 @@
 """chorus commands as Discord application (slash) commands, answered privately.
 
 Each registry command becomes an application command of the same name in a
-discord.py ``CommandTree``; a command that takes arguments has one optional text
-option, ``args`` (``/admin args:sessions``). Admin commands carry
+discord.py ``CommandTree``; a command with subcommands (``/admin``) has them as
+Discord subcommands with their options and choices (``_subcommands``); another
+command that takes arguments has one optional text option, ``args``
+(``/forget args:all``). Admin commands carry
 ``default_member_permissions`` (Manage Server), so Discord hides them from
 members without it; chorus still checks every caller itself.
 
@@ -33,7 +35,10 @@ from discord.webhook.async_ import AsyncWebhookAdapter, async_context
 
 from gateway.adapters._base import CommandInfo
 from gateway.adapters._text_split import split_text
+from gateway.adapters.discord._errors import platform_errors
 from gateway.adapters.discord._events import PLATFORM
+from gateway.adapters.discord._subcommands import fits, group_of
+from gateway.errors import ChatForbidden
 from gateway.events import InboundMessage
 
 logger = logging.getLogger(__name__)
@@ -105,6 +110,7 @@ class NativeCommands:
         guilds: Sequence[int] = (),
         defer_after: float = DEFER_AFTER,
         limit: int = 2000,
+        menus: Sequence[app_commands.ContextMenu] = (),
     ) -> None:
         self.tree: app_commands.CommandTree[Any] = app_commands.CommandTree(client)
         self.tree.on_error = self._on_error  # type: ignore[method-assign]
@@ -113,12 +119,15 @@ class NativeCommands:
         self._defer_after = defer_after
         self._limit = limit
         self._names: list[str] = []
+        self._menus = list(menus)
 
     def define(self, commands: Sequence[CommandInfo]) -> None:
         """Put ``commands`` in the tree (replacing what was there)."""
         self.tree.clear_commands(guild=None)
         for info in commands:
             self.tree.add_command(self._command(info))
+        for menu in self._menus:
+            self.tree.add_command(menu)
         self._names = [info.name for info in commands]
 
     @property
@@ -136,8 +145,28 @@ class NativeCommands:
             synced = await self.tree.sync(guild=guild)
             logger.info("discord: %d application commands in guild %s", len(synced), guild.id)
 
-    def _command(self, info: CommandInfo) -> app_commands.Command[Any, Any, None]:
+    async def sync_logged(self) -> None:
+        """``sync``; a refusal or a failure is logged, not raised."""
+        try:
+            with platform_errors():
+                await self.sync()
+        except ChatForbidden:
+            logger.error(
+                "discord: registering slash commands was refused; invite the bot with the "
+                "applications.commands scope (and check discord.command_guilds)"
+            )
+        except Exception as exc:
+            logger.warning("discord: registering slash commands failed (%s)", type(exc).__name__)
+
+    def _command(
+        self, info: CommandInfo
+    ) -> app_commands.Command[Any, Any, None] | app_commands.Group:
         name = info.name
+        if fits(info):
+            group = group_of(info, self.respond)
+            if info.admin_only:
+                group.default_permissions = ADMIN_PERMISSIONS
+            return group
 
         async def with_args(interaction: discord.Interaction[Any], args: str | None = None) -> None:
             await self.respond(interaction, name, args or "")

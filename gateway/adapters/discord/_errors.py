@@ -11,12 +11,14 @@ and message, which never carry the token.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+import logging
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 
 import aiohttp
 import discord
 
+from gateway.adapters._support import Backoff, retrying
 from gateway.errors import (
     AdapterError,
     ChatForbidden,
@@ -25,7 +27,11 @@ from gateway.errors import (
     RateLimited,
 )
 
+logger = logging.getLogger(__name__)
+
 PLATFORM = "discord"
+SEND_ATTEMPTS = 3
+"""Tries of one send or edit when the connection to Discord drops."""
 NETWORK_ERRORS = (aiohttp.ClientConnectionError, asyncio.TimeoutError, ConnectionError)
 """Failures of the connection itself, which a later try may get past."""
 _SDK_ERRORS = (discord.HTTPException, discord.RateLimited, aiohttp.ClientError, *NETWORK_ERRORS)
@@ -71,3 +77,20 @@ def platform_errors() -> Iterator[None]:
         *NETWORK_ERRORS,
     ) as exc:
         raise adapter_error(exc) from exc
+
+
+async def retried(
+    what: str,
+    call: Callable[[], Awaitable[discord.Message]],
+    first_delay: float,
+    sleep: Callable[[float], Awaitable[None]],
+) -> discord.Message:
+    """``call`` (a send or an edit), tried again when the connection to Discord drops."""
+
+    def note(exc: BaseException, delay: float) -> None:
+        logger.warning("discord: %s failed (%s); trying again", what, type(exc).__name__)
+
+    backoff = Backoff(first=first_delay, factor=2.0, cap=30.0, sleep=sleep)
+    return await retrying(
+        call, attempts=SEND_ATTEMPTS, retry_on=NETWORK_ERRORS, backoff=backoff, on_retry=note
+    )

@@ -23,6 +23,12 @@ class DiscordSettings(BaseModel):
             "empty: register them globally."
         ),
     )
+    follow_threads: Annotated[bool, RESTART] = Field(
+        True,
+        description=(
+            "After the bot answers in a thread, later messages there reach it without a mention."
+        ),
+    )
     shards: Annotated[int | None, RESTART] = Field(
         None, ge=1, description="Shard count: run an AutoShardedClient with this many shards."
     )
