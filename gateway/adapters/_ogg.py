@@ -23,8 +23,8 @@ def opus_seconds(data: bytes) -> float | None:
         return None
     if len(data) < head + 12:
         return None
-    skip = struct.unpack_from("<H", data, head + 10)[0]
-    granule = struct.unpack_from("<q", data, last + 6)[0]
+    skip = int(struct.unpack_from("<H", data, head + 10)[0])
+    granule = int(struct.unpack_from("<q", data, last + 6)[0])
     if granule < skip:
         return None
     return (granule - skip) / OPUS_RATE

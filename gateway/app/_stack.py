@@ -215,19 +215,23 @@ class GatewayStack:
         await asyncio.to_thread(self.gateway_db.close)
         await asyncio.to_thread(self.keeper.close)
         await asyncio.to_thread(self.inbox.close)
-        if self.factory.staging is not None:
-            await asyncio.to_thread(self.factory.staging.close)
-        if self.secrets is not None:
-            await asyncio.to_thread(self.secrets.close)
-        if self.approvals is not None:
-            await asyncio.to_thread(self.approvals.store.close)
-        if self.people is not None:
-            await asyncio.to_thread(self.people.people.close)
-        if self.voice is not None:
-            await asyncio.to_thread(self.voice.choice.preferences.close)
-        if self.runner.pairing is not None:
-            await asyncio.to_thread(self.runner.pairing.requests.close)
+        await asyncio.to_thread(self._close_stores)
         await asyncio.to_thread(tracing.shutdown, min(timeout, TRACE_FLUSH_SECONDS))
+
+    def _close_stores(self) -> None:
+        """The optional stores, each closed if this gateway opened it."""
+        if self.factory.staging is not None:
+            self.factory.staging.close()
+        if self.secrets is not None:
+            self.secrets.close()
+        if self.approvals is not None:
+            self.approvals.store.close()
+        if self.people is not None:
+            self.people.people.close()
+        if self.voice is not None:
+            self.voice.choice.preferences.close()
+        if self.runner.pairing is not None:
+            self.runner.pairing.requests.close()
 
 
 def command_registry() -> CommandRegistry:

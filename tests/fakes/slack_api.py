@@ -342,7 +342,7 @@ class FakeSlack(SocketModeServer, SlackSurfaces, LoopThread):
         blocks = params.get("blocks")  # absent: the message keeps its blocks
         if isinstance(blocks, str):  # form-encoded: a JSON string
             blocks = json.loads(blocks)
-        if blocks is not None and not _valid_blocks(blocks):
+        if blocks is not None and not valid_blocks(blocks):
             return {"error": "invalid_blocks"}
         with self._lock:
             found = [p for p in self.posted if (p.channel, p.ts) == (channel, ts)]

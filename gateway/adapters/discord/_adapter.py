@@ -32,7 +32,7 @@ import discord
 from gateway import _texts as t
 from gateway.adapters._base import AdapterCapabilities, BaseAdapter, CommandInfo
 from gateway.adapters._delivery import send_text
-from gateway.adapters._support import Backoff, ChatLanes, retrying
+from gateway.adapters._support import Backoff, ChatLanes
 from gateway.adapters.discord._ask import AskedInteractions
 from gateway.adapters.discord._buttons import ChoiceView, listen_for_presses
 from gateway.adapters.discord._client import (

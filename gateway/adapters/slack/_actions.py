@@ -224,6 +224,8 @@ async def _card_decided(
         return False
     cards.decided(card, updated)
     return True
+
+
 async def close_card(client: AsyncWebClient, sent: SentMessage, text: str) -> None:
     """``chat.update``: the text as plain-text blocks, the buttons gone (it was decided)."""
     await client.chat_update(

@@ -73,8 +73,8 @@ from gateway.adapters.slack._review_cards import ReviewCards
 from gateway.adapters.slack._settings import SlackSettings
 from gateway.adapters.slack._signing import RequestSigning
 from gateway.adapters.slack._socket import SocketConnection
-from gateway.adapters.slack._voice import upload_voice
 from gateway.adapters.slack._surfaces import listen_to_surfaces
+from gateway.adapters.slack._voice import upload_voice
 from gateway.clock import Clock, SystemClock
 from gateway.errors import ConfigError
 from gateway.events import InboundMessage, OutboundMessage, SentMessage
