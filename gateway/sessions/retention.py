@@ -30,6 +30,8 @@ class RetentionSweeper:
         self._clock = clock
         self._settings = settings
         self._task: asyncio.Task[None] | None = None
+        self.rounds = 0
+        """Sweeps finished by the hourly loop; it sleeps until the next as soon as this grows."""
 
     def _purge(self, before: float) -> int:
         removed = 0
@@ -57,6 +59,7 @@ class RetentionSweeper:
     async def _run(self) -> None:
         while True:
             await self.run_once()
+            self.rounds += 1
             await self._clock.sleep(INTERVAL)
 
     def start(self) -> None:

@@ -132,5 +132,7 @@ async def test_scope_chat_the_shared_session_never_recalls_a_members_own_memory(
     assert "Lisbon" not in tool_result["content"]  # the room's own memory, not hers
     assert "Lisbon" not in await ask(room, server, PROBE, "slack:U1")
     assert "Lisbon" not in await ask(room, server, PROBE, "slack:U2")
+    await wait_idle(mem0_stack, timeout=120)  # the room's syncs write her store: a recall
+    # waits only PREFETCH_WAIT for it and comes back empty while one runs
     ann = await agent_for(mem0_stack, "ann", "slack:U1", "C2")  # her own session
     assert "Lisbon" in await ask(ann, server, PROBE, "slack:U1")

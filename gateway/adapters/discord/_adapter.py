@@ -289,10 +289,18 @@ class DiscordAdapter(BaseAdapter):
             return
         try:
             read = inbound_from(message, client.user.id)
-            if read is None:
-                return
+        except Exception:
+            logger.exception("a discord message could not be read")
+            return
+        if read is not None:  # discord.py runs each event as its own task: the lane keeps order
             payload = message_to_json(read)
+            self._lanes.submit(read.chat_id, lambda: self._take(read, message, payload))
+
+    async def _take(self, read: InboundMessage, message: discord.Message, payload: str) -> None:
+        """In the chat's lane: recorded (or held while the storage fails), then handed on."""
+        try:
             if self._held.waiting:  # behind what waits for the storage: order is kept
+                self.counters["unrecorded_deliveries"] += 1
                 await self._held.hold(read, message, payload)
                 return
             try:
@@ -302,7 +310,7 @@ class DiscordAdapter(BaseAdapter):
                 await self._held.hold(read, message, payload)
                 return
             if fresh:  # not: replayed by Discord after a reconnect, handled once already
-                self._hand_on(read, message)
+                await self._deliver(replace(read, receipts=(read.message_id,)), message)
         except Exception:
             logger.exception("a discord message could not be handled")
 
