@@ -151,7 +151,7 @@ class Agent(Compaction, ToolCalls):
     async def start(self) -> None:
         """Create (or resume) the session: load the snapshot, rebuild history, build the prompt."""
         s = self.session
-        await self.db.create_session(
+        opened = await self.db.open_session(  # made, and read back, in one trip
             s.session_id,
             platform=s.platform,
             user_key=str(s.user_key),
@@ -163,7 +163,7 @@ class Agent(Compaction, ToolCalls):
             parent_session_id=s.parent_session_id,
             is_direct=s.is_direct,
         )
-        stored = await self.db.get_messages(s.session_id)
+        stored = opened.messages
         transcript = transcript_messages(stored)
         self._kept = kept_turns(transcript)
         users = [m for m in stored if m.role == "user"]
@@ -171,7 +171,7 @@ class Agent(Compaction, ToolCalls):
         self._speakers = {n: m.speaker for n, m in enumerate(users, 1)}
         self.history = replay(transcript)
         self.turns = sum(1 for m in self.history if m["role"] == "user")
-        record = await self.db.get_session(s.session_id)
+        record = opened.record
         if record is not None and record.system_prompt:  # rebuilt: the session's own prompt
             await asyncio.to_thread(self.store.load_from_disk)
             self._system_prompt = record.system_prompt
@@ -181,10 +181,7 @@ class Agent(Compaction, ToolCalls):
             await self.providers.started(fresh=not stored)
 
     async def _rebuild_system_prompt(self) -> None:
-        await asyncio.to_thread(self.store.load_from_disk)
-        blocks: list[str] = []
-        if self.memory is not None:
-            blocks = await asyncio.to_thread(self.memory.build_system_prompt_blocks)
+        blocks = await asyncio.to_thread(self._load_blocks)  # one hop off the loop
         self._system_prompt = build_system_prompt(
             self.store,
             platform_hint=self.session.platform_hint,
@@ -194,6 +191,11 @@ class Agent(Compaction, ToolCalls):
             targets=self.config.memory.targets,
         )
         await self.db.set_system_prompt(self.session.session_id, self._system_prompt)
+
+    def _load_blocks(self) -> list[str]:
+        """MEMORY.md and USER.md read from the disk, and the providers' prompt blocks."""
+        self.store.load_from_disk()
+        return [] if self.memory is None else self.memory.build_system_prompt_blocks()
 
     def tool_schemas(self) -> list[dict[str, Any]]:
         """The tools a request of this turn offers: the core ones, and the others the tool

@@ -21,6 +21,7 @@ from typing import Any
 import openai
 from openai.types.audio import Transcription
 
+from agent import sending
 from agent._failover import Endpoint, Failover, Transient, cause, host_of, retry_after
 from agent.caching import caching_enabled, without_cache_control
 from agent.errors import LLMError, LLMRequestError, LLMUnavailable
@@ -404,7 +405,13 @@ def _client(base_url: str | None, key: Any, timeout: float) -> openai.AsyncOpenA
     """A client of one endpoint; retries are ours (they must stop once text was streamed)."""
     secret = key.get_secret_value() if key is not None else PLACEHOLDER_API_KEY
     return openai.AsyncOpenAI(
-        api_key=secret or PLACEHOLDER_API_KEY, base_url=base_url, timeout=timeout, max_retries=0
+        api_key=secret or PLACEHOLDER_API_KEY,
+        base_url=base_url,
+        timeout=timeout,
+        max_retries=0,
+        http_client=openai.DefaultAsyncHttpxClient(
+            timeout=timeout, event_hooks={"request": [sending.attach]}
+        ),
     )
 
 

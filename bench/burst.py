@@ -5,7 +5,8 @@ the fake OpenAI server, whose answers take ``--latency`` seconds (their first wo
 after a fifth of it, streamed, the rest at the end). Telegram lets a bot send about
 30 messages a second in all, so N replies cannot all land sooner than N / 30
 seconds: the *floor*. Reported: when the last and the first final answer landed
-(from the moment the N messages were there to fetch), the floor and the ratio,
+(from the moment the N messages were there to fetch), when the first and the tenth
+request reached the model, the floor and the ratio,
 Telegram calls per reply, and the gateway's CPU time per turn.
 
 Run: uv run python bench/burst.py [--users 200] [--latency 1.0] [--no-streaming]
@@ -85,9 +86,13 @@ def run(users: int, latency: float, streaming: bool, profile: Path | None = None
     with tempfile.TemporaryDirectory() as tmp, FakeOpenAI() as llm, FakeTelegram() as telegram:
         home = Path(tmp) / "home"
         home.mkdir(mode=0o700)
-        llm.responder(
-            lambda body: Reply.of_text(ANSWER, delay=first_words, stall_after=3, stall=rest)
-        )
+        asked: list[float] = []  # when each request reached the model
+
+        def answer(body: dict[str, Any]) -> Reply:
+            asked.append(time.monotonic())
+            return Reply.of_text(ANSWER, delay=first_words, stall_after=3, stall=rest)
+
+        llm.responder(answer)
         port = free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith(("CHORUS_", "OPENAI_"))}
         env.update(
@@ -140,6 +145,8 @@ def run(users: int, latency: float, streaming: bool, profile: Path | None = None
         "answered": len(times),
         "all_replies_s": round(times[-1], 2) if len(times) == users else None,
         "first_reply_s": round(times[0], 3) if times else None,
+        "first_request_s": round(min(asked) - start, 3) if asked else None,
+        "tenth_request_s": round(sorted(asked)[9] - start, 3) if len(asked) >= 10 else None,
         "floor_s": round(floor, 2),
         "ratio_to_floor": round(times[-1] / floor, 2) if len(times) == users else None,
         "send_message": sends,

@@ -44,6 +44,7 @@ from gateway.media import SpokenReplies
 from gateway.ops import Activity, Metrics
 from gateway.sessions._inbox_keeper import InboxKeeper
 from gateway.sessions._live import LiveSession, merge_texts, others_in, platform_ids, speaker_of
+from gateway.sessions._start_gate import StartGate
 from memory.errors import SessionFenced
 from memory.paths import UserKey
 from memory.transcripts import Fence, PlatformIds
@@ -105,6 +106,7 @@ class TurnRunner:
         self._metrics = metrics
         self._activity = activity
         self.answer_slots = asyncio.Semaphore(live.current.sessions.max_concurrent_turns)
+        self._starts = StartGate()
         self._settling: set[asyncio.Task[None]] = set()
 
     async def run(self, live: LiveSession, batch: list[InboundMessage], agent_of: AgentOf) -> None:
@@ -278,7 +280,7 @@ class TurnRunner:
         """The agent's answer, written in one of ``answer_slots``; its delivery (which may
         wait for the platform's rate budget) holds none."""
         limit = self._live.current.llm.turn_timeout_seconds
-        async with self.answer_slots:
+        async with self.answer_slots, self._starts.start():
             try:
                 async with asyncio.timeout(limit) as deadline:
                     return await agent.run_turn(

@@ -31,6 +31,7 @@ from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 from memory.database import Location
 from memory.errors import SessionDBError
 from memory.transcripts._db import SessionDB, UserSessions
+from memory.transcripts._opening import open_session as _open_session
 
 __all__ = ["AsyncSessionDB", "AsyncUserSessions"]
 
@@ -139,6 +140,7 @@ class AsyncSessionDB(_Front[SessionDB]):
         return AsyncUserSessions(self, user_key, also)
 
     create_session = write(SessionDB.create_session)
+    open_session = write(_open_session)
     end_session = write(SessionDB.end_session)
     request_end = write(SessionDB.request_end)
     append_message = write(SessionDB.append_message)

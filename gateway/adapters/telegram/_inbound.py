@@ -194,6 +194,7 @@ class Inbound:
                 )
             finally:
                 queue.task_done()
+            await asyncio.sleep(0)  # a batch's first message goes on while the rest are read
 
     async def take(self, update: object) -> None:
         if not isinstance(update, Update):

@@ -1,0 +1,27 @@
+"""Opening a session in one trip to the database: its row made (or kept), then its
+transcript and its record read back, for an agent that starts or resumes it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from memory.transcripts._db import SessionDB
+from memory.transcripts._records import SessionRecord, StoredMessage
+
+__all__ = ["OpenedSession", "open_session"]
+
+
+@dataclass(frozen=True, slots=True)
+class OpenedSession:
+    messages: list[StoredMessage]
+    """The transcript so far, in the order it was appended (empty for a new session)."""
+    record: SessionRecord | None
+    """The session's row, when it could be read back (a new one may not be visible yet)."""
+
+
+def open_session(db: SessionDB, session_id: str, /, **fields: Any) -> OpenedSession:
+    """``create_session(session_id, **fields)`` (nothing when it exists), then what the
+    session holds; run as one write, so a burst of new sessions costs one hop each."""
+    db.create_session(session_id, **fields)
+    return OpenedSession(db.get_messages(session_id), db.get_session(session_id))
