@@ -1,0 +1,151 @@
+"""The budget work of a turn on a real redis-server: its round trips, and that two
+meters (two replicas) sharing the counters always agree on them."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from pathlib import Path
+
+import pytest
+import redis
+
+from agent.errors import BudgetExhausted
+from agent.usage import Charge
+from gateway.budgets import BudgetMeter, open_meter
+from gateway.config import load_settings
+from memory.usage_ledger import UsageLedger
+from tests.fakes.redis_server import RedisServer
+from tests.waiting import until
+
+pytest_plugins = ["tests.fakes.redis_fixtures"]
+
+MODEL = "gpt-4o-mini"
+ESTIMATE = 1_000
+USED = (100, 0, 50)  # input, cached input, output tokens a call reports
+
+
+def _meter(home: Path, url: str, tokens_per_day: int) -> BudgetMeter:
+    settings = load_settings(
+        home,
+        {
+            "CHORUS_HOME": str(home),
+            "CHORUS_REDIS__URL": url,
+            "CHORUS_BUDGETS__USER__TOKENS_PER_DAY": str(tokens_per_day),
+        },
+    )
+    return open_meter(lambda: settings, home / "state.db", is_admin=lambda _: False)
+
+
+def _scripts_run(client: redis.Redis) -> int:
+    """Scripts the server ran: every budget round trip is one."""
+    stats = client.info("commandstats")
+    return sum(
+        int(stats.get(f"cmdstat_{name}", {}).get("calls", 0)) for name in ("evalsha", "eval")
+    )
+
+
+async def _turn(meter: BudgetMeter, person: str, fail: bool = False) -> None:
+    charge = Charge(person, f"s-{person}", "turn", "telegram:1")
+    await meter.check(person, charge.chat)
+    hold = await meter.reserve(charge, MODEL, ESTIMATE)
+    if fail:
+        await meter.release(hold)
+    else:
+        await meter.settle(hold, MODEL, USED, estimated=False)
+
+
+async def test_a_turn_is_two_round_trips_and_both_replicas_see_every_settle(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    one = _meter(home, redis_server.url, 10**9)
+    other = _meter(home, redis_server.url, 10**9)  # a second replica on the same Redis
+    people = [f"telegram:{n}" for n in range(3)]
+    for person in people:  # counters started from the ledger, scripts loaded
+        await one.check(person)
+        await other.check(person)
+    client = redis.Redis.from_url(redis_server.url)
+    client.config_resetstat()
+    turns = 30
+    for n in range(turns):
+        await _turn(one, people[n % 3], fail=n % 10 == 9)  # every tenth call fails
+    assert _scripts_run(client) <= 2 * turns + 1  # the last settle may have gone alone
+
+    # what the other replica reads includes every settle and release, nothing held, once
+    # the last settle went alone (SETTLE_WITHIN: no other round trip carried it)
+    async def counted(person: str) -> bool:
+        status = await other.status(person)
+        calls = sum(1 for n in range(turns) if n % 3 == people.index(person) and n % 10 != 9)
+        day = status.spent_day
+        return (day.tokens, day.held_tokens) == (calls * (USED[0] + USED[2]), 0)
+
+    for person in people:
+        await until(functools.partial(counted, person), what=f"{person}'s settles", poll=0.02)
+    await one.aclose()
+    await other.aclose()
+    with UsageLedger(home / "state.db") as ledger:  # one row a settled call, none a failed
+        rows = sum(len(ledger.rows(person)) for person in people)
+    assert rows == turns - turns // 10
+    client.close()
+
+
+async def test_a_settle_carried_by_a_cancelled_hold_is_applied_once(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    meter = _meter(home, redis_server.url, 10**9)
+    await meter.check("telegram:1")
+    await meter.check("telegram:2")
+    await _turn(meter, "telegram:1")  # its settle waits for the next round trip
+    # the next hold carries it; its turn is stopped while the round trip is under way
+    charge = Charge("telegram:2", "s2", "turn", "telegram:1")
+    stopped = asyncio.create_task(meter.reserve(charge, MODEL, ESTIMATE))
+    await asyncio.sleep(0)
+    stopped.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await stopped
+    reader = _meter(home, redis_server.url, 10**9)
+    status = await reader.status("telegram:1")
+    assert (status.spent_day.tokens, status.spent_day.held_tokens) == (150, 0)
+    await meter.aclose()
+    status = await reader.status("telegram:1")
+    assert (status.spent_day.tokens, status.spent_day.held_tokens) == (150, 0)  # not twice
+    await reader.aclose()
+
+
+async def test_concurrent_holds_of_two_replicas_admit_exactly_what_the_limit_allows(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    """The check and the hold are one step: 2 x 20 calls at once, room for 10."""
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    limit = 10 * ESTIMATE
+    meters = [_meter(home, redis_server.url, limit) for _ in range(2)]
+    person = "telegram:5"
+    for meter in meters:
+        await meter.check(person)
+
+    async def try_hold(meter: BudgetMeter) -> object | None:
+        try:
+            return await meter.reserve(Charge(person, "s5", "turn"), MODEL, ESTIMATE)
+        except BudgetExhausted:
+            return None
+
+    callers = [m for m in meters for _ in range(20)]
+    found = await asyncio.gather(*(try_hold(m) for m in callers))
+    holds = [(m, h) for m, h in zip(callers, found, strict=True) if h is not None]
+    assert len(holds) == 10
+    for meter, hold in holds:  # each call used 150 tokens: 1,500 spent
+        await meter.settle(hold, MODEL, USED, estimated=False)
+    for meter in meters:  # a read carries the settles not sent yet
+        await meter.status(person)
+    admitted = [h for h in await asyncio.gather(*(try_hold(m) for m in callers)) if h]
+    assert len(admitted) == 9  # 1,500 + 8 x 1,000 < 10,000 <= 1,500 + 9 x 1,000
+    status = await meters[0].status(person)
+    assert status.spent_day.tokens == 1_500
+    assert status.spent_day.held_tokens == 9 * ESTIMATE
+    for meter in meters:
+        await meter.aclose()
