@@ -101,12 +101,17 @@ async def test_a_settle_carried_by_a_cancelled_hold_is_applied_once(
     await meter.check("telegram:2")
     await _turn(meter, "telegram:1")  # its settle waits for the next round trip
     # the next hold carries it; its turn is stopped while the round trip is under way
+    # (Redis holds every command for 0.5 s)
+    client = redis.Redis.from_url(redis_server.url)
+    client.execute_command("CLIENT", "PAUSE", "500", "ALL")
     charge = Charge("telegram:2", "s2", "turn", "telegram:1")
     stopped = asyncio.create_task(meter.reserve(charge, MODEL, ESTIMATE))
-    await asyncio.sleep(0)
+    await asyncio.sleep(0.1)
+    assert not stopped.done()
     stopped.cancel()
     with pytest.raises(asyncio.CancelledError):
         await stopped
+    client.close()
     reader = _meter(home, redis_server.url, 10**9)
     status = await reader.status("telegram:1")
     assert (status.spent_day.tokens, status.spent_day.held_tokens) == (150, 0)
