@@ -5,6 +5,15 @@ seconds at most; one that takes longer or fails (Redis hung, down, refusing)
 makes the counters unavailable for ``PAUSE_AFTER_FAILURE`` seconds, during
 which every call fails at once (the meter then lets LLM calls go unchecked and
 says so in the log) instead of waiting for Redis again.
+
+A settle is not a round trip of its own: it waits (``SETTLE_WITHIN`` seconds at
+most) for the next hold or read of these counters, which applies it in the same
+script (the settle of a turn's call rides on the next turn's check, or on another
+person's hold), and is sent alone only when nothing else goes to Redis in that
+time, at ``aclose()``, or just before the same person's next hold. Until then
+the other replicas count the call's hold in its place, as while it was being
+made. ``defer_settles=False`` sends each one at once (a job thread's meter,
+whose event loop idles between jobs).
 """
 
 from __future__ import annotations
@@ -107,6 +116,11 @@ class RedisSpend:
         periods = ((day.key, day.end), (month.key, month.end))
         enforced = None if limits is None else (limits.tokens_per_day, limits.cost_per_month)
         bases = self._bases(person, day, month)
+        if any(one.person == person for one in self._pending):
+            # the person's last call ends, for every replica, before the next is held (as
+            # without carrying): a replica never lets go and holds again in one step, which
+            # would keep the last of a budget from another replica spending it too
+            await self._send_pending()
         return await self._call(
             lambda carried: self.shared.hold(
                 person, periods, (float(tokens), cost), enforced, bases, carried
