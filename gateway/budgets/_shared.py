@@ -67,6 +67,8 @@ class RedisSpend:
         self._defer = defer_settles
         self._pending: list[SpendSettle] = []
         self._sender: asyncio.Task[None] | None = None
+        self._trips: set[asyncio.Future[Any]] = set()
+        """Round trips carrying settles, under way (``aclose`` waits for them)."""
 
     def _paused(self) -> None:
         if self._clock() < self._paused_until:
@@ -83,7 +85,8 @@ class RedisSpend:
                 if not carried:
                     return await step(())
                 trip = asyncio.ensure_future(step(carried))
-                trip.add_done_callback(_retrieved)
+                self._trips.add(trip)
+                trip.add_done_callback(self._done)
                 return await asyncio.shield(trip)
         except (TimeoutError, ReplicaError) as exc:
             self._paused_until = self._clock() + PAUSE_AFTER_FAILURE
@@ -91,6 +94,13 @@ class RedisSpend:
             if carried:
                 logger.warning("%d budget settle(s) may be lost (%s)", len(carried), reason)
             raise BudgetsUnavailable(f"Redis cannot keep the budgets: {reason}") from exc
+
+    def _done(self, trip: asyncio.Future[Any]) -> None:
+        """Fetch a carrying round trip's failure whose caller stopped waiting (no warning
+        that it was never retrieved; ``_call`` logged it if its caller was still there)."""
+        self._trips.discard(trip)
+        if not trip.cancelled():
+            trip.exception()
 
     def _bases(
         self, person: str, day: Window, month: Window
@@ -166,11 +176,5 @@ class RedisSpend:
             self._sender.cancel()
             await asyncio.gather(self._sender, return_exceptions=True)
         await self._send_pending()
+        await asyncio.gather(*self._trips, return_exceptions=True)
         await self.shared.aclose()
-
-
-def _retrieved(trip: asyncio.Future[Any]) -> None:
-    """Fetch a carrying round trip's failure whose caller stopped waiting (no warning
-    that it was never retrieved; ``_call`` logged it if its caller was still there)."""
-    if not trip.cancelled():
-        trip.exception()
