@@ -187,3 +187,31 @@ async def test_the_heads_up_counts_what_other_replicas_spent_and_reads_nothing_a
         await one.check(person)
     await one.aclose()
     client.close()
+
+
+async def test_a_person_s_settle_is_applied_on_its_own_before_their_next_hold(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    """Another person's hold carries a settle; the same person's next hold does not: the
+    call ends for every replica before the next is held (another replica spending the
+    last of that budget gets its turn between the two), as without carrying."""
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    meter = _meter(home, redis_server.url, 10**9)
+    for person in ("telegram:1", "telegram:2"):
+        await meter.check(person)
+    client = redis.Redis.from_url(redis_server.url)
+
+    async def call(person: str) -> None:
+        hold = await meter.reserve(Charge(person, "s", "turn"), MODEL, ESTIMATE)
+        await meter.settle(hold, MODEL, USED, estimated=False)
+
+    await call("telegram:1")
+    await call("telegram:1")  # every script loaded (a first EVALSHA of one is answered NOSCRIPT)
+    client.config_resetstat()
+    await call("telegram:2")  # its hold carries telegram:1's settle: one script
+    assert _scripts_run(client) == 1
+    await call("telegram:2")  # telegram:2's settle goes first, alone: two
+    assert _scripts_run(client) == 3
+    await meter.aclose()
+    client.close()
