@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 from pathlib import Path
 
 import pytest
@@ -215,3 +216,27 @@ async def test_a_person_s_settle_is_applied_on_its_own_before_their_next_hold(
     assert _scripts_run(client) == 3
     await meter.aclose()
     client.close()
+
+
+async def test_with_redis_gone_a_waiting_settle_is_reported_and_turns_go_ahead(
+    tmp_path: Path, redis_server: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    meter = _meter(home, redis_server.url, 1_000)
+    await meter.check("telegram:1")
+    charge = Charge("telegram:1", "s1", "turn")
+    hold = await meter.reserve(charge, MODEL, ESTIMATE)
+    await meter.settle(hold, MODEL, USED, estimated=False)  # waits for a round trip
+    redis_server.stop()
+    caplog.set_level(logging.WARNING, logger="gateway.budgets")
+    for _ in range(2):  # the calls go ahead unchecked: nobody is refused, nothing raises
+        await meter.check("telegram:1")
+        hold = await meter.reserve(charge, MODEL, ESTIMATE)
+        await meter.settle(hold, MODEL, USED, estimated=False)
+    lost = [r.getMessage() for r in caplog.records if "may be lost" in r.getMessage()]
+    assert lost and lost[0].startswith("1 budget settle(s) may be lost")
+    assert any("budget not checked" in r.getMessage() for r in caplog.records)
+    await meter.aclose()
+    with UsageLedger(home / "state.db") as ledger:  # the ledger has every call all the same
+        assert len(ledger.rows("telegram:1")) == 3
