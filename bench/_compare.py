@@ -20,7 +20,7 @@ THRESHOLD = 10.0
 
 HIGHER_IS_BETTER = ("per_s", "per_second", "precision", "speedup", "exact", "_pct")
 """Parts of figure names where a larger value is the better one (rates, quality)."""
-LOWER_IS_BETTER = ("_ms", "_s", "ms_per", "kb_per", "ratio_to")
+LOWER_IS_BETTER = ("_ms", "_s", "ms_per", "kb_per", "ratio_to", "round_trips")
 """Endings or parts of the others' names where a smaller value is the better one
 (times, sizes); a figure that is neither counts as higher-is-better."""
 

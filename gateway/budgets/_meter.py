@@ -12,7 +12,10 @@ and logs a warning: a budget never stops the service.
 
 ``check()`` is the same test without a hold, made before a turn starts;
 ``notice()`` after a turn says, once per period, that a person passed
-``budgets.notice_at`` of a limit; ``status()`` is what ``/usage`` shows.
+``budgets.notice_at`` of a limit; ``status()`` is what ``/usage`` shows. The
+notice does not read the counters again: it adds what the person's calls used
+since to what the turn's check read (the counters are read anew when the period
+changed or no check read them).
 """
 
 from __future__ import annotations
@@ -56,6 +59,17 @@ class Hold:
     """False when the counters could not be reached: nothing to give back."""
 
 
+@dataclass
+class _Checked:
+    """A person's spent tokens (day) and cost (month) as the check read them, plus the
+    calls settled by this meter since."""
+
+    day: str
+    month: str
+    tokens: float
+    cost: float
+
+
 @dataclass(frozen=True)
 class UsageStatus:
     person: str
@@ -91,6 +105,7 @@ class BudgetMeter:
         self._purged_at: float | None = None
         self._overrides: tuple[float, dict[str, BudgetLimits]] | None = None
         self._warned_at: float | None = None
+        self._checked: dict[str, _Checked] = {}
 
     # ------------------------------------------------------------------ limits
 
@@ -168,6 +183,10 @@ class BudgetMeter:
             cost,
         )
         await self._record(row)
+        checked = self._checked.get(charge.person)
+        if checked is not None and (checked.day, checked.month) == (hold.day.key, hold.month.key):
+            checked.tokens += input_tokens + output
+            checked.cost += cost or 0.0
         held = (hold.tokens, hold.cost) if hold.held else (0.0, 0.0)
         await self._settle(hold, held, (input_tokens + output, cost or 0.0))
 
@@ -197,6 +216,7 @@ class BudgetMeter:
         except Exception as exc:
             self._unchecked(exc)
             return
+        self._checked[person] = _Checked(day.key, month.key, spent_day.tokens, spent_month.cost)
         reached = over(spent_day, spent_month, limits)
         if reached is not None:
             logger.info("turn not started: %s reached its %s budget", person, reached)
@@ -204,12 +224,20 @@ class BudgetMeter:
 
     async def notice(self, person: str, chat: str | None = None) -> str | None:
         """The heads-up for a person past ``budgets.notice_at`` of a limit, once a period."""
-        status = await self.status(person, chat)
+        limits = self.limits_for(person, chat)
+        checked = self._checked.pop(person, None)
+        if limits.tokens_per_day is None and limits.cost_per_month is None:
+            return None
+        day, month = self.windows()
+        if checked is not None and (checked.day, checked.month) == (day.key, month.key):
+            used_day, used_month = checked.tokens, checked.cost
+        else:
+            status = await self.status(person, chat)
+            used_day, used_month = status.spent_day.tokens, status.spent_month.cost
         share_at = self._settings().budgets.notice_at
-        limits = status.limits
         for kind, used, limit, window in (
-            ("day", status.spent_day.tokens, limits.tokens_per_day, status.day),
-            ("month", status.spent_month.cost, limits.cost_per_month, status.month),
+            ("day", used_day, limits.tokens_per_day, day),
+            ("month", used_month, limits.cost_per_month, month),
         ):
             if not limit or used < share_at * limit:
                 continue

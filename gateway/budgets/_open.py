@@ -30,11 +30,14 @@ def _ledger_totals(where: Location) -> Callable[[str, Window], tuple[int, float]
     return base
 
 
-def _counters(settings: Settings, where: Location) -> tuple[SpendCounters, Callable[[], None]]:
+def _counters(
+    settings: Settings, where: Location, *, defer_settles: bool
+) -> tuple[SpendCounters, Callable[[], None]]:
     """The counters, and what to call when the meter using them closes."""
     base = _ledger_totals(where)
     if settings.redis.url is not None:
-        return RedisSpend(open_shared_spend(settings.redis.url.get_secret_value()), base), _nothing
+        shared = open_shared_spend(settings.redis.url.get_secret_value())
+        return RedisSpend(shared, base, defer_settles=defer_settles), _nothing
     # one process's counters, shared by its event loop and its job threads while a meter
     # is open on them; a process that opens its stack again starts them from the ledger
     key = safe_location(where)
@@ -66,7 +69,7 @@ def open_meter(
     write_through: bool = False,
 ) -> BudgetMeter:
     """A meter over the ledger at ``where`` (opened here; ``BudgetMeter.aclose`` closes it)."""
-    counters, release = _counters(settings(), where)
+    counters, release = _counters(settings(), where, defer_settles=not write_through)
     return BudgetMeter(
         settings,
         UsageLedger(where),

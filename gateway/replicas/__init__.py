@@ -30,7 +30,7 @@ from gateway.replicas._mailbox import MAX_LEN, Delivery, ReplicaMailbox
 from gateway.replicas._ratelimit import SharedRateDecision, SharedRateLimiter
 from gateway.replicas._registry import PollerLock, ReplicaRegistry
 from gateway.replicas._seen import SharedSeen
-from gateway.replicas._spend import SharedSpend, open_shared_spend
+from gateway.replicas._spend import SharedSpend, SpendSettle, open_shared_spend
 
 __all__ = [
     "DEFAULT_PREFIX",
@@ -50,6 +50,7 @@ __all__ = [
     "SharedRateLimiter",
     "SharedSeen",
     "SharedSpend",
+    "SpendSettle",
     "open_shared_spend",
     "token_name",
 ]

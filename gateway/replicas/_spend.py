@@ -9,29 +9,58 @@ at most. A hash starts from the ledger's numbers the first time any process
 meets the period (the script answers ``base`` and is run again with them; a
 hash with ``init`` set is never started twice) and expires a day after its
 period ends.
+
+A settle needs no answer, so it does not cost a round trip of its own: the
+caller passes the settles it has not sent yet (``SpendSettle``) to its next
+``hold()`` or ``read()``, whose script applies them first, in the same
+EVALSHA; ``settle()`` sends them alone (when nothing else goes to Redis soon).
+A settle changes only hashes that exist, so one carried past its period's end
+starts nothing.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 
 from redis.asyncio import Redis
 
 from gateway.replicas._common import DEFAULT_PREFIX, make_key, text
 from gateway.replicas._errors import ReplicaError, guard
 
-__all__ = ["SharedSpend", "open_shared_spend"]
+__all__ = ["SharedSpend", "SpendSettle", "open_shared_spend"]
 
 KEEP_AFTER_END = 86_400
 """Seconds a period's counters stay in Redis after the period ended."""
 
-# KEYS: day hash, month hash.
+# Carried settles: KEYS from ``first_key`` on are (day hash, month hash) pairs; ARGV from
+# ``first_arg`` on are, for each pair, held tokens, held cost, used tokens, used cost.
+_SETTLE_CARRIED = """
+local function settle_carried(first_key, first_arg)
+  local a = first_arg
+  for k = first_key, #KEYS, 2 do
+    for i = k, k + 1 do
+      if redis.call('EXISTS', KEYS[i]) == 1 then
+        redis.call('HINCRBYFLOAT', KEYS[i], 'held_tokens', -tonumber(ARGV[a]))
+        redis.call('HINCRBYFLOAT', KEYS[i], 'held_cost', -tonumber(ARGV[a + 1]))
+        redis.call('HINCRBYFLOAT', KEYS[i], 'tokens', ARGV[a + 2])
+        redis.call('HINCRBYFLOAT', KEYS[i], 'cost', ARGV[a + 3])
+      end
+    end
+    a = a + 4
+  end
+end
+"""
+
+# KEYS: day hash, month hash, then carried settles.
 # ARGV: tokens, cost, token limit ('' none), cost limit ('' none), enforce ('1'/'0'),
 #       day base tokens, day base cost, month base tokens, month base cost ('' unknown),
-#       day expiry (unix s), month expiry (unix s).
+#       day expiry (unix s), month expiry (unix s), then carried settles.
 # Returns 'base' (start the counters first), 'ok', or the limit reached ('day'/'month').
-_HOLD = """
+_HOLD = (
+    _SETTLE_CARRIED
+    + """
 local function ready(key, tokens, cost, expire)
   if redis.call('HEXISTS', key, 'init') == 1 then return true end
   if tokens == '' then return false end
@@ -42,6 +71,7 @@ local function ready(key, tokens, cost, expire)
   return true
 end
 local function num(key, field) return tonumber(redis.call('HGET', key, field) or '0') end
+settle_carried(3, 12)
 if not ready(KEYS[1], ARGV[6], ARGV[7], ARGV[10]) then return 'base' end
 if not ready(KEYS[2], ARGV[8], ARGV[9], ARGV[11]) then return 'base' end
 if ARGV[5] == '1' then
@@ -57,28 +87,23 @@ for i = 1, 2 do
 end
 return 'ok'
 """
+)
 
-# KEYS: day hash, month hash. ARGV: held tokens, held cost, used tokens, used cost.
-_SETTLE = """
-for i = 1, 2 do
-  if redis.call('EXISTS', KEYS[i]) == 1 then
-    redis.call('HINCRBYFLOAT', KEYS[i], 'held_tokens', -tonumber(ARGV[1]))
-    redis.call('HINCRBYFLOAT', KEYS[i], 'held_cost', -tonumber(ARGV[2]))
-    redis.call('HINCRBYFLOAT', KEYS[i], 'tokens', ARGV[3])
-    redis.call('HINCRBYFLOAT', KEYS[i], 'cost', ARGV[4])
-  end
-end
+# KEYS and ARGV: settles only.
+_SETTLE = (
+    _SETTLE_CARRIED
+    + """
+settle_carried(1, 1)
 return 1
 """
+)
 
-
-Period = tuple[str, float]
-"""A period's name (``day:2026-12-02``) and when it ends (unix seconds)."""
-Bases = Callable[[], Awaitable[list[tuple[float, float]]]]
-"""The person's (tokens, cost) of the day and of the month, from the ledger."""
-
-# KEYS: day hash, month hash. Returns 'base' (not started) or the fields of both, in order.
-_READ = """
+# KEYS: day hash, month hash, then carried settles; ARGV: carried settles.
+# Returns 'base' (not started) or the fields of both, in order.
+_READ = (
+    _SETTLE_CARRIED
+    + """
+settle_carried(3, 1)
 local found = {}
 for i = 1, 2 do
   if redis.call('HEXISTS', KEYS[i], 'init') == 0 then return 'base' end
@@ -87,6 +112,23 @@ for i = 1, 2 do
 end
 return found
 """
+)
+
+
+Period = tuple[str, float]
+"""A period's name (``day:2026-12-02``) and when it ends (unix seconds)."""
+Bases = Callable[[], Awaitable[list[tuple[float, float]]]]
+"""The person's (tokens, cost) of the day and of the month, from the ledger."""
+
+
+@dataclass(frozen=True, slots=True)
+class SpendSettle:
+    """A finished call's correction: its hold (tokens, cost) replaced by what it used."""
+
+    person: str
+    periods: tuple[Period, Period]
+    held: tuple[float, float]
+    used: tuple[float, float]
 
 
 class SharedSpend:
@@ -100,6 +142,15 @@ class SharedSpend:
     def _keys(self, person: str, periods: Sequence[Period]) -> list[str]:
         return [make_key(self._prefix, "spend", person, name) for name, _ in periods]
 
+    def _carried(self, settles: Sequence[SpendSettle]) -> tuple[list[str], list[str]]:
+        """The keys and arguments that apply ``settles`` in one of the scripts."""
+        keys: list[str] = []
+        args: list[str] = []
+        for one in settles:
+            keys += self._keys(one.person, one.periods)
+            args += [repr(float(v)) for v in (*one.held, *one.used)]
+        return keys, args
+
     async def hold(
         self,
         person: str,
@@ -107,9 +158,11 @@ class SharedSpend:
         amount: tuple[float, float],
         limits: tuple[float | None, float | None] | None,
         bases: Bases,
+        carried: Sequence[SpendSettle] = (),
     ) -> str | None:
         """Hold (tokens, cost) in the day's and month's counters unless ``limits`` (day
-        tokens, month cost; None: not enforced) is reached; returns which was, or None."""
+        tokens, month cost; None: not enforced) is reached; returns which was, or None.
+        ``carried`` settles are applied first, in the same round trip."""
         keys = self._keys(person, periods)
         token_limit, cost_limit = limits if limits is not None else (None, None)
         args = [
@@ -121,33 +174,44 @@ class SharedSpend:
         ]
         expiries = [str(math.ceil(end) + KEEP_AFTER_END) for _, end in periods]
         base_args = ["", "", "", ""]
+        extra_keys, extra_args = self._carried(carried)
         for _ in range(2):
             with guard("hold a budget"):
-                answer = text(await self._hold(keys=keys, args=[*args, *base_args, *expiries]))
+                answer = text(
+                    await self._hold(
+                        keys=[*keys, *extra_keys],
+                        args=[*args, *base_args, *expiries, *extra_args],
+                    )
+                )
             if answer != "base":
                 return None if answer == "ok" else answer
+            extra_keys, extra_args = [], []  # applied by the first run
             base_args = [repr(float(v)) for pair in await bases() for v in pair]
         raise ReplicaError("the budget counters could not be started")
 
-    async def settle(
+    async def settle(self, settles: Sequence[SpendSettle]) -> None:
+        """Apply ``settles`` now (one round trip for all of them)."""
+        if not settles:
+            return
+        keys, args = self._carried(settles)
+        with guard("settle a budget"):
+            await self._settle(keys=keys, args=args)
+
+    async def read(
         self,
         person: str,
         periods: tuple[Period, Period],
-        held: tuple[float, float],
-        used: tuple[float, float],
-    ) -> None:
-        args = [repr(float(v)) for v in (*held, *used)]
-        with guard("settle a budget"):
-            await self._settle(keys=self._keys(person, periods), args=args)
-
-    async def read(
-        self, person: str, periods: tuple[Period, Period], bases: Bases
+        bases: Bases,
+        carried: Sequence[SpendSettle] = (),
     ) -> list[tuple[float, float, float, float]]:
-        """(tokens, cost, held tokens, held cost) of the day and of the month."""
+        """(tokens, cost, held tokens, held cost) of the day and of the month, after
+        ``carried`` settles are applied (in the same round trip)."""
         keys = self._keys(person, periods)
+        extra_keys, extra_args = self._carried(carried)
         for _ in range(2):
             with guard("read a budget"):
-                answer = await self._read(keys=keys)
+                answer = await self._read(keys=[*keys, *extra_keys], args=extra_args)
+            extra_keys, extra_args = [], []
             if not isinstance(answer, list):  # 'base': not started in this period yet
                 await self.hold(person, periods, (0.0, 0.0), None, bases)
                 continue
