@@ -5,8 +5,8 @@ started for real)."""
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
