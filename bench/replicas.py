@@ -11,12 +11,18 @@ one after the answer to the one before. Reported per replica count:
 - CPU seconds of the replica processes per answered message (their user+system
   time over the run, from /proc), and of the worker,
 - end-to-end latency (message posted to the fake until its answer is there):
-  p50 and p99.
+  p50 and p99,
+- what does not depend on the machine's load: Redis commands per message
+  (the server's ``INFO commandstats`` before and after, each command's count
+  too), PostgreSQL transactions per message (``pg_stat_database``'s
+  ``xact_commit`` + ``xact_rollback`` of the cluster's database), and the
+  replicas' CPU while idle (``--idle`` seconds before the first message), which
+  every replica spends whatever it serves.
 
 On a 2-core machine this measures what a message costs, not a speed-up: the
 replicas, the worker, Redis, PostgreSQL and the fakes share the two cores.
 
-Run: uv run python bench/replicas.py [--users 30] [--messages 5] [--counts 1 2 4]
+Run: uv run python bench/replicas.py [--users 30] [--messages 5] [--counts 1 2 4] [--idle 5]
 """
 
 from __future__ import annotations
@@ -52,6 +58,35 @@ def cpu_seconds(process: Process) -> float:
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
+def redis_commands(url: str) -> dict[str, int]:
+    """Calls of each command the Redis server has answered so far."""
+    import redis
+
+    client = redis.Redis.from_url(url)
+    try:
+        stats = client.info("commandstats")
+    finally:
+        client.close()
+    return {
+        name.removeprefix("cmdstat_"): int(value["calls"])
+        for name, value in stats.items()
+        if isinstance(value, dict)
+    }
+
+
+def pg_transactions(url: str) -> int:
+    """Transactions committed or rolled back in the database at ``url`` so far."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        row = conn.execute(
+            "SELECT xact_commit + xact_rollback FROM pg_stat_database"
+            " WHERE datname = current_database()"
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
 def echo(body: dict[str, Any]) -> Reply:
     users = [m for m in body["messages"] if m["role"] == "user"]
     text = str(users[-1]["content"]).splitlines()[0] if users else ""
@@ -63,7 +98,9 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def one_run(root: Path, replicas: int, users: int, messages: int) -> dict[str, Any]:
+async def one_run(
+    root: Path, replicas: int, users: int, messages: int, idle: float
+) -> dict[str, Any]:
     with (
         RedisServer(root / "redis") as redis_server,
         PostgresServer(root / "postgres") as postgres,
@@ -71,14 +108,21 @@ async def one_run(root: Path, replicas: int, users: int, messages: int) -> dict[
         FakeTelegram() as telegram,
     ):
         llm.responder(echo)
-        cluster = Cluster(
-            root / "cluster", redis_server.url, postgres.create_database(), llm, telegram
-        )
+        database = postgres.create_database()
+        cluster = Cluster(root / "cluster", redis_server.url, database, llm, telegram)
         try:
             started = [await cluster.replica(f"replica-{n}") for n in range(replicas)]
             worker = cluster.worker("worker")
             cluster.balance(*started)
+            await asyncio.sleep(2.0)  # start-up work done
+            idle_before = sum(cpu_seconds(p) for p in started)
+            await asyncio.sleep(idle)
+            idle_cpu = sum(cpu_seconds(p) for p in started) - idle_before
             cpu_before = {p.name: cpu_seconds(p) for p in [*started, worker]}
+            commands_before = redis_commands(redis_server.url)
+            # stats are sent by backends when idle, at most once a second
+            await asyncio.sleep(1.1)
+            transactions_before = pg_transactions(database)
             latencies: list[float] = []
 
             async def converse(user: int) -> None:
@@ -106,11 +150,20 @@ async def one_run(root: Path, replicas: int, users: int, messages: int) -> dict[
             )
             replica_cpu = sum(cpu_seconds(p) - cpu_before[p.name] for p in started)
             worker_cpu = cpu_seconds(worker) - cpu_before[worker.name]
+            commands_after = redis_commands(redis_server.url)
+            await asyncio.sleep(1.1)
+            transactions = pg_transactions(database) - transactions_before
         finally:
             for process in cluster.processes:
                 if process.proc.poll() is None:
                     process.kill()
     answered = len(latencies)
+    per = max(answered, 1)
+    commands = {
+        name: round((calls - commands_before.get(name, 0)) / per, 2)
+        for name, calls in sorted(commands_after.items())
+        if calls - commands_before.get(name, 0) > 0 and name != "info"
+    }
     return {
         "replicas": replicas,
         "messages": users * messages,
@@ -122,6 +175,10 @@ async def one_run(root: Path, replicas: int, users: int, messages: int) -> dict[
         "worker_cpu_ms_per_message": round(1000 * worker_cpu / max(answered, 1), 1),
         "p50_ms": round(1000 * statistics.median(latencies), 1) if latencies else None,
         "p99_ms": round(1000 * percentile(latencies, 0.99), 1) if latencies else None,
+        "idle_cpu_ms_per_replica_s": round(1000 * idle_cpu / max(idle, 0.001) / replicas, 2),
+        "redis_commands_per_message": round(sum(commands.values()), 1),
+        "redis_commands": commands,
+        "pg_transactions_per_message": round(transactions / per, 1),
     }
 
 
@@ -129,7 +186,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     runs = []
     for count in args.counts:
         with tempfile.TemporaryDirectory(prefix="chorus-replicas-") as tmp:
-            result = await one_run(Path(tmp), count, args.users, args.messages)
+            result = await one_run(Path(tmp), count, args.users, args.messages, args.idle)
         print(json.dumps(result), flush=True)
         runs.append(result)
     return {"users": args.users, "messages_each": args.messages, "runs": runs}
@@ -141,6 +198,7 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=30)
     parser.add_argument("--messages", type=int, default=5)
     parser.add_argument("--counts", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument("--idle", type=float, default=5.0)
     args = parser.parse_args()
     figures = asyncio.run(main_async(args))
     out = Path(os.environ.get("BENCH_RESULTS_DIR", ROOT / "bench" / "results")) / "replicas.json"

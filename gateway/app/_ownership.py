@@ -108,6 +108,29 @@ class SessionOwnership:
                 return self.replica_id
         raise ReplicaError(f"could not settle which replica owns session {key}")
 
+    async def route(self, key: str, payload: dict[str, str]) -> str:
+        """Send ``payload`` to the mailbox of ``key``'s owner; returns the owner. One round
+        trip (``Handoff``) unless a stopped replica is involved: then what it owed is
+        claimed first (``owner_of``), as when asked apart."""
+        asked = time.monotonic()
+        routed = await self.coordination.handoff.route(key, payload)
+        if not routed.entry:
+            owner = await self.owner_of(key)
+            await self.coordination.mailbox.send(owner, payload)
+            return owner
+        if routed.owner == self.replica_id:
+            self._hold(Lease(key, routed.owner, routed.token, routed.previous), asked)
+        else:
+            self._lost(key, routed.owner)
+        return routed.owner
+
+    def holds(self, key: str) -> bool:
+        """Whether this replica holds ``key``'s lease and renewed it within ``2/3`` of its
+        time (as ``fence`` trusts it): no one else can have taken it since."""
+        if key not in self._held:
+            return False
+        return time.monotonic() - self._renewed.get(key, -math.inf) < 2 * self.interval
+
     async def _owed_first(self, lease: Lease) -> None:
         """A lease taken after it ran out: when its holder stopped, what that replica still
         owed (the session's earlier messages among them) is claimed before this replica

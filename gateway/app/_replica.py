@@ -202,9 +202,8 @@ class ReplicaRouter:
                 await self._route_in_order(key, None)
 
     async def _route_now(self, key: str, msg: InboundMessage) -> None:
-        owner = await self.ownership.owner_of(key)
         self.ownership.routed(key)
-        await self.coordination.mailbox.send(owner, {"key": key, "msg": message_to_json(msg)})
+        await self.ownership.route(key, {"key": key, "msg": message_to_json(msg)})
         if msg.receipts:
             await asyncio.to_thread(self._inbox.routed, msg.platform, list(msg.receipts))
 
@@ -275,7 +274,8 @@ class ReplicaRouter:
             logger.warning("dropped an unreadable mailbox entry (%s)", type(exc).__name__)
             await mailbox.ack(delivery.id)
             return
-        owner = await self.ownership.owner_of(key)
+        # a lease held and fresh is this replica's still: no need to ask Redis again
+        owner = self.replica_id if self.ownership.holds(key) else await self.ownership.owner_of(key)
         if owner != self.replica_id:  # claimed from a dead replica, or a lease lost
             await mailbox.send(owner, dict(delivery.payload))
             await mailbox.ack(delivery.id)

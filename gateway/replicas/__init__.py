@@ -11,6 +11,7 @@ read-modify-write must be atomic, one Lua script:
 - ``SessionLeases``: one owner per session, with fencing tokens;
 - ``ReplicaMailbox``: hand a message to the owner of its session, losing none
   when a replica restarts or dies;
+- ``Handoff``: the owner's lease and its mailbox in one round trip;
 - ``ReplicaRegistry``: which replicas are alive;
 - ``PollerLock``: one Telegram long poller per bot token;
 - ``SharedSpend``: each person's LLM budget counters (held and spent).
@@ -25,6 +26,7 @@ from gateway.replicas._budget import Budget, BudgetState, SharedBudget
 from gateway.replicas._common import DEFAULT_PREFIX
 from gateway.replicas._coordination import Coordination, token_name
 from gateway.replicas._errors import ReplicaError
+from gateway.replicas._handoff import Handoff, Routed
 from gateway.replicas._leases import Lease, SessionLeases
 from gateway.replicas._mailbox import MAX_LEN, Delivery, ReplicaMailbox
 from gateway.replicas._ratelimit import SharedRateDecision, SharedRateLimiter
@@ -39,11 +41,13 @@ __all__ = [
     "BudgetState",
     "Coordination",
     "Delivery",
+    "Handoff",
     "Lease",
     "PollerLock",
     "ReplicaError",
     "ReplicaMailbox",
     "ReplicaRegistry",
+    "Routed",
     "SessionLeases",
     "SharedBudget",
     "SharedRateDecision",

@@ -18,6 +18,7 @@ from redis.backoff import NoBackoff
 from gateway.replicas._budget import SharedBudget
 from gateway.replicas._common import DEFAULT_PREFIX
 from gateway.replicas._errors import guard
+from gateway.replicas._handoff import Handoff
 from gateway.replicas._leases import SessionLeases
 from gateway.replicas._mailbox import ReplicaMailbox
 from gateway.replicas._ratelimit import SharedRateLimiter
@@ -55,6 +56,8 @@ class Coordination:
     budget: SharedBudget
     _client: Redis
     _prefix: str
+    handoff: Handoff
+    """Routing a message in one round trip (the lease, the owner's liveness, its stream)."""
 
     @classmethod
     def open(
@@ -74,6 +77,7 @@ class Coordination:
             SharedBudget(client, prefix=prefix),
             client,
             prefix,
+            Handoff(client, replica_id, ttl=lease_seconds, prefix=prefix),
         )
 
     def rate_limiter(self, per_minute: int) -> SharedRateLimiter:

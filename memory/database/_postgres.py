@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import select
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -302,7 +303,7 @@ def acquire_pool(url: str, *, size: int = 10) -> PostgresPool:
                     min_size=1,
                     max_size=max(size, 1),
                     open=False,
-                    check=psycopg_pool.ConnectionPool.check_connection,
+                    check=check_connection,
                     reconnect_timeout=RECONNECT_GIVE_UP,
                     kwargs={"connect_timeout": int(CONNECT_TIMEOUT)},
                     name="chorus",
@@ -317,6 +318,20 @@ def acquire_pool(url: str, *, size: int = 10) -> PostgresPool:
             _pools[url] = shared
         shared.users += 1
     return shared
+
+
+def check_connection(conn: psycopg.Connection[Any]) -> None:
+    """The pool's check of a connection before it hands it out: a round trip to the
+    server only when the connection may be broken. An idle connection has nothing to
+    read unless the server wrote to it: closing it (a restart, an administrator, an
+    idle timeout) or a notice; then the server is asked (``ConnectionPool``'s own
+    check), which raises when the connection is dead, and the pool takes another."""
+    if not conn.closed:
+        poller = select.poll()
+        poller.register(conn.fileno(), select.POLLIN | select.POLLERR | select.POLLHUP)
+        if not poller.poll(0):
+            return
+    psycopg_pool.ConnectionPool.check_connection(conn)
 
 
 def release_pool(shared: PostgresPool) -> None:

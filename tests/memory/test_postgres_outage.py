@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -55,3 +56,24 @@ def test_a_server_back_after_a_long_outage_serves_the_next_operation(
     time.sleep(max(0.0, 17.0 - (time.monotonic() - down)))  # the pool's retries are 16 s apart now
     own_postgres.start()
     assert answer(pool) == 42
+
+
+def test_a_connection_taken_again_at_once_costs_no_extra_round_trip(
+    own_postgres: PostgresServer, pool: PostgresPool, tmp_path: Path
+) -> None:
+    """The pool's check of a healthy idle connection asks the server nothing (before:
+    an empty query before every transaction); the traced protocol of one connection
+    over three transactions shows none, and each still answers."""
+    trace = tmp_path / "protocol.trace"
+    with trace.open("w") as out:
+        with pool.transaction() as conn:
+            conn.raw.pgconn.trace(out.fileno())
+            traced = conn.raw
+        for _ in range(3):
+            with pool.transaction() as conn:
+                assert conn.raw is traced  # the one pooled connection, checked each time
+                assert conn.execute("SELECT 41 + 1").fetchone() == (42,)
+        traced.pgconn.untrace()
+    protocol = trace.read_text()
+    assert protocol.count("SELECT 41 + 1") == 3
+    assert "EmptyQueryResponse" not in protocol
