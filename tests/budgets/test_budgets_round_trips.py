@@ -13,7 +13,7 @@ import redis
 
 from agent.errors import BudgetExhausted
 from agent.usage import Charge
-from gateway.budgets import BudgetMeter, open_meter
+from gateway.budgets import BudgetMeter, _shared, open_meter
 from gateway.config import load_settings
 from memory.usage_ledger import UsageLedger
 from tests.fakes.redis_server import RedisServer
@@ -24,6 +24,13 @@ pytest_plugins = ["tests.fakes.redis_fixtures"]
 MODEL = "gpt-4o-mini"
 ESTIMATE = 1_000
 USED = (100, 0, 50)  # input, cached input, output tokens a call reports
+
+
+@pytest.fixture(autouse=True)
+def patient(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests count round trips; a loaded machine may stall one past REDIS_WAIT
+    (1 s), which would pause the counters for 30 s and is what other tests prove."""
+    monkeypatch.setattr(_shared, "REDIS_WAIT", 60.0)
 
 
 def _meter(home: Path, url: str, tokens_per_day: int) -> BudgetMeter:
