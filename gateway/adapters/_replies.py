@@ -21,12 +21,14 @@ from gateway.clock import Clock
 from gateway.errors import AdapterError, ChatForbidden
 from gateway.events import InboundMessage, OutboundMessage, SentMessage
 
-__all__ = ["TYPING_INTERVAL", "Replies"]
+__all__ = ["TYPING_AFTER_AT_MOST", "TYPING_INTERVAL", "Replies"]
 
 logger = logging.getLogger(__name__)
 
 TYPING_INTERVAL = 4.0
 """Seconds between two typing indicators (platforms show one for about five)."""
+TYPING_AFTER_AT_MOST = 0.5
+"""Seconds at most the first indicator waits for the turn's start (``keep_typing``)."""
 
 Counted = Callable[[str], None]
 """Told the platform of each reply that went out (the metrics)."""
@@ -150,13 +152,21 @@ class Replies:
             fence=fence,
         )
 
-    async def keep_typing(self, msg: InboundMessage) -> None:
+    async def keep_typing(self, msg: InboundMessage, after: asyncio.Event | None = None) -> None:
         """Show that an answer to ``msg`` is being written until cancelled: the typing
         indicator renewed where there is one, the adapter's lasting sign (``busy``) where
-        there is one, cleared at the end (``not_busy``)."""
+        there is one, cleared at the end (``not_busy``).
+
+        With ``after``, the first sign waits until it is set (the turn's request has
+        left for the model) or ``TYPING_AFTER_AT_MOST`` has passed: in a burst, the
+        people whose requests go first are not held up by everyone's indicators."""
         adapter = self.adapters.get(msg.platform)
         if adapter is None:
             return
+        if after is not None:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(TYPING_AFTER_AT_MOST):
+                    await after.wait()
         shown = await adapter.busy(msg)
         if not shown and not adapter.capabilities.typing:
             return
@@ -170,6 +180,6 @@ class Replies:
             if shown:
                 await adapter.not_busy(msg)
 
-    def typing(self, msg: InboundMessage) -> asyncio.Task[None]:
+    def typing(self, msg: InboundMessage, after: asyncio.Event | None = None) -> asyncio.Task[None]:
         """``keep_typing`` as a task; cancel it when the answer starts to be delivered."""
-        return asyncio.create_task(self.keep_typing(msg))
+        return asyncio.create_task(self.keep_typing(msg, after))

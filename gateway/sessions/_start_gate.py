@@ -30,8 +30,9 @@ class StartGate:
         self._window = window
 
     @asynccontextmanager
-    async def start(self) -> AsyncIterator[None]:
-        """Hold a place while the turn in this block starts (around the whole turn)."""
+    async def start(self, started: asyncio.Event | None = None) -> AsyncIterator[None]:
+        """Hold a place while the turn in this block starts (around the whole turn);
+        ``started`` is set when the start ends."""
         await self._slots.acquire()
         held = True
 
@@ -41,6 +42,8 @@ class StartGate:
                 held = False
                 timer.cancel()
                 self._slots.release()
+                if started is not None:
+                    started.set()
 
         timer = asyncio.get_running_loop().call_later(self._window, release)
         try:

@@ -207,7 +207,8 @@ class TurnRunner:
             fence=fence,
         )
         shown.append(stream)
-        typing = self._replies.typing(last)
+        asked = asyncio.Event()  # the turn's request has left: show the typing sign
+        typing = self._replies.typing(last, after=asked)
         before = agent.usage
         started = time.monotonic()
         vision = self._live.current.llm.vision
@@ -227,6 +228,7 @@ class TurnRunner:
                 _speaker(live, batch),
                 others_in(batch),
                 platform_ids(batch),
+                asked,
             )
         )
         still = asyncio.create_task(self._still_working(last, stream))
@@ -276,11 +278,13 @@ class TurnRunner:
         speaker: UserKey | None,
         others: bool = False,
         platform_message_id: PlatformIds = None,
+        started: asyncio.Event | None = None,
     ) -> str:
         """The agent's answer, written in one of ``answer_slots``; its delivery (which may
-        wait for the platform's rate budget) holds none."""
+        wait for the platform's rate budget) holds none. ``started`` is set once the
+        turn's start is over (``StartGate``)."""
         limit = self._live.current.llm.turn_timeout_seconds
-        async with self.answer_slots, self._starts.start():
+        async with self.answer_slots, self._starts.start(started):
             try:
                 async with asyncio.timeout(limit) as deadline:
                     return await agent.run_turn(
