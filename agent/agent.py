@@ -149,9 +149,14 @@ class Agent(Compaction, ToolCalls):
         return self._system_prompt
 
     async def start(self) -> None:
-        """Create (or resume) the session: load the snapshot, rebuild history, build the prompt."""
+        """Create (or resume) the session: load the snapshot, rebuild history, build the prompt.
+
+        The memory files and the providers' blocks are read first (one hop off the loop)
+        and the prompt built from them goes with the session's opening (one trip to the
+        database); a resumed session keeps the prompt it had (its cached prefix)."""
         s = self.session
-        opened = await self.db.open_session(  # made, and read back, in one trip
+        prompt = self._prompt_from(await asyncio.to_thread(self._load_blocks))
+        opened = await self.db.open_session(  # made, prompt set, and read back, in one trip
             s.session_id,
             platform=s.platform,
             user_key=str(s.user_key),
@@ -162,6 +167,7 @@ class Agent(Compaction, ToolCalls):
             started_at=self.now(),
             parent_session_id=s.parent_session_id,
             is_direct=s.is_direct,
+            system_prompt=prompt,
         )
         stored = opened.messages
         transcript = transcript_messages(stored)
@@ -173,16 +179,19 @@ class Agent(Compaction, ToolCalls):
         self.turns = sum(1 for m in self.history if m["role"] == "user")
         record = opened.record
         if record is not None and record.system_prompt:  # rebuilt: the session's own prompt
-            await asyncio.to_thread(self.store.load_from_disk)
             self._system_prompt = record.system_prompt
         else:
-            await self._rebuild_system_prompt()
+            self._system_prompt = prompt
         if self.providers is not None:
             await self.providers.started(fresh=not stored)
 
     async def _rebuild_system_prompt(self) -> None:
         blocks = await asyncio.to_thread(self._load_blocks)  # one hop off the loop
-        self._system_prompt = build_system_prompt(
+        self._system_prompt = self._prompt_from(blocks)
+        await self.db.set_system_prompt(self.session.session_id, self._system_prompt)
+
+    def _prompt_from(self, blocks: list[str]) -> str:
+        return build_system_prompt(
             self.store,
             platform_hint=self.session.platform_hint,
             persona=self.config.agent.persona,
@@ -190,7 +199,6 @@ class Agent(Compaction, ToolCalls):
             extra_blocks=blocks,
             targets=self.config.memory.targets,
         )
-        await self.db.set_system_prompt(self.session.session_id, self._system_prompt)
 
     def _load_blocks(self) -> list[str]:
         """MEMORY.md and USER.md read from the disk, and the providers' prompt blocks."""

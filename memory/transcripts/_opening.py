@@ -1,9 +1,10 @@
-"""Opening a session in one trip to the database: its row made (or kept), then its
-transcript and its record read back, for an agent that starts or resumes it."""
+"""Opening a session in one trip to the database: its row made (or kept), its system
+prompt set when it has none, then its transcript and its record read back, for an
+agent that starts or resumes it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from memory.transcripts._db import SessionDB
@@ -20,8 +21,17 @@ class OpenedSession:
     """The session's row, when it could be read back (a new one may not be visible yet)."""
 
 
-def open_session(db: SessionDB, session_id: str, /, **fields: Any) -> OpenedSession:
-    """``create_session(session_id, **fields)`` (nothing when it exists), then what the
-    session holds; run as one write, so a burst of new sessions costs one hop each."""
+def open_session(
+    db: SessionDB, session_id: str, /, *, system_prompt: str | None = None, **fields: Any
+) -> OpenedSession:
+    """``create_session(session_id, **fields)`` (nothing when it exists), ``system_prompt``
+    stored unless the session already has one (a resumed session keeps its own), then
+    what the session holds; run as one write, so a burst of new sessions costs one hop
+    each."""
     db.create_session(session_id, **fields)
-    return OpenedSession(db.get_messages(session_id), db.get_session(session_id))
+    record = db.get_session(session_id)
+    if system_prompt and (record is None or not record.system_prompt):
+        db.set_system_prompt(session_id, system_prompt)
+        if record is not None:
+            record = replace(record, system_prompt=system_prompt)
+    return OpenedSession(db.get_messages(session_id), record)
