@@ -110,7 +110,7 @@ class TelegramAdapter(BaseAdapter):
         self._poll_timeout = poll_timeout
         self._clock = clock or SystemClock()
         self._app = build_application(
-            settings, on_poll=self._note_poll, screen=self._screen, before_poll=self.durable
+            settings, on_poll=self._note_poll, screen=self._screen, before_poll=self._before_poll
         )
         self._consumer: asyncio.Task[None] | None = None
         self._pacer = ChatPacer(now=self._clock.time, sleep=self._clock.sleep)
@@ -269,6 +269,10 @@ class TelegramAdapter(BaseAdapter):
         consumer.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await consumer
+
+    async def _before_poll(self) -> None:
+        await self.durable()  # the next poll confirms the last batch: on the disk first
+        await self._inbound.caught_up(self._app.update_queue)  # the last batch went on
 
     async def _screen(self, payload: bytes) -> bytes:
         return await self._inbound.screen(payload)

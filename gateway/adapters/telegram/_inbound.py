@@ -5,7 +5,9 @@ after handing the batch over. So each batch is screened (``_guard``) and every
 update recorded in the durable inbox *before* the library sees it: a process
 killed after that still has the update, and answers it after the restart. The
 update is handed on once its record is committed; the next ``getUpdates`` (a
-webhook's answer) waits until the record is on the disk too. An
+webhook's answer) waits until the record is on the disk too, and until the batch
+before has been taken off the queue (``caught_up``): the 100 updates of the next
+batch are not parsed in the middle of a burst's first turns. An
 update the inbox knows already (Telegram resending one that was not confirmed)
 is confirmed and not handled again. Webhook updates are recorded before the
 request is answered.
@@ -14,6 +16,7 @@ request is answered.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections import Counter
@@ -44,6 +47,8 @@ logger = logging.getLogger(__name__)
 
 SKIP_LOG_INTERVAL = 60.0
 """Seconds between two log lines about skipped updates, however many there are."""
+CAUGHT_UP_AT_MOST = 2.0
+"""Seconds at most the next poll waits for the last batch to be taken (``caught_up``)."""
 
 Record = Callable[..., Awaitable[bool]]
 """``BaseAdapter.record``: (receipt, payload, durable=…)."""
@@ -86,6 +91,8 @@ class Inbound:
         """The last batch could not be recorded: it stays at Telegram, fetched again."""
         self._told: set[int] = set()
         """Private chats told, while the storage fails, that their message waits."""
+        self._emptied = asyncio.Event()
+        """Set when ``consume`` has handled every update queued (``caught_up``)."""
 
     # -------------------------------------------------------------- arrival
 
@@ -194,7 +201,19 @@ class Inbound:
                 )
             finally:
                 queue.task_done()
+                if queue.empty():
+                    self._emptied.set()
             await asyncio.sleep(0)  # a batch's first message goes on while the rest are read
+
+    async def caught_up(self, queue: asyncio.Queue[Any]) -> None:
+        """Until every update queued so far has been taken and handed on, or
+        ``CAUGHT_UP_AT_MOST`` seconds (a handler that hangs does not stop the polling)."""
+        if queue.empty():
+            return
+        self._emptied.clear()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(CAUGHT_UP_AT_MOST):
+                await self._emptied.wait()
 
     async def take(self, update: object) -> None:
         if not isinstance(update, Update):
