@@ -323,11 +323,13 @@ class Agent(Compaction, ToolCalls):
             )
             if on_delta is not None:
                 await emit(on_delta, scrubber.finish())
-            await self._record_usage(response)
             message = response.to_message()
             if isinstance(content := message["content"], str):  # recalled context echoed back
                 message["content"] = strip_memory_context(content)
-            await self._append(message, finish_reason=response.finish_reason)
+            await self._stored(  # in one commit: the usage, then the answer
+                self._record_usage(response),
+                self._append(message, finish_reason=response.finish_reason),
+            )
             if not response.tool_calls:
                 return strip_memory_context(response.content)
             for call in response.tool_calls:
@@ -403,6 +405,14 @@ class Agent(Compaction, ToolCalls):
             epoch=self.epoch,
             platform_message_id=platform_id,
         )
+
+    @staticmethod
+    async def _stored(*writes: Awaitable[None]) -> None:
+        """Writes queued together (the database commits them as one batch), in order;
+        the first one's error raised once all have ended."""
+        for outcome in await asyncio.gather(*writes, return_exceptions=True):
+            if isinstance(outcome, BaseException):
+                raise outcome
 
     async def _record_usage(self, response: LLMResponse) -> None:
         usage = response.usage
