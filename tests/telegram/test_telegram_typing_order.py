@@ -1,5 +1,5 @@
 """The typing indicator of a turn goes out once the turn's request has left for the
-model, so in a burst the first requests are not queued behind everyone's indicators;
+model (in a burst, the first requests are not queued behind everyone's indicators);
 a turn that cannot start (every answer slot taken) still shows it soon."""
 
 from __future__ import annotations
@@ -7,11 +7,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from gateway.adapters._replies import TYPING_AFTER_AT_MOST
-from tests.fakes import Reply
-from tests.telegram.conftest import GatewayFactory, user_texts
+import pytest
 
-PEOPLE = 12
+from gateway.adapters import _replies
+from tests.fakes import Reply
+from tests.telegram.conftest import ANN, BOB, GatewayFactory, user_texts
+
+DELAY = 1.0
+CHATS = {"first": ANN, "second": BOB}
 
 
 def _arrivals(arrived: dict[str, float], delay: float) -> Any:
@@ -23,35 +26,40 @@ def _arrivals(arrived: dict[str, float], delay: float) -> Any:
     return respond
 
 
-async def test_in_a_burst_each_typing_indicator_follows_its_own_request(
-    make_gateway: GatewayFactory,
-) -> None:
-    gw = await make_gateway(CHORUS_AUTH__POLICY="open")
-    tg, llm = gw.telegram, gw.server
-    arrived: dict[str, float] = {}
-    llm.responder(_arrivals(arrived, delay=1.0))
-    for n in range(PEOPLE):
-        tg.message(f"hello {n}", user_id=5000 + n, first_name=f"P{n}")
-    for n in range(PEOPLE):
-        await tg.wait_messages(5000 + n, 1, timeout=60)
-    typed = {int(c.params["chat_id"]): c.at for c in reversed(tg.calls_of("sendChatAction"))}
-    assert typed  # indicators were shown
-    for chat, at in typed.items():
-        assert at >= arrived[f"hello {chat - 5000}"], chat
-
-
-async def test_a_turn_waiting_for_a_slot_shows_typing_before_its_request(
-    make_gateway: GatewayFactory,
-) -> None:
+async def _two_turns_one_slot(
+    make_gateway: GatewayFactory, delay: float
+) -> tuple[Any, str, dict[str, float]]:
+    """Ann and Bob write at once to a gateway that writes one answer at a time; the
+    text of the turn that waited for the slot, and when each request reached the model."""
     gw = await make_gateway(CHORUS_SESSIONS__MAX_CONCURRENT_TURNS="1")
     tg, llm = gw.telegram, gw.server
     arrived: dict[str, float] = {}
-    llm.responder(_arrivals(arrived, delay=TYPING_AFTER_AT_MOST * 6))
-    tg.message("first", user_id=1001, first_name="Ann")
-    tg.message("second", user_id=1002, first_name="Bob")
-    await tg.wait_messages(1001, 1, timeout=60)
-    await tg.wait_messages(1002, 1, timeout=60)
-    waited = max(arrived, key=lambda text: arrived[text])  # the turn that had no slot
-    chat = {"first": 1001, "second": 1002}[waited]
-    typed = min(c.at for c in tg.calls_of("sendChatAction") if int(c.params["chat_id"]) == chat)
-    assert typed < arrived[waited]
+    llm.responder(_arrivals(arrived, delay))
+    with tg.at_once():
+        tg.message("first", user_id=ANN, first_name="Ann")
+        tg.message("second", user_id=BOB, first_name="Bob")
+    await tg.wait_messages(ANN, 1, timeout=60)
+    await tg.wait_messages(BOB, 1, timeout=60)
+    waited = max(arrived, key=lambda text: arrived[text])
+    return tg, waited, arrived
+
+
+def _first_typing(tg: Any, chat: int) -> float:
+    return min(c.at for c in tg.calls_of("sendChatAction") if int(c.params["chat_id"]) == chat)
+
+
+async def test_no_typing_indicator_before_the_turn_s_request_has_left(
+    make_gateway: GatewayFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_replies, "TYPING_AFTER_AT_MOST", 30.0)
+    tg, waited, arrived = await _two_turns_one_slot(make_gateway, DELAY)
+    other = next(text for text in arrived if text != waited)
+    # the waiting turn starts once the other's answer is back: DELAY after its arrival
+    assert _first_typing(tg, CHATS[waited]) >= arrived[other] + DELAY
+
+
+async def test_a_turn_waiting_for_a_slot_still_shows_typing_soon(
+    make_gateway: GatewayFactory,
+) -> None:
+    tg, waited, arrived = await _two_turns_one_slot(make_gateway, _replies.TYPING_AFTER_AT_MOST * 6)
+    assert _first_typing(tg, CHATS[waited]) < arrived[waited]
