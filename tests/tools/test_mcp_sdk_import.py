@@ -37,3 +37,16 @@ def test_no_enabled_server_no_sdk() -> None:
 def test_a_server_loads_the_sdk() -> None:
     servers = '{"files": McpServerSettings(command="mcp-files")}'
     assert probe(servers).splitlines() == ["before False []", "after True 1"]
+
+
+def test_the_gateway_and_the_worker_load_without_the_sdk() -> None:
+    code = (
+        "import sys\n"
+        "from gateway.app import open_stack, run_gateway, run_worker\n"
+        "print('mcp' in sys.modules)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from agent.tools.mcp._manager import OUTCOMES, STARTUP_WAIT, CallObserver, McpTools
-    from agent.tools.mcp._server import McpServer, ServerHealth
+    from agent.tools.mcp._outcomes import ServerHealth
+    from agent.tools.mcp._server import McpServer
     from agent.tools.mcp.settings import McpServerSettings
 
 __all__ = [
@@ -30,7 +31,7 @@ _HOME = {
     "CallObserver": "agent.tools.mcp._manager",
     "McpTools": "agent.tools.mcp._manager",
     "McpServer": "agent.tools.mcp._server",
-    "ServerHealth": "agent.tools.mcp._server",
+    "ServerHealth": "agent.tools.mcp._outcomes",
     "McpServerSettings": "agent.tools.mcp.settings",
 }
 
