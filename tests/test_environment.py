@@ -77,4 +77,6 @@ def test_every_variable_a_provider_reads_is_removed(tmp_path: Path) -> None:
 def test_unrelated_variables_are_kept() -> None:
     assert not isolated("PATH")
     assert not isolated("HOME")
+    # scripts/test shares compiled bytecode with every process the tests start
+    assert not isolated("PYTHONPYCACHEPREFIX")
     assert "PATH" in os.environ

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from agent.errors import AgentError
-from agent.llm import parse_arguments
+from agent.llm_answer import parse_arguments
 
 logger = logging.getLogger(__name__)
 

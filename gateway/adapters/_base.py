@@ -8,15 +8,16 @@ from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
-
-from aiohttp import web
+from typing import TYPE_CHECKING, Protocol
 
 from agent.tracing import steps
 from gateway.adapters._text_split import Length
 from gateway.command_menu import MenuSubcommand
 from gateway.errors import ChatForbidden, FileRefused, InboxError
 from gateway.events import InboundMessage, OutboundMessage, Retraction, SentMessage, cleaned
+
+if TYPE_CHECKING:
+    from aiohttp import web
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +55,7 @@ MessageHandler = Callable[[InboundMessage], Awaitable[None]]
 CommandHandler = Callable[[InboundMessage], Awaitable[str]]
 """The runner's answer to a native slash command: the text to show its caller privately."""
 
-RouteHandler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+RouteHandler = Callable[["web.Request"], Awaitable["web.StreamResponse"]]
 """An HTTP route an adapter mounts on the gateway's server (webhooks)."""
 
 
@@ -259,6 +260,8 @@ class BaseAdapter(ABC):
         """The HTTP answer to a webhook delivery that could not be recorded (and was
         counted, ``not_recorded``): 503 with ``Retry-After``, so the platform delivers
         it again later."""
+        from aiohttp import web
+
         return web.json_response(
             {"error": "storage unavailable"},
             status=503,

@@ -1,17 +1,27 @@
-"""The processes chorus runs, wired from settings: gateway, worker, console."""
+"""The processes chorus runs, wired from settings: gateway, worker, console.
 
-from gateway.app._agents import AgentFactory, require_llm_endpoint
-from gateway.app._background import (
-    Background,
-    job_context,
-    provider_source,
-    queue_from_settings,
-    start_background,
-)
-from gateway.app._console import run_console
-from gateway.app._service import enabled_adapters, run_gateway, serve
-from gateway.app._stack import GatewayStack, open_stack
-from gateway.app._worker import run_worker
+Each name is imported on first use, so that a command that needs only the job queue
+does not load the whole gateway.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gateway.app._agents import AgentFactory, require_llm_endpoint
+    from gateway.app._background import (
+        Background,
+        job_context,
+        provider_source,
+        queue_from_settings,
+        start_background,
+    )
+    from gateway.app._console import run_console
+    from gateway.app._service import enabled_adapters, run_gateway, serve
+    from gateway.app._stack import GatewayStack, open_stack
+    from gateway.app._worker import run_worker
 
 __all__ = [
     "AgentFactory",
@@ -29,3 +39,31 @@ __all__ = [
     "serve",
     "start_background",
 ]
+
+
+_HOME = {
+    "AgentFactory": ("gateway.app._agents", "AgentFactory"),
+    "require_llm_endpoint": ("gateway.app._agents", "require_llm_endpoint"),
+    "Background": ("gateway.app._background", "Background"),
+    "job_context": ("gateway.app._background", "job_context"),
+    "provider_source": ("gateway.app._background", "provider_source"),
+    "queue_from_settings": ("gateway.app._background", "queue_from_settings"),
+    "start_background": ("gateway.app._background", "start_background"),
+    "run_console": ("gateway.app._console", "run_console"),
+    "enabled_adapters": ("gateway.app._service", "enabled_adapters"),
+    "run_gateway": ("gateway.app._service", "run_gateway"),
+    "serve": ("gateway.app._service", "serve"),
+    "GatewayStack": ("gateway.app._stack", "GatewayStack"),
+    "open_stack": ("gateway.app._stack", "open_stack"),
+    "run_worker": ("gateway.app._worker", "run_worker"),
+}
+"""Where each name of ``__all__`` is defined; imported on first use."""
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, attribute = _HOME[name]
+    value = getattr(import_module(module), attribute)
+    globals()[name] = value
+    return value

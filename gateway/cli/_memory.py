@@ -12,12 +12,9 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from agent import jobs
 from gateway.access import GatewayDB
-from gateway.app import job_context
 from gateway.cli._common import fail, out, settings, user_key
 from gateway.cli._provider_setup import memory_setup_command, memory_status_command
-from gateway.commands import flagged_command, review
 from gateway.config import LiveSettings, Settings, database_location, load_settings
 from memory.errors import MemoryStoreError
 from memory.paths import ChorusPaths, UserKey
@@ -150,6 +147,8 @@ def _profiles(cfg: Settings, shared: MemoryStore) -> ProfileStore:
 
 
 def _review(action: str, target: str) -> None:
+    from gateway.commands import review
+
     cfg = settings()
     staging = StagedWrites(database_location(cfg))
     actor = f"cli:{getpass.getuser()}"
@@ -180,6 +179,9 @@ def _review(action: str, target: str) -> None:
 def _tell_providers(cfg: Settings, approved: list[StagedWrite]) -> None:
     """The approved writes reach their sessions' memory providers (the ``approved_write``
     job, run here: the process that approved them)."""
+    from agent import jobs
+    from gateway.app import job_context
+
     jobs.configure(job_context(LiveSettings(cfg)))
     try:
         for write in approved:
@@ -229,6 +231,8 @@ def memory_flagged_command(
     entry: Annotated[str | None, typer.Argument(help="A flagged entry's id.")] = None,
 ) -> None:
     """List entries that fail the threat scan (withheld from the prompt); keep or remove one."""
+    from gateway.commands import flagged_command
+
     cfg = settings()
     with _store(cfg, None) as store:
         entries = FlaggedEntries(store.files, store.memory_path.parent)

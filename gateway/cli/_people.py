@@ -10,29 +10,33 @@ import asyncio
 import getpass
 import time
 from collections.abc import Callable, Coroutine
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from gateway.access import AdminReply, GatewayDB
-from gateway.app import provider_source
 from gateway.cli._common import out
 from gateway.cli._common import settings as _settings
 from gateway.cli._users import users_app
 from gateway.clock import SystemClock
-from gateway.commands import LinkDesk, provider_merger
 from gateway.config import LiveSettings, database_location
 from memory.paths import ChorusPaths, UserKey
 from memory.people import PeopleStore
 from memory.store import MemoryStore, memory_files_for
 
+if TYPE_CHECKING:
+    from gateway.commands import LinkDesk
+
 __all__ = ["users_link", "users_unlink"]
 
 
-Act = Callable[[LinkDesk, str], Coroutine[Any, Any, AdminReply]]
+Act = Callable[["LinkDesk", str], Coroutine[Any, Any, AdminReply]]
 
 
 def _run(command: str, argument: str, act: Act) -> None:
+    from gateway.app import provider_source
+    from gateway.commands import LinkDesk, provider_merger
+
     cfg = _settings()
     actor = f"cli:{getpass.getuser()}"
     where = database_location(cfg)

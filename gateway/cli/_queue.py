@@ -5,7 +5,6 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from gateway.app import queue_from_settings
 from gateway.cli._common import out, settings, when
 
 queue_app = typer.Typer(help="Inspect and repair the background job queue.", no_args_is_help=True)
@@ -14,6 +13,8 @@ queue_app = typer.Typer(help="Inspect and repair the background job queue.", no_
 @queue_app.command("status")
 def queue_status() -> None:
     """Queue depths and failed jobs."""
+    from gateway.app import queue_from_settings
+
     cfg = settings()
     queue = queue_from_settings(cfg, start_drainer=False)
     try:
@@ -36,6 +37,8 @@ def queue_status() -> None:
 @queue_app.command("retry-failed")
 def queue_retry_failed() -> None:
     """Requeue every failed job."""
+    from gateway.app import queue_from_settings
+
     cfg = settings()
     queue = queue_from_settings(cfg, start_drainer=False)
     try:

@@ -17,7 +17,6 @@ import typer
 from gateway.access import GatewayDB
 from gateway.cli._common import fail, out, user_key
 from gateway.cli._common import settings as _settings
-from gateway.commands import open_secret_store
 from gateway.config import database_location
 from gateway.errors import GatewayError
 from memory.errors import SecretStoreError
@@ -30,6 +29,8 @@ NameArg = Annotated[str, typer.Argument(help="The secret's name, e.g. GITHUB_TOK
 
 
 def _store() -> SecretStore:
+    from gateway.commands import open_secret_store
+
     try:
         return open_secret_store(_settings())
     except (GatewayError, SecretStoreError) as exc:

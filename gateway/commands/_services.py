@@ -8,18 +8,20 @@ over anything else.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from agent.agent import Agent
 from gateway.access import AdminReply, RequestStatus, UserAccessRow
 from gateway.budgets import BudgetMeter
 from gateway.clock import Clock
 from gateway.config import Settings
 from gateway.events import InboundMessage
-from gateway.sessions import LiveSession
 from memory.jobs import BackgroundQueue
 from memory.paths import UserKey
 from memory.store import MemoryStore, StagedWrites
+
+if TYPE_CHECKING:
+    from agent.agent import Agent
+    from gateway.sessions import LiveSession
 
 
 class SessionControl(Protocol):

@@ -42,6 +42,7 @@ from rq.scheduler import RQScheduler
 
 from memory.jobs._ledger import JobLedger
 from memory.jobs._rq_lease import JobGuard, LeasedJob
+from memory.jobs._rq_listener import stop_listening
 from memory.jobs._rq_observe import NO_WATCH, JobObserver, Watch, WorkerHealth, job_kind
 from memory.jobs._rq_quiet import quiet_redis_losses
 from memory.jobs._traced import traced
@@ -115,6 +116,9 @@ class ChorusWorker(SimpleWorker):
         line when the signal comes swallows every exception."""
         self._stop_requested = True
         super()._shutdown()  # type: ignore[no-untyped-call]
+
+    def unsubscribe(self) -> None:
+        stop_listening(self)
 
     def perform_job(self, job: Job, queue: Any) -> bool:
         if isinstance(job, LeasedJob):
@@ -360,14 +364,7 @@ def _stop_requested(worker: SimpleWorker) -> bool:
 
 def _stop_listening(worker: SimpleWorker) -> None:
     """End rq's command listener thread, which rq leaves running when its teardown failed."""
-    thread = getattr(worker, "pubsub_thread", None)
-    if thread is not None and thread.is_alive():
-        thread.stop()
-        thread.join(timeout=3)
-    pubsub = getattr(worker, "pubsub", None)
-    if pubsub is not None:
-        with contextlib.suppress(Exception):
-            pubsub.close()
+    stop_listening(worker)
 
 
 def wait_for_redis(url: str, delay: float) -> bool:

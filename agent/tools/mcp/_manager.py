@@ -18,14 +18,16 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent.tools.mcp._names import namespaced
-from agent.tools.mcp._personal import PersonalConnections, Reveal, SecretLookup
-from agent.tools.mcp._results import render_result
-from agent.tools.mcp._server import McpServer, ServerHealth, ToolCallFailed
+from agent.tools.mcp._outcomes import ServerHealth, ToolCallFailed
 from agent.tools.mcp.settings import McpServerSettings
 from agent.tools.registry import function_schema, tool_error
+
+if TYPE_CHECKING:
+    from agent.tools.mcp._personal import PersonalConnections, Reveal, SecretLookup
+    from agent.tools.mcp._server import McpServer
 
 __all__ = ["OUTCOMES", "STARTUP_WAIT", "CallObserver", "McpTools"]
 
@@ -60,26 +62,32 @@ class McpTools:
         now: Callable[[], float] = time.monotonic,
     ) -> None:
         enabled = {name: conf for name, conf in servers.items() if conf.enabled}
-        self.servers = {  # a per-person server's own lists its tools, with no one's secret
-            name: McpServer(
-                name, conf.without_person(), on_tools_changed=self._relist, errlog=errlog
-            )
-            for name, conf in enabled.items()
-        }
-        self.personal = {
-            name: PersonalConnections(
-                name,
-                conf,
-                secrets=secrets,
-                reveal=reveal,
-                idle_seconds=idle_seconds,
-                now=now,
-                errlog=errlog,
-            )
-            for name, conf in enabled.items()
-            if conf.per_person
-        }
-        """The servers whose calls each person makes with their own secrets."""
+        self.servers: dict[str, McpServer] = {}
+        self.personal: dict[str, PersonalConnections] = {}
+        if enabled:  # the SDK (``mcp``) is imported only when a server is configured
+            from agent.tools.mcp._personal import PersonalConnections
+            from agent.tools.mcp._server import McpServer
+
+            self.servers = {  # a per-person server's own lists its tools, with no one's secret
+                name: McpServer(
+                    name, conf.without_person(), on_tools_changed=self._relist, errlog=errlog
+                )
+                for name, conf in enabled.items()
+            }
+            self.personal = {
+                name: PersonalConnections(
+                    name,
+                    conf,
+                    secrets=secrets,
+                    reveal=reveal,
+                    idle_seconds=idle_seconds,
+                    now=now,
+                    errlog=errlog,
+                )
+                for name, conf in enabled.items()
+                if conf.per_person
+            }
+            """The servers whose calls each person makes with their own secrets."""
         self._observe = observe
         self._routes: dict[str, tuple[McpServer, str]] = {}
         self._schemas: list[dict[str, Any]] = []
@@ -133,6 +141,8 @@ class McpTools:
             self._count(server.name, exc.outcome)
             return tool_error(str(exc))
         self._count(server.name, "tool_error" if result.isError else "ok")
+        from agent.tools.mcp._results import render_result
+
         return render_result(name, result, server.settings.max_result_chars)
 
     def _count(self, server: str, outcome: str) -> None:

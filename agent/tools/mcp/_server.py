@@ -24,7 +24,6 @@ import sys
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -37,6 +36,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import McpError
 from mcp.shared.message import SessionMessage
 
+from agent.tools.mcp._outcomes import ServerHealth, ToolCallFailed
 from agent.tools.mcp.settings import McpServerSettings
 
 __all__ = [
@@ -65,33 +65,6 @@ Streams = tuple[
 
 
 Relayed = SessionMessage | Exception
-
-
-class ToolCallFailed(Exception):
-    """A call did not produce a result; ``outcome`` is ``timeout``, ``unavailable`` or
-    ``error``, the message is for the model."""
-
-    def __init__(self, outcome: str, message: str) -> None:
-        super().__init__(message)
-        self.outcome = outcome
-
-
-@dataclass(frozen=True)
-class ServerHealth:
-    """What ``chorus doctor`` and ``/admin status`` say of a server."""
-
-    name: str
-    up: bool
-    tools: int
-    last_error: str | None
-    restarts: int
-
-    def line(self) -> str:
-        """One line for an operator: ``github: up, 12 tools`` or why it is down."""
-        state = f"up, {self.tools} tools" if self.up else "DOWN"
-        restarts = f", restarted {self.restarts}x" if self.restarts else ""
-        error = f", last error: {self.last_error}" if self.last_error else ""
-        return f"{self.name}: {state}{restarts}{error}"
 
 
 def _short(exc: BaseException) -> str:
