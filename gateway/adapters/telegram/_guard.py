@@ -7,15 +7,19 @@ bookkeeping later. So every update is checked here first — it must parse and
 its ids must be integers — and one that fails is replaced by its bare
 ``{"update_id": …}``: the poller still confirms it (Telegram stops sending
 it) and nothing downstream sees it. The raw text of an update is never logged.
+
+An update is parsed once: ``screen_updates`` keeps what it parsed for the
+handler, so the library is then given only the bare ids it confirms.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from typing import Any
 
-from telegram import Update
+from telegram import Bot, Update
 
 logger = logging.getLogger(__name__)
 
@@ -30,12 +34,18 @@ def _is_text(value: object) -> bool:
 
 def readable(data: object) -> bool:
     """Whether ``data`` is an update chorus and the library can both handle."""
+    return parsed(data, None) is not None
+
+
+def parsed(data: object, bot: Bot | None) -> Update | None:
+    """``data`` as an ``Update`` (for ``bot``) when chorus and the library can both
+    handle it, else None."""
     if not isinstance(data, dict) or not _is_int(data.get("update_id")):
-        return False
+        return None
     try:
-        update = Update.de_json(data, None)
+        update = Update.de_json(data, bot)
     except Exception:
-        return False
+        return None
     message = update.effective_message
     user = update.effective_user
     chat = update.effective_chat
@@ -47,28 +57,52 @@ def readable(data: object) -> bool:
         message is None or (_is_text(message.text) and _is_text(message.caption)),
         message is None or message.date is not None,
     ]
-    return all(checks)
+    return update if all(checks) else None
 
 
-def screen_batch(payload: bytes) -> tuple[bytes, int]:
-    """A ``getUpdates`` answer with unreadable updates replaced; (payload, how many)."""
+@dataclass(slots=True)
+class Screened:
+    """A ``getUpdates`` answer, screened: ``answer["result"]`` holds each update that has
+    an integer id (unreadable ones reduced to it); ``updates`` the parsed ones, in order,
+    None where there is nothing to handle; ``skipped`` how many were unreadable."""
+
+    answer: dict[str, Any]
+    updates: list[Update | None]
+    skipped: int
+
+    @property
+    def result(self) -> list[dict[str, Any]]:
+        result: list[dict[str, Any]] = self.answer["result"]
+        return result
+
+
+def screen_updates(payload: bytes, bot: Bot | None) -> Screened | None:
+    """The answer's updates parsed once (for ``bot``), unreadable ones reduced to their
+    id; None when the payload is no answer with a list of updates (the library reports
+    a bad answer itself)."""
     try:
         answer = json.loads(payload)
     except (ValueError, UnicodeDecodeError):
-        return payload, 0  # not ours to judge: the library reports a bad answer itself
+        return None
     if not isinstance(answer, dict) or not isinstance(answer.get("result"), list):
-        return payload, 0
-    kept: list[Any] = []
+        return None
+    kept: list[dict[str, Any]] = []
+    updates: list[Update | None] = []
     skipped = 0
     for data in answer["result"]:
-        if readable(data):
+        if isinstance(data, dict) and len(data) == 1 and _is_int(data.get("update_id")):
+            kept.append(data)  # a bare id: nothing to handle
+            updates.append(None)
+            continue
+        update = parsed(data, bot)
+        if update is not None:
             kept.append(data)
+            updates.append(update)
             continue
         skipped += 1
         update_id = data.get("update_id") if isinstance(data, dict) else None
         if _is_int(update_id):
             kept.append({"update_id": update_id})  # confirmed, and otherwise empty
-    if not skipped:
-        return payload, 0
+            updates.append(None)
     answer["result"] = kept
-    return json.dumps(answer).encode(), skipped
+    return Screened(answer, updates, skipped)

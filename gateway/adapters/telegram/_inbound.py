@@ -29,7 +29,7 @@ from telegram.error import TelegramError
 
 from gateway import _texts as t
 from gateway.adapters._support import MAX_IMAGE_BYTES, Sometimes
-from gateway.adapters.telegram._guard import readable, screen_batch
+from gateway.adapters.telegram._guard import readable, screen_updates
 from gateway.adapters.telegram._intake import Intake
 from gateway.adapters.telegram._send import TelegramSender
 from gateway.adapters.telegram._updates import (
@@ -91,29 +91,24 @@ class Inbound:
         """The last batch could not be recorded: it stays at Telegram, fetched again."""
         self._told: set[int] = set()
         """Private chats told, while the storage fails, that their message waits."""
+        self._parsed: dict[int, Update] = {}
+        """Updates screened and recorded, by id, until ``take`` hands them on."""
         self._emptied = asyncio.Event()
         """Set when ``consume`` has handled every update queued (``caught_up``)."""
 
     # -------------------------------------------------------------- arrival
 
     async def screen(self, payload: bytes) -> bytes:
-        """A ``getUpdates`` answer as the library may see it: unreadable updates and ones
-        already recorded reduced to their bare id, every other one recorded first."""
-        payload, skipped = screen_batch(payload)
-        if skipped:
-            self.note_skipped(skipped)
-        try:
-            answer = json.loads(payload)
-            updates = answer["result"]
-        except (ValueError, KeyError, TypeError):
+        """A ``getUpdates`` answer as the library may see it: every update reduced to its
+        bare id. Each readable one not recorded before is recorded first and kept, parsed,
+        for ``take`` (the library would only parse it a second time)."""
+        screened = screen_updates(payload, self._bot)
+        if screened is None:
             return payload
-        if not isinstance(updates, list):
-            return payload
-        kept = [
-            index
-            for index, update in enumerate(updates)
-            if isinstance(update, dict) and len(update) > 1  # a bare id: nothing to keep
-        ]
+        if screened.skipped:
+            self.note_skipped(screened.skipped)
+        updates, parsed = screened.result, screened.updates
+        kept = [index for index, update in enumerate(parsed) if update is not None]
         try:
             fresh = await self._record_many(  # confirmed by the next poll, once on the disk
                 [(str(updates[i]["update_id"]), json.dumps(updates[i])) for i in kept],
@@ -123,12 +118,12 @@ class Inbound:
             await self._storage_failed(exc, [updates[i] for i in kept])
             raise
         self._storage_works()
-        changed = False
         for index, new in zip(kept, fresh, strict=True):
-            if not new:
-                updates[index] = {"update_id": updates[index]["update_id"]}
-                changed = True
-        return json.dumps(answer).encode() if changed else payload
+            update = parsed[index]
+            if new and update is not None:
+                self._parsed[update.update_id] = update
+        screened.answer["result"] = [{"update_id": u["update_id"]} for u in updates]
+        return json.dumps(screened.answer).encode()
 
     async def _storage_failed(self, exc: InboxError, updates: list[dict[str, Any]]) -> None:
         self.storage_failing = True
@@ -218,6 +213,7 @@ class Inbound:
     async def take(self, update: object) -> None:
         if not isinstance(update, Update):
             return
+        update = self._parsed.pop(update.update_id, update)  # the library saw a bare id
         receipt = str(update.update_id)
         if update.callback_query is not None:  # a press: answered now, never a turn
             await self._settled([receipt])
