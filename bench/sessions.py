@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 from agent.tracing import steps  # noqa: E402
 from bench._llm_process import RemoteLLM, llm_process  # noqa: E402
 from gateway.adapters import TestChatAdapter  # noqa: E402
-from gateway.app import open_stack  # noqa: E402
+from gateway.app import open_stack, settle_process  # noqa: E402
 from gateway.config import load_settings  # noqa: E402
 from tests.fakes import FakeOpenAI  # noqa: E402
 
@@ -88,6 +88,7 @@ async def stack_of(
         adapter = TestChatAdapter()
         stack = await open_stack(settings, adapters=[adapter])
         await stack.start()
+        settle_process()  # as `chorus gateway` does once started
         try:
             yield stack, adapter
         finally:

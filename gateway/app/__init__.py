@@ -10,6 +10,7 @@ from gateway.app._background import (
 )
 from gateway.app._console import run_console
 from gateway.app._service import enabled_adapters, run_gateway, serve
+from gateway.app._settled import settle_process
 from gateway.app._stack import GatewayStack, open_stack
 from gateway.app._worker import run_worker
 
@@ -27,5 +28,6 @@ __all__ = [
     "run_gateway",
     "run_worker",
     "serve",
+    "settle_process",
     "start_background",
 ]
