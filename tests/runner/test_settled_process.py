@@ -1,4 +1,4 @@
-"""``chorus gateway`` once started: start-up's objects frozen, the GIL handed on sooner."""
+"""``chorus gateway`` once started: start-up's objects frozen out of the collector's passes."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import asyncio
 import gc
 import os
 import signal
-import sys
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +14,6 @@ import pytest
 
 from gateway.adapters import TestChatAdapter
 from gateway.app import run_gateway
-from gateway.app._settled import SWITCH_INTERVAL
 from tests.fakes import FakeOpenAI
 from tests.runner.conftest import gateway_settings
 from tests.waiting import until
@@ -27,11 +25,9 @@ class Node:
 
 @pytest.fixture
 def restored() -> Iterator[None]:
-    """The test process's collector and switch interval as they were, after the test."""
-    interval = sys.getswitchinterval()
+    """The test process's collector as it was, after the test."""
     yield
     gc.unfreeze()
-    sys.setswitchinterval(interval)
 
 
 def listed(target: object) -> bool:
@@ -55,7 +51,6 @@ async def test_started_gateway_freezes_start_up_objects_and_answers(
     await until(lambda: gc.get_freeze_count() > 0, 10, "the start-up objects frozen")
     assert not listed(made_before)  # no later pass walks it
     assert not listed(adapter)  # nor the stack's own objects
-    assert sys.getswitchinterval() == SWITCH_INTERVAL
 
     # what is made after the start is collected as before: a cycle no one holds goes
     first, second = Node(), Node()
