@@ -32,8 +32,8 @@ import sys
 import tempfile
 import textwrap
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +41,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from agent.tracing import steps  # noqa: E402
+from bench._llm_process import RemoteLLM, llm_process  # noqa: E402
 from gateway.adapters import TestChatAdapter  # noqa: E402
-from gateway.app import open_stack  # noqa: E402
+from gateway.app import open_stack, settle_process  # noqa: E402
 from gateway.config import load_settings  # noqa: E402
 from tests.fakes import FakeOpenAI  # noqa: E402
 
@@ -62,7 +63,9 @@ SLOW_PROVIDER = textwrap.dedent(
 
 
 @asynccontextmanager
-async def stack_of(server: FakeOpenAI, **env: str) -> AsyncIterator[tuple[Any, TestChatAdapter]]:
+async def stack_of(
+    server: FakeOpenAI | RemoteLLM, **env: str
+) -> AsyncIterator[tuple[Any, TestChatAdapter]]:
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"
         home.mkdir(mode=0o700)
@@ -85,6 +88,7 @@ async def stack_of(server: FakeOpenAI, **env: str) -> AsyncIterator[tuple[Any, T
         adapter = TestChatAdapter()
         stack = await open_stack(settings, adapters=[adapter])
         await stack.start()
+        settle_process()  # as `chorus gateway` does once started
         try:
             yield stack, adapter
         finally:
@@ -137,15 +141,28 @@ def step_times(start_ns: int, marks: Marks) -> dict[str, float]:
     return spent
 
 
-async def overhead(turns: int, pause: float = 1.1) -> dict[str, Any]:
-    """Reply times at a human pace, the CPU per message and the p50 of each step."""
+@contextmanager
+def instant_llm(separate: bool) -> Iterator[FakeOpenAI | RemoteLLM]:
+    """The fake LLM answering "ok": a thread of this process, or (``separate``) a process
+    of its own, as a remote model is (its work then is not in this process's CPU)."""
+    if separate:
+        with llm_process() as remote:
+            yield remote
+        return
+    with FakeOpenAI() as server:
+        server.responder(lambda body: "ok")
+        yield server
+
+
+async def overhead(turns: int, pause: float = 1.1, llm_process: bool = False) -> dict[str, Any]:
+    """Reply times at a human pace, the CPU per message and the p50 and p90 of each step."""
     marks: Marks = []
     times: list[float] = []
     cpu: list[float] = []
     delivered: list[float] = []
     by_step: dict[str, list[float]] = {name: [] for name in steps.STEPS}
-    with FakeOpenAI() as server:
-        server.responder(lambda body: "ok")
+    each: list[dict[str, float]] = []  # each message's steps, to read the slow ones
+    with instant_llm(llm_process) as server:
         async with stack_of(server) as (_, adapter):
             await reply_times(adapter, "warm", 2, 0)
             steps.watch(lambda name, at: marks.append((name, at)))
@@ -159,6 +176,7 @@ async def overhead(turns: int, pause: float = 1.1) -> dict[str, Any]:
                     await asyncio.sleep(pause)  # its settle and background work are done
                     cpu.append(time.process_time() - used)
                     spent = step_times(start, marks)
+                    each.append(spent)
                     for name, seconds in spent.items():
                         by_step[name].append(seconds)
                     if "delivery" in spent:  # the answer's final text is in the chat
@@ -166,12 +184,28 @@ async def overhead(turns: int, pause: float = 1.1) -> dict[str, Any]:
             finally:
                 steps.watch(None)
     return {
+        "llm": "separate process" if llm_process else "in this process",
+        "turns": turns,
         "p50_ms": ms(times, 0.5),
         "p90_ms": ms(times, 0.9),
         "max_ms": ms(times, 1.0),
         "delivered_p50_ms": ms(delivered, 0.5) if delivered else None,
         "cpu_ms_per_message": ms(cpu, 0.5),
+        "cpu_p90_ms_per_message": ms(cpu, 0.9),
         "steps_p50_ms": {name: ms(spent, 0.5) for name, spent in by_step.items() if spent},
+        "steps_p90_ms": {name: ms(spent, 0.9) for name, spent in by_step.items() if spent},
+        "slow_messages_steps_ms": slow_steps(times, each),
+    }
+
+
+def slow_steps(times: list[float], each: list[dict[str, float]]) -> dict[str, float]:
+    """The mean of each step over the slowest tenth of the messages (reply time at or
+    above its p90): which steps make a slow message slow."""
+    cut = sorted(times)[min(len(times) - 1, int(0.9 * len(times)))]
+    slow = [spent for took, spent in zip(times, each, strict=True) if took >= cut]
+    names = [name for name in steps.STEPS if any(name in spent for spent in slow)]
+    return {
+        name: round(1000 * sum(s.get(name, 0.0) for s in slow) / len(slow), 2) for name in names
     }
 
 
@@ -232,10 +266,12 @@ async def slow_provider(turns: int) -> dict[str, float]:
     return results
 
 
-async def run(turns: int, sizes: list[int], only_overhead: bool = False) -> dict[str, Any]:
+async def run(
+    turns: int, sizes: list[int], only_overhead: bool = False, llm_process: bool = False
+) -> dict[str, Any]:
     report: dict[str, Any] = {}
     print("overhead…", file=sys.stderr)
-    report["overhead"] = await overhead(turns)
+    report["overhead"] = await overhead(turns, llm_process=llm_process)
     if only_overhead:
         return report
     print("prefix…", file=sys.stderr)
@@ -258,16 +294,24 @@ def main() -> None:
         action="store_true",
         help="only the reply overhead and its per-step trace (written to sessions-overhead.json)",
     )
+    parser.add_argument(
+        "--llm-process",
+        action="store_true",
+        help="the overhead's fake LLM in a process of its own (default: a thread of this one)",
+    )
     args = parser.parse_args()
     sizes = [int(n) for n in args.sessions.split(",")]
-    report = asyncio.run(run(args.turns, sizes, args.overhead_only))
+    report = asyncio.run(run(args.turns, sizes, args.overhead_only, args.llm_process))
     for section, figures in report.items():
         for entry in figures if isinstance(figures, list) else [figures]:
             flat = {k: v for k, v in entry.items() if not isinstance(v, dict)}
             print(f"{section:<14} " + "  ".join(f"{k}={v}" for k, v in flat.items()))
-    print("one message, p50 of each step (ms):")
-    for name, spent in report["overhead"]["steps_p50_ms"].items():
-        print(f"  {name:<14} {spent:>7.2f}")
+    figures = report["overhead"]
+    print("one message, each step (ms):     p50      p90  slowest 10% (mean)")
+    for name, spent in figures["steps_p50_ms"].items():
+        tail = figures["steps_p90_ms"][name]
+        slow = figures["slow_messages_steps_ms"].get(name, 0.0)
+        print(f"  {name:<28} {spent:>7.2f}  {tail:>7.2f}  {slow:>7.2f}")
     name = "sessions-overhead.json" if args.overhead_only else "sessions.json"
     out = Path(os.environ.get("BENCH_RESULTS_DIR", ROOT / "bench" / "results")) / name
     out.parent.mkdir(exist_ok=True)

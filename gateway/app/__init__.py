@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     )
     from gateway.app._console import run_console
     from gateway.app._service import enabled_adapters, run_gateway, serve
+    from gateway.app._settled import settle_process
     from gateway.app._stack import GatewayStack, open_stack
     from gateway.app._worker import run_worker
 
@@ -37,6 +38,7 @@ __all__ = [
     "run_gateway",
     "run_worker",
     "serve",
+    "settle_process",
     "start_background",
 ]
 
@@ -53,6 +55,7 @@ _HOME = {
     "enabled_adapters": ("gateway.app._service", "enabled_adapters"),
     "run_gateway": ("gateway.app._service", "run_gateway"),
     "serve": ("gateway.app._service", "serve"),
+    "settle_process": ("gateway.app._settled", "settle_process"),
     "GatewayStack": ("gateway.app._stack", "GatewayStack"),
     "open_stack": ("gateway.app._stack", "open_stack"),
     "run_worker": ("gateway.app._worker", "run_worker"),

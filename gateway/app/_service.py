@@ -18,6 +18,7 @@ import signal
 from gateway import logs
 from gateway.adapters import BaseAdapter, PlatformContext, enable_hints
 from gateway.adapters import enabled_adapters as build_enabled
+from gateway.app._settled import settle_process
 from gateway.app._stack import GatewayStack, open_stack
 from gateway.config import Settings, require_private_home
 from gateway.errors import ConfigError
@@ -90,6 +91,7 @@ async def serve(settings: Settings, adapters: list[BaseAdapter], stop: asyncio.E
     watch: asyncio.Task[None] | None = None
     try:
         await stack.start()
+        settle_process()  # start-up's objects out of the collector's way
         fatal.extend(filter(None, [stack.failures.fatal(adapters)]))
         if not fatal:
             status.info("gateway up: %s; %s; HTTP on %s", *_up(stack, adapters), http.url)
