@@ -55,6 +55,7 @@ async def test_export_in_a_group_sends_no_file(make_gateway: GatewayFactory) -> 
     tg.message("/export", user_id=ANN, chat_id=GROUP)
     notices = await tg.wait_messages(ANN, 2)
     assert "direct chat" in notices[-1].text
+    await tg.wait_messages(GROUP, 1)  # the note follows the private answer
     await gw.settle()
     assert not tg.documents
     assert [m.text for m in tg.in_chat(GROUP)] == ["I've sent you a private message."]
