@@ -279,7 +279,12 @@ class BudgetMeter:
             self._writer = asyncio.create_task(self.flush(), name="usage-ledger")
 
     async def flush(self) -> None:
-        """Write the calls not written yet (and purge old rows, at most hourly)."""
+        """Write the calls not written yet (and purge old rows, at most hourly); the rows
+        the background writer has taken are written first, so none is still on its way
+        when this returns."""
+        writer = self._writer
+        if writer is not None and not writer.done() and writer is not asyncio.current_task():
+            await asyncio.shield(writer)
         while self._pending:
             rows, self._pending = self._pending, []
             try:
