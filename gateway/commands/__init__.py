@@ -6,8 +6,9 @@ not load what the others run on (the agent's jobs and its LLM client).
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from gateway._lazy import lazy_names
 
 if TYPE_CHECKING:
     from gateway.commands._admin import register_admin_commands
@@ -80,10 +81,4 @@ _HOME = {
 """Where each name of ``__all__`` is defined; imported on first use."""
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _HOME:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, attribute = _HOME[name]
-    value = getattr(import_module(module), attribute)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _HOME, globals())
