@@ -212,8 +212,9 @@ def test_a_hung_brv_is_killed_at_the_timeout(
     brv: RealBrv, responder: BrvLLM, tmp_path: Path
 ) -> None:
     home = tmp_path / "home"
+    # brv's agent for this person is up first, with time to start on a loaded machine
+    open_brv(home, brv.executable, context="primary").prefetch("Anything about trains?")
     gateway = open_brv(home, brv.executable, context="primary", timeout=10.0)
-    gateway.prefetch("Anything about trains?")  # brv's agent for this person is up
     responder.hang = True  # the LLM never answers
     result = call(gateway, "brv_curate", content="My train leaves at nine.")
     assert result["success"] is False and "took longer than 10 s" in result["error"]
