@@ -22,6 +22,7 @@ from collections.abc import Callable
 from multiprocessing.process import BaseProcess
 
 from memory.jobs._rq_observe import NO_WATCH, JobEvents, JobObserver, Watch
+from memory.jobs._rq_stop import StopSignals
 from memory.jobs._rq_worker import LIVENESS_TTL, Upkeep, WorkedQueue, work
 
 __all__ = ["supervise"]
@@ -46,10 +47,10 @@ def _child(
     on_stop: Callable[[], None] | None,
     observer: JobObserver | None,
 ) -> None:
-    # The fork copied the supervisor's handlers; until rq installs its own, a signal
-    # must stop this process, not run the supervisor's stop() here.
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, signal.SIG_DFL)
+    # The fork copied the supervisor's handlers; a signal must stop this worker
+    # process warmly, not run the supervisor's stop() here.
+    signals = StopSignals()
+    signals.arm()
     _die_with_parent()
     if os.getppid() != parent:  # the supervisor died before the signal was armed
         return
@@ -60,6 +61,7 @@ def _child(
         liveness_ttl=liveness_ttl,
         on_stop=on_stop,
         watch=Watch(observer=observer),
+        signals=signals,
     )
 
 
@@ -79,6 +81,8 @@ def supervise(
     copied into them); ``watch.observer`` hears of every worker process's jobs here.
     """
     if concurrency <= 1:
+        signals = StopSignals()
+        signals.arm()  # before anyone can see this process (its health listener)
         if watch.started is not None:
             watch.started()
         work(
@@ -88,6 +92,7 @@ def supervise(
             liveness_ttl=liveness_ttl,
             on_stop=on_stop,
             watch=watch,
+            signals=signals,
         )
     else:
         _supervise(queue, concurrency, burst, liveness_ttl, on_stop, watch)

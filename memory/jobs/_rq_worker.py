@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import signal
 import threading
 import time
 import uuid
@@ -36,6 +35,7 @@ from typing import Any, Protocol
 import redis
 from redis.client import Pipeline
 from rq import SimpleWorker
+from rq.exceptions import StopRequested
 from rq.executions import Execution
 from rq.job import Job
 from rq.scheduler import RQScheduler
@@ -45,6 +45,7 @@ from memory.jobs._rq_lease import JobGuard, LeasedJob
 from memory.jobs._rq_listener import stop_listening
 from memory.jobs._rq_observe import NO_WATCH, JobObserver, Watch, WorkerHealth, job_kind
 from memory.jobs._rq_quiet import quiet_redis_losses
+from memory.jobs._rq_stop import StopSignals, wait_for_redis
 from memory.jobs._traced import traced
 
 logger = logging.getLogger(__name__)
@@ -100,6 +101,7 @@ class ChorusWorker(SimpleWorker):
         *args: Any,
         guard: JobGuard | None = None,
         observer: JobObserver | None = None,
+        signals: StopSignals | None = None,
         **kwargs: Any,
     ) -> None:
         kwargs["job_class"] = LeasedJob
@@ -108,7 +110,21 @@ class ChorusWorker(SimpleWorker):
         self._cleaned: Execution | None = None
         self.guard = guard
         self.observer = observer
+        self.signals = signals
         self._outcome: str | None = None
+
+    def _install_signal_handlers(self) -> None:
+        """With ``signals`` (armed since the process started), they hand a signal to
+        this worker while its loop runs; one that came earlier ends it at once."""
+        if self.signals is None:
+            super()._install_signal_handlers()  # type: ignore[no-untyped-call]
+        elif not self.signals.running(self):
+            self._stop_requested = True
+
+    def teardown(self) -> None:
+        if self.signals is not None:
+            self.signals.ended()
+        super().teardown()  # type: ignore[no-untyped-call]
 
     def _shutdown(self) -> None:
         """A stop request also ends the loop at its next turn when the ``StopRequested``
@@ -271,6 +287,7 @@ def work(
     liveness_ttl: float,
     on_stop: Callable[[], None] | None = None,
     watch: Watch = NO_WATCH,
+    signals: StopSignals | None = None,
 ) -> None:
     """One ``SimpleWorker`` in this process, restarted when Redis comes back after a loss.
 
@@ -278,9 +295,13 @@ def work(
     recorded, say) and its own teardown then fails on the same lost connection; the
     process stays, waits for Redis and starts a fresh worker. ``on_stop`` runs in
     this process when it stops working (what jobs kept open is released there).
+    ``signals`` (armed here when not given) stop it warmly whenever they come.
     """
+    if signals is None:
+        signals = StopSignals()
+        signals.arm()
     try:
-        _work(queue, burst=burst, schedule=schedule, liveness_ttl=liveness_ttl, watch=watch)
+        _work(queue, burst, schedule, liveness_ttl, watch, signals)
     finally:
         if on_stop is not None:
             try:
@@ -290,13 +311,18 @@ def work(
 
 
 def _work(
-    queue: WorkedQueue, *, burst: bool, schedule: bool, liveness_ttl: float, watch: Watch
+    queue: WorkedQueue,
+    burst: bool,
+    schedule: bool,
+    liveness_ttl: float,
+    watch: Watch,
+    signals: StopSignals,
 ) -> None:
     delay = 1.0
-    while True:
+    while not signals.requested.is_set():
         name = uuid.uuid4().hex
         try:
-            if _work_once(queue, name, burst, schedule, liveness_ttl, watch):
+            if _work_once(queue, name, burst, schedule, liveness_ttl, watch, signals):
                 return
             logger.warning(
                 "worker %s stopped unexpectedly; restarting when Redis answers", name[:8]
@@ -307,13 +333,20 @@ def _work(
                 name[:8],
                 type(exc).__name__,
             )
-        if wait_for_redis(queue.url, delay):
+        if wait_for_redis(queue.url, delay, signals.requested):
             return
         delay = min(delay * 2, RESTART_MAX_SECONDS)
+    logger.info("worker stopped as asked before it started")
 
 
 def _work_once(
-    queue: WorkedQueue, name: str, burst: bool, schedule: bool, liveness_ttl: float, watch: Watch
+    queue: WorkedQueue,
+    name: str,
+    burst: bool,
+    schedule: bool,
+    liveness_ttl: float,
+    watch: Watch,
+    signals: StopSignals,
 ) -> bool:
     """Run one rq worker until it stops; True when it stopped as asked (or burst ended).
 
@@ -332,6 +365,7 @@ def _work_once(
         name=name,
         guard=guard,
         observer=watch.observer,
+        signals=signals,
     )
     logger.info("worker %s on queue %s", name[:8], queue.name)
     try:
@@ -341,8 +375,10 @@ def _work_once(
             queue.reconcile(ledger)
         upkeep.start()
         worker.work(burst=burst, with_scheduler=False)
+    except StopRequested:
+        pass  # a signal between rq's loop and its teardown: stopped as asked
     except redis.RedisError as exc:
-        if not _stop_requested(worker):
+        if not signals.requested.is_set():
             raise
         # asked to stop while Redis is away: rq's teardown failed on the lost
         # connection, and there is nothing left to finish
@@ -351,39 +387,12 @@ def _work_once(
         )
     finally:
         upkeep.stop()
-        _stop_listening(worker)
+        stop_listening(worker)  # rq leaves its listener thread running when teardown failed
         if ledger is not None:
             ledger.close()
-    return burst or _stop_requested(worker)
+    return burst or signals.requested.is_set() or _stop_requested(worker)
 
 
 def _stop_requested(worker: SimpleWorker) -> bool:
-    """True once SIGTERM/SIGINT (or rq's stop command) asked ``worker`` to stop."""
+    """True once rq's stop command (or a signal rq handled) asked ``worker`` to stop."""
     return getattr(worker, "_shutdown_requested_date", None) is not None
-
-
-def _stop_listening(worker: SimpleWorker) -> None:
-    """End rq's command listener thread, which rq leaves running when its teardown failed."""
-    stop_listening(worker)
-
-
-def wait_for_redis(url: str, delay: float) -> bool:
-    """Sleep ``delay`` then until Redis answers PING; True if SIGTERM/SIGINT came meanwhile."""
-    stopped = threading.Event()
-    previous = {
-        sig: signal.signal(sig, lambda *_: stopped.set()) for sig in (signal.SIGTERM, signal.SIGINT)
-    }
-    try:
-        if stopped.wait(delay):
-            return True
-        while not stopped.is_set():
-            try:
-                redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=2).ping()
-                return False
-            except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
-                if stopped.wait(min(delay, RESTART_MAX_SECONDS)):
-                    return True
-        return True
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)

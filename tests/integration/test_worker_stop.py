@@ -1,19 +1,22 @@
-"""``chorus worker`` stops when asked, also while Redis is down.
+"""``chorus worker`` stops when asked, also while Redis is down or it is starting.
 
 A stop requested during an outage exits at once with 0: a process manager's
-SIGTERM must not wait for the kill at the end of its grace period.
+SIGTERM must not wait for the kill at the end of its grace period. One that
+comes while the worker sets up, before rq's loop runs, is a warm stop too.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from tests.fakes import RedisServer
+from tests.replicas.cluster import free_port
 
 pytest_plugins = ["tests.fakes.redis_fixtures"]
 
@@ -23,7 +26,9 @@ EXIT_BOUND = 20.0
 """Seconds the stopped worker gets to exit (generous; without the fix it never does)."""
 
 
-def _start_worker(home: Path, url: str) -> subprocess.Popen[bytes]:
+def _start_worker(
+    home: Path, url: str, *args: str, metrics_port: int | None = None
+) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CHORUS_", "OPENAI_"))}
     env.update(
         {
@@ -33,9 +38,11 @@ def _start_worker(home: Path, url: str) -> subprocess.Popen[bytes]:
             "PYTHONPATH": str(ROOT),
         }
     )
+    if metrics_port is not None:
+        env["CHORUS_WORKER__METRICS__PORT"] = str(metrics_port)
     log = (home / "worker.log").open("wb")
     proc = subprocess.Popen(
-        [str(CHORUS), "worker"],
+        [str(CHORUS), "worker", *args],
         cwd=ROOT,
         env=env,
         stdout=log,
@@ -98,3 +105,30 @@ def test_sigterm_before_redis_ever_answered_stops_the_worker_with_0(
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_sigterm_while_the_worker_sets_up_is_a_warm_stop(
+    chorus_home: Path, redis_server: RedisServer
+) -> None:
+    """The health listener opens before the worker's loop runs (rq installs its signal
+    handlers only then): a SIGTERM the moment it listens still stops it warmly."""
+    chorus_home.mkdir(mode=0o700)
+    port = free_port()
+    proc = _start_worker(chorus_home, redis_server.url, metrics_port=port)
+    try:
+        deadline = time.monotonic() + 60
+        while not _listening(port):
+            assert proc.poll() is None, f"the worker exited early:\n{_log(chorus_home)}"
+            assert time.monotonic() < deadline, f"no health listener:\n{_log(chorus_home)}"
+        assert _stop(proc, chorus_home) == 0, _log(chorus_home)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+    log = _log(chorus_home)
+    assert "Traceback" not in log
