@@ -15,9 +15,10 @@ retrying until it gets a 200, like Telegram), getWebhookInfo, getFile and file
 downloads. Every call is recorded. Tests script it: ``message()`` queues an update
 from a person, ``flood()`` answers the next calls with 429 + ``retry_after``,
 ``reject_formatting()`` answers with "can't parse entities", ``down`` answers
-everything with 502, a chat in ``blocked`` (a person who blocked the bot) answers
-sends with 403 "Forbidden: bot was blocked by the user". As on Telegram, the bot may
-write to a person's private chat only once they have written to it there (``started``,
+everything with 502, ``confirmations_lost`` hands the same updates out again, a
+chat in ``blocked`` (a person who blocked the bot) answers sends with 403
+"Forbidden: bot was blocked by the user". As on Telegram, the bot may write to
+a person's private chat only once they have written to it there (``started``,
 filled by their private messages): otherwise a send is 403 "Forbidden: bot can't
 initiate conversation with a user".
 """
@@ -145,6 +146,9 @@ class FakeTelegram(LoopThread):
         self.webhook_posts: list[tuple[int, str, int]] = []
         """``(update_id, target, status)`` of every post to ``webhook_targets``."""
         self.down = False
+        self.confirmations_lost = False
+        """Polls do not confirm (``offset`` is ignored): every poll hands out the same
+        updates again, as Telegram does when a confirming poll never reached it."""
         self.blocked: set[int] = set()
         self.people_messages: set[tuple[int, int]] = set()
         """(chat id, message id) of every message people sent, until deleted."""
@@ -439,7 +443,8 @@ class FakeTelegram(LoopThread):
         with self._lock:
             self._poll_generation += 1
             generation = self._poll_generation
-            self._pending = [u for u in self._pending if u["update_id"] >= offset]
+            if not self.confirmations_lost:
+                self._pending = [u for u in self._pending if u["update_id"] >= offset]
         allowed = params.get("allowed_updates")
         self._poke()  # ends an older poll with 409
         deadline = time.monotonic() + timeout

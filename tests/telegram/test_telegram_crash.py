@@ -165,6 +165,34 @@ async def test_past_the_resume_age_the_sender_is_told_once(
     kill(third)
 
 
+async def test_an_update_handed_out_again_while_it_is_answered_is_not_dropped(
+    gateway: Callable[..., object], server: FakeOpenAI, telegram: FakeTelegram, chorus_home: Path
+) -> None:
+    """Telegram hands an update out again when no poll confirmed it (a process killed
+    before its next poll). Was: the update known to the inbox was settled as one that
+    needs no turn, though its answer was under way; after a restart it was neither
+    answered nor its sender told."""
+    server.reply("never delivered", delay=60)
+    first = await gateway()  # type: ignore[misc]
+    telegram.confirmations_lost = True
+    telegram.message("are you there?", user_id=ANN)
+    await telegram.wait_for(lambda: server.in_flight == 1, what="the answer in progress")
+    polls = len(telegram.calls_of("getUpdates", status=None))
+    await telegram.wait_for(
+        lambda: len(telegram.calls_of("getUpdates", status=None)) >= polls + 2,
+        what="the update handed out again and taken",
+    )
+    kill(first)
+
+    # the restarted process is handed it again too, while it takes up what was left
+    second = await gateway(CHORUS_SESSIONS__RESUME_PENDING_MINUTES="0")  # type: ignore[misc]
+    [notice] = await telegram.wait_messages(ANN, 1, timeout=30)
+    assert "restarted" in notice.text and "ask again" in notice.text
+    telegram.confirmations_lost = False
+    await telegram.wait_for(lambda: all_settled(chorus_home), what="the notice noted")
+    kill(second)
+
+
 async def test_past_the_resume_age_a_half_streamed_answer_becomes_the_notice(
     gateway: Callable[..., object], server: FakeOpenAI, telegram: FakeTelegram, chorus_home: Path
 ) -> None:

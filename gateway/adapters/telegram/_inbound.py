@@ -93,6 +93,10 @@ class Inbound:
         """Private chats told, while the storage fails, that their message waits."""
         self._parsed: dict[int, Update] = {}
         """Updates screened and recorded, by id, until ``take`` hands them on."""
+        self._passed_over: set[int] = set()
+        """Ids screened but not kept: known to the inbox already (handed out again
+        while unconfirmed, their delivery is someone's: a turn's, a restart's) or
+        unreadable. ``take`` lets each go without a word."""
         self._emptied = asyncio.Event()
         """Set when ``consume`` has handled every update queued (``caught_up``)."""
 
@@ -118,10 +122,12 @@ class Inbound:
             await self._storage_failed(exc, [updates[i] for i in kept])
             raise
         self._storage_works()
-        for index, new in zip(kept, fresh, strict=True):
-            update = parsed[index]
-            if new and update is not None:
+        taken = {index for index, new in zip(kept, fresh, strict=True) if new}
+        for index, update in enumerate(parsed):
+            if index in taken and update is not None:
                 self._parsed[update.update_id] = update
+            else:
+                self._passed_over.add(int(updates[index]["update_id"]))
         screened.answer["result"] = [{"update_id": u["update_id"]} for u in updates]
         return json.dumps(screened.answer).encode()
 
@@ -213,7 +219,11 @@ class Inbound:
     async def take(self, update: object) -> None:
         if not isinstance(update, Update):
             return
-        update = self._parsed.pop(update.update_id, update)  # the library saw a bare id
+        parsed = self._parsed.pop(update.update_id, None)  # the library saw a bare id
+        if parsed is None and update.update_id in self._passed_over:
+            self._passed_over.discard(update.update_id)  # not ours to settle: see ``screen``
+            return
+        update = parsed or update
         receipt = str(update.update_id)
         if update.callback_query is not None:  # a press: answered now, never a turn
             await self._settled([receipt])
