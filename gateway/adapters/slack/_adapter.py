@@ -37,7 +37,8 @@ from slack_bolt.authorization import AuthorizeResult
 from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_bolt.response import BoltResponse
 
-from gateway.adapters._base import AdapterCapabilities, BaseAdapter, CommandInfo, RouteHandler
+from gateway.adapters._base import AdapterCapabilities, BaseAdapter, CommandInfo
+from gateway.adapters._intake import RouteHandler
 from gateway.adapters._support import Backoff
 from gateway.adapters.slack._actions import (
     CHOICE_ACTION,

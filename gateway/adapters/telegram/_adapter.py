@@ -26,14 +26,9 @@ from aiohttp import web
 from telegram import InputFile
 from telegram.error import BadRequest, Conflict, InvalidToken, NetworkError, TelegramError
 
-from gateway.adapters._base import (
-    AdapterCapabilities,
-    BaseAdapter,
-    CommandInfo,
-    RouteHandler,
-    SharedBudgets,
-)
+from gateway.adapters._base import AdapterCapabilities, BaseAdapter, CommandInfo
 from gateway.adapters._delivery import send_text
+from gateway.adapters._intake import RouteHandler, SharedBudgets
 from gateway.adapters._support import Backoff, Sometimes, retrying
 from gateway.adapters._text_split import utf16_length
 from gateway.adapters.telegram._bot import build_application, token_of
