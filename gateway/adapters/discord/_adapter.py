@@ -9,7 +9,7 @@ runner answers a message id once.
 ``is_connected()`` is live state: the client is open, READY (or RESUMED) since
 the last disconnect, its websocket is open and its heartbeats are acknowledged.
 
-Outbound: ``POST /channels/{id}/messages`` (the first part of a reply in a guild
+Outbound (``_outbound``): ``POST /channels/{id}/messages`` (the first part of a reply in a guild
 channel references the message it answers) and ``PATCH`` for streamed edits.
 discord.py waits out 429s and retries 5xx answers; a dropped connection is retried
 here a bounded number of times with the same ``nonce`` (``enforce_nonce``), so
