@@ -18,17 +18,10 @@ from typing import TYPE_CHECKING
 from gateway._lazy import lazy_names
 
 if TYPE_CHECKING:
-    from gateway.adapters._base import (
-        AdapterCapabilities,
-        BaseAdapter,
-        CommandInfo,
-        Intake,
-        MessageHandler,
-        RouteHandler,
-        SharedBudgets,
-    )
+    from gateway.adapters._base import AdapterCapabilities, BaseAdapter, CommandInfo
     from gateway.adapters._console import ConsoleAdapter
     from gateway.adapters._delivery import WITHDRAWN_TEXT, ReplyStream, send_text
+    from gateway.adapters._intake import Intake, MessageHandler, RouteHandler, SharedBudgets
     from gateway.adapters._registry import PLATFORMS, enable_hints, enabled_adapters, platform_spec
     from gateway.adapters._replies import Replies
     from gateway.adapters._spec import PlatformContext, PlatformSpec
@@ -85,10 +78,10 @@ _HOME = {
     "AdapterCapabilities": ("gateway.adapters._base", "AdapterCapabilities"),
     "BaseAdapter": ("gateway.adapters._base", "BaseAdapter"),
     "CommandInfo": ("gateway.adapters._base", "CommandInfo"),
-    "Intake": ("gateway.adapters._base", "Intake"),
-    "MessageHandler": ("gateway.adapters._base", "MessageHandler"),
-    "RouteHandler": ("gateway.adapters._base", "RouteHandler"),
-    "SharedBudgets": ("gateway.adapters._base", "SharedBudgets"),
+    "Intake": ("gateway.adapters._intake", "Intake"),
+    "MessageHandler": ("gateway.adapters._intake", "MessageHandler"),
+    "RouteHandler": ("gateway.adapters._intake", "RouteHandler"),
+    "SharedBudgets": ("gateway.adapters._intake", "SharedBudgets"),
     "ConsoleAdapter": ("gateway.adapters._console", "ConsoleAdapter"),
     "WITHDRAWN_TEXT": ("gateway.adapters._delivery", "WITHDRAWN_TEXT"),
     "ReplyStream": ("gateway.adapters._delivery", "ReplyStream"),

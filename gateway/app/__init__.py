@@ -20,9 +20,10 @@ if TYPE_CHECKING:
         start_background,
     )
     from gateway.app._console import run_console
+    from gateway.app._gateway_stack import GatewayStack
     from gateway.app._service import enabled_adapters, run_gateway, serve
     from gateway.app._settled import settle_process
-    from gateway.app._stack import GatewayStack, open_stack
+    from gateway.app._stack import open_stack
     from gateway.app._worker import run_worker
 
 __all__ = [
@@ -57,7 +58,7 @@ _HOME = {
     "run_gateway": ("gateway.app._service", "run_gateway"),
     "serve": ("gateway.app._service", "serve"),
     "settle_process": ("gateway.app._settled", "settle_process"),
-    "GatewayStack": ("gateway.app._stack", "GatewayStack"),
+    "GatewayStack": ("gateway.app._gateway_stack", "GatewayStack"),
     "open_stack": ("gateway.app._stack", "open_stack"),
     "run_worker": ("gateway.app._worker", "run_worker"),
 }

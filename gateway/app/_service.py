@@ -18,8 +18,9 @@ import signal
 from gateway import logs
 from gateway.adapters import BaseAdapter, PlatformContext, enable_hints
 from gateway.adapters import enabled_adapters as build_enabled
+from gateway.app._gateway_stack import GatewayStack
 from gateway.app._settled import settle_process
-from gateway.app._stack import GatewayStack, open_stack
+from gateway.app._stack import open_stack
 from gateway.config import Settings, require_private_home
 from gateway.errors import ConfigError
 from gateway.ops import HTTPServer, Metrics

@@ -6,15 +6,13 @@ environment; every other part gets its section passed in.
 
 from gateway.config._budgets import BudgetLimits, BudgetSettings
 from gateway.config._edit import set_memory_provider, set_secret
+from gateway.config._home import ensure_home, require_private_home, resolve_home
 from gateway.config._live import RESTART_ONLY_KEYS, SETTING_EFFECTS, ConfigWatcher, LiveSettings
 from gateway.config._loader import (
     CONFIG_FILE_NAME,
     Settings,
     database_location,
-    ensure_home,
     load_settings,
-    require_private_home,
-    resolve_home,
     secret_paths,
     secrets_environment,
 )

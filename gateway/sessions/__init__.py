@@ -13,11 +13,12 @@ from gateway._lazy import lazy_names
 
 if TYPE_CHECKING:
     from gateway.errors import InboxError
+    from gateway.sessions._agents import AgentBuilder
     from gateway.sessions._expiry import Reaper, next_reset_after, session_deadline
     from gateway.sessions._inbox import Inbox, PendingDelivery
     from gateway.sessions._inbox_keeper import InboxKeeper
     from gateway.sessions._live import LiveSession, merge_texts, speaker_of
-    from gateway.sessions._manager import AgentBuilder, SessionManager
+    from gateway.sessions._manager import SessionManager
     from gateway.sessions._retractions import Retractions
     from gateway.sessions._shared import SharedSessions
     from gateway.sessions._turns import TurnRunner, images_of
@@ -53,7 +54,7 @@ _HOME = {
     "LiveSession": ("gateway.sessions._live", "LiveSession"),
     "merge_texts": ("gateway.sessions._live", "merge_texts"),
     "speaker_of": ("gateway.sessions._live", "speaker_of"),
-    "AgentBuilder": ("gateway.sessions._manager", "AgentBuilder"),
+    "AgentBuilder": ("gateway.sessions._agents", "AgentBuilder"),
     "SessionManager": ("gateway.sessions._manager", "SessionManager"),
     "Retractions": ("gateway.sessions._retractions", "Retractions"),
     "SharedSessions": ("gateway.sessions._shared", "SharedSessions"),

@@ -11,7 +11,7 @@
 - Every open session has a deadline (idle time, daily reset) kept by the
   reaper; expiry never tears down a running turn. Ending a session enqueues
   the ``end_session`` job (flush, providers' ``on_session_end``, end mark).
-- At most ``sessions.max_live`` agents stay in memory (LRU); an evicted agent
+- At most ``sessions.max_live`` agents stay in memory (LRU, ``_agents``); an evicted agent
   is rebuilt from SessionDB on the next message — eviction does not end it.
 """
 
@@ -23,10 +23,7 @@ import logging
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from typing import Protocol
 
-from agent.agent import Agent
-from agent.context import SessionContext
 from agent.jobs import JobScheduler
 from gateway import _texts as gateway_texts
 from gateway import logs
@@ -35,12 +32,12 @@ from gateway.clock import Clock
 from gateway.config import SessionsSettings
 from gateway.events import InboundMessage, SessionKey
 from gateway.sessions import _texts as t
+from gateway.sessions._agents import AgentBuilder, PersonDirectory, SessionAgents
 from gateway.sessions._expiry import Reaper, session_deadline
 from gateway.sessions._live import LiveSession, live_from_record, next_turn
 from gateway.sessions._turns import TurnRunner
 from memory.errors import MemoryPathError
 from memory.paths import UserKey
-from memory.people import PERSON_PLATFORM
 from memory.transcripts import AsyncSessionDB
 
 logger = logging.getLogger(__name__)
@@ -51,27 +48,7 @@ END_RESERVE = 5.0
 """Seconds of a shutdown kept for ending sessions after the turns (at most a third of it)."""
 
 
-class AgentBuilder(Protocol):
-    """Builds the agent of a session (``gateway.app.AgentFactory``)."""
-
-    def agent_for(self, session: SessionContext, *, handoff_summary: str | None = None) -> Agent:
-        """A new agent for ``session``; the caller runs ``start()`` on it."""
-        ...
-
-
-class PersonDirectory(Protocol):
-    """Which accounts are one person (``memory.people.PeopleStore``)."""
-
-    def person_of(self, account: str) -> str:
-        """The person key of ``account`` (the account's own key when it is not linked)."""
-        ...
-
-    def accounts_of(self, person: str) -> list[str]:
-        """Every account of ``person``."""
-        ...
-
-
-class SessionManager:
+class SessionManager(SessionAgents):
     def __init__(
         self,
         settings: SessionsSettings,
@@ -248,33 +225,6 @@ class SessionManager:
         live.handoff = summary
         return summary
 
-    async def agent_for(self, live: LiveSession) -> Agent:
-        """The session's agent, built (or rebuilt from SessionDB after eviction) on demand."""
-        if live.agent is None:
-            account, search_keys = await self._accounts(live)
-            context = SessionContext(
-                platform_hint=self.platform_hints.get(live.chat.platform),
-                session_id=live.session_id,
-                user_key=live.user_key,
-                chat=live.chat,
-                is_direct=live.is_direct,
-                parent_session_id=live.parent[0] if live.parent else None,
-                started_because=live.parent[1] if live.parent else None,
-                account=account,
-                search_keys=search_keys,
-            )
-            async with self._building:  # a burst builds agents a few at a time, in order
-                agent = await asyncio.to_thread(
-                    self.builder.agent_for, context, handoff_summary=live.handoff
-                )
-                await agent.start()
-            live.agent = agent
-        agent = live.agent
-        self._agents[live.key] = None
-        self._agents.move_to_end(live.key)
-        await self._evict(keep=live.key)
-        return agent
-
     async def drop_agent(self, session_id: str) -> None:
         """Drop the session's agent (if built): the next turn rebuilds it from SessionDB."""
         live = self.by_id(session_id)
@@ -284,36 +234,6 @@ class SessionManager:
         self._agents.pop(live.key, None)
         live.turns_without_agent = agent.turns
         await agent.close()
-
-    async def _accounts(self, live: LiveSession) -> tuple[UserKey | None, tuple[str, ...]]:
-        """The account of a session whose profile is a linked person's, and that person's
-        accounts (whose transcripts its session search covers too)."""
-        if self.people is None or live.user_key.platform != PERSON_PLATFORM:
-            return None, ()
-        account = UserKey(live.key.platform, live.key.user_id) if live.key.user_id else None
-        accounts = await asyncio.to_thread(self.people.accounts_of, str(live.user_key))
-        return account, tuple(accounts)
-
-    async def _evict(self, keep: SessionKey) -> None:
-        """Drop least recently used idle agents beyond ``max_live`` (never ``keep``'s)."""
-        while len(self._agents) > self.settings.max_live:
-            victim_key = next(
-                (
-                    k
-                    for k in self._agents
-                    if k != keep and k in self._open and not self._open[k].busy
-                ),
-                None,
-            )
-            if victim_key is None:
-                return
-            del self._agents[victim_key]
-            victim = self._open[victim_key]
-            agent, victim.agent = victim.agent, None
-            if agent is not None:
-                victim.turns_without_agent = agent.turns
-                await agent.close()
-            logger.info("evicted idle agent of session %s", victim.session_id)
 
     async def _work(self, live: LiveSession) -> None:
         logs.bind(session=live.session_id, platform=live.key.platform)  # this task's lines

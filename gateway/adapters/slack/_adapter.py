@@ -15,7 +15,7 @@ takes the others (the Home tab, assistant threads).
 ``/chorus …`` (``slack.slash_command``) is acked at once and answered through
 the command's ``response_url``, ephemeral: only the caller sees it.
 
-Outbound: ``chat.postMessage`` in the message's thread and ``chat.update`` for
+Outbound (``_outbound``): ``chat.postMessage`` in the message's thread and ``chat.update`` for
 streamed edits (429s waited out and retried; a failure leaves as an ``AdapterError``,
 ``_errors``). Tokens, signing secret, text above DEBUG: never logged.
 """
@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
@@ -37,14 +37,13 @@ from slack_bolt.authorization import AuthorizeResult
 from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_bolt.response import BoltResponse
 
-from gateway.adapters._base import AdapterCapabilities, BaseAdapter, CommandInfo, RouteHandler
+from gateway.adapters._base import AdapterCapabilities
+from gateway.adapters._intake import RouteHandler
 from gateway.adapters._support import Backoff
 from gateway.adapters.slack._actions import (
     CHOICE_ACTION,
     REVIEW_ACTION,
     answer_action,
-    choice_blocks,
-    close_card,
 )
 from gateway.adapters.slack._bolt_log import bolt_logger
 from gateway.adapters.slack._busy import BusyIndicator
@@ -58,26 +57,23 @@ from gateway.adapters.slack._client import (
     token_of,
     usable,
 )
-from gateway.adapters.slack._commands import answer_slash, native_spelling, typed_command
-from gateway.adapters.slack._ephemeral import post_ephemeral
-from gateway.adapters.slack._errors import platform_errors
+from gateway.adapters.slack._commands import answer_slash, typed_command
 from gateway.adapters.slack._events import BotIdentity, well_formed
 from gateway.adapters.slack._files import FileFetcher
-from gateway.adapters.slack._format import to_mrkdwn
 from gateway.adapters.slack._home import AppHome
 from gateway.adapters.slack._inbound import THREAD_CONTEXT_MESSAGES, SlackInbound
 from gateway.adapters.slack._modes import both_configured, both_notice, not_over_http
 from gateway.adapters.slack._names import UserNames
+from gateway.adapters.slack._outbound import SlackOutbound
 from gateway.adapters.slack._recording import record_first
 from gateway.adapters.slack._review_cards import ReviewCards
 from gateway.adapters.slack._settings import SlackSettings
 from gateway.adapters.slack._signing import RequestSigning
 from gateway.adapters.slack._socket import SocketConnection
 from gateway.adapters.slack._surfaces import listen_to_surfaces
-from gateway.adapters.slack._voice import upload_voice
 from gateway.clock import Clock, SystemClock
 from gateway.errors import ConfigError
-from gateway.events import InboundMessage, OutboundMessage, SentMessage
+from gateway.events import InboundMessage
 
 logger = logging.getLogger(__name__)
 
@@ -89,7 +85,7 @@ COMMANDS_AT_STOP = 5.0
 """Seconds ``stop()`` gives slash commands still being answered."""
 
 
-class SlackAdapter(BaseAdapter):
+class SlackAdapter(SlackOutbound):
     name = "slack"
     prompt_hint = "You are talking on Slack. Use Slack mrkdwn sparingly; keep answers compact."
     capabilities = AdapterCapabilities(
@@ -350,13 +346,6 @@ class SlackAdapter(BaseAdapter):
 
     # ------------------------------------------------------------- slash commands
 
-    async def publish_commands(
-        self, commands: Sequence[CommandInfo], admin_ids: Sequence[str]
-    ) -> None:
-        """Slack's command lives in the app manifest; the names (and aliases) spell
-        answers and notices natively (``/new`` → ``/chorus new``)."""
-        self._command_names = [name for c in commands for name in (c.name, *c.aliases)]
-
     def _spawn(self, work: Coroutine[Any, Any, None], what: str) -> None:
         """Answer a command or a click after its ack, in a task ``stop()`` waits for."""
 
@@ -381,90 +370,3 @@ class SlackAdapter(BaseAdapter):
             limit=self.capabilities.max_text_length,
             cards=self._cards,
         )
-
-    def _spelled(self, text: str) -> str:
-        return native_spelling(text, self._command_names, self._settings.slash_command)
-
-    # ------------------------------------------------------------------- outbound
-
-    async def send(self, message: OutboundMessage) -> SentMessage:
-        thread = message.thread_id or message.reply_to_message_id
-        text = message.text
-        if message.kind != "reply":  # chorus's own words (/help, notices): Slack's spelling
-            text = self._spelled(text)
-        with platform_errors():
-            answer = await self._client.chat_postMessage(
-                channel=message.chat_id, text=to_mrkdwn(text), thread_ts=thread
-            )
-        channel = str(answer.get("channel") or message.chat_id)
-        self._busy.answered(channel, str(thread) if thread else None)
-        if thread:
-            self._inbound.answered_in(channel, str(thread))
-        return SentMessage(channel, str(answer["ts"]), message.thread_id)
-
-    async def busy(self, msg: InboundMessage) -> bool:
-        """The thread's status in an assistant thread, else a reaction (``_busy``)."""
-        return self._busy.show(msg)
-
-    async def not_busy(self, msg: InboundMessage) -> None:
-        self._busy.hide(msg)
-
-    async def send_choice(
-        self, message: OutboundMessage, choices: Sequence[tuple[str, str]]
-    ) -> SentMessage:
-        """The text as plain text with buttons (``_actions.choice_blocks``)."""
-        thread = message.thread_id or message.reply_to_message_id
-        with platform_errors():
-            answer = await self._client.chat_postMessage(
-                channel=message.chat_id,
-                text=to_mrkdwn(message.text),
-                blocks=choice_blocks(message.text, choices),
-                thread_ts=thread,
-            )
-        return SentMessage(str(answer.get("channel") or message.chat_id), str(answer["ts"]))
-
-    async def send_choice_privately(
-        self, user_id: str, text: str, choices: Sequence[tuple[str, str]]
-    ) -> SentMessage:
-        """Posted to the person's id: their direct chat with the app."""
-        return await self.send_choice(OutboundMessage(self.name, user_id, text), choices)
-
-    async def close_choice(self, sent: SentMessage, text: str) -> None:
-        with platform_errors():
-            await close_card(self._client, sent, text)
-
-    async def send_private(self, msg: InboundMessage, text: str) -> bool:
-        await post_ephemeral(
-            self._client, msg, self._spelled(text), self.capabilities.max_text_length
-        )
-        return True  # ephemeral: in the channel, for them alone
-
-    async def send_file(self, chat_id: str, filename: str, data: bytes, caption: str) -> None:
-        """slack_sdk's ``files_upload_v2``: ``files.getUploadURLExternal``, the upload, then
-        ``files.completeUploadExternal`` shares it into the channel with ``caption``."""
-        self.check_file_size(data)
-        with platform_errors():
-            await self._client.files_upload_v2(
-                channel=chat_id,
-                file=data,
-                filename=filename,
-                title=filename,
-                initial_comment=caption or None,
-            )
-
-    async def send_voice(
-        self,
-        chat_id: str,
-        audio: bytes,
-        *,
-        thread_id: str | None = None,
-        reply_to: str | None = None,
-    ) -> None:
-        """An audio file in the thread the text answer went to."""
-        self.check_file_size(audio)
-        await upload_voice(self._client, chat_id, audio, thread_id or reply_to)
-
-    async def edit(self, sent: SentMessage, text: str) -> None:
-        mrkdwn = to_mrkdwn(text)
-        with platform_errors():
-            await self._client.chat_update(channel=sent.chat_id, ts=sent.message_id, text=mrkdwn)

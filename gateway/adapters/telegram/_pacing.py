@@ -21,7 +21,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 
-from gateway.adapters._base import SharedBudgets
+from gateway.adapters._intake import SharedBudgets
 
 logger = logging.getLogger(__name__)
 

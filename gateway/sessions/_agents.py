@@ -1,0 +1,113 @@
+"""The agents of live sessions: built on demand (a few at a time), at most
+``sessions.max_live`` kept in memory, the least recently used idle ones dropped.
+
+An evicted agent is rebuilt from SessionDB on its session's next message; eviction
+does not end the session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Protocol
+
+from agent.agent import Agent
+from agent.context import SessionContext
+from gateway.config import SessionsSettings
+from gateway.events import SessionKey
+from gateway.sessions._live import LiveSession
+from memory.paths import UserKey
+from memory.people import PERSON_PLATFORM
+
+logger = logging.getLogger(__name__)
+
+
+class AgentBuilder(Protocol):
+    """Builds the agent of a session (``gateway.app.AgentFactory``)."""
+
+    def agent_for(self, session: SessionContext, *, handoff_summary: str | None = None) -> Agent:
+        """A new agent for ``session``; the caller runs ``start()`` on it."""
+        ...
+
+
+class PersonDirectory(Protocol):
+    """Which accounts are one person (``memory.people.PeopleStore``)."""
+
+    def person_of(self, account: str) -> str:
+        """The person key of ``account`` (the account's own key when it is not linked)."""
+        ...
+
+    def accounts_of(self, person: str) -> list[str]:
+        """Every account of ``person``."""
+        ...
+
+
+class SessionAgents:
+    """The agents part of ``SessionManager``; its ``__init__`` sets the state declared here."""
+
+    settings: SessionsSettings
+    people: PersonDirectory | None
+    builder: AgentBuilder
+    platform_hints: Mapping[str, str]
+    _open: dict[SessionKey, LiveSession]
+    _agents: OrderedDict[SessionKey, None]
+    _building: asyncio.Semaphore
+
+    async def agent_for(self, live: LiveSession) -> Agent:
+        """The session's agent, built (or rebuilt from SessionDB after eviction) on demand."""
+        if live.agent is None:
+            account, search_keys = await self._accounts(live)
+            context = SessionContext(
+                platform_hint=self.platform_hints.get(live.chat.platform),
+                session_id=live.session_id,
+                user_key=live.user_key,
+                chat=live.chat,
+                is_direct=live.is_direct,
+                parent_session_id=live.parent[0] if live.parent else None,
+                started_because=live.parent[1] if live.parent else None,
+                account=account,
+                search_keys=search_keys,
+            )
+            async with self._building:  # a burst builds agents a few at a time, in order
+                agent = await asyncio.to_thread(
+                    self.builder.agent_for, context, handoff_summary=live.handoff
+                )
+                await agent.start()
+            live.agent = agent
+        agent = live.agent
+        self._agents[live.key] = None
+        self._agents.move_to_end(live.key)
+        await self._evict(keep=live.key)
+        return agent
+
+    async def _accounts(self, live: LiveSession) -> tuple[UserKey | None, tuple[str, ...]]:
+        """The account of a session whose profile is a linked person's, and that person's
+        accounts (whose transcripts its session search covers too)."""
+        if self.people is None or live.user_key.platform != PERSON_PLATFORM:
+            return None, ()
+        account = UserKey(live.key.platform, live.key.user_id) if live.key.user_id else None
+        accounts = await asyncio.to_thread(self.people.accounts_of, str(live.user_key))
+        return account, tuple(accounts)
+
+    async def _evict(self, keep: SessionKey) -> None:
+        """Drop least recently used idle agents beyond ``max_live`` (never ``keep``'s)."""
+        while len(self._agents) > self.settings.max_live:
+            victim_key = next(
+                (
+                    k
+                    for k in self._agents
+                    if k != keep and k in self._open and not self._open[k].busy
+                ),
+                None,
+            )
+            if victim_key is None:
+                return
+            del self._agents[victim_key]
+            victim = self._open[victim_key]
+            agent, victim.agent = victim.agent, None
+            if agent is not None:
+                victim.turns_without_agent = agent.turns
+                await agent.close()
+            logger.info("evicted idle agent of session %s", victim.session_id)
