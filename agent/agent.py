@@ -17,7 +17,6 @@ history the API accepts (every tool call answered).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -27,17 +26,9 @@ from agent.caching import apply_cache_control, caching_enabled
 from agent.compaction import Compaction
 from agent.compressor import ContextCompressor
 from agent.context import AgentConfig, ImageInput, SessionContext
-from agent.history import (
-    UNDO_MARK,
-    RawTexts,
-    TurnNote,
-    drop_last_turn,
-    kept_turns,
-    replay,
-    unanswered_tool_calls,
-)
+from agent.history import UNDO_MARK, RawTexts, TurnNote, kept_turns, replay
 from agent.jobs import JobScheduler
-from agent.llm import DeltaCallback, LLMClient, LLMResponse, Usage
+from agent.llm import DeltaCallback, LLMClient, Usage
 from agent.messages import ChatMessage, ContentPart, UserMessage, transcript_messages
 from agent.others import carries_others
 from agent.prompt import build_system_prompt
@@ -49,6 +40,7 @@ from agent.tools.memory_tool import memory_tool_schema
 from agent.tools.policy import ToolGate, ToolPolicy, offered_names
 from agent.tools.registry import ToolRegistry
 from agent.tools.session_search_tool import SESSION_SEARCH_SCHEMA
+from agent.transcript_writes import TranscriptWrites
 from agent.usage import Charge, Purpose
 from memory.paths import UserKey
 from memory.providers import MemoryManager, strip_memory_context
@@ -68,10 +60,8 @@ NUDGE = (
 )
 __all__ = ["UNDO_MARK", "Agent"]
 
-INTERRUPTED_RESULT = json.dumps({"success": False, "error": "interrupted by the user"})
 
-
-class Agent(Compaction, ToolCalls):
+class Agent(Compaction, ToolCalls, TranscriptWrites):
     """One session's agent. Call ``start()`` once, then ``run_turn()`` per message."""
 
     def __init__(
@@ -349,87 +339,7 @@ class Agent(Compaction, ToolCalls):
         chat = f"{self.session.platform}:{self.session.chat_id}"
         return Charge(str(person), self.session.session_id, purpose, chat)
 
-    def turn_speakers(self) -> list[str | None]:
-        """Who wrote each turn not undone, oldest first (None: not recorded, or several)."""
-        return [self._speakers.get(position) for position in self._kept]
-
-    async def undo_last_turn(self, reason: str = "undo") -> str | None:
-        """Forget the last turn (the user's message and everything after it) from the context.
-
-        The transcript keeps the turn and records the undo, so an agent rebuilt
-        from SessionDB forgets it too; the providers are told (``reason`` is
-        ``"undo"`` or ``"retry"``) and the turn is withdrawn from the background
-        provider, in order with its syncs. Returns the user's text, or None.
-        """
-        message = drop_last_turn(self.history)
-        if message is None:
-            return None
-        raw = self._written.take(message, self.history)
-        self.turns = max(0, self.turns - 1)
-        sid = self.session.session_id
-        await self.db.append_message(sid, "system", UNDO_MARK, timestamp=self.now())
-        withdrawn = self._kept.pop() if self._kept else None
-        if self.providers is not None:
-            await self.providers.rewound(withdrawn, reason)
-        return raw
-
     async def close(self) -> None:
         """Release the session's providers (the agent is being dropped, not the session)."""
         if self.memory is not None:
             await asyncio.to_thread(self.memory.shutdown_all)
-
-    async def _append(
-        self,
-        message: ChatMessage,
-        *,
-        stored_content: str | None = None,
-        tool_name: str | None = None,
-        finish_reason: str | None = None,
-        speaker: UserKey | None = None,
-        platform_id: PlatformIds = None,
-    ) -> None:
-        if self.fence is not None:  # raises once this process no longer holds the session
-            await self.fence()
-        self.history.append(message)
-        content = message.get("content") if stored_content is None else stored_content
-        await self.db.append_message(
-            self.session.session_id,
-            message["role"],
-            content if isinstance(content, str) else None,
-            tool_call_id=message["tool_call_id"] if message["role"] == "tool" else None,
-            tool_calls=message.get("tool_calls") if message["role"] == "assistant" else None,
-            tool_name=tool_name,
-            finish_reason=finish_reason,
-            timestamp=self.now(),
-            speaker=None if speaker is None else str(speaker),
-            epoch=self.epoch,
-            platform_message_id=platform_id,
-        )
-
-    @staticmethod
-    async def _stored(*writes: Awaitable[None]) -> None:
-        """Writes queued together (the database commits them as one batch), in order;
-        the first one's error raised once all have ended."""
-        for outcome in await asyncio.gather(*writes, return_exceptions=True):
-            if isinstance(outcome, BaseException):
-                raise outcome
-
-    async def _record_usage(self, response: LLMResponse) -> None:
-        usage = response.usage
-        self._reported = usage.prompt_tokens
-        self.usage = self.usage + usage
-        await self.db.add_usage(
-            self.session.session_id,
-            input_tokens=usage.prompt_tokens,
-            output_tokens=usage.completion_tokens,
-            cache_read_tokens=usage.cached_tokens,
-            reasoning_tokens=usage.reasoning_tokens,
-        )
-
-    async def _answer_dangling_tool_calls(self) -> None:
-        """After a cancel: answer every tool call that has no result yet."""
-        for call_id, name in unanswered_tool_calls(self.history):
-            await self._append(
-                {"role": "tool", "tool_call_id": call_id, "content": INTERRUPTED_RESULT},
-                tool_name=name,
-            )

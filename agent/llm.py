@@ -7,6 +7,7 @@ connection errors (also a connection dropped mid-answer), timeouts, 429 and
 streamed to the caller yet, or, with ``llm.fallbacks``, move on to the next
 endpoint (``agent._failover``); when every attempt failed, ``LLMUnavailable``
 is raised. A refused request (400, 401, 404…) raises ``LLMRequestError`` at once.
+The budget, counters, observers and traces around each call: ``agent.llm_metering``.
 """
 
 from __future__ import annotations
@@ -24,29 +25,26 @@ from openai.types.audio import Transcription
 from agent import sending
 from agent._failover import Endpoint, Failover, Transient, cause, host_of, retry_after
 from agent.caching import caching_enabled, without_cache_control
-from agent.errors import LLMError, LLMRequestError, LLMUnavailable
+from agent.errors import LLMRequestError, LLMUnavailable
 from agent.llm_answer import LLMResponse as LLMResponse
 from agent.llm_answer import ToolCallRequest as ToolCallRequest
 from agent.llm_answer import Usage as Usage
 from agent.llm_answer import add_call, usage_of
 from agent.llm_answer import parse_arguments as parse_arguments
+from agent.llm_metering import CallObserver as CallObserver
+from agent.llm_metering import DeltaCallback as DeltaCallback
+from agent.llm_metering import FailoverObserver as FailoverObserver
+from agent.llm_metering import MeteredCalls
 from agent.llm_request import chat_request
 from agent.llm_stream import error_message, stream_chunks
 from agent.messages import ChatMessage
 from agent.settings import FallbackEndpoint, LLMSettings
-from agent.speech import SPEECH_FORMAT, speech_usage
-from agent.tracing.spans import call_outcome, llm_call_done, llm_call_failed, llm_call_span
-from agent.transcription import expected_tokens, transcription_usage
-from agent.usage import OUTPUT_ALLOWANCE, Charge, UsageMeter, estimate_text, estimate_tokens
+from agent.speech import SPEECH_FORMAT
+from agent.usage import UsageMeter
 from memory.embeddings import EmbeddingsError, EmbeddingsUnsupported
 
 logger = logging.getLogger(__name__)
 
-DeltaCallback = Callable[[str], Awaitable[None] | None]
-CallObserver = Callable[[float, bool], None]
-"""Told the duration of every ``complete()`` and whether it failed (for metrics)."""
-FailoverObserver = Callable[[str], None]
-"""Told the model of the endpoint a call moves on to (for metrics)."""
 Sleep = Callable[[float], Awaitable[None]]
 
 DRAIN_SECONDS = 2.0
@@ -56,8 +54,8 @@ PLACEHOLDER_API_KEY = "not-needed"
 """Sent when no key is configured: local OpenAI-compatible servers ignore it."""
 
 
-class LLMClient:
-    """Chat completions against any OpenAI-compatible endpoint."""
+class LLMClient(MeteredCalls):
+    """Chat completions against any OpenAI-compatible endpoint (metered: ``agent.llm_metering``)."""
 
     def __init__(
         self,
@@ -116,40 +114,6 @@ class LLMClient:
         for _, client in self._fallbacks:
             await client.close()
 
-    async def transcribe(
-        self,
-        audio: bytes,
-        *,
-        filename: str,
-        model: str,
-        charge: Charge | None = None,
-        seconds: float | None = None,
-    ) -> str:
-        """The words spoken in ``audio`` (``/v1/audio/transcriptions``; the endpoint knows
-        the format by ``filename``'s extension). ``LLMUnavailable`` when the endpoint is
-        unreachable or overloaded, ``LLMRequestError`` when it refuses the file.
-
-        With a ``charge`` and a meter, like ``complete()``: an estimate is reserved first
-        (``BudgetExhausted`` when the person's budget is spent, no request made) and the
-        usage the endpoint reported (``agent.transcription``) is settled after.
-        ``seconds``: the audio's length, when the platform said (for the estimates)."""
-        meter = self.meter if charge is not None else None
-        hold: object = None
-        if meter is not None and charge is not None:
-            hold = await meter.reserve(charge, model, expected_tokens(len(audio), seconds))
-        try:
-            result = await self._transcription(audio, filename, model)
-        except BaseException as exc:
-            self._counted(model, call_outcome(exc))
-            if meter is not None:
-                await _quietly(meter.release(hold))
-            raise
-        self._counted(model, "ok")
-        if meter is not None:
-            usage, estimated = transcription_usage(result.usage, result.text, seconds)
-            await _quietly(meter.settle(hold, model, usage, estimated=estimated))
-        return result.text
-
     async def _transcription(self, audio: bytes, filename: str, model: str) -> Transcription:
         try:
             return await self._client.audio.transcriptions.create(
@@ -161,29 +125,6 @@ class LLMClient:
             raise LLMRequestError(f"transcription: HTTP {exc.status_code}") from exc
         except openai.APIError as exc:  # connection refused or dropped, timeout
             raise LLMUnavailable(f"transcription: {type(exc).__name__}") from exc
-
-    async def speak(
-        self, text: str, *, model: str, voice: str, charge: Charge | None = None
-    ) -> bytes:
-        """``text`` read out (``/v1/audio/speech``) as OGG/Opus audio. Errors as
-        ``transcribe``'s; with a ``charge`` and a meter it is reserved and settled like it,
-        with the estimate of ``agent.speech`` (the endpoint reports no usage)."""
-        meter = self.meter if charge is not None else None
-        hold: object = None
-        usage = speech_usage(text)
-        if meter is not None and charge is not None:
-            hold = await meter.reserve(charge, model, usage[0] + usage[2])
-        try:
-            audio = await self._speech(text, model, voice)
-        except BaseException as exc:
-            self._counted(model, call_outcome(exc))
-            if meter is not None:
-                await _quietly(meter.release(hold))
-            raise
-        self._counted(model, "ok")
-        if meter is not None:
-            await _quietly(meter.settle(hold, model, usage, estimated=True))
-        return audio
 
     async def _speech(self, text: str, model: str, voice: str) -> bytes:
         try:
@@ -210,85 +151,6 @@ class LLMClient:
         if names and self.model not in names:
             return f"reachable; model {self.model!r} not among {len(names)} listed"
         return f"reachable; model {self.model!r}"
-
-    async def complete(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        tools: Sequence[dict[str, Any]] | None = None,
-        model: str | None = None,
-        on_delta: DeltaCallback | None = None,
-        charge: Charge | None = None,
-    ) -> LLMResponse:
-        """One model answer, retried on transient failures until text has streamed.
-
-        With a ``charge`` and a meter, an estimate is reserved first (a turn's call
-        may be refused there: ``BudgetExhausted``, no request made) and the usage
-        is settled after.
-        """
-        name = model or self.model
-        meter = self.meter if charge is not None else None
-        hold: object = None
-        if meter is not None and charge is not None:
-            estimate = estimate_tokens(messages, tools) + OUTPUT_ALLOWANCE
-            hold = await meter.reserve(charge, name, estimate)
-        started = time.monotonic()
-        span = llm_call_span(name, charge)
-        try:
-            response = await self._complete(messages, tools, model, on_delta)
-        except BaseException as exc:
-            self._counted(name, llm_call_failed(span, exc))
-            if isinstance(exc, LLMError):
-                self._observe(time.monotonic() - started, True)
-            if meter is not None:
-                await _quietly(meter.release(hold))
-            raise
-        self._observe(time.monotonic() - started, False)
-        name = response.model or name
-        if response.usage_estimated:
-            response.usage = Usage(
-                prompt_tokens=estimate_tokens(messages, tools),
-                completion_tokens=estimate_text(
-                    response.content + "".join(c.name + c.arguments for c in response.tool_calls)
-                ),
-            )
-        llm_call_done(
-            span,
-            response.finish_reason,
-            response.usage.prompt_tokens,
-            response.usage.completion_tokens,
-            estimated=response.usage_estimated,
-        )
-        self._counted(name, "ok")
-        if meter is not None:
-            used = response.usage
-            await _quietly(
-                meter.settle(
-                    hold,
-                    name,
-                    (used.prompt_tokens, used.cached_tokens, used.completion_tokens),
-                    estimated=response.usage_estimated,
-                )
-            )
-        return response
-
-    def _moved(self, model: str) -> None:
-        for observer in self.failovers:
-            observer(model)
-
-    def _counted(self, model: str, outcome: str) -> None:
-        for count in self.counters:
-            try:
-                count(model, outcome)
-            except Exception:
-                logger.exception("LLM call counter failed")
-
-    def _observe(self, seconds: float, failed: bool) -> None:
-        for observer in self.observers:
-            try:
-                observer(seconds, failed)
-            except Exception:
-                logger.exception("LLM call observer failed")
 
     async def _complete(
         self,
@@ -413,14 +275,6 @@ def _client(base_url: str | None, key: Any, timeout: float) -> openai.AsyncOpenA
             timeout=timeout, event_hooks={"request": [sending.attach]}
         ),
     )
-
-
-async def _quietly(step: Awaitable[None]) -> None:
-    """Run a meter's bookkeeping; its failure is logged, never the call's."""
-    try:
-        await step
-    except Exception as exc:
-        logger.warning("usage not recorded (%s: %s)", type(exc).__name__, exc)
 
 
 async def _call(callback: DeltaCallback, text: str) -> None:

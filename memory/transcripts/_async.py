@@ -40,6 +40,7 @@ logger = logging.getLogger(__name__)
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
 _S = TypeVar("_S")
+_S_co = TypeVar("_S_co", covariant=True)
 
 
 class _Offloaded(Generic[_S, _P, _T]):
@@ -91,10 +92,12 @@ def write(method: Callable[Concatenate[_S, _P], _T]) -> _Offloaded[_S, _P, _T]:
     return _Offloaded(method, write=True)
 
 
-class _Front(ABC, Generic[_S]):
-    """What an offloaded method runs on: a synchronous target and the worker that runs calls."""
+class _Front(ABC, Generic[_S_co]):
+    """What an offloaded method runs on: a synchronous target and the worker that runs calls.
 
-    _target: _S
+    Covariant: a front of ``SessionDB`` runs the methods ``SessionDB`` inherits too."""
+
+    _target: _S_co
 
     @abstractmethod
     async def _submit(self, fn: Callable[[], _T], write: bool) -> _T:

@@ -11,6 +11,7 @@ Automatic learning (preferences and decisions the user states, see
 :mod:`._extract`) happens in ``sync_turn`` and ``on_session_end`` and never in
 the ``"flush"`` context, whose prompts chorus writes itself. Re-delivered turns
 change nothing: a fact with the same normalised content is updated, not added.
+The write side (learning, mirroring, taking back) is :mod:`._learning`.
 
 Logs never carry fact text or queries above DEBUG; at DEBUG only as
 :func:`memory.log_content.loggable` allows (their length, unless content logging is on).
@@ -26,12 +27,12 @@ from typing import Any
 
 from memory.log_content import loggable
 from memory.providers import ForgetResult, MemoryProvider, provider_dir, strip_memory_context
-from memory.store import scan_memory_content
 from plugins.memory._kit import erase_user_dir
 
-from . import _config, _extract, _hrr, _search
+from . import _config, _hrr, _search
 from ._embed import Embeddings
-from ._fact import Fact, StoreError
+from ._fact import StoreError
+from ._learning import Learning
 from ._schema import fts5_available
 from ._store import FactStore
 from ._tools import (
@@ -48,7 +49,6 @@ from ._tools import (
 logger = logging.getLogger(__name__)
 
 FACTS_FILE = "facts.db"
-AUTO_CATEGORIES = ("preference", "decision")
 
 SYSTEM_PROMPT_BLOCK = (
     "You have a fact_store tool: a structured, per-user fact memory (add, search, probe an "
@@ -61,7 +61,7 @@ def _error(message: str) -> str:
     return json.dumps({"success": False, "error": message}, ensure_ascii=False)
 
 
-class HolographicProvider(MemoryProvider):
+class HolographicProvider(Learning, MemoryProvider):
     """Local fact memory with entity links, trust, and hybrid (FTS5 + HRR) recall.
 
     ``hrr``, ``prefetch_limit`` and ``probe_mode`` override the saved settings when given.
@@ -229,115 +229,6 @@ class HolographicProvider(MemoryProvider):
         store.bump_retrievals(h.fact.id for h in hits)
         return "\n".join(f"- {h.fact.content}" for h in hits)
 
-    # -- write ---------------------------------------------------------------
-
-    def _learn(self, store: FactStore, text: str) -> int:
-        """Store the preferences and decisions stated in ``text``; how many were new."""
-        created = 0
-        for sentence, category in _extract.extract(text):
-            _, new = store.add(sentence, category)
-            created += new
-        self._fill(store)  # the new facts, and any a failed call left without an embedding
-        return created
-
-    def sync_turn(
-        self,
-        user_content: str,
-        assistant_content: str,
-        *,
-        session_id: str = "",
-        messages: list[dict[str, Any]] | None = None,
-        speaker: str | None = None,
-    ) -> None:
-        if self._context == "flush" or not user_content.strip():
-            return
-        created = self._learn(self._store(speaker), user_content)
-        logger.debug("holographic sync_turn of session %s: %d new facts", session_id, created)
-
-    def on_session_end(self, messages: list[dict[str, Any]]) -> None:
-        if self._context == "flush":
-            return
-        created = 0
-        for message in messages:
-            if not isinstance(message, dict) or message.get("role") != "user":
-                continue
-            speaker = message.get("speaker")
-            text = _extract.message_text(message)
-            created += self._learn(self._store(speaker if isinstance(speaker, str) else None), text)
-        logger.debug("holographic on_session_end: %d new facts", created)
-
-    def on_session_switch(
-        self,
-        new_session_id: str,
-        *,
-        parent_session_id: str = "",
-        reset: bool = False,
-        rewound: bool = False,
-        **kwargs: Any,
-    ) -> None:
-        """After ``/undo``: forget what a withdrawn turn taught, if nothing else taught it.
-
-        A fact goes only if it came from that turn's statements and was never
-        stated again (its creation and last update are the same moment).
-        """
-        withdrawn = kwargs.get("withdrawn_turn")
-        if not rewound or not isinstance(withdrawn, dict):
-            return
-        text = withdrawn.get("user_content")
-        if not isinstance(text, str):
-            return
-        speaker = withdrawn.get("speaker", kwargs.get("speaker"))
-        store = self._store(speaker if isinstance(speaker, str) else None)
-        for sentence, _ in _extract.extract(text):
-            fact = store.find_by_content(sentence)
-            if (
-                fact is not None
-                and fact.category in AUTO_CATEGORIES
-                and fact.created_at == fact.updated_at
-            ):
-                store.remove(fact.id)
-
-    def on_memory_write(
-        self,
-        action: str,
-        target: str,
-        content: str,
-        metadata: dict[str, Any] | None = None,
-    ) -> None:
-        """Mirror the built-in memory tool as facts of category ``"memory"`` or ``"user"``.
-
-        ``add`` stores ``content``. ``remove`` gets the text that picked the
-        entry: the fact with that content goes, or else the one mirrored fact
-        that contains it (none when several do). ``replace`` stores the new
-        content in place of the fact ``metadata["old_text"]`` picks the same way
-        (the old fact is gone, the new one is there).
-        """
-        info = metadata or {}
-        text = strip_memory_context(content or "").strip()
-        category = "user" if target == "user" else "memory"
-        speaker = info.get("speaker")
-        store = self._store(speaker if isinstance(speaker, str) else None)
-        if not text:
-            return
-        if action == "remove":
-            found = _picked(store, text, category)
-            if found is not None:
-                store.remove(found.id)
-            return
-        if action not in ("add", "replace") or scan_memory_content(text) is not None:
-            return
-        old = info.get("old_text")
-        previous = None
-        if action == "replace" and isinstance(old, str) and old.strip():
-            previous = _picked(store, strip_memory_context(old).strip(), category)
-        if previous is not None and store.find_by_content(text) is None:
-            store.update(previous.id, text, category)
-        else:
-            if previous is not None:
-                store.remove(previous.id)
-            store.add(text, category)
-        self._fill(store)
-
     def on_turn_start(self, turn_number: int, message: str, **kwargs: Any) -> None:
         """Open the store this turn will use, so the first recall pays no start-up cost."""
         self._store(kwargs.get("speaker")).open()
@@ -402,17 +293,3 @@ class HolographicProvider(MemoryProvider):
 
     def save_config(self, values: dict[str, Any], chorus_home: Path) -> None:
         _config.save(values, chorus_home)
-
-
-def _picked(store: FactStore, text: str, category: str) -> Fact | None:
-    """The fact the tool's ``old_text`` picks: the one with that content, or else the one
-    mirrored fact of the write's target (``category``) that contains it, or else the one
-    of either target (None when none or several do)."""
-    fact = store.find_by_content(text)
-    if fact is not None:
-        return fact
-    for categories in ((category,), ("memory", "user")):
-        found = store.find_containing(text, categories)
-        if found:
-            return found[0] if len(found) == 1 else None
-    return None
