@@ -47,8 +47,8 @@ Application_ = Application[Any, Any, Any, Any, Any, Any]
 class PollRequest(HTTPXRequest):
     """The long-poll connection; reports each ``getUpdates`` outcome to ``on_result``.
 
-    Each answer goes through ``screen`` before the library parses it (unreadable
-    updates are dropped there and the others recorded: see ``_inbound``). Each call
+    Each answer goes through ``screen`` before the library parses it (the updates
+    are recorded there and the library sees only their ids: see ``_inbound``). Each call
     first waits for ``before`` (the records of the last batch on the disk): the next
     ``getUpdates`` confirms that batch to Telegram.
     """

@@ -3,13 +3,14 @@
 One update the library cannot parse fails the whole ``getUpdates`` batch: it
 is never confirmed, so it comes back forever and nothing else is answered. An
 update whose ids have the wrong type parses, then breaks the library's own
-bookkeeping later. So every update is checked here first — it must parse and
-its ids must be integers — and one that fails is replaced by its bare
-``{"update_id": …}``: the poller still confirms it (Telegram stops sending
-it) and nothing downstream sees it. The raw text of an update is never logged.
+bookkeeping later. So the library is given every update as its bare ``{"update_id": …}``
+(one without an integer id is dropped): the poller confirms it (Telegram stops
+sending it), and chorus reads it itself — it must parse and its ids must be
+integers — before anything downstream sees it. The raw text of an update is never logged.
 
-An update is parsed once: ``screen_updates`` keeps what it parsed for the
-handler, so the library is then given only the bare ids it confirms.
+An update is parsed once, and only when it is handed on: the library is given
+only the bare ids it confirms, and ``parsed`` reads each update for the handler
+(one that fails is confirmed and dropped there).
 """
 
 from __future__ import annotations
@@ -30,11 +31,6 @@ def _is_int(value: object) -> bool:
 
 def _is_text(value: object) -> bool:
     return value is None or isinstance(value, str)
-
-
-def readable(data: object) -> bool:
-    """Whether ``data`` is an update chorus and the library can both handle."""
-    return parsed(data, None) is not None
 
 
 def parsed(data: object, bot: Bot | None) -> Update | None:
@@ -63,11 +59,12 @@ def parsed(data: object, bot: Bot | None) -> Update | None:
 @dataclass(slots=True)
 class Screened:
     """A ``getUpdates`` answer, screened: ``answer["result"]`` holds each update that has
-    an integer id (unreadable ones reduced to it); ``updates`` the parsed ones, in order,
-    None where there is nothing to handle; ``skipped`` how many were unreadable."""
+    an integer id; ``handled`` the positions of those with more than their id (to
+    record, then to read one by one as each is handed on: ``parsed``); ``skipped`` how
+    many had no integer id and were dropped."""
 
     answer: dict[str, Any]
-    updates: list[Update | None]
+    handled: list[int]
     skipped: int
 
     @property
@@ -76,10 +73,11 @@ class Screened:
         return result
 
 
-def screen_updates(payload: bytes, bot: Bot | None) -> Screened | None:
-    """The answer's updates parsed once (for ``bot``), unreadable ones reduced to their
-    id; None when the payload is no answer with a list of updates (the library reports
-    a bad answer itself)."""
+def screen_updates(payload: bytes) -> Screened | None:
+    """The answer's updates that have an integer id, in order (the rest dropped); None
+    when the payload is no answer with a list of updates (the library reports a bad
+    answer itself). Nothing is parsed here: a batch's first update is read and handed
+    on before the other 99 are."""
     try:
         answer = json.loads(payload)
     except (ValueError, UnicodeDecodeError):
@@ -87,22 +85,13 @@ def screen_updates(payload: bytes, bot: Bot | None) -> Screened | None:
     if not isinstance(answer, dict) or not isinstance(answer.get("result"), list):
         return None
     kept: list[dict[str, Any]] = []
-    updates: list[Update | None] = []
-    skipped = 0
+    handled: list[int] = []
     for data in answer["result"]:
-        if isinstance(data, dict) and len(data) == 1 and _is_int(data.get("update_id")):
-            kept.append(data)  # a bare id: nothing to handle
-            updates.append(None)
+        if not isinstance(data, dict) or not _is_int(data.get("update_id")):
             continue
-        update = parsed(data, bot)
-        if update is not None:
-            kept.append(data)
-            updates.append(update)
-            continue
-        skipped += 1
-        update_id = data.get("update_id") if isinstance(data, dict) else None
-        if _is_int(update_id):
-            kept.append({"update_id": update_id})  # confirmed, and otherwise empty
-            updates.append(None)
+        if len(data) > 1:
+            handled.append(len(kept))
+        kept.append(data)
+    skipped = len(answer["result"]) - len(kept)
     answer["result"] = kept
-    return Screened(answer, updates, skipped)
+    return Screened(answer, handled, skipped)

@@ -7,10 +7,12 @@ killed after that still has the update, and answers it after the restart. The
 update is handed on once its record is committed; the next ``getUpdates`` (a
 webhook's answer) waits until the record is on the disk too, and until the batch
 before has been taken off the queue (``caught_up``): the 100 updates of the next
-batch are not parsed in the middle of a burst's first turns. An
+batch are not recorded in the middle of a burst's first turns. Each update is
+parsed as it is handed on (``take``), so a batch's first message goes on before
+the other 99 are read; one that cannot be read is confirmed and dropped there. An
 update the inbox knows already (Telegram resending one that was not confirmed)
-is confirmed and not handled again. Webhook updates are recorded before the
-request is answered.
+is confirmed and not handled again. Webhook updates are read and recorded before
+the request is answered.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from telegram.error import TelegramError
 
 from gateway import _texts as t
 from gateway.adapters._support import MAX_IMAGE_BYTES, Sometimes
-from gateway.adapters.telegram._guard import readable, screen_updates
+from gateway.adapters.telegram._guard import parsed, screen_updates
 from gateway.adapters.telegram._intake import Intake
 from gateway.adapters.telegram._send import TelegramSender
 from gateway.adapters.telegram._updates import (
@@ -91,12 +93,12 @@ class Inbound:
         """The last batch could not be recorded: it stays at Telegram, fetched again."""
         self._told: set[int] = set()
         """Private chats told, while the storage fails, that their message waits."""
-        self._parsed: dict[int, Update] = {}
-        """Updates screened and recorded, by id, until ``take`` hands them on."""
+        self._recorded: dict[int, dict[str, Any]] = {}
+        """Updates screened and recorded, by id, until ``take`` reads and hands them on."""
         self._passed_over: set[int] = set()
         """Ids screened but not kept: known to the inbox already (handed out again
         while unconfirmed, their delivery is someone's: a turn's, a restart's) or
-        unreadable. ``take`` lets each go without a word."""
+        bare. ``take`` lets each go without a word."""
         self._emptied = asyncio.Event()
         """Set when ``consume`` has handled every update queued (``caught_up``)."""
 
@@ -104,30 +106,30 @@ class Inbound:
 
     async def screen(self, payload: bytes) -> bytes:
         """A ``getUpdates`` answer as the library may see it: every update reduced to its
-        bare id. Each readable one not recorded before is recorded first and kept, parsed,
-        for ``take`` (the library would only parse it a second time)."""
-        screened = screen_updates(payload, self._bot)
+        bare id. Each one not recorded before is recorded first and kept for ``take``,
+        which reads it (the library would parse all 100 of a batch before the first
+        went on)."""
+        screened = screen_updates(payload)
         if screened is None:
             return payload
         if screened.skipped:
             self.note_skipped(screened.skipped)
-        updates, parsed = screened.result, screened.updates
-        kept = [index for index, update in enumerate(parsed) if update is not None]
+        updates = screened.result
         try:
             fresh = await self._record_many(  # confirmed by the next poll, once on the disk
-                [(str(updates[i]["update_id"]), json.dumps(updates[i])) for i in kept],
+                [(str(updates[i]["update_id"]), json.dumps(updates[i])) for i in screened.handled],
                 durable=False,
             )
         except InboxError as exc:  # unconfirmed: Telegram hands the batch out again
-            await self._storage_failed(exc, [updates[i] for i in kept])
+            await self._storage_failed(exc, [updates[i] for i in screened.handled])
             raise
         self._storage_works()
-        taken = {index for index, new in zip(kept, fresh, strict=True) if new}
-        for index, update in enumerate(parsed):
-            if index in taken and update is not None:
-                self._parsed[update.update_id] = update
+        taken = {index for index, new in zip(screened.handled, fresh, strict=True) if new}
+        for index, data in enumerate(updates):
+            if index in taken:
+                self._recorded[int(data["update_id"])] = data
             else:
-                self._passed_over.add(int(updates[index]["update_id"]))
+                self._passed_over.add(int(data["update_id"]))
         screened.answer["result"] = [{"update_id": u["update_id"]} for u in updates]
         return json.dumps(screened.answer).encode()
 
@@ -161,7 +163,8 @@ class Inbound:
 
     async def arrived_by_webhook(self, data: object) -> Update | None:
         """The update of a webhook request, recorded; None when there is nothing to queue."""
-        if not readable(data):
+        update = parsed(data, self._bot)
+        if update is None:
             self.note_skipped(1)
             return None
         assert isinstance(data, dict)
@@ -174,7 +177,7 @@ class Inbound:
         self._storage_works()
         if not fresh:
             return None  # Telegram resent one we have: confirm it, do not handle it twice
-        return Update.de_json(data, self._bot)
+        return update
 
     def note_skipped(self, count: int) -> None:
         self._counters["skipped_updates"] += count
@@ -219,12 +222,18 @@ class Inbound:
     async def take(self, update: object) -> None:
         if not isinstance(update, Update):
             return
-        parsed = self._parsed.pop(update.update_id, None)  # the library saw a bare id
-        if parsed is None and update.update_id in self._passed_over:
+        receipt = str(update.update_id)
+        data = self._recorded.pop(update.update_id, None)  # the library saw a bare id
+        if data is not None:
+            read = parsed(data, self._bot)
+            if read is None:  # recorded, but unreadable: confirmed and dropped
+                self.note_skipped(1)
+                await self._settled([receipt])
+                return
+            update = read
+        elif update.update_id in self._passed_over:
             self._passed_over.discard(update.update_id)  # not ours to settle: see ``screen``
             return
-        update = parsed or update
-        receipt = str(update.update_id)
         if update.callback_query is not None:  # a press: answered now, never a turn
             await self._settled([receipt])
             if self._on_press is not None:
@@ -279,7 +288,8 @@ class Inbound:
 
     async def read_again(self, payload: str) -> InboundMessage | None:
         """A recorded update, read as if it had just arrived (for a restart)."""
-        return await self.read(Update.de_json(json.loads(payload), self._bot))
+        update = parsed(json.loads(payload), self._bot)
+        return None if update is None else await self.read(update)
 
     async def _fetch(self, file_id: str) -> bytes | None:
         """A photo's bytes (sizes checked before downloading), or None."""
