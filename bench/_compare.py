@@ -18,8 +18,11 @@ from typing import Any
 THRESHOLD = 10.0
 """Per cent of change in the worse direction that counts as a regression."""
 
-HIGHER_IS_BETTER = ("per_s", "per_second", "precision", "speedup", "exact", "_pct")
-"""Parts of figure names where a larger value is the better one (rates, quality)."""
+HIGHER_IS_BETTER = ("per_s", "per_second", "_pct")
+"""Endings of figure names where a larger value is the better one (rates, shares):
+``jobs_per_s`` is a rate, ``kb_per_session`` is not."""
+HIGHER_IS_BETTER_PARTS = ("precision", "speedup", "exact")
+"""Parts of figure names where a larger value is the better one (quality)."""
 LOWER_IS_BETTER = ("_ms", "_s", "ms_per", "kb_per", "ratio_to", "round_trips")
 """Endings or parts of the others' names where a smaller value is the better one
 (times, sizes); a figure that is neither counts as higher-is-better."""
@@ -45,7 +48,7 @@ def pick(figures: dict[str, Any], paths: tuple[str, ...]) -> dict[str, float]:
 
 def lower_is_better(path: str) -> bool:
     name = path.rsplit(".", 1)[-1]
-    if any(mark in name for mark in HIGHER_IS_BETTER):
+    if name.endswith(HIGHER_IS_BETTER) or any(mark in name for mark in HIGHER_IS_BETTER_PARTS):
         return False
     return any(name.endswith(mark) or mark in name for mark in LOWER_IS_BETTER)
 

@@ -46,7 +46,11 @@ def test_a_slower_or_weaker_figure_is_a_regression_and_a_better_one_is_not(
         tmp_path,
         "old.json",
         {
-            "sessions": {"overhead.p50_ms": 8.0, "overhead.p90_ms": 12.0},
+            "sessions": {
+                "overhead.p50_ms": 8.0,
+                "overhead.p90_ms": 12.0,
+                "memory.0.kb_per_session": 27.3,
+            },
             "worker": {"jobs_per_second": 180.0},
             "holographic_recall": {"hrr join.precision_at_1": 0.9},
             "gone": {"x_ms": 1.0},
@@ -56,7 +60,11 @@ def test_a_slower_or_weaker_figure_is_a_regression_and_a_better_one_is_not(
         tmp_path,
         "new.json",
         {
-            "sessions": {"overhead.p50_ms": 12.0, "overhead.p90_ms": 11.0},
+            "sessions": {
+                "overhead.p50_ms": 12.0,
+                "overhead.p90_ms": 11.0,
+                "memory.0.kb_per_session": 23.8,
+            },
             "worker": {"jobs_per_second": 100.0},
             "holographic_recall": {"hrr join.precision_at_1": 0.92},
             "fresh": {"y_ms": 1.0},
@@ -66,17 +74,19 @@ def test_a_slower_or_weaker_figure_is_a_regression_and_a_better_one_is_not(
     assert set(found) == {
         ("sessions", "overhead.p50_ms"),
         ("sessions", "overhead.p90_ms"),
+        ("sessions", "memory.0.kb_per_session"),
         ("worker", "jobs_per_second"),
         ("holographic_recall", "hrr join.precision_at_1"),
     }
     assert found["sessions", "overhead.p50_ms"].percent == pytest.approx(50.0)
     assert found["sessions", "overhead.p50_ms"].regression  # 50 % more milliseconds
     assert not found["sessions", "overhead.p90_ms"].regression  # faster
+    assert not found["sessions", "memory.0.kb_per_session"].regression  # smaller
     assert found["worker", "jobs_per_second"].regression  # fewer jobs a second
     assert not found["holographic_recall", "hrr join.precision_at_1"].regression
 
     table = report(list(found.values()))
-    assert f"2 of 4 figures worse by more than {THRESHOLD:g} %" in table
+    assert f"2 of 5 figures worse by more than {THRESHOLD:g} %" in table
     [line] = [row for row in table.splitlines() if "overhead.p50_ms" in row]
     assert "+50.0 %" in line and "REGRESSION" in line
 
