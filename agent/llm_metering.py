@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from agent.errors import LLMError
 from agent.llm_answer import LLMResponse, Usage
@@ -26,6 +26,8 @@ from agent.usage import OUTPUT_ALLOWANCE, Charge, UsageMeter, estimate_text, est
 __all__ = ["CallObserver", "DeltaCallback", "FailoverObserver", "MeteredCalls"]
 
 logger = logging.getLogger("agent.llm")  # logged as the client's own lines
+
+_T = TypeVar("_T")
 
 DeltaCallback = Callable[[str], Awaitable[None] | None]
 CallObserver = Callable[[float, bool], None]
@@ -86,21 +88,13 @@ class MeteredCalls:
         (``BudgetExhausted`` when the person's budget is spent, no request made) and the
         usage the endpoint reported (``agent.transcription``) is settled after.
         ``seconds``: the audio's length, when the platform said (for the estimates)."""
-        meter = self.meter if charge is not None else None
-        hold: object = None
-        if meter is not None and charge is not None:
-            hold = await meter.reserve(charge, model, expected_tokens(len(audio), seconds))
-        try:
-            result = await self._transcription(audio, filename, model)
-        except BaseException as exc:
-            self._counted(model, call_outcome(exc))
-            if meter is not None:
-                await _quietly(meter.release(hold))
-            raise
-        self._counted(model, "ok")
-        if meter is not None:
-            usage, estimated = transcription_usage(result.usage, result.text, seconds)
-            await _quietly(meter.settle(hold, model, usage, estimated=estimated))
+        result = await self._audio_call(
+            model,
+            charge,
+            expected_tokens(len(audio), seconds),
+            lambda: self._transcription(audio, filename, model),
+            lambda done: transcription_usage(done.usage, done.text, seconds),
+        )
         return result.text
 
     async def speak(
@@ -109,13 +103,32 @@ class MeteredCalls:
         """``text`` read out (``/v1/audio/speech``) as OGG/Opus audio. Errors as
         ``transcribe``'s; with a ``charge`` and a meter it is reserved and settled like it,
         with the estimate of ``agent.speech`` (the endpoint reports no usage)."""
+        usage = speech_usage(text)
+        return await self._audio_call(
+            model,
+            charge,
+            usage[0] + usage[2],
+            lambda: self._speech(text, model, voice),
+            lambda _: (usage, True),
+        )
+
+    async def _audio_call(
+        self,
+        model: str,
+        charge: Charge | None,
+        estimate: int,
+        call: Callable[[], Awaitable[_T]],
+        usage_of: Callable[[_T], tuple[tuple[int, int, int], bool]],
+    ) -> _T:
+        """``call`` counted, and with a ``charge`` and a meter reserved (``estimate``
+        tokens) before and settled after (``usage_of`` its result: the usage, and
+        whether it is an estimate), or released when it fails."""
         meter = self.meter if charge is not None else None
         hold: object = None
-        usage = speech_usage(text)
         if meter is not None and charge is not None:
-            hold = await meter.reserve(charge, model, usage[0] + usage[2])
+            hold = await meter.reserve(charge, model, estimate)
         try:
-            audio = await self._speech(text, model, voice)
+            result = await call()
         except BaseException as exc:
             self._counted(model, call_outcome(exc))
             if meter is not None:
@@ -123,8 +136,9 @@ class MeteredCalls:
             raise
         self._counted(model, "ok")
         if meter is not None:
-            await _quietly(meter.settle(hold, model, usage, estimated=True))
-        return audio
+            usage, estimated = usage_of(result)
+            await _quietly(meter.settle(hold, model, usage, estimated=estimated))
+        return result
 
     async def complete(
         self,
