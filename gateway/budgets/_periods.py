@@ -23,8 +23,21 @@ class Window:
         return datetime.fromtimestamp(self.end, ZoneInfo(self.zone))
 
 
+_last: dict[str, tuple[Window, Window]] = {}
+"""The windows each zone was last asked for: every call of a day is answered from here."""
+
+
 def windows(now: float, zone: str) -> tuple[Window, Window]:
     """The day and the month ``now`` falls in, in time zone ``zone``."""
+    known = _last.get(zone)
+    if known is not None and known[0].start <= now < known[0].end:
+        return known
+    found = _windows(now, zone)
+    _last[zone] = found
+    return found
+
+
+def _windows(now: float, zone: str) -> tuple[Window, Window]:
     tz = ZoneInfo(zone)
     local = datetime.fromtimestamp(now, tz)
     day_start = datetime(local.year, local.month, local.day, tzinfo=tz)

@@ -67,6 +67,33 @@ def test_days_and_months_follow_the_time_zone() -> None:
     assert day_in_utc.key == "day:2026-04-01"
 
 
+def test_the_windows_move_on_at_midnight_and_at_the_month_end() -> None:
+    """``windows`` answers the calls of one day from the day it found last; the moment a
+    day ends (or a clock goes back) it finds the new one, month and all."""
+    zone = "Europe/Berlin"
+    tz = ZoneInfo(zone)
+    moments = [
+        datetime(2026, 10, 24, 23, 59, 59, tzinfo=tz),
+        datetime(2026, 10, 25, 0, 0, 0, tzinfo=tz),  # a day of 25 hours (clocks go back)
+        datetime(2026, 10, 25, 23, 59, 59, tzinfo=tz),
+        datetime(2026, 10, 31, 23, 59, 59, tzinfo=tz),
+        datetime(2026, 11, 1, 0, 0, 0, tzinfo=tz),
+        datetime(2026, 10, 31, 12, 0, 0, tzinfo=tz),  # the clock went back a day
+    ]
+    seen = [windows(m.timestamp(), zone) for m in moments]
+    keys = [(day.key, month.key) for day, month in seen]
+    assert keys == [
+        ("day:2026-10-24", "month:2026-10"),
+        ("day:2026-10-25", "month:2026-10"),
+        ("day:2026-10-25", "month:2026-10"),
+        ("day:2026-10-31", "month:2026-10"),
+        ("day:2026-11-01", "month:2026-11"),
+        ("day:2026-10-31", "month:2026-10"),
+    ]
+    assert seen[2][0].end - seen[2][0].start == 25 * 3600
+    assert seen[4][1].start == datetime(2026, 11, 1, tzinfo=tz).timestamp()
+
+
 async def test_old_rows_are_purged_by_the_meter_and_background_calls_are_never_refused(
     tmp_path: Path,
 ) -> None:
