@@ -13,12 +13,14 @@ The budget, counters, observers and traces around each call: ``agent.llm_meterin
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
+import httpx2
 import openai
 from openai.types.audio import Transcription
 
@@ -35,7 +37,7 @@ from agent.llm_metering import CallObserver as CallObserver
 from agent.llm_metering import DeltaCallback as DeltaCallback
 from agent.llm_metering import FailoverObserver as FailoverObserver
 from agent.llm_metering import MeteredCalls
-from agent.llm_request import chat_request
+from agent.llm_request import CHAT_PATH, chat_request
 from agent.llm_stream import error_message, stream_chunks
 from agent.messages import ChatMessage
 from agent.settings import FallbackEndpoint, LLMSettings
@@ -203,17 +205,16 @@ class LLMClient(MeteredCalls):
         on_delta: DeltaCallback | None,
         streamed: list[bool],
     ) -> LLMResponse:
-        request = chat_request(model, messages, tools)
-        create: Any = client.chat.completions.with_streaming_response.create
+        body = chat_request(model, messages, tools)
         text: list[str] = []
         calls: dict[int, dict[str, str]] = {}
         response = LLMResponse(content="", usage_estimated=True)
-        async with create(**request) as raw:
+        async with _posted(client, body) as raw:
 
             def failed(error: Any) -> Exception:
-                return openai.APIError(error_message(error), raw.http_request, body=error)
+                return openai.APIError(error_message(error), raw.request, body=error)
 
-            lines = _transport_errors(raw.iter_lines(), raw.http_request)
+            lines = _transport_errors(raw.aiter_lines(), raw.request)
             async for chunk in stream_chunks(lines, failed):
                 if chunk.get("usage"):
                     response.usage = usage_of(chunk["usage"])
@@ -239,6 +240,26 @@ class LLMClient(MeteredCalls):
             for index, slot in sorted(calls.items())
         ]
         return response
+
+
+@contextlib.asynccontextmanager
+async def _posted(client: openai.AsyncOpenAI, body: bytes) -> AsyncIterator[httpx2.Response]:
+    """The streamed response to ``body`` posted to the chat completions of ``client``'s
+    endpoint, closed when the block ends. The client sends it (auth, its headers, the
+    timeout) and raises as ``create`` does on an error status (``APIStatusError``) or a
+    failed connection (``APIConnectionError``); the body is not read before the block."""
+    response = await client.post(
+        CHAT_PATH,
+        cast_to=httpx2.Response,
+        content=body,
+        options={"headers": {"Content-Type": "application/json"}},
+        stream=True,
+        stream_cls=None,
+    )
+    try:
+        yield response
+    finally:
+        await response.aclose()
 
 
 async def _transport_errors(lines: AsyncIterator[str], request: Any) -> AsyncIterator[str]:

@@ -6,6 +6,7 @@ import asyncio
 import json
 from typing import Any
 
+import openai
 import pytest
 
 from agent.agent import NUDGE
@@ -179,6 +180,35 @@ async def test_streaming_deltas_arrive_in_pieces(server: FakeOpenAI, make_agent:
     assert "".join(pieces) == answer
     assert server.requests[0]["stream"] is True
     assert server.requests[0]["stream_options"] == {"include_usage": True}
+
+
+async def test_the_request_is_the_one_the_openai_client_makes(
+    server: FakeOpenAI, make_agent: MakeAgent
+) -> None:
+    """The body is encoded by chorus and posted through the client; the endpoint gets
+    what the client's own ``chat.completions.create`` sends for the same arguments,
+    with the client's auth."""
+    server.api_key = "test"  # the key make_agent configures: a request without it is refused
+    agent = await make_agent()
+    server.reply("ok")
+    assert await agent.run_turn("naïve café ✓ 日本, \"quoted\"\n") == "ok"
+    ours = server.last_request
+    assert ours["tools"] and ours["messages"][-1]["content"].startswith("naïve café ✓ 日本")
+    client = openai.AsyncOpenAI(api_key="test", base_url=server.base_url, max_retries=0)
+    try:
+        stream = await client.chat.completions.create(
+            model=ours["model"],
+            messages=ours["messages"],
+            tools=ours["tools"],
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+        async for _ in stream:
+            pass
+    finally:
+        await client.close()
+    assert len(server.requests) == 2
+    assert server.requests[0] == server.requests[1]
 
 
 async def test_nudge_cadence(server: FakeOpenAI, make_agent: MakeAgent) -> None:
