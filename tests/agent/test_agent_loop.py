@@ -191,7 +191,7 @@ async def test_the_request_is_the_one_the_openai_client_makes(
     server.api_key = "test"  # the key make_agent configures: a request without it is refused
     agent = await make_agent()
     server.reply("ok")
-    assert await agent.run_turn("naïve café ✓ 日本, \"quoted\"\n") == "ok"
+    assert await agent.run_turn('naïve café ✓ 日本, "quoted"\n') == "ok"
     ours = server.last_request
     assert ours["tools"] and ours["messages"][-1]["content"].startswith("naïve café ✓ 日本")
     client = openai.AsyncOpenAI(api_key="test", base_url=server.base_url, max_retries=0)
