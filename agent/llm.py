@@ -39,6 +39,7 @@ from agent.llm_metering import FailoverObserver as FailoverObserver
 from agent.llm_metering import MeteredCalls
 from agent.llm_request import CHAT_PATH, chat_request
 from agent.llm_stream import error_message, stream_chunks
+from agent.llm_warm import Preconnect
 from agent.messages import ChatMessage
 from agent.settings import FallbackEndpoint, LLMSettings
 from agent.speech import SPEECH_FORMAT
@@ -79,7 +80,10 @@ class LLMClient(MeteredCalls):
         """Told the seconds and outcome of every call (the gateway's metrics)."""
         self.counters: tuple[Callable[[str, str], None], ...] = tuple(counters)
         """Told the model and outcome (``ok``, ``unavailable``, …) of every call."""
-        self._client = _client(settings.base_url, settings.api_key, settings.timeout_seconds)
+        http = _http_client(settings.timeout_seconds)
+        self._client = _client(settings.base_url, settings.api_key, settings.timeout_seconds, http)
+        self.preconnect = Preconnect(http, str(self._client.base_url), now)
+        """Opens a connection to the primary endpoint ahead of a turn (``warm()``)."""
         self._fallbacks: list[tuple[FallbackEndpoint, openai.AsyncOpenAI]] = [
             (f, _client(f.base_url, f.api_key, f.timeout_seconds or settings.timeout_seconds))
             for f in settings.fallbacks
@@ -112,6 +116,7 @@ class LLMClient(MeteredCalls):
         return self.settings.auxiliary_model or self.settings.model
 
     async def aclose(self) -> None:
+        await self.preconnect.aclose()
         await self._client.close()
         for _, client in self._fallbacks:
             await client.close()
@@ -206,6 +211,8 @@ class LLMClient(MeteredCalls):
         streamed: list[bool],
     ) -> LLMResponse:
         body = chat_request(model, messages, tools)
+        if client is self._client:
+            self.preconnect.used()
         text: list[str] = []
         calls: dict[int, dict[str, str]] = {}
         response = LLMResponse(content="", usage_estimated=True)
@@ -284,7 +291,15 @@ async def _read_to_the_end(lines: AsyncIterator[str]) -> None:
         logger.debug("the end of a streamed answer was not read (%s)", type(exc).__name__)
 
 
-def _client(base_url: str | None, key: Any, timeout: float) -> openai.AsyncOpenAI:
+def _http_client(timeout: float) -> httpx2.AsyncClient:
+    return openai.DefaultAsyncHttpxClient(
+        timeout=timeout, event_hooks={"request": [sending.attach]}
+    )
+
+
+def _client(
+    base_url: str | None, key: Any, timeout: float, http: httpx2.AsyncClient | None = None
+) -> openai.AsyncOpenAI:
     """A client of one endpoint; retries are ours (they must stop once text was streamed)."""
     secret = key.get_secret_value() if key is not None else PLACEHOLDER_API_KEY
     return openai.AsyncOpenAI(
@@ -292,9 +307,7 @@ def _client(base_url: str | None, key: Any, timeout: float) -> openai.AsyncOpenA
         base_url=base_url,
         timeout=timeout,
         max_retries=0,
-        http_client=openai.DefaultAsyncHttpxClient(
-            timeout=timeout, event_hooks={"request": [sending.attach]}
-        ),
+        http_client=http if http is not None else _http_client(timeout),
     )
 
 

@@ -159,6 +159,9 @@ class AgentFactory:
             account_keys=list(session.search_keys),
         )
 
+    def warm(self) -> None:
+        self.llm.preconnect.warm()
+
     def agent_for(self, session: SessionContext, *, handoff_summary: str | None = None) -> Agent:
         """A new agent for ``session``; call ``start()`` on it (off the hot path of others)."""
         store = self.store_for(session.user_key)

@@ -31,6 +31,11 @@ class AgentBuilder(Protocol):
         """A new agent for ``session``; the caller runs ``start()`` on it."""
         ...
 
+    def warm(self) -> None:
+        """A turn is coming: open what its first request needs (the LLM connection) while
+        it is prepared."""
+        ...
+
 
 class PersonDirectory(Protocol):
     """Which accounts are one person (``memory.people.PeopleStore``)."""

@@ -176,6 +176,7 @@ class SessionManager(SessionAgents):
         if self._closing:
             return False
         key = self.key_for(msg)
+        self.builder.warm()
         lock = self._locks.setdefault(key, asyncio.Lock())
         async with lock:  # two messages of one key never open two sessions
             live = await self._session_for(msg)

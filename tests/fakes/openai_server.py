@@ -350,6 +350,9 @@ class FakeOpenAI(LoopThread):
         self.reports_usage = True
         self.connections: list[tuple[str, int]] = []
         """The client address of each chat request (one per TCP connection it came on)."""
+        self.unknown: list[tuple[str, str, tuple[str, int], str | None]] = []
+        """Method, path, client address and ``Authorization`` header of each request to no
+        route of the API (answered 404 ``Invalid URL`` as OpenAI does)."""
         #: audio bytes → what ``/v1/audio/transcriptions`` hears in them (see ``openai_audio``)
         self.transcripts: dict[bytes, str] = {}
         self.default_transcript = "hello"
@@ -514,6 +517,7 @@ class FakeOpenAI(LoopThread):
             self._speech_failures.clear()
             self.in_flight_max = 0
             self.connections.clear()
+            self.unknown.clear()
             self.reports_usage = True
 
     @property
@@ -636,6 +640,10 @@ class FakeOpenAI(LoopThread):
         return await speech(self, request)
 
     async def _not_found(self, request: web.Request) -> web.Response:
+        peer = request.transport.get_extra_info("peername") if request.transport else None
+        if peer:
+            auth = request.headers.get("Authorization")
+            self.unknown.append((request.method, request.path, (str(peer[0]), int(peer[1])), auth))
         return self._json_error(
             404, f"Invalid URL ({request.method} {request.path})", code="unknown_url"
         )
