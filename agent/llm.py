@@ -80,9 +80,8 @@ class LLMClient(MeteredCalls):
         """Told the seconds and outcome of every call (the gateway's metrics)."""
         self.counters: tuple[Callable[[str, str], None], ...] = tuple(counters)
         """Told the model and outcome (``ok``, ``unavailable``, …) of every call."""
-        http = _http_client(settings.timeout_seconds)
-        self._client = _client(settings.base_url, settings.api_key, settings.timeout_seconds, http)
-        self.preconnect = Preconnect(http, str(self._client.base_url), now)
+        self._client = _client(settings.base_url, settings.api_key, settings.timeout_seconds)
+        self.preconnect = Preconnect(self._ahead, now)
         """Opens a connection to the primary endpoint ahead of a turn (``warm()``)."""
         self._fallbacks: list[tuple[FallbackEndpoint, openai.AsyncOpenAI]] = [
             (f, _client(f.base_url, f.api_key, f.timeout_seconds or settings.timeout_seconds))
@@ -120,6 +119,11 @@ class LLMClient(MeteredCalls):
         await self._client.close()
         for _, client in self._fallbacks:
             await client.close()
+
+    async def _ahead(self) -> None:
+        """A request of no cost to the primary endpoint: its base URL (404 on OpenAI)."""
+        with contextlib.suppress(openai.APIStatusError):  # any answer leaves the connection
+            await self._client.get("/", cast_to=httpx2.Response)
 
     async def _transcription(self, audio: bytes, filename: str, model: str) -> Transcription:
         try:
@@ -291,15 +295,7 @@ async def _read_to_the_end(lines: AsyncIterator[str]) -> None:
         logger.debug("the end of a streamed answer was not read (%s)", type(exc).__name__)
 
 
-def _http_client(timeout: float) -> httpx2.AsyncClient:
-    return openai.DefaultAsyncHttpxClient(
-        timeout=timeout, event_hooks={"request": [sending.attach]}
-    )
-
-
-def _client(
-    base_url: str | None, key: Any, timeout: float, http: httpx2.AsyncClient | None = None
-) -> openai.AsyncOpenAI:
+def _client(base_url: str | None, key: Any, timeout: float) -> openai.AsyncOpenAI:
     """A client of one endpoint; retries are ours (they must stop once text was streamed)."""
     secret = key.get_secret_value() if key is not None else PLACEHOLDER_API_KEY
     return openai.AsyncOpenAI(
@@ -307,7 +303,9 @@ def _client(
         base_url=base_url,
         timeout=timeout,
         max_retries=0,
-        http_client=http if http is not None else _http_client(timeout),
+        http_client=openai.DefaultAsyncHttpxClient(
+            timeout=timeout, event_hooks={"request": [sending.attach]}
+        ),
     )
 
 

@@ -4,19 +4,19 @@ The first request after a quiet spell would open its connection (TCP, and TLS fo
 ``https``) only once it is built: a few round trips to the endpoint, after the
 person's message was already checked, their session found and their agent made.
 ``Preconnect.warm()`` starts a request of no cost the moment a turn is known to
-come (the gateway calls it as it hands a message to its session): a ``HEAD`` of the
-endpoint's base URL, without credentials, whose answer (404 on OpenAI) leaves its
-connection open in the client's pool, where the turn's request finds it. While
-requests went out lately (``IDLE_AFTER``) the pool has one already and nothing is
-sent. A failure is only logged (DEBUG): the turn's request connects as it would.
+come (the gateway calls it as it hands a message to its session): ``agent.llm`` asks
+the endpoint's base URL through the client, whose answer (404 on OpenAI) leaves its
+connection open in the client's pool, where the turn's request finds it, and the
+client's own first-request work (it looks up the platform on a worker thread) done.
+While requests went out lately (``IDLE_AFTER``) the pool has one already and nothing
+is sent. A failure is only logged (DEBUG): the turn's request connects as it would.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
-from typing import Protocol
+from collections.abc import Awaitable, Callable
 
 __all__ = ["IDLE_AFTER", "WARM_TIMEOUT", "Preconnect"]
 
@@ -29,14 +29,10 @@ WARM_TIMEOUT = 10.0
 """Seconds a warming request may take."""
 
 
-class _Http(Protocol):
-    async def head(self, url: str) -> object: ...
-
-
 class Preconnect:
-    def __init__(self, http: _Http, url: str, now: Callable[[], float]) -> None:
-        self._http = http
-        self._url = url
+    def __init__(self, request: Callable[[], Awaitable[object]], now: Callable[[], float]) -> None:
+        """``request``: sends the warming request (an answer of any status is fine)."""
+        self._request = request
         self._now = now
         self._used_at: float | None = None
         self._warming: asyncio.Task[None] | None = None
@@ -62,7 +58,7 @@ class Preconnect:
     async def _open(self) -> None:
         try:
             async with asyncio.timeout(WARM_TIMEOUT):
-                await self._http.head(self._url)
+                await self._request()
         except Exception as exc:
             logger.debug("no connection opened ahead to the LLM endpoint (%s)", type(exc).__name__)
 

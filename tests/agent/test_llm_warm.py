@@ -36,9 +36,7 @@ async def test_the_first_request_after_a_quiet_spell_finds_its_connection_open(
     try:
         llm.preconnect.warm()
         await llm.preconnect.settled()
-        assert [(method, path, auth) for method, path, _, auth in server.unknown] == [
-            ("HEAD", "/v1/", None)  # no credentials
-        ]
+        assert [(method, path) for method, path, _, _ in server.unknown] == [("GET", "/v1/")]
         opened = server.unknown[0][2]
         answer = await llm.complete([{"role": "user", "content": "hi"}])
         assert answer.content == "ok"
@@ -69,6 +67,6 @@ async def test_an_endpoint_that_cannot_be_reached_is_only_logged(
         with caplog.at_level(logging.DEBUG, logger="agent.llm_warm"):
             llm.preconnect.warm()
             await llm.preconnect.settled()
-        assert "no connection opened ahead to the LLM endpoint (ConnectError)" in caplog.text
+        assert "no connection opened ahead to the LLM endpoint (APIConnectionError)" in caplog.text
     finally:
         await llm.aclose()

@@ -18,7 +18,7 @@ async def test_a_turn_coming_opens_the_connection_and_a_stranger_opens_none(
 
     reply = await gateway.ask("hi", user="2")
     assert reply.text == "ok"
-    assert [(method, path) for method, path, _, _ in server.unknown] == [("HEAD", "/v1/")]
+    assert [(method, path) for method, path, _, _ in server.unknown] == [("GET", "/v1/")]
     assert len(server.requests) == 1
 
     assert (await gateway.ask("and again", user="3")).text == "ok"  # a request went out lately
