@@ -267,7 +267,7 @@ class Agent(Compaction, ToolCalls, TranscriptWrites):
         if resuming:  # asked before a restart cut the answer: answer it, don't ask it twice
             self.history[-1] = message
         else:
-            await self._append(
+            await self._append_ahead(
                 message, stored_content=stored, speaker=speaker, platform_id=platform_message_id
             )
             self._positions += 1
@@ -282,6 +282,7 @@ class Agent(Compaction, ToolCalls, TranscriptWrites):
             raise
         finally:
             self._note = None
+            await self._written_ahead()
 
     def _unanswered(self, text: str) -> bool:
         """The history ends with this very message and no answer to it (a restart cut it)."""
@@ -316,6 +317,7 @@ class Agent(Compaction, ToolCalls, TranscriptWrites):
             message = response.to_message()
             if isinstance(content := message["content"], str):  # recalled context echoed back
                 message["content"] = strip_memory_context(content)
+            await self._written_ahead()  # the turn's message is in the transcript first
             await self._stored(  # in one commit: the usage, then the answer
                 self._record_usage(response),
                 self._append(message, finish_reason=response.finish_reason),

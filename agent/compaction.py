@@ -59,6 +59,8 @@ class Compaction:
 
         async def start(self) -> None: ...
 
+        async def _written_ahead(self) -> None: ...
+
         def charge(self, purpose: Purpose) -> Charge: ...
 
         async def _rebuild_system_prompt(self) -> None: ...
@@ -104,6 +106,7 @@ class Compaction:
         reported = self._reported
         if not self.compressor.should_compress(max(estimate, reported)):
             return
+        await self._written_ahead()  # the transcript has the turn's message before the rest
         sid = self.session.session_id
         logger.info("compressing session %s at ~%d tokens (%d reported)", sid, estimate, reported)
         self._reported = 0

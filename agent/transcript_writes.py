@@ -41,6 +41,8 @@ class TranscriptWrites:
     _kept: list[int]
     _speakers: dict[int, str | None]
     _reported: int
+    _writing: asyncio.Future[None] | None = None
+    """The write of the turn's user message, under way while its request is made."""
 
     def turn_speakers(self) -> list[str | None]:
         """Who wrote each turn not undone, oldest first (None: not recorded, or several)."""
@@ -78,7 +80,46 @@ class TranscriptWrites:
     ) -> None:
         if self.fence is not None:  # raises once this process no longer holds the session
             await self.fence()
+        await self._written_ahead()
         self.history.append(message)
+        await self._write(message, stored_content, tool_name, finish_reason, speaker, platform_id)
+
+    async def _append_ahead(
+        self,
+        message: ChatMessage,
+        *,
+        stored_content: str | None = None,
+        speaker: UserKey | None = None,
+        platform_id: PlatformIds = None,
+    ) -> None:
+        """``_append`` whose database write goes on while the turn's request is made: the
+        history has the message at once, and ``_written_ahead()`` waits for the write
+        before anything else of the session is written (the transcript keeps its order)
+        and before the turn ends, also when it failed or was cancelled (the message stays
+        in the transcript)."""
+        if self.fence is not None:
+            await self.fence()
+        await self._written_ahead()
+        self.history.append(message)
+        self._writing = asyncio.ensure_future(
+            self._write(message, stored_content, None, None, speaker, platform_id)
+        )
+
+    async def _written_ahead(self) -> None:
+        """Wait for the user message's write under way, if any; its error is raised."""
+        writing, self._writing = self._writing, None
+        if writing is not None:
+            await asyncio.shield(writing)
+
+    async def _write(
+        self,
+        message: ChatMessage,
+        stored_content: str | None,
+        tool_name: str | None,
+        finish_reason: str | None,
+        speaker: UserKey | None,
+        platform_id: PlatformIds,
+    ) -> None:
         content = message.get("content") if stored_content is None else stored_content
         await self.db.append_message(
             self.session.session_id,

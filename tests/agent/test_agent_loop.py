@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
+from pathlib import Path
 from typing import Any
 
 import openai
@@ -12,6 +14,7 @@ import pytest
 from agent.agent import NUDGE
 from agent.errors import LLMError
 from agent.tools.registry import Tool, ToolRegistry
+from memory.paths import ChorusPaths
 from memory.providers import build_memory_context_block
 from memory.transcripts import AsyncSessionDB
 from tests.agent.conftest import MakeAgent, Sleeps, tool_results
@@ -393,3 +396,28 @@ async def test_turns_reuse_one_connection_to_the_endpoint(
         assert await agent.run_turn(f"question {n}") == f"answer {n}"
     assert len(server.connections) == 3
     assert len(set(server.connections)) == 1
+
+
+async def test_the_request_leaves_while_the_message_is_written_and_the_transcript_keeps_order(
+    tmp_path: Path, server: FakeOpenAI, make_agent: MakeAgent
+) -> None:
+    """The turn's request does not wait for the commit of the person's message (another
+    connection holds the database's write lock meanwhile); the answer is written after it."""
+    agent = await make_agent()
+    server.reply("ok")
+    blocker = sqlite3.connect(ChorusPaths(tmp_path).state_db, isolation_level=None)
+    try:
+        blocker.execute("BEGIN IMMEDIATE")  # every other writer waits (up to its busy timeout)
+        turn = asyncio.create_task(agent.run_turn("hello there"))
+        await until(lambda: len(server.requests) == 1, timeout=3, what="the request")
+        assert server.last_request["messages"][-1] == {"role": "user", "content": "hello there"}
+        assert not turn.done()  # its answer waits for the message's write
+        blocker.execute("COMMIT")
+        assert await turn == "ok"
+        rows = blocker.execute(
+            "SELECT role, content FROM messages WHERE session_id = ? ORDER BY id",
+            (agent.session.session_id,),
+        ).fetchall()
+    finally:
+        blocker.close()
+    assert rows == [("user", "hello there"), ("assistant", "ok")]

@@ -146,12 +146,13 @@ async def test_two_messages_cut_mid_answer_keep_their_answers_after_the_restart(
     both had been noted as shown in the one message their merged answer streamed into."""
     gw = await make_gateway()
     server.reply("first", delay=1)
+    # queued now: the next request may leave before the test would see "first"
+    server.push(Reply.of_text("Two and three, answered together.", stall_after=3, stall=60))
     await gw.say("one", user="2")
     await in_flight(server)
     await gw.say("two", user="2")
     await gw.say("three", user="2")
     assert (await gw.adapter.pop(20)).text == "first"
-    server.push(Reply.of_text("Two and three, answered together.", stall_after=3, stall=60))
     await until(lambda: len(gw.adapter.sent) == 2, what="the merged answer's first words")
     frozen = gw.adapter.sent[1]
 
