@@ -110,12 +110,18 @@ async def reply_times(adapter: TestChatAdapter, user: str, turns: int, pause: fl
 
 
 async def replied(adapter: TestChatAdapter, chat: str, n: int, timeout: float = 60) -> None:
-    """Until the chat shows more than ``n`` messages; a bench run never hangs."""
+    """Until the chat shows more than ``n`` messages; a bench run never hangs. Woken by
+    each message the adapter sends (no polling: a poll would share the event loop with
+    the turn it times, and see its reply up to a poll's interval late)."""
     deadline = time.monotonic() + timeout
-    while len(adapter.texts(chat)) <= n:
-        if time.monotonic() > deadline:
-            raise SystemExit(f"no reply {n + 1} in {chat} after {timeout:.0f}s")
-        await asyncio.sleep(0.0005)
+    while True:
+        adapter.arrived.clear()
+        if len(adapter.texts(chat)) > n:
+            return
+        try:
+            await asyncio.wait_for(adapter.arrived.wait(), max(0.0, deadline - time.monotonic()))
+        except TimeoutError:
+            raise SystemExit(f"no reply {n + 1} in {chat} after {timeout:.0f}s") from None
 
 
 def ms(values: list[float], q: float) -> float:

@@ -87,6 +87,8 @@ class TestChatAdapter(BaseAdapter):
         """What was sent into a walled chat (and refused)."""
         self.files: list[SentFile] = []
         """Files sent (``send_file``), in order."""
+        self.arrived = asyncio.Event()
+        """Set by every message sent: a waiter for the next one clears it, then waits."""
 
     async def connect(self) -> None:
         self.started = True
@@ -178,6 +180,7 @@ class TestChatAdapter(BaseAdapter):
             history=[message.text],
         )
         self.sent.append(delivered)
+        self.arrived.set()
         return SentMessage(message.chat_id, delivered.message_id, message.thread_id)
 
     async def send_private(self, msg: InboundMessage, text: str) -> bool:

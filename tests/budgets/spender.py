@@ -50,6 +50,8 @@ async def main(home: Path, tasks: int) -> None:
     meter = open_meter(lambda: settings, home / "state.db", is_admin=lambda _: False)
     llm = LLMClient(settings.llm, meter=meter)
     await meter.check(PERSON)  # connected, the counters started: then wait for the start
+    llm.preconnect.warm()  # and the LLM client's connection open (as before a turn)
+    await llm.preconnect.settled()
     (home / f"ready-{os.getpid()}").touch()
     await asyncio.to_thread(_wait_for, home / "go")
     counter = [0]

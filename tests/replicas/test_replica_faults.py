@@ -103,6 +103,18 @@ async def test_a_replica_stopping_hands_its_mailbox_over_at_once(cluster: Cluste
     assert set(lease_owners(cluster.redis_url)) == {"replica-b"}
 
 
+def written(database_url: str, texts: list[str]) -> bool:
+    """Whether each of ``texts`` is a user message in the shared transcripts."""
+    with SessionDB(database_url) as db:
+        found = {
+            m.content
+            for record in db.list_sessions(limit=100)
+            for m in db.get_messages(record.id)
+            if m.role == "user"
+        }
+    return set(texts) <= found
+
+
 def sessions_of(redis_url: str, replica: str) -> list[int]:
     """The Telegram users whose session ``replica`` holds the lease of."""
     client = redis.Redis.from_url(redis_url)
@@ -142,6 +154,12 @@ async def test_a_replica_paused_past_its_lease_sends_and_writes_nothing_more(
     for user in users:
         cluster.telegram.message(f"u{user} m1", user_id=user)
     await cluster.telegram.wait_for(lambda: cluster.llm.in_flight >= 3, what="3 turns running")
+    # their messages committed too (a turn's request leaves while its message is written;
+    # a pause inside that write would hold its transaction, and the other replica with it)
+    await cluster.telegram.wait_for(
+        lambda: written(cluster.database_url, [f"u{u} m1" for u in users]),
+        what="the 3 messages in the transcripts",
+    )
     a.proc.send_signal(signal.SIGSTOP)
     cluster.llm.responder(echo())
     for user in users:  # the other replica takes the sessions over and answers
