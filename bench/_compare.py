@@ -5,7 +5,8 @@ read from its JSON (``numbers``: a dotted path, e.g. ``overhead.p50_ms``, and it
 value). Comparing two summaries prints, for each figure both have, the old and
 the new value and the change in per cent, and marks a change past
 ``THRESHOLD`` in the direction that is worse (more milliseconds, fewer answers a
-second) as a regression, so a slowdown shows the day it lands.
+second) as a regression, so a slowdown shows the day it lands; what something adds
+(``added_…_ms``) is judged by milliseconds (``ADDED_FLOOR_MS``), not per cent.
 """
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ HIGHER_IS_BETTER = ("per_s", "per_second", "_pct")
 ``jobs_per_s`` is a rate, ``kb_per_session`` is not."""
 HIGHER_IS_BETTER_PARTS = ("precision", "speedup", "exact")
 """Parts of figure names where a larger value is the better one (quality)."""
+ADDED_FLOOR_MS = 0.5
+"""A figure of what something adds (``added_…_ms``: the cost of tracing, of a slow
+provider) is near zero and may be negative, so a share of it means little: it is a
+regression when it grew by more than this many milliseconds."""
 LOWER_IS_BETTER = ("_ms", "_s", "ms_per", "kb_per", "ratio_to", "round_trips")
 """Endings or parts of the others' names where a smaller value is the better one
 (times, sizes); a figure that is neither counts as higher-is-better."""
@@ -68,6 +73,9 @@ class Change:
 
     @property
     def regression(self) -> bool:
+        name = self.figure.rsplit(".", 1)[-1]
+        if name.startswith("added_") and name.endswith("_ms"):
+            return self.new - self.old > ADDED_FLOOR_MS
         pct = self.percent
         if pct is None:
             return False

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench._compare import THRESHOLD, changes, load, pick, report
+from bench._compare import ADDED_FLOOR_MS, THRESHOLD, changes, load, pick, report
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -97,6 +97,28 @@ def test_a_change_within_the_threshold_is_not_a_regression(tmp_path: Path) -> No
     new = summary(tmp_path, "new.json", {"sessions": {"overhead.p50_ms": 10.0 * small}})
     [change] = changes(load(old), load(new))
     assert not change.regression
+
+
+def test_what_something_adds_is_judged_by_milliseconds_not_per_cent(tmp_path: Path) -> None:
+    """-1.6 -> -1.2 ms is +25 % of nothing; 0.04 -> 0.79 ms is 0.75 ms more a message."""
+    more = ADDED_FLOOR_MS + 0.25
+    old = summary(
+        tmp_path,
+        "old.json",
+        {"sessions": {"slow_provider.added_p50_ms": -1.6}, "tracing": {"added_p50_ms": 0.04}},
+    )
+    new = summary(
+        tmp_path,
+        "new.json",
+        {
+            "sessions": {"slow_provider.added_p50_ms": -1.2},
+            "tracing": {"added_p50_ms": 0.04 + more},
+        },
+    )
+    found = {c.bench: c for c in changes(load(old), load(new))}
+    assert found["sessions"].percent == pytest.approx(25.0)
+    assert not found["sessions"].regression
+    assert found["tracing"].regression
 
 
 def test_a_file_that_is_not_a_summary_is_refused_before_any_bench_runs(tmp_path: Path) -> None:
