@@ -41,9 +41,13 @@ class LiveSession:
     """Several replicas: the transcript epoch this replica took with the session (0: it
     took none, the session began here); its writes with an older one are refused."""
 
+    taking: bool = False
+    """The session's worker took a batch: its turn is being prepared (the agent made,
+    the budget checked) or runs; busy from then on, not only once ``turn`` exists."""
+
     @property
     def busy(self) -> bool:
-        return self.turn is not None and not self.turn.done()
+        return self.taking or (self.turn is not None and not self.turn.done())
 
     @property
     def turns(self) -> int:
@@ -52,8 +56,7 @@ class LiveSession:
 
     def cancel_turn(self) -> bool:
         """Interrupt the running turn; True if there was one."""
-        if self.busy:
-            assert self.turn is not None
+        if self.turn is not None and not self.turn.done():
             self.turn.cancel()
             return True
         return False

@@ -240,7 +240,11 @@ class SessionManager(SessionAgents):
         logs.bind(session=live.session_id, platform=live.key.platform)  # this task's lines
         while live.pending and not live.ending:
             batch, live.pending = next_turn(live.pending)
-            await self.turns.run(live, batch, self.agent_for)  # never raises
+            live.taking = True
+            try:
+                await self.turns.run(live, batch, self.agent_for)  # never raises
+            finally:
+                live.taking = False
             live.last_active = self.clock.time()
             if live.key in self._open and not live.ending:
                 self._reschedule(live)
