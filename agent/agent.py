@@ -20,6 +20,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from agent.caching import apply_cache_control, caching_enabled
@@ -45,7 +46,7 @@ from agent.usage import Charge, Purpose
 from memory.paths import UserKey
 from memory.providers import MemoryManager, strip_memory_context
 from memory.store import MemoryStore
-from memory.transcripts import AsyncSessionDB, PlatformIds
+from memory.transcripts import AsyncSessionDB, OpenedSession, PlatformIds
 
 logger = logging.getLogger(__name__)
 
@@ -130,6 +131,8 @@ class Agent(Compaction, ToolCalls, TranscriptWrites):
         """``prompt_tokens`` of the last LLM call, as the endpoint counted them."""
         self._stalled = False
         """A compression this turn found nothing to summarise: none is tried again in it."""
+        self._prepared: list[str] | None = None
+        """The prompt's blocks read ahead (``prepare()``), for ``start()``."""
         self._user_sessions = db.for_user(str(session.user_key), also=session.search_keys)
 
     @property
@@ -138,15 +141,32 @@ class Agent(Compaction, ToolCalls, TranscriptWrites):
             raise RuntimeError("Agent.start() has not been called")
         return self._system_prompt
 
-    async def start(self) -> None:
+    def prepare(self) -> None:
+        """Read what the system prompt is built from (MEMORY.md and USER.md, the providers'
+        blocks) now, for ``start()``: blocking, for a caller that is off the loop already
+        (the gateway makes the agent on a worker thread and prepares it there)."""
+        self._prepared = self._load_blocks()
+
+    async def start(self, *, fresh: bool = False) -> None:
         """Create (or resume) the session: load the snapshot, rebuild history, build the prompt.
 
-        The memory files and the providers' blocks are read first (one hop off the loop)
-        and the prompt built from them goes with the session's opening (one trip to the
-        database); a resumed session keeps the prompt it had (its cached prefix)."""
+        The memory files and the providers' blocks are read first (one hop off the loop,
+        none after ``prepare()``) and the prompt built from them goes with the session's
+        opening (one trip to the database); a resumed session keeps the prompt it had
+        (its cached prefix).
+
+        ``fresh``: the session was made just now (a new id), so nothing of it is stored
+        yet and its opening is not waited for: it is the first write under way, and the
+        first turn's request goes out meanwhile (the transcript waits for it, like the
+        turn's own message). A memory provider that must hear which session this one
+        follows is told before the first turn, so with an external provider the opening
+        is waited for."""
         s = self.session
-        prompt = self._prompt_from(await asyncio.to_thread(self._load_blocks))
-        opened = await self.db.open_session(  # made, prompt set, and read back, in one trip
+        blocks, self._prepared = self._prepared, None
+        if blocks is None:
+            blocks = await asyncio.to_thread(self._load_blocks)
+        prompt = self._prompt_from(blocks)
+        opening = self.db.open_session_ahead(  # made, prompt set, and read back, in one trip
             s.session_id,
             platform=s.platform,
             user_key=str(s.user_key),
@@ -158,7 +178,14 @@ class Agent(Compaction, ToolCalls, TranscriptWrites):
             parent_session_id=s.parent_session_id,
             is_direct=s.is_direct,
             system_prompt=prompt,
+            follow=s.follows_previous,
         )
+        self._system_prompt = prompt
+        if fresh and (self.memory is None or self.memory.external is None):
+            self._writing = asyncio.ensure_future(self._opened_ahead(opening))
+            return
+        opened = await opening
+        self._opened(opened)
         stored = opened.messages
         transcript = transcript_messages(stored)
         self._kept = kept_turns(transcript)
@@ -170,10 +197,19 @@ class Agent(Compaction, ToolCalls, TranscriptWrites):
         record = opened.record
         if record is not None and record.system_prompt:  # rebuilt: the session's own prompt
             self._system_prompt = record.system_prompt
-        else:
-            self._system_prompt = prompt
         if self.providers is not None:
             await self.providers.started(fresh=not stored)
+
+    async def _opened_ahead(self, opening: Awaitable[OpenedSession]) -> None:
+        self._opened(await opening)
+
+    def _opened(self, opened: OpenedSession) -> None:
+        """The session as the database opened it: the session it follows, when looked up."""
+        if opened.follows is not None and self.session.parent_session_id is None:
+            parent, reason = opened.follows
+            self.session = replace(self.session, parent_session_id=parent, started_because=reason)
+            if self.providers is not None:
+                self.providers.session = self.session
 
     async def _rebuild_system_prompt(self) -> None:
         blocks = await asyncio.to_thread(self._load_blocks)  # one hop off the loop
@@ -343,5 +379,9 @@ class Agent(Compaction, ToolCalls, TranscriptWrites):
 
     async def close(self) -> None:
         """Release the session's providers (the agent is being dropped, not the session)."""
+        try:
+            await self._written_ahead()  # a fresh session's opening no turn has waited for
+        except Exception as exc:
+            logger.warning("session %s could not be stored (%s)", self.session.session_id, exc)
         if self.memory is not None:
             await asyncio.to_thread(self.memory.shutdown_all)

@@ -42,6 +42,10 @@ class SessionContext:
     """The session of the same conversation this one follows (after /new or expiry)."""
     started_because: str | None = None
     """Why the parent session ended (``"new"``, ``"idle"``, ``"daily"``, ...)."""
+    follows_previous: bool = False
+    """The session continues a conversation: made without ``parent_session_id``, it gets
+    the latest ended session of its user in its chat and thread as its parent, looked up
+    as it is opened (``Agent.start``), which then fills in the two fields above."""
     account: UserKey | None = None
     """The platform account the session is with, when ``user_key`` is a person several
     accounts are linked into (``person:…``); admin rights and tool rules follow it."""

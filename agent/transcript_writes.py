@@ -96,14 +96,16 @@ class TranscriptWrites:
         history has the message at once, and ``_written_ahead()`` waits for the write
         before anything else of the session is written (the transcript keeps its order)
         and before the turn ends, also when it failed or was cancelled (the message stays
-        in the transcript)."""
+        in the transcript). A write still under way (a fresh session's opening) is not
+        waited for: the database takes calls in the order they were made."""
         if self.fence is not None:
             await self.fence()
-        await self._written_ahead()
         self.history.append(message)
-        self._writing = asyncio.ensure_future(
+        before = self._writing
+        write = asyncio.ensure_future(
             self._write(message, stored_content, None, None, speaker, platform_id)
         )
+        self._writing = write if before is None else asyncio.ensure_future(_both(before, write))
 
     async def _written_ahead(self) -> None:
         """Wait for the user message's write under way, if any; its error is raised."""
@@ -162,3 +164,10 @@ class TranscriptWrites:
                 {"role": "tool", "tool_call_id": call_id, "content": INTERRUPTED_RESULT},
                 tool_name=name,
             )
+
+
+async def _both(first: asyncio.Future[None], then: asyncio.Future[None]) -> None:
+    """Two writes under way, in order: both ended, the first one's error raised."""
+    for outcome in await asyncio.gather(first, then, return_exceptions=True):
+        if isinstance(outcome, BaseException):
+            raise outcome

@@ -228,6 +228,8 @@ class GatewayRunner:
             if decision.code is not None and self.pairing is not None:
                 await self.pairing.announce(msg, decision.code)
             return False
+        if command is None:  # a turn is likely: its connection to the model opens meanwhile
+            self.sessions.builder.warm()
         rate = await self.rate.check(msg.user_key)
         if not rate.allowed:
             self.metrics.rejected("rate_limited")

@@ -162,6 +162,10 @@ class AgentFactory:
     def warm(self) -> None:
         self.llm.preconnect.warm()
 
+    @property
+    def needs_parent(self) -> bool:
+        return self.provider is not None  # it is initialized with the parent session
+
     def agent_for(self, session: SessionContext, *, handoff_summary: str | None = None) -> Agent:
         """A new agent for ``session``; call ``start()`` on it (off the hot path of others)."""
         store = self.store_for(session.user_key)

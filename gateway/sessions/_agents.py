@@ -20,6 +20,7 @@ from gateway.events import SessionKey
 from gateway.sessions._live import LiveSession
 from memory.paths import UserKey
 from memory.people import PERSON_PLATFORM
+from memory.transcripts import AsyncSessionDB
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +35,12 @@ class AgentBuilder(Protocol):
     def warm(self) -> None:
         """A turn is coming: open what its first request needs (the LLM connection) while
         it is prepared."""
+        ...
+
+    @property
+    def needs_parent(self) -> bool:
+        """Whether an agent must be told, as it is made, which session a new one follows
+        (an external memory provider hears it); else its opening finds it."""
         ...
 
 
@@ -55,6 +62,7 @@ class SessionAgents:
     settings: SessionsSettings
     people: PersonDirectory | None
     builder: AgentBuilder
+    db: AsyncSessionDB
     platform_hints: Mapping[str, str]
     _open: dict[SessionKey, LiveSession]
     _agents: OrderedDict[SessionKey, None]
@@ -64,28 +72,45 @@ class SessionAgents:
         """The session's agent, built (or rebuilt from SessionDB after eviction) on demand."""
         if live.agent is None:
             account, search_keys = await self._accounts(live)
+            parent = await self._parent(live)
             context = SessionContext(
                 platform_hint=self.platform_hints.get(live.chat.platform),
                 session_id=live.session_id,
                 user_key=live.user_key,
                 chat=live.chat,
                 is_direct=live.is_direct,
-                parent_session_id=live.parent[0] if live.parent else None,
-                started_because=live.parent[1] if live.parent else None,
+                parent_session_id=parent[0] if parent else None,
+                started_because=parent[1] if parent else None,
+                follows_previous=True,
                 account=account,
                 search_keys=search_keys,
             )
+
+            def made() -> Agent:  # one hop off the loop: the agent made and its prompt read
+                agent = self.builder.agent_for(context, handoff_summary=live.handoff)
+                agent.prepare()
+                return agent
+
             async with self._building:  # a burst builds agents a few at a time, in order
-                agent = await asyncio.to_thread(
-                    self.builder.agent_for, context, handoff_summary=live.handoff
-                )
-                await agent.start()
+                agent = await asyncio.to_thread(made)
+                await agent.start(fresh=live.fresh)
             live.agent = agent
+            live.fresh = False
         agent = live.agent
         self._agents[live.key] = None
         self._agents.move_to_end(live.key)
         await self._evict(keep=live.key)
         return agent
+
+    async def _parent(self, live: LiveSession) -> tuple[str, str] | None:
+        """``(id, end reason)`` of the session a new one follows, when its agent must know
+        it as it is made; else None (its opening finds it, ``follows_previous``)."""
+        if not (live.fresh and self.builder.needs_parent):
+            return None
+        chat = live.chat
+        return await self.db.previous_session(
+            str(live.user_key), chat.platform, chat.chat_id, chat.thread_id
+        )
 
     async def _accounts(self, live: LiveSession) -> tuple[UserKey | None, tuple[str, ...]]:
         """The account of a session whose profile is a linked person's, and that person's

@@ -32,8 +32,8 @@ class LiveSession:
     turns_without_agent: int = 0
     """Turns counted while no agent is in memory (after eviction); the agent counts them else."""
     is_direct: bool | None = None
-    parent: tuple[str, str] | None = None
-    """``(id, end reason)`` of the session of this conversation before this one."""
+    fresh: bool = False
+    """Made here just now (a new id): nothing of it is stored until its agent opens it."""
     handoff: str | None = None
     ending: bool = False
     expire_after_turn: bool = False

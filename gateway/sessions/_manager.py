@@ -202,13 +202,10 @@ class SessionManager(SessionAgents):
         if live is None:
             now = self.clock.time()
             profile = self.profile_key(msg)
-            live = LiveSession(key, uuid.uuid4().hex, profile, msg.chat, now, now)
+            live = LiveSession(key, uuid.uuid4().hex, profile, msg.chat, now, now, fresh=True)
             live.is_direct = msg.is_direct
             async with self._opening:  # a burst opens sessions a few at a time, in order
-                live.parent = await self.db.previous_session(
-                    str(live.user_key), msg.platform, msg.chat_id, msg.thread_id
-                )
-                self._register(live)
+                self._register(live)  # the session it follows is found as its agent opens it
                 summary = await self._handoff_summary(live, msg)
             renewed = self._renewed.pop(key, None)
             if renewed is not None:

@@ -12,6 +12,7 @@ from memory.transcripts._db import SessionDB, UserSessions
 from memory.transcripts._epochs import Fence, check_epoch
 from memory.transcripts._inspect import SchemaState, inspect_schema, sqlite_schema_version
 from memory.transcripts._messages import ToolCalls
+from memory.transcripts._opening import OpenedSession
 from memory.transcripts._pg_schema import PG_SCHEMA_VERSION, create_pg_schema
 from memory.transcripts._platform_ids import PlatformIds, PlatformPart, Retracted
 from memory.transcripts._records import SearchHit, SessionRecord, StoredMessage
@@ -23,6 +24,7 @@ __all__ = [
     "AsyncSessionDB",
     "AsyncUserSessions",
     "Fence",
+    "OpenedSession",
     "PlatformIds",
     "PlatformPart",
     "Retracted",

@@ -31,6 +31,7 @@ from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 from memory.database import Location
 from memory.errors import SessionDBError
 from memory.transcripts._db import SessionDB, UserSessions
+from memory.transcripts._opening import OpenedSession
 from memory.transcripts._opening import open_session as _open_session
 
 __all__ = ["AsyncSessionDB", "AsyncUserSessions"]
@@ -165,7 +166,22 @@ class AsyncSessionDB(_Front[SessionDB]):
     search = read(SessionDB.search)
     platform_message = read(SessionDB.platform_message)
 
+    def open_session_ahead(
+        self, session_id: str, /, *, system_prompt: str | None = None, **fields: Any
+    ) -> asyncio.Future[OpenedSession]:
+        """``open_session`` queued at once, before any call made after this one, for a
+        caller that need not wait for it: its answer (or error) is the future's."""
+        opening = functools.partial(
+            _open_session, self._target, session_id, system_prompt=system_prompt, **fields
+        )
+        return self._enqueue(opening, True)
+
     async def _submit(self, fn: Callable[[], _T], write: bool) -> _T:
+        result: _T = await self._enqueue(fn, write)
+        return result
+
+    def _enqueue(self, fn: Callable[[], _T], write: bool) -> asyncio.Future[_T]:
+        """Queue ``fn`` for the worker thread now; its outcome is the future's."""
         if self._closed:
             raise SessionDBError("session database is closed")
         loop = asyncio.get_running_loop()
@@ -176,8 +192,7 @@ class AsyncSessionDB(_Front[SessionDB]):
             self._draining = True
         if start:
             self._executor.submit(self._drain)
-        result: _T = await call.future
-        return result
+        return call.future
 
     def _drain(self) -> None:
         """On the worker thread: run what is queued, writes side by side as one batch."""

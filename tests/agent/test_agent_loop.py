@@ -17,7 +17,7 @@ from agent.tools.registry import Tool, ToolRegistry
 from memory.paths import ChorusPaths
 from memory.providers import build_memory_context_block
 from memory.transcripts import AsyncSessionDB
-from tests.agent.conftest import MakeAgent, Sleeps, tool_results
+from tests.agent.conftest import MakeAgent, Sleeps, system_of, tool_results
 from tests.fakes import FakeOpenAI, Reply
 from tests.waiting import until
 
@@ -421,3 +421,46 @@ async def test_the_request_leaves_while_the_message_is_written_and_the_transcrip
     finally:
         blocker.close()
     assert rows == [("user", "hello there"), ("assistant", "ok")]
+
+
+async def test_a_fresh_session_asks_while_it_is_opened_and_is_stored_before_its_turn(
+    tmp_path: Path, server: FakeOpenAI, make_agent: MakeAgent
+) -> None:
+    """A session made just now is opened in the database while its first request is made
+    (another connection holds the write lock); its row, with the prompt the request
+    used, is written before the turn's messages."""
+    agent = await make_agent(start=False)
+    server.reply("ok")
+    blocker = sqlite3.connect(ChorusPaths(tmp_path).state_db, isolation_level=None)
+    try:
+        blocker.execute("BEGIN IMMEDIATE")
+        await asyncio.wait_for(agent.start(fresh=True), 3)  # nothing of it to read back
+        turn = asyncio.create_task(agent.run_turn("hello there"))
+        await until(lambda: len(server.requests) == 1, timeout=3, what="the request")
+        assert not turn.done()
+        blocker.execute("COMMIT")
+        assert await turn == "ok"
+        sid = agent.session.session_id
+        [(prompt,)] = blocker.execute("SELECT system_prompt FROM sessions WHERE id = ?", (sid,))
+        rows = blocker.execute(
+            "SELECT role, content FROM messages WHERE session_id = ? ORDER BY id", (sid,)
+        ).fetchall()
+    finally:
+        blocker.close()
+    assert prompt == agent.system_prompt == system_of(server.requests[0])
+    assert rows == [("user", "hello there"), ("assistant", "ok")]
+
+
+async def test_a_session_that_is_not_fresh_is_read_back_before_its_turn(
+    server: FakeOpenAI, make_agent: MakeAgent
+) -> None:
+    """Without ``fresh`` the agent waits for its opening: a session resumed by its id
+    answers with the history it had."""
+    first = await make_agent()
+    server.reply("noted")
+    await first.run_turn("my name is Ada")
+    again = await make_agent(session_id=first.session.session_id)
+    server.reply("Ada")
+    assert await again.run_turn("who am I?") == "Ada"
+    asked = [m["content"] for m in server.last_request["messages"] if m["role"] == "user"]
+    assert asked == ["my name is Ada", "who am I?"]
