@@ -177,7 +177,7 @@ class GatewayRunner:
         if not await self._admitted(msg, command):
             return True
         steps.step("access")
-        if command is None and self.media is not None:
+        if command is None and self.media is not None and msg.attachments:
             reading = await self.media.read(msg, transcription_charge(msg, self.sessions))
             msg = reading.message
             if reading.problems:
@@ -216,8 +216,10 @@ class GatewayRunner:
 
     async def _admitted(self, msg: InboundMessage, command: tuple[str, str] | None) -> bool:
         """Whether the sender may talk now (access, then rate); if not, they are told."""
-        async with self._checking:
-            decision = await asyncio.to_thread(self.auth.decide, msg)
+        decision = self.auth.read_decision(msg) if self.auth.reads_locally else None
+        if decision is None:  # PostgreSQL, or a stranger who may be given a pairing code
+            async with self._checking:
+                decision = await asyncio.to_thread(self.auth.decide, msg)
         if not decision.allowed:
             self.metrics.rejected(decision.reason)
             if command is not None and self._refusals.add((msg.user_key, command[0])):

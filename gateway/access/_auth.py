@@ -193,12 +193,28 @@ class Authorizer:
         key = normalize_user_key(str(user_key))
         return key is not None and _is_admin(key, self._config)
 
+    @property
+    def reads_locally(self) -> bool:
+        """Whether its reads are of a local SQLite file (microseconds, no network): then
+        ``read_decision`` is cheaper on the event loop than a hop to a worker thread."""
+        return not self._db.is_postgres
+
     def decide(self, msg: InboundMessage, *, capped: bool = True) -> AuthDecision:
         """Whether ``msg`` may be answered, and what a refused sender is told.
 
         ``capped``: that reply counts against ``auth.stranger_notices_per_minute``
         (False where the platform shows it without a message of ours being sent).
         """
+        decision = self.read_decision(msg)
+        if decision is not None:
+            return decision
+        key = normalize_user_key(str(msg.user_key))
+        assert key is not None  # read_decision decides a message without a user
+        return self._pair(msg, key, self._config.settings, capped)
+
+    def read_decision(self, msg: InboundMessage) -> AuthDecision | None:
+        """``decide`` for every message but a stranger's that may be given a pairing code
+        (None: ``decide`` it); reads only, it writes nothing."""
         key = normalize_user_key(str(msg.user_key))
         if key is None:
             return AuthDecision(False, None, "no_user")
@@ -213,7 +229,7 @@ class Authorizer:
         if key in config.allowed or record is not None:
             return AuthDecision(True, None, "allowed")
         if config.settings.policy == "pairing" and msg.is_direct:
-            return self._pair(msg, key, config.settings, capped)
+            return None
         return self._refuse(msg, key, "not_allowed", t.PRIVATE.format(user_key=key))
 
     def _refuse(self, msg: InboundMessage, key: str, reason: str, text: str) -> AuthDecision:

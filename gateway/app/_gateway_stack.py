@@ -72,6 +72,7 @@ class GatewayStack:
         (one process; replicas hand it on), and (replicas) serve the mailbox."""
         runner = self.runner
         adapters = list(runner.adapters.values())
+        runner.sessions.builder.warm()  # the LLM client's first-request work, done by the start
         if self.mcp is not None:  # the first message sees their tools, unless one is slow
             self.mcp.start()
             await self.mcp.started(STARTUP_WAIT)

@@ -227,3 +227,6 @@ class InboxKeeper:
                 continue
             logger.info("answering a %s message left by a restart", adapter.name)
             await take(msg)
+            # its session's worker takes it before the next one is handed over: the first
+            # message left (the one a turn was answering) is not merged with those behind it
+            await asyncio.sleep(0)

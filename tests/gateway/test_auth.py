@@ -38,6 +38,13 @@ def stored_bytes(db: GatewayDB) -> bytes:
     return b"".join(v if isinstance(v, bytes) else str(v).encode() for row in rows for v in row)
 
 
+def stored_rows(db: GatewayDB) -> list[tuple[Any, ...]]:
+    """Every row of the gateway's tables."""
+    tables = ("gateway_settings", "user_access", "pairing_codes", "pairing_requests", "audit_log")
+    with db._locked() as conn:
+        return [tuple(row) for table in tables for row in conn.execute(f"SELECT * FROM {table}")]
+
+
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
@@ -228,6 +235,32 @@ def test_deny_wins_over_open_policy(db: GatewayDB, clock: FakeClock) -> None:
     assert not auth.decide(dm("42")).allowed
     auth.allow("telegram:42", by=ADMIN)
     assert auth.decide(dm("42")).allowed
+
+
+def test_a_decision_read_without_writing_is_the_decision_but_for_a_pairing_stranger(
+    db: GatewayDB, clock: FakeClock
+) -> None:
+    """``read_decision`` (what the gateway asks on its event loop when the tables are a
+    local SQLite file) agrees with ``decide`` and writes nothing; only a stranger who may
+    be given a pairing code is left to ``decide``."""
+    auth = Authorizer(settings(policy="pairing"), db, clock)
+    auth.allow("telegram:42", by=ADMIN)
+    auth.deny("telegram:43", by=ADMIN)
+    before = stored_rows(db)
+    cases = [dm("1"), dm("42"), dm("43"), dm("77", platform="discord"), group("99")]
+    read = [auth.read_decision(msg) for msg in cases]
+    assert stored_rows(db) == before
+    assert [(d.allowed, d.reason) for d in read if d is not None] == [
+        (True, "admin"),
+        (True, "allowed"),
+        (False, "denied"),
+        (True, "allowed"),
+        (False, "not_allowed"),
+    ]
+    assert auth.read_decision(dm("99")) is None and stored_rows(db) == before
+    given = auth.decide(dm("99"))
+    assert given.reason == "pairing_code_issued" and code_of(given.reply)
+    assert auth.reads_locally == isinstance(db.location, Path)
 
 
 def test_deny_does_not_lock_out_a_config_admin(db: GatewayDB, clock: FakeClock) -> None:
