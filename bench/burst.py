@@ -60,14 +60,25 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def final_at(telegram: FakeTelegram, chat: int) -> float | None:
-    """When the chat first showed the whole answer (a send or an edit)."""
-    for call in telegram.calls:
-        if call.status != 200 or call.method not in ("sendMessage", "editMessageText"):
-            continue
-        if str(call.params.get("chat_id")) == str(chat) and call.params.get("text") == ANSWER:
-            return call.at
-    return None
+class Landings:
+    """When each chat first showed the whole answer (a send or an edit), read from the
+    fake Telegram's calls as they come: each call is looked at once. (Scanning every call
+    for every chat at each poll held the GIL of this process, which also runs the fake
+    servers, for tens of milliseconds: the servers answered late and the figures with them.)"""
+
+    def __init__(self, telegram: FakeTelegram) -> None:
+        self._telegram = telegram
+        self._seen = 0
+        self.at: dict[str, float] = {}
+
+    def update(self) -> None:
+        calls = self._telegram.calls[self._seen :]
+        self._seen += len(calls)
+        for call in calls:
+            if call.status != 200 or call.method not in ("sendMessage", "editMessageText"):
+                continue
+            if call.params.get("text") == ANSWER:
+                self.at.setdefault(str(call.params.get("chat_id")), call.at)
 
 
 def gateway_command(profile: Path | None) -> list[str]:
@@ -123,12 +134,12 @@ def run(users: int, latency: float, streaming: bool, profile: Path | None = None
                     telegram.message(f"hello from {chat}", user_id=chat)
             start = time.monotonic()
             deadline = time.monotonic() + 120 + users
-            landed: dict[int, float] = {}
-            while len(landed) < users and time.monotonic() < deadline:
+            landings = Landings(telegram)
+            asked_by = {str(chat) for chat in chats}
+            while len(asked_by & landings.at.keys()) < users and time.monotonic() < deadline:
                 time.sleep(0.1)
-                for chat in chats:
-                    if chat not in landed and (at := final_at(telegram, chat)) is not None:
-                        landed[chat] = at
+                landings.update()
+            landed = {chat: at for chat, at in landings.at.items() if chat in asked_by}
             cpu = cpu_seconds(proc.pid) - cpu_before
             sends = len(telegram.calls_of("sendMessage"))
             edits = len(telegram.calls_of("editMessageText"))
