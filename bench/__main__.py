@@ -42,7 +42,7 @@ Verdict = tuple[str, str | None, bool | None]
 
 def _burst(r: Figures) -> Verdict:
     first = r["first_reply_s"]
-    after_llm = None if first is None else round(first - r["llm_latency_s"], 2)
+    after_llm = None if first is None else round(first - r["llm_latency_s"], 3)
     text = (
         f"{r['answered']}/{r['users']} answered, all after {r['all_replies_s']} s"
         f" ({r['ratio_to_floor']}x the floor); first {after_llm} s after the LLM's;"
