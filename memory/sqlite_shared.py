@@ -18,7 +18,8 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,6 +46,41 @@ class SharedConnection:
     (``sync_wal``)."""
     _wal_fd: int | None = None
     _wal_lock: threading.Lock = field(default_factory=threading.Lock)
+    _reader: sqlite3.Connection | None = None
+    _reader_lock: threading.Lock = field(default_factory=threading.Lock)
+    _closed: bool = False
+    _holding: threading.local = field(default_factory=threading.local)
+
+    @contextmanager
+    def held(self) -> Iterator[sqlite3.Connection]:
+        """The shared connection under its lock (every write, and a read nested in one)."""
+        with self.lock:
+            depth = getattr(self._holding, "depth", 0)
+            self._holding.depth = depth + 1
+            try:
+                yield self.conn
+            finally:
+                self._holding.depth = depth
+
+    @contextmanager
+    def reading(self) -> Iterator[sqlite3.Connection]:
+        """A connection for one read. In WAL mode a second connection, read-only: a read
+        never waits for the writers of this process (a batch of transcript writes, an
+        inbox commit) and sees what they committed. Inside a block that holds the shared
+        connection, or without WAL, the shared connection (a read there sees its writes)."""
+        depth: int = getattr(self._holding, "depth", 0)
+        if not self.wal or depth:
+            with self.held() as conn:
+                yield conn
+            return
+        with self._reader_lock:
+            if self._closed:
+                raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
+            if self._reader is None:
+                reader = connect(self.path)
+                reader.execute("PRAGMA query_only = ON")
+                self._reader = reader
+            yield self._reader
 
     def set_synchronous(self, level: str) -> None:
         """``PRAGMA synchronous`` for the next transaction (under the lock)."""
@@ -71,6 +107,11 @@ class SharedConnection:
             fd, self._wal_fd = self._wal_fd, None
         if fd is not None:
             os.close(fd)
+        with self._reader_lock:
+            reader, self._reader = self._reader, None
+            self._closed = True
+        if reader is not None:
+            reader.close()
         self.conn.close()
 
 
@@ -114,10 +155,11 @@ def acquire(
             _open[key] = shared
         shared.users += 1
     try:
-        with shared.lock:
-            if component not in shared.prepared:
-                prepare(shared.conn)
-                shared.prepared.add(component)
+        if component not in shared.prepared:  # once prepared, never again: no lock to wait for
+            with shared.lock:
+                if component not in shared.prepared:
+                    prepare(shared.conn)
+                    shared.prepared.add(component)
     except BaseException:
         release(shared)
         raise

@@ -257,7 +257,8 @@ class Tables:
             if write:
                 _recovered(where, self.WHAT)
             return
-        with self._lock:
+        shared = self._shared
+        with self._lock if shared is None else shared.held():
             if self._conn is None:
                 raise self.ERROR(f"the {self.WHAT} is closed")
             conn, shared = self._conn, self._shared
@@ -282,6 +283,22 @@ class Tables:
             self._sync(shared)
         if written:  # written for real: the disk took it
             _recovered(str(self._path), self.WHAT)
+
+    @contextmanager
+    def _reading(self) -> Iterator[Connection]:
+        """``_locked()`` for a block that only reads, on the hot path of every message: on
+        SQLite in WAL mode a connection of its own that never waits for this process's
+        writers (``SharedConnection.reading``)."""
+        shared = self._shared
+        if shared is None:
+            with self._locked() as conn:  # PostgreSQL, or closed
+                yield conn
+            return
+        try:
+            with sqlite_errors(), shared.reading() as reader:
+                yield reader
+        except DatabaseError as exc:
+            raise self._failed(str(self._path), exc) from exc
 
     def _sync(self, shared: SharedConnection) -> None:
         """The WAL synced, outside the lock (the durability of a FULL commit)."""

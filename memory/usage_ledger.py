@@ -157,7 +157,7 @@ class UsageLedger(Tables):
 
     def totals(self, person: str, since: float, until: float | None = None) -> tuple[int, float]:
         """Tokens (input + output) and cost of ``person``'s calls in ``[since, until)``."""
-        with self._locked() as conn:
+        with self._reading() as conn:  # a person's first call of a period: on the hot path
             row = conn.execute(
                 "SELECT COALESCE(SUM(input_tokens + output_tokens), 0), COALESCE(SUM(cost), 0)"
                 " FROM usage_ledger WHERE person = ? AND at >= ? AND at < ?",

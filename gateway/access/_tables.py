@@ -202,7 +202,7 @@ class GatewayDB(Tables):
         return bytes(row[0])
 
     def get_access(self, user_key: str) -> AccessRecord | None:
-        with self._locked() as conn:
+        with self._reading() as conn:  # every message's: never behind this process's writers
             row = conn.execute(
                 'SELECT user_key, state, "by", at FROM user_access WHERE user_key = ?',
                 (user_key,),

@@ -243,7 +243,7 @@ class StagedWrites(Tables):
         return {int(row[0]) for row in rows}
 
     def _decide(self, staged_id: int, status: Status, by: str, result: str) -> None:
-        with self._locked() as conn:
+        with self._locked(write=True) as conn:
             conn.execute(
                 "UPDATE staged_memory_writes SET status = ?, decided_by = ?, decided_at = ?,"
                 " result = ? WHERE id = ? AND status = 'pending'",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from gateway.access import GatewayDB
 from gateway.sessions import Inbox
 from memory.errors import SessionDBError
 from memory.jobs._state import JobState
+from memory.people import PeopleStore
 from memory.store._staged import StagedWrites
 from memory.transcripts import SessionDB
 
@@ -169,3 +171,52 @@ def test_a_forked_child_opens_its_own_connection(tmp_path: Path) -> None:
     assert os.WEXITSTATUS(status) == 0
     assert [m.content for m in db.get_messages("s1")] == ["from the child"]
     db.close()
+
+
+ACCESS_ROW = 'INSERT INTO user_access (user_key, state, "by", at) VALUES (?, ?, ?, ?)'
+
+
+def test_a_hot_read_does_not_wait_for_a_writer_of_the_process(tmp_path: Path) -> None:
+    """The reads every message makes (whose person an account is, whether they are
+    allowed) go on while another thread of the process holds the shared connection in a
+    write: they see what was committed, not what that write has not."""
+    path = tmp_path / "state.db"
+    people, gateway = PeopleStore(path), GatewayDB(path)
+    inside, done = threading.Event(), threading.Event()
+
+    def write() -> None:
+        with gateway._locked(write=True) as conn:
+            conn.execute(ACCESS_ROW, ("telegram:9", "allowed", "telegram:1", 1.0))
+            inside.set()
+            done.wait(30)
+
+    try:
+        person = people.link("telegram:1", "discord:2", "telegram:1", 1.0).person
+        writer = threading.Thread(target=write)
+        writer.start()
+        assert inside.wait(10)
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            try:
+                assert pool.submit(people.person_of, "discord:2").result(timeout=5) == person
+                assert pool.submit(gateway.get_access, "telegram:9").result(timeout=5) is None
+            finally:
+                done.set()
+                writer.join()
+        found = gateway.get_access("telegram:9")
+        assert found is not None and found.state == "allowed"
+    finally:
+        done.set()
+        people.close()
+        gateway.close()
+
+
+def test_a_read_inside_a_write_of_its_thread_sees_that_write(tmp_path: Path) -> None:
+    gateway = GatewayDB(path := tmp_path / "state.db")
+    try:
+        with gateway._locked(write=True) as conn:
+            conn.execute(ACCESS_ROW, ("telegram:9", "denied", "telegram:1", 1.0))
+            found = gateway.get_access("telegram:9")
+            assert found is not None and found.state == "denied"
+        assert open_files(path) == 1  # no second connection was needed for it
+    finally:
+        gateway.close()
