@@ -169,25 +169,32 @@ class BusyIndicator:
         """Set the status again while the turn goes on: Slack drops it after two minutes."""
         if not await sign.shown:
             return
+        renewed = False
         while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(sign.answer.wait(), STATUS_RENEW)
-            if sign.kind != "status" or sign.cleared or sign.ending or sign.thread is None:
+            if sign.kind != "status" or sign.thread is None:
                 return
-            await self._call(
-                "assistant.threads.setStatus",
-                self._client.assistant_threads_setStatus(
-                    channel_id=sign.chat_id, thread_ts=sign.thread, status=STATUS
-                ),
-            )
+            if sign.cleared or sign.ending:
+                # a renewal may have reached Slack after the answer cleared the status,
+                # before the answer was seen here: no status after the answer
+                if renewed:
+                    await self._status(sign, "")
+                return
+            await self._status(sign, STATUS)
+            renewed = True
             if sign.cleared or sign.ending:  # the answer came meanwhile: no status after it
-                await self._call(
-                    "assistant.threads.setStatus",
-                    self._client.assistant_threads_setStatus(
-                        channel_id=sign.chat_id, thread_ts=sign.thread, status=""
-                    ),
-                )
+                await self._status(sign, "")
                 return
+
+    async def _status(self, sign: _Sign, status: str) -> None:
+        assert sign.thread is not None
+        await self._call(
+            "assistant.threads.setStatus",
+            self._client.assistant_threads_setStatus(
+                channel_id=sign.chat_id, thread_ts=sign.thread, status=status
+            ),
+        )
 
     async def _clear(self, sign: _Sign) -> None:
         with contextlib.suppress(asyncio.CancelledError):
