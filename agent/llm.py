@@ -24,7 +24,6 @@ import httpx2
 import openai
 from openai.types.audio import Transcription
 
-from agent import sending
 from agent._failover import Endpoint, Failover, Transient, cause, host_of, retry_after
 from agent.caching import caching_enabled, without_cache_control
 from agent.errors import LLMRequestError, LLMUnavailable
@@ -33,6 +32,7 @@ from agent.llm_answer import ToolCallRequest as ToolCallRequest
 from agent.llm_answer import Usage as Usage
 from agent.llm_answer import add_call, usage_of
 from agent.llm_answer import parse_arguments as parse_arguments
+from agent.llm_http import LLMHttpClient
 from agent.llm_metering import CallObserver as CallObserver
 from agent.llm_metering import DeltaCallback as DeltaCallback
 from agent.llm_metering import FailoverObserver as FailoverObserver
@@ -303,9 +303,7 @@ def _client(base_url: str | None, key: Any, timeout: float) -> openai.AsyncOpenA
         base_url=base_url,
         timeout=timeout,
         max_retries=0,
-        http_client=openai.DefaultAsyncHttpxClient(
-            timeout=timeout, event_hooks={"request": [sending.attach]}
-        ),
+        http_client=LLMHttpClient(timeout=timeout),
     )
 
 

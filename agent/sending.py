@@ -5,28 +5,26 @@ start at a time, in arrival order, so the first ones reach the model without
 waiting behind everyone's request building (``gateway.sessions``' start gate); a
 start ends when its first request has left. ``when_sent(callback)`` names the
 callback for the calls made in the current task (a context variable, so concurrent
-turns never see each other's); the LLM client's HTTP client runs ``attach`` on
-every request, which asks the HTTP transport to report its steps, and the callback
-is called once the request's body is written to the connection.
+turns never see each other's); the LLM client's aiohttp sessions carry
+``trace_config()``, which takes the callback of the task making each request and
+calls it once the request's last byte (its headers, for a request without a body)
+has been written to the connection.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Protocol
+from types import SimpleNamespace
+from typing import Any
 
-__all__ = ["attach", "when_sent"]
+import aiohttp
 
-SENT_EVENTS = ("http11.send_request_body.complete", "http2.send_request_body.complete")
-"""The transport's trace events that mean the whole request is on the connection."""
+__all__ = ["trace_config", "when_sent"]
 
 _on_sent: ContextVar[Callable[[], None] | None] = ContextVar("chorus_on_sent", default=None)
-
-
-class _Request(Protocol):
-    extensions: dict[str, Any]
 
 
 @contextmanager
@@ -40,15 +38,52 @@ def when_sent(callback: Callable[[], None]) -> Iterator[None]:
         _on_sent.reset(token)
 
 
-async def attach(request: _Request) -> None:
-    """The HTTP client's request hook: trace the request when somebody waits for it."""
-    callback = _on_sent.get()
-    if callback is None or "trace" in request.extensions:
+def trace_config() -> aiohttp.TraceConfig:
+    """The trace for an aiohttp session: a request made under ``when_sent`` reports
+    itself sent after its body's last chunk (or its headers, when it has no body) went
+    out. aiohttp runs these just before it writes what they name, without yielding in
+    between, so the callback is called on the loop's next round: after the write."""
+    trace = aiohttp.TraceConfig()
+    trace.on_request_start.append(_started)
+    trace.on_request_headers_sent.append(_headers_sent)
+    trace.on_request_chunk_sent.append(_chunk_sent)
+    return trace
+
+
+async def _started(session: Any, context: SimpleNamespace, params: Any) -> None:
+    del session, params
+    context.sent = _on_sent.get()  # the task that makes the request
+    context.left = None
+
+
+async def _headers_sent(
+    session: Any, context: SimpleNamespace, params: aiohttp.TraceRequestHeadersSentParams
+) -> None:
+    del session
+    if context.sent is None:
         return
+    length = params.headers.get("Content-Length")
+    if length is not None and length.isdigit():
+        context.left = int(length)
+        if context.left == 0:
+            _soon(context.sent)
+    elif "chunked" not in params.headers.get("Transfer-Encoding", "").lower():
+        _soon(context.sent)  # no body: the headers are the request
 
-    async def trace(event: str, info: dict[str, Any]) -> None:
-        del info
-        if event in SENT_EVENTS:
-            callback()
 
-    request.extensions["trace"] = trace
+async def _chunk_sent(
+    session: Any, context: SimpleNamespace, params: aiohttp.TraceRequestChunkSentParams
+) -> None:
+    del session
+    if context.sent is None:
+        return
+    if context.left is None:  # a body of unknown length: its first chunk
+        _soon(context.sent)
+        return
+    context.left -= len(params.chunk)
+    if context.left <= 0:
+        _soon(context.sent)
+
+
+def _soon(callback: Callable[[], None]) -> None:
+    asyncio.get_running_loop().call_soon(callback)
