@@ -23,6 +23,7 @@ from typing import Any
 
 import httpx2
 import openai
+from openai._vendor.httpx_aiohttp import AiohttpTransport
 from openai.types.audio import Transcription
 
 from agent._failover import Endpoint, Failover, Transient, cause, host_of, retry_after
@@ -33,7 +34,7 @@ from agent.llm_answer import ToolCallRequest as ToolCallRequest
 from agent.llm_answer import Usage as Usage
 from agent.llm_answer import add_call, usage_of
 from agent.llm_answer import parse_arguments as parse_arguments
-from agent.llm_http import LLMHttpClient
+from agent.llm_http import ConnectErrors, session_maker
 from agent.llm_metering import CallObserver as CallObserver
 from agent.llm_metering import DeltaCallback as DeltaCallback
 from agent.llm_metering import FailoverObserver as FailoverObserver
@@ -304,8 +305,33 @@ def _client(base_url: str | None, key: Any, timeout: float) -> openai.AsyncOpenA
         base_url=base_url,
         timeout=timeout,
         max_retries=0,
-        http_client=LLMHttpClient(timeout=timeout),
+        http_client=_HttpClient(timeout=timeout),
     )
+
+
+class _HttpClient(openai.DefaultAioHttpClient):
+    """The SDK's aiohttp client (``agent.llm_http``), its transports made as the SDK
+    makes its own, with chorus's trace and connection errors (a transport given by
+    the caller is used as it is)."""
+
+    def _init_transport(  # type: ignore[override]
+        self, transport: httpx2.AsyncBaseTransport | None = None, **settings: Any
+    ) -> httpx2.AsyncBaseTransport:
+        return transport if transport is not None else _transport(settings)
+
+    def _init_proxy_transport(  # type: ignore[override]
+        self, proxy: httpx2.Proxy, **settings: Any
+    ) -> httpx2.AsyncBaseTransport:
+        return _transport(settings, proxy)
+
+
+def _transport(
+    settings: dict[str, Any], proxy: httpx2.Proxy | None = None
+) -> httpx2.AsyncBaseTransport:
+    names = ("verify", "cert", "trust_env", "http1", "http2", "limits")
+    sdk = AiohttpTransport(proxy=proxy, **{n: settings[n] for n in names if n in settings})
+    sdk.client = session_maker(sdk.limits, sdk.ssl_context, sdk.local_address)
+    return ConnectErrors(sdk)
 
 
 async def _call(callback: DeltaCallback, text: str) -> None:

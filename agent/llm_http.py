@@ -1,50 +1,62 @@
-"""The HTTP client under the ``openai`` client: the SDK's own aiohttp transport.
+"""What chorus adds to the HTTP under the ``openai`` client (``agent.llm`` makes it).
 
-``openai.DefaultAioHttpClient`` is the SDK's ``httpx2`` client with ``aiohttp`` doing the
-HTTP (the SDK's defaults for timeouts, connection limits and redirects; proxies from
-the environment as ``httpx2`` finds them). Against a local endpoint a streamed chat
-request reached its first line about 0.7 ms sooner than through ``httpx2``'s own
-transport, with about half the client's CPU: aiohttp parses HTTP in C and writes a
-small request's headers and body in one send.
+The client speaks HTTP through the SDK's aiohttp transport
+(``openai.DefaultAioHttpClient``: the SDK's ``httpx2`` client with aiohttp doing the
+HTTP, the SDK's defaults for timeouts, connection limits and redirects, proxies
+from the environment as ``httpx2`` finds them). Against a local endpoint a streamed
+chat request reached its first line about 0.7 ms sooner than through ``httpx2``'s
+own transport, with about half the client's CPU: aiohttp parses HTTP in C and
+writes a small request's headers and body in one send. Two things are added here:
 
-``LLMHttpClient`` is that client, its aiohttp sessions made with ``agent.sending``'s
-trace, so a turn still learns the moment its request has left.
+- ``session_maker``: the transport's aiohttp sessions, made as the SDK makes them,
+  carry ``agent.sending``'s trace, so a turn still learns the moment its request
+  has left;
+- ``ConnectErrors``: a connection that failed without a timeout (refused, reset,
+  closed by the server) is a ``ConnectError``, not the ``ConnectTimeout`` the SDK's
+  table makes of every aiohttp connection error (the ``openai`` client would report
+  a refused connection as a timeout).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import ssl
+from collections.abc import Callable
 
 import aiohttp
 import httpx2
-import openai
-from openai._vendor.httpx_aiohttp import AiohttpTransport
 
 from agent import sending
 
-__all__ = ["LLMHttpClient"]
+__all__ = ["ConnectErrors", "session_maker"]
 
 
-class SentTransport(AiohttpTransport):
-    """The SDK's aiohttp transport; its session reports each request as it is sent."""
+def session_maker(
+    limits: httpx2.Limits, ssl_context: ssl.SSLContext, local_address: str | None = None
+) -> Callable[[], aiohttp.ClientSession]:
+    """What makes the transport's session (on its first request, in the event loop)."""
 
-    def get_client(self) -> aiohttp.ClientSession:
-        most = self.limits.max_connections
+    def session() -> aiohttp.ClientSession:
+        most = limits.max_connections
         connector = aiohttp.TCPConnector(
-            keepalive_timeout=self.limits.keepalive_expiry,
-            ssl=self.ssl_context,
-            local_addr=(self.local_address, 0) if self.local_address else None,
+            keepalive_timeout=limits.keepalive_expiry,
+            ssl=ssl_context,
+            local_addr=(local_address, 0) if local_address else None,
             limit=most if most is not None else 0,  # 0: no limit
         )
         return aiohttp.ClientSession(connector=connector, trace_configs=[sending.trace_config()])
 
+    return session
+
+
+class ConnectErrors(httpx2.AsyncBaseTransport):
+    """``transport``, with a connection error that is not a timeout raised as one."""
+
+    def __init__(self, transport: httpx2.AsyncBaseTransport) -> None:
+        self.transport = transport
+
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        """The SDK transport's answer; but a connection that failed without a timeout
-        (refused, reset, closed by the server) is a ``ConnectError``, not the
-        ``ConnectTimeout`` its table makes of every aiohttp connection error (the
-        ``openai`` client would report a refused connection as a timeout)."""
         try:
-            return await super().handle_async_request(request)
+            return await self.transport.handle_async_request(request)
         except httpx2.ConnectTimeout as exc:
             failure = exc.__cause__
             if isinstance(failure, aiohttp.ClientConnectionError) and not isinstance(
@@ -53,24 +65,5 @@ class SentTransport(AiohttpTransport):
                 raise httpx2.ConnectError(str(failure), request=request) from failure
             raise
 
-
-class LLMHttpClient(openai.DefaultAioHttpClient):
-    """``openai.DefaultAioHttpClient`` whose transports are ``SentTransport``s, made as
-    the SDK's client makes its own (a transport given by the caller is used as it is)."""
-
-    def _init_transport(  # type: ignore[override]
-        self, transport: httpx2.AsyncBaseTransport | None = None, **settings: Any
-    ) -> httpx2.AsyncBaseTransport:
-        if transport is not None:
-            return transport
-        return SentTransport(**_transport_settings(settings))
-
-    def _init_proxy_transport(  # type: ignore[override]
-        self, proxy: httpx2.Proxy, **settings: Any
-    ) -> httpx2.AsyncBaseTransport:
-        return SentTransport(proxy=proxy, **_transport_settings(settings))
-
-
-def _transport_settings(settings: dict[str, Any]) -> dict[str, Any]:
-    names = ("verify", "cert", "trust_env", "http1", "http2", "limits")
-    return {name: settings[name] for name in names if name in settings}
+    async def aclose(self) -> None:
+        await self.transport.aclose()
