@@ -1,5 +1,4 @@
-"""The one client of the LLM endpoints (with its HTTP, ``agent.llm_http``, the only
-module that imports ``openai``).
+"""The one client of the LLM endpoints (the only module that imports ``openai``).
 
 Every call streams (``stream_options.include_usage``), so the caller can show
 text as it arrives and always gets token usage. Transient failures —

@@ -34,7 +34,7 @@ MAX_LINES = 600
 # top-level import name -> path prefixes (relative, posix) allowed to import it
 RESTRICTED: dict[str, tuple[str, ...]] = {
     **{sdk: (f"gateway/adapters/{spec.name}/",) for spec in PLATFORMS for sdk in spec.sdk},
-    "openai": ("agent/llm.py", "agent/llm_http.py"),
+    "openai": ("agent/llm.py",),
     "redis": ("memory/jobs/_rq", "gateway/app/_worker.py", "gateway/replicas/"),
     "rq": ("memory/jobs/_rq", "gateway/app/_worker.py"),
     "psycopg": ("memory/database/_postgres",),
