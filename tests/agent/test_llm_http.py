@@ -1,17 +1,27 @@
 """The HTTP under the openai client (``agent.llm_http``): the SDK's aiohttp transport,
 which reports each request as sent to the task that made it, names a refused
-connection a connection error, and still goes through a proxy named in the
-environment. The real openai client against the fake endpoint and a forward proxy
-speaking plain HTTP/1.1 (RFC 9112's absolute-form request target)."""
+connection a connection error, still goes through a proxy named in the
+environment, and verifies an https endpoint with the CA bundle the environment
+names. The real openai client against the fake endpoint, a forward proxy speaking
+plain HTTP/1.1 (RFC 9112's absolute-form request target) and a TLS relay in front
+of the endpoint, its certificate made by the test's own CA."""
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import socket
+import ssl
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from agent import sending
 from agent.errors import LLMUnavailable
@@ -144,3 +154,137 @@ async def test_a_proxy_named_in_the_environment_carries_the_request(
     assert answer.content == "through the proxy"
     await until(lambda: len(relay.request_lines) == 1)
     assert relay.request_lines[0].startswith(f"POST {server.base_url}/chat/completions ")
+
+
+def tls_files(directory: Path) -> tuple[Path, Path, Path]:
+    """A CA of the test's own and a certificate it signed for 127.0.0.1: (CA, cert, key)."""
+    now = datetime.now(UTC)
+
+    def name(common: str) -> x509.Name:
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(name("chorus test CA"))
+        .issuer_name(name("chorus test CA"))
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(minutes=5))
+        .not_valid_after(now + timedelta(hours=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(
+            x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name("127.0.0.1"))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(minutes=5))
+        .not_valid_after(now + timedelta(hours=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
+            critical=False,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    paths = directory / "ca.pem", directory / "cert.pem", directory / "key.pem"
+    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    paths[1].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    paths[2].write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return paths
+
+
+@pytest.fixture
+async def tls_endpoint(server: FakeOpenAI, tmp_path: Path) -> AsyncIterator[tuple[str, Path]]:
+    """The fake endpoint behind TLS (a relay terminating it): its https base URL and the
+    CA that signed its certificate."""
+    ca, cert, key = tls_files(tmp_path)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    origin = server.base_url.removeprefix("http://").partition("/")[0].split(":")
+
+    async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection(origin[0], int(origin[1]))
+
+        async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+            try:
+                while data := await source.read(65536):
+                    sink.write(data)
+                    await sink.drain()
+            except (ConnectionError, ssl.SSLError):
+                pass
+            finally:
+                sink.close()
+
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+    tls = await asyncio.start_server(relay, "127.0.0.1", 0, ssl=context)
+    port = tls.sockets[0].getsockname()[1]
+    yield f"https://127.0.0.1:{port}/v1", ca
+    tls.close()
+
+
+async def test_an_https_endpoint_signed_by_the_ca_in_ssl_cert_file_answers(
+    server: FakeOpenAI, tls_endpoint: tuple[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A private endpoint's CA bundle, named as an operator names it for any Python
+    HTTPS client (``SSL_CERT_FILE``), is what the client verifies the endpoint with."""
+    url, ca = tls_endpoint
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca))
+    server.reply("over TLS")
+    llm = client_of(url)
+    try:
+        answer = await llm.complete(ASK)
+    finally:
+        await llm.aclose()
+    assert answer.content == "over TLS"
+
+
+async def test_an_https_endpoint_whose_certificate_is_not_trusted_is_not_asked(
+    server: FakeOpenAI,
+    tls_endpoint: tuple[str, Path],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    url, _ = tls_endpoint
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    llm = client_of(url)
+    try:
+        with caplog.at_level(logging.WARNING, logger="agent"), pytest.raises(LLMUnavailable):
+            await llm.complete(ASK)
+    finally:
+        await llm.aclose()
+    assert server.requests == []
+    assert "APIConnectionError" in caplog.text
