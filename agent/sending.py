@@ -54,6 +54,7 @@ async def _started(session: Any, context: SimpleNamespace, params: Any) -> None:
     del session, params
     context.sent = _on_sent.get()  # the task that makes the request
     context.left = None
+    context.told = False
 
 
 async def _headers_sent(
@@ -66,9 +67,9 @@ async def _headers_sent(
     if length is not None and length.isdigit():
         context.left = int(length)
         if context.left == 0:
-            _soon(context.sent)
+            _tell(context)
     elif "chunked" not in params.headers.get("Transfer-Encoding", "").lower():
-        _soon(context.sent)  # no body: the headers are the request
+        _tell(context)  # no body: the headers are the request
 
 
 async def _chunk_sent(
@@ -78,12 +79,15 @@ async def _chunk_sent(
     if context.sent is None:
         return
     if context.left is None:  # a body of unknown length: its first chunk
-        _soon(context.sent)
+        _tell(context)
         return
     context.left -= len(params.chunk)
     if context.left <= 0:
-        _soon(context.sent)
+        _tell(context)
 
 
-def _soon(callback: Callable[[], None]) -> None:
-    asyncio.get_running_loop().call_soon(callback)
+def _tell(context: SimpleNamespace) -> None:
+    """The request's callback, once, on the loop's next round (after the write)."""
+    if not context.told:
+        context.told = True
+        asyncio.get_running_loop().call_soon(context.sent)

@@ -62,6 +62,20 @@ async def test_a_request_tells_its_own_task_once_it_is_sent(server: FakeOpenAI) 
     assert len(server.requests) == 2
 
 
+async def test_a_request_without_a_body_is_sent_with_its_headers(server: FakeOpenAI) -> None:
+    """The connection opened ahead (a GET of the base URL) made under ``when_sent``."""
+    llm = client_of(server.base_url)
+    told: list[bool] = []
+    try:
+        with sending.when_sent(lambda: told.append(True)):
+            llm.preconnect.warm()
+        await llm.preconnect.settled()
+    finally:
+        await llm.aclose()
+    assert llm.preconnect.sent == 1
+    assert told == [True]
+
+
 async def test_a_refused_connection_is_a_connection_error_not_a_timeout(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
