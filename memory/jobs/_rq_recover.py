@@ -1,6 +1,7 @@
 """Jobs of workers that died: ``RQQueue.recover_abandoned`` retries (or fails) a started
 job whose worker's liveness key is gone or whose rq lease ran out, and puts back at the
-head of the queue a job a worker took off it and died before starting.
+head of the queue a job a worker took off it and died before starting (whether or not it
+had registered the job as started yet).
 
 ``AbandonedJobs`` is a part of ``memory.jobs._rq.RQQueue`` (its base class).
 """
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import redis
 from rq import Queue
+from rq.executions import Execution
 from rq.job import Job, JobStatus
 
 from memory.jobs._rq_worker import liveness_key
@@ -35,6 +37,15 @@ end
 return 0
 """
 """Out of the intermediate list and back at the head of the queue, if still queued."""
+_REQUEUE_UNSTARTED = """
+if redis.call('hget', KEYS[4], 'status') ~= 'queued' then return 0 end
+if redis.call('zrem', KEYS[3], ARGV[2]) == 0 then return 0 end
+redis.call('lrem', KEYS[1], 1, ARGV[1])
+redis.call('lpush', KEYS[2], ARGV[1])
+return 1
+"""
+"""Out of the started registry and the intermediate list and back at the head of the
+queue, if its worker never marked it started."""
 
 
 class AbandonedJobs:
@@ -61,7 +72,8 @@ class AbandonedJobs:
         registry = self._queue.started_job_registry
         try:
             stranded = self._requeue_stranded(time.time() if now is None else now)
-            dead = self._entries_of_dead_workers(registry.key)
+            dead, unstarted = self._entries_of_dead_workers(registry.key)
+            stranded += unstarted
             if dead:
                 # xx: an entry removed meanwhile (its job just ended) is not re-added
                 self._conn.zadd(registry.key, dict.fromkeys(dead, 1), xx=True)
@@ -106,18 +118,49 @@ class AbandonedJobs:
             self._conn.delete(seen_key)
         return count
 
-    def _entries_of_dead_workers(self, key: str) -> list[str]:
-        """Entries of started jobs whose worker is gone; entries of jobs that already
-        ended (a worker's bookkeeping left them behind) are dropped, never retried."""
+    def _entries_of_dead_workers(self, key: str) -> tuple[list[str], int]:
+        """Entries of started jobs whose worker is gone, and how many jobs were put back
+        in the queue because their dead worker had registered them but not started
+        them; entries of jobs that already ended (a worker's bookkeeping left them
+        behind) are dropped, never retried."""
         dead: list[str] = []
+        unstarted = 0
         for member in self._conn.zrange(key, 0, -1):
             raw = member.decode() if isinstance(member, bytes) else str(member)
             job = self._fetch(raw.split(":", 1)[0])
-            if job is not None and job.get_status(refresh=False) in _ENDED:
+            status = job.get_status(refresh=False) if job is not None else None
+            if job is not None and status in _ENDED:
                 self._conn.zrem(key, raw)
                 logger.info("dropped the stale started entry of ended job %s", job.id)
+                continue
+            if job is not None and status == JobStatus.QUEUED:
+                # rq's worker registers the job (its execution names the worker) and
+                # only then its work horse marks it started: a worker killed between
+                # the two left it registered, still queued, never run
+                worker = self._execution_worker(raw)
+                if worker and not self._conn.exists(liveness_key(worker)):
+                    unstarted += self._requeue_unstarted(key, raw, job.id)
                 continue
             worker = job.worker_name if job is not None else None
             if worker and not self._conn.exists(liveness_key(worker)):
                 dead.append(raw)
-        return dead
+        return dead, unstarted
+
+    def _execution_worker(self, member: str) -> str | None:
+        """The worker named by the execution behind a started registry entry."""
+        if ":" not in member:
+            return None
+        name = self._conn.hget(Execution.from_composite_key(member, self._conn).key, "worker_name")
+        if name is None:
+            return None
+        return name.decode() if isinstance(name, bytes) else str(name)
+
+    def _requeue_unstarted(self, key: str, member: str, job_id: str) -> int:
+        queue = self._queue
+        keys = [queue.intermediate_queue_key, queue.key, key, Job.key_for(job_id)]
+        if not self._conn.eval(_REQUEUE_UNSTARTED, 4, *keys, job_id, member):
+            return 0
+        logger.info(
+            "job %s was taken by a worker that died before starting it; queued again", job_id
+        )
+        return 1

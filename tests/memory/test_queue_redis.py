@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import pytest
 import redis
 from rq import Queue, Worker
+from rq.executions import prepare_execution
 from rq.job import Job
 
 from memory.jobs import JobSpec, Outbox, RQQueue
-from memory.jobs._rq_worker import ChorusWorker
+from memory.jobs._rq_worker import ChorusWorker, liveness_key
 from tests.queue_jobs import read_records
 from tests.waiting import until_sync
 
@@ -281,6 +282,53 @@ def test_retry_interval_waits_in_the_scheduled_registry(
 
     wait_for(retried, what="the scheduled retry")
     assert queue.status().scheduled == 0
+
+
+def _registered_by(worker_name: str, queue: RQQueue, job_id: str) -> None:
+    """What rq's worker does with a job it takes, up to the moment its work horse
+    would mark it started: off the queue into the intermediate list, then registered
+    as started with an execution naming the worker (rq's own ``prepare_execution``)."""
+    conn = redis.Redis.from_url(queue.url)
+    queue_key = f"rq:queue:{queue.name}"
+    assert conn.lmove(queue_key, f"{queue_key}:intermediate") == job_id.encode()
+    worker = Worker([queue.name], connection=conn, name=worker_name)
+    prepare_execution(worker, Job.fetch(job_id, connection=conn))
+
+
+def test_a_job_registered_by_a_worker_that_died_before_starting_it_is_queued_again(
+    make_rq: Callable[..., RQQueue], burst_worker: BurstWorker, tmp_path: Path
+) -> None:
+    queue = make_rq(retries=0)
+    records = str(tmp_path / "records")
+    queue.enqueue(spec("record", records, "s", 1, session="s", job_id="s-1"))
+    queue.enqueue(spec("record", records, "t", 1, session="t", job_id="t-1"))
+    _registered_by("killed-worker", queue, "s-1")  # no liveness key: it is gone
+    conn = redis.Redis.from_url(queue.url)
+    queue_key = f"rq:queue:{queue.name}"
+    assert queue.status().started == 1
+    assert Job.fetch("s-1", connection=conn).get_status() == "queued"  # never started
+    assert queue.recover_abandoned() == 1
+    assert conn.lrange(queue_key, 0, -1) == [b"s-1", b"t-1"]  # back at the head
+    assert conn.llen(f"{queue_key}:intermediate") == 0
+    assert queue.status().started == 0
+    burst_worker()
+    assert sorted(sessions_of(read_records(records))) == [("s", 1), ("t", 1)]  # each once
+    assert queue.recover_abandoned(time.time() + 20) == 0
+    status = queue.status()
+    assert (status.queued, status.started, status.failed) == (0, 0, 0)
+
+
+def test_a_job_a_live_worker_registered_and_has_yet_to_start_is_left_to_it(
+    make_rq: Callable[..., RQQueue], tmp_path: Path
+) -> None:
+    queue = make_rq()
+    queue.enqueue(spec("record", str(tmp_path / "records"), "s", 1, session="s", job_id="s-1"))
+    conn = redis.Redis.from_url(queue.url)
+    conn.set(liveness_key("busy-worker"), str(os.getpid()), ex=60)
+    _registered_by("busy-worker", queue, "s-1")
+    assert queue.recover_abandoned() == 0
+    assert queue.status().started == 1
+    assert conn.llen(f"rq:queue:{queue.name}") == 0  # not queued a second time
 
 
 class DependentArrivesQueue(Queue):
