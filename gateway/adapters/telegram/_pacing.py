@@ -6,6 +6,13 @@ through one lock (so their order holds), and all wait out a ``RetryAfter`` that
 any of them received. A global bucket keeps the whole bot under Telegram's
 overall limit.
 
+With several replicas every message also takes from budgets they share in Redis
+(``shared``). A replica's messages ask for those in turn, the one at the head of
+the queue waiting for the bot's next token, so one Redis call a message is
+enough where every waiter asking again after each wait made about nine; a wait
+longer than the bot's budget ever asks (its own chat's budget, or a flood
+block) is slept out of the queue, holding up no other chat.
+
 Notices to strangers (people the bot does not serve) take only what is left of
 the global budget: they wait while any other message waits for it, and take a
 token only when nobody else asks for one, so a crowd of strangers never delays
@@ -35,6 +42,9 @@ GROUP_BURST = 5.0
 GLOBAL_RATE = 30.0
 """About 30 messages a second across all chats."""
 GLOBAL_BURST = 30.0
+LONGEST_GLOBAL_WAIT = 1.5 / GLOBAL_RATE
+"""The longest wait the bot's shared budget gives for one token (1/30 s), with room
+for clocks; a longer wait comes from the chat's own budget or a flood block."""
 MAX_IDLE_CHATS = 10_000
 _EPSILON = 1e-9
 """A token short of one by rounding alone counts as one (no waits of 1e-16 s)."""
@@ -94,6 +104,8 @@ class ChatPacer:
         self._nobody_asking.set()
         self._spare_turn = asyncio.Lock()
         """Notices to strangers queue here, one at the head waiting for spare budget."""
+        self._shared_turn = asyncio.Lock()
+        """Messages ask for the shared budgets in turn, one at the head asking Redis."""
         self.shared: SharedBudgets | None = None
         """With several replicas: every message also waits for the budgets they share."""
 
@@ -191,16 +203,28 @@ class ChatPacer:
                 return
 
     async def _take_shared(self, chat_id: str, bucket: _Bucket) -> None:
+        """Take from the budgets every replica shares: in turn with this replica's other
+        messages while the bot's budget is what makes them wait, out of turn while the
+        chat's own budget (or a flood block) does."""
         assert self.shared is not None
         try:
-            while (
-                wait := await self.shared.wait_for(
-                    chat_id, bucket.rate, bucket.burst, GLOBAL_RATE, GLOBAL_BURST
-                )
-            ) > 0:
-                await self._sleep(wait)
+            while True:
+                async with self._shared_turn:
+                    wait = await self._ask_shared(chat_id, bucket)
+                    while 0 < wait <= LONGEST_GLOBAL_WAIT:
+                        await self._sleep(wait)  # the bot's next token: the others queue
+                        wait = await self._ask_shared(chat_id, bucket)
+                if wait <= 0:
+                    return
+                await self._sleep(wait)  # the chat's budget: holding up no other chat
         except Exception as exc:  # Redis away: this replica's own budget still holds
             logger.warning("shared telegram budget unavailable (%s)", type(exc).__name__)
+
+    async def _ask_shared(self, chat_id: str, bucket: _Bucket) -> float:
+        assert self.shared is not None
+        return await self.shared.wait_for(
+            chat_id, bucket.rate, bucket.burst, GLOBAL_RATE, GLOBAL_BURST
+        )
 
     def has_spare(self) -> bool:
         """Whether the bot's budget has room beyond what messages need now (for typing…)."""
