@@ -2,7 +2,10 @@
 
 ``python -m tests.budgets.spender HOME TASKS``: the environment names the LLM
 endpoint, Redis and the budget. Once ready it writes ``HOME/ready-PID`` and
-starts spending when ``HOME/go`` exists. Prints how many calls it made.
+starts spending when ``HOME/go`` exists: one call, then ``HOME/spent-PID``, and
+the rest once every ready process made its first (so each has spent, however
+the machine schedules them, before they race for the rest). Prints how many
+calls it made.
 """
 
 from __future__ import annotations
@@ -45,6 +48,11 @@ def _wait_for(path: Path) -> None:
         time.sleep(0.01)
 
 
+def _wait_for_all(home: Path, prefix: str, count: int) -> None:
+    while len(list(home.glob(f"{prefix}-*"))) < count:
+        time.sleep(0.01)
+
+
 async def main(home: Path, tasks: int) -> None:
     settings = load_settings(home)
     meter = open_meter(lambda: settings, home / "state.db", is_admin=lambda _: False)
@@ -54,7 +62,11 @@ async def main(home: Path, tasks: int) -> None:
     await llm.preconnect.settled()
     (home / f"ready-{os.getpid()}").touch()
     await asyncio.to_thread(_wait_for, home / "go")
-    counter = [0]
+    processes = len(list(home.glob("ready-*")))
+    await llm.complete([{"role": "user", "content": "go"}], charge=Charge(PERSON, "s-spender"))
+    counter = [1]
+    (home / f"spent-{os.getpid()}").touch()
+    await asyncio.to_thread(_wait_for_all, home, "spent", processes)
     await asyncio.gather(*(spend(llm, counter) for _ in range(tasks)))
     await meter.aclose()
     await llm.aclose()
