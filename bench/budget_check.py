@@ -32,15 +32,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-import redis
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from agent.usage import Charge  # noqa: E402
 from gateway.budgets import open_meter  # noqa: E402
 from gateway.config import load_settings  # noqa: E402
-from tests.fakes.redis_server import RedisServer, redis_server_binary  # noqa: E402
+from tests.fakes.redis_server import (  # noqa: E402
+    RedisServer,
+    redis_server_binary,
+    scripts_run,
+)
 
 GOALS_MS = {"local": 1.0, "redis": 1.0}
 """Most a turn's budget work may take (p50)."""
@@ -48,14 +50,7 @@ GOALS_MS = {"local": 1.0, "redis": 1.0}
 
 def _scripts_run(url: str | None) -> int:
     """Scripts the Redis at ``url`` ran so far (each budget round trip runs one)."""
-    if url is None:
-        return 0
-    client = redis.Redis.from_url(url)
-    try:
-        stats = client.info("commandstats")
-    finally:
-        client.close()
-    return sum(int(stats.get(f"cmdstat_{n}", {}).get("calls", 0)) for n in ("evalsha", "eval"))
+    return 0 if url is None else scripts_run(url)
 
 
 async def _turns(home: Path, env: dict[str, str], turns: int, people: int) -> dict[str, Any]:

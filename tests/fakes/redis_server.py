@@ -24,6 +24,19 @@ START_TIMEOUT = 10.0
 """Seconds to wait for a started server to answer PING."""
 
 
+def scripts_run(url: str) -> int:
+    """Lua scripts the Redis server at ``url`` ran so far (``INFO commandstats``:
+    ``evalsha`` and ``eval`` calls)."""
+    import redis
+
+    client = redis.Redis.from_url(url)
+    try:
+        stats = client.info("commandstats")
+    finally:
+        client.close()
+    return sum(int(stats.get(f"cmdstat_{n}", {}).get("calls", 0)) for n in ("evalsha", "eval"))
+
+
 def redis_server_binary() -> str | None:
     """Path of the ``redis-server`` executable, or None when it is not installed."""
     return shutil.which("redis-server") or (

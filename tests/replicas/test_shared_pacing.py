@@ -12,26 +12,16 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 import pytest
-import redis
 
 from gateway.adapters.telegram._pacing import GLOBAL_BURST, ChatPacer
 from gateway.app._replicas import TelegramBudgets
 from gateway.replicas import Coordination
+from tests.fakes.redis_server import scripts_run
 
 if TYPE_CHECKING:
     from tests.fakes.redis_server import RedisServer
 
 pytest_plugins = ["tests.fakes.redis_fixtures"]
-
-
-def scripts_run(url: str) -> int:
-    """Lua scripts the server ran so far (each ask for a shared budget runs one)."""
-    client = redis.Redis.from_url(url)
-    try:
-        stats = client.info("commandstats")
-    finally:
-        client.close()
-    return sum(int(stats.get(f"cmdstat_{n}", {}).get("calls", 0)) for n in ("evalsha", "eval"))
 
 
 @pytest.fixture
